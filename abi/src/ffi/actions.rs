@@ -1,0 +1,148 @@
+//! Actions a plugin takes on the session: messages, entries, exec, timers, tools, flags, logs.
+
+use std::os::raw::c_void;
+
+use super::context::PiContext;
+use super::registry::PiPlugin;
+use super::status::PiStatus;
+use super::strings::PiStr;
+use super::value::PiValue;
+
+/// Log level: debugging detail.
+pub const PI_LOG_DEBUG: u32 = 0;
+/// Log level: information.
+pub const PI_LOG_INFO: u32 = 1;
+/// Log level: something looks wrong.
+pub const PI_LOG_WARN: u32 = 2;
+/// Log level: something failed.
+pub const PI_LOG_ERROR: u32 = 3;
+
+/// `send_user_message` / `send_message` delivery: the default of the call (see there).
+pub const PI_DELIVER_DEFAULT: u32 = 0;
+/// Deliver while the agent is streaming, interrupting it after the current tool.
+pub const PI_DELIVER_STEER: u32 = 1;
+/// Deliver after the agent finishes its current run.
+pub const PI_DELIVER_FOLLOW_UP: u32 = 2;
+/// (`send_message` only) attach to the next user prompt; never triggers a turn.
+pub const PI_DELIVER_NEXT_TURN: u32 = 3;
+
+/// A program to run with `exec`: no shell is involved. Strings are copied during the call.
+#[repr(C)]
+pub struct PiExecRequest {
+    /// `sizeof(PiExecRequest)`.
+    pub struct_size: u32,
+    /// Reserved, 0.
+    pub reserved: u32,
+    /// The program, found through `PATH` when it has no slash.
+    pub program: PiStr,
+    /// `arg_count` arguments (NULL when 0).
+    pub args: *const PiStr,
+    /// Number of `args`.
+    pub arg_count: usize,
+    /// Working directory; empty for the session's cwd.
+    pub cwd: PiStr,
+    /// Time limit in milliseconds, 0 for none. When it runs out the process gets SIGTERM, then
+    /// SIGKILL 5 s later, and the result has `"killed": true`.
+    pub timeout_ms: u64,
+}
+
+/// A timer callback. `ctx` is a context for this call, valid until the callback returns.
+/// An error status is reported like a handler error.
+pub type PiTimerFn =
+    unsafe extern "C" fn(user_data: *mut c_void, timer_id: u64, ctx: *mut PiContext) -> PiStatus;
+
+/// A callback for the shared event bus (`events_on`): `data` is borrowed until it returns.
+pub type PiBusHandler =
+    unsafe extern "C" fn(user_data: *mut c_void, channel: PiStr, data: *const PiValue) -> PiStatus;
+
+/// Actions. Each takes the plugin handle from `init`. During `init` only `log` and `get_flag`
+/// work; the others answer `PI_ERR_UNAVAILABLE`, as they do in a mode that lacks the service.
+/// Actions that lead to events (`send_user_message`, a triggered turn) are queued and run after
+/// the current handler returns: a plugin never re-enters itself.
+#[repr(C)]
+pub struct PiActionsApi {
+    /// `sizeof(PiActionsApi)` in the host.
+    pub struct_size: u32,
+    /// Reserved, 0.
+    pub reserved: u32,
+    /// Writes a line to the host's log, tagged with the plugin. `level` is a `PI_LOG_*`.
+    pub log: unsafe extern "C" fn(plugin: *mut PiPlugin, level: u32, message: PiStr),
+    /// Sends a custom message. `message_json` is
+    /// `{"customType", "content" (string or content array), "display" (bool), "details"?}`;
+    /// `options_json` is empty or `{"triggerTurn"?: bool, "deliverAs"?: "steer" | "followUp" |
+    /// "nextTurn"}`.
+    pub send_message: unsafe extern "C" fn(
+        plugin: *mut PiPlugin,
+        message_json: PiStr,
+        options_json: PiStr,
+    ) -> PiStatus,
+    /// Sends text as if the user typed it (the `input` event fires with source "extension").
+    /// `deliver_as` is a `PI_DELIVER_*`; while the agent is busy, `PI_DELIVER_DEFAULT` fails.
+    pub send_user_message:
+        unsafe extern "C" fn(plugin: *mut PiPlugin, text: PiStr, deliver_as: u32) -> PiStatus,
+    /// Appends a `custom` entry (`customType`, `data` from JSON text, empty for none) to the
+    /// session file. The entry is on disk when the call returns. The model never sees it;
+    /// plugins read it back from the session to rebuild their state.
+    pub append_entry: unsafe extern "C" fn(
+        plugin: *mut PiPlugin,
+        custom_type: PiStr,
+        data_json: PiStr,
+    ) -> PiStatus,
+    /// Runs a program and waits for it. `*out` receives an owned object
+    /// `{"stdout", "stderr", "code", "killed"}` (free it with `values->free`); a program that
+    /// cannot be started gives `code` 1 and the reason in `stderr`. The process is killed when
+    /// the plugin is retired.
+    pub exec: unsafe extern "C" fn(
+        plugin: *mut PiPlugin,
+        request: *const PiExecRequest,
+        out: *mut *mut PiValue,
+    ) -> PiStatus,
+    /// Starts a timer that calls `callback` after `delay_ms`, then every `interval_ms` if that
+    /// is not 0. Its id goes to `*timer_id` (may be NULL). Timers stop when the plugin is
+    /// retired; a callback never runs concurrently with another call into the plugin.
+    pub timer_start: unsafe extern "C" fn(
+        plugin: *mut PiPlugin,
+        delay_ms: u64,
+        interval_ms: u64,
+        callback: Option<PiTimerFn>,
+        user_data: *mut c_void,
+        timer_id: *mut u64,
+    ) -> PiStatus,
+    /// Stops a timer. `PI_ERR_NOT_FOUND` when it is not running (any more).
+    pub timer_cancel: unsafe extern "C" fn(plugin: *mut PiPlugin, timer_id: u64) -> PiStatus,
+    /// The names of the active tools as an owned array of strings in `*out`.
+    pub get_active_tools:
+        unsafe extern "C" fn(plugin: *mut PiPlugin, out: *mut *mut PiValue) -> PiStatus,
+    /// All tools as an owned array of `{"name", "description", "parameters"}` in `*out`.
+    pub get_all_tools:
+        unsafe extern "C" fn(plugin: *mut PiPlugin, out: *mut *mut PiValue) -> PiStatus,
+    /// Sets the active tools by name (unknown names are ignored); takes effect on the next turn.
+    pub set_active_tools:
+        unsafe extern "C" fn(plugin: *mut PiPlugin, names: *const PiStr, count: usize) -> PiStatus,
+    /// The value of a flag this plugin registered, as an owned value in `*out` (NULL when
+    /// unset). `PI_ERR_NOT_FOUND` when this plugin did not register `name`.
+    pub get_flag: unsafe extern "C" fn(
+        plugin: *mut PiPlugin,
+        name: PiStr,
+        out: *mut *mut PiValue,
+    ) -> PiStatus,
+    /// Sets the session's display name.
+    pub set_session_name: unsafe extern "C" fn(plugin: *mut PiPlugin, name: PiStr) -> PiStatus,
+    /// The session's display name as an owned string value in `*out` (NULL when none).
+    pub get_session_name:
+        unsafe extern "C" fn(plugin: *mut PiPlugin, out: *mut *mut PiValue) -> PiStatus,
+    /// Sets (or, with a NULL `label.ptr`, clears) the label of a session entry.
+    pub set_label:
+        unsafe extern "C" fn(plugin: *mut PiPlugin, entry_id: PiStr, label: PiStr) -> PiStatus,
+    /// Emits `data_json` (JSON text) on the shared event bus channel `channel`; every
+    /// subscriber (of every plugin) is called after the current call returns.
+    pub events_emit:
+        unsafe extern "C" fn(plugin: *mut PiPlugin, channel: PiStr, data_json: PiStr) -> PiStatus,
+    /// Subscribes to a channel of the shared event bus.
+    pub events_on: unsafe extern "C" fn(
+        plugin: *mut PiPlugin,
+        channel: PiStr,
+        handler: Option<PiBusHandler>,
+        user_data: *mut c_void,
+    ) -> PiStatus,
+}

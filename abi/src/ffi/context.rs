@@ -1,0 +1,110 @@
+//! The context of one call into a plugin: cwd, mode, session reads, errors, system prompt.
+
+use std::marker::{PhantomData, PhantomPinned};
+
+use super::registry::PiPlugin;
+use super::status::PiStatus;
+use super::strings::PiStr;
+use super::value::PiValue;
+
+/// An opaque context, valid until the handler, command, tool, timer or callback it was given
+/// to returns. Do not keep it; keep the `PiPlugin` handle instead.
+pub struct PiContext {
+    _opaque: [u8; 0],
+    _not_send_sync_or_movable: PhantomData<(*mut u8, PhantomPinned)>,
+}
+
+/// Mode: print mode (`-p`), plain text out, no UI.
+pub const PI_MODE_PRINT: u32 = 1;
+/// Mode: JSON event stream out, no UI.
+pub const PI_MODE_JSON: u32 = 2;
+/// Mode: RPC over stdin/stdout; dialogs go to the client.
+pub const PI_MODE_RPC: u32 = 3;
+/// Mode: interactive terminal.
+pub const PI_MODE_INTERACTIVE: u32 = 4;
+/// Mode: a tool such as `pi-hooks inspect` loaded the plugin without a session.
+pub const PI_MODE_INSPECT: u32 = 5;
+
+/// Functions on a `PiContext`. Strings returned by value are borrowed from the context and
+/// NUL-terminated. Session-control functions (marked "command only") work only in a command
+/// handler's context and answer `PI_ERR_UNAVAILABLE` elsewhere.
+#[repr(C)]
+pub struct PiContextApi {
+    /// `sizeof(PiContextApi)` in the host.
+    pub struct_size: u32,
+    /// Reserved, 0.
+    pub reserved: u32,
+    /// The plugin this call belongs to.
+    pub plugin: unsafe extern "C" fn(ctx: *mut PiContext) -> *mut PiPlugin,
+    /// The session's working directory.
+    pub cwd: unsafe extern "C" fn(ctx: *mut PiContext) -> PiStr,
+    /// Whether dialogs reach a user (interactive and RPC modes). Without UI, dialogs return
+    /// their defaults at once: select -1, confirm false, input and editor NULL.
+    pub has_ui: unsafe extern "C" fn(ctx: *mut PiContext) -> bool,
+    /// The mode, one of `PI_MODE_*`.
+    pub mode: unsafe extern "C" fn(ctx: *mut PiContext) -> u32,
+    /// The session file's path; `{NULL, 0}` when the session is not saved.
+    pub session_file: unsafe extern "C" fn(ctx: *mut PiContext) -> PiStr,
+    /// Describes the error the current call is about to return; the host reports the text.
+    pub set_error: unsafe extern "C" fn(ctx: *mut PiContext, message: PiStr),
+    /// The current system prompt (in `before_agent_start`, as chained so far).
+    pub get_system_prompt: unsafe extern "C" fn(ctx: *mut PiContext) -> PiStr,
+    /// Replaces the system prompt for this agent run (`before_agent_start` only; elsewhere
+    /// `PI_ERR_UNAVAILABLE`). Same effect as returning `{"systemPrompt": ...}`.
+    pub set_system_prompt: unsafe extern "C" fn(ctx: *mut PiContext, prompt: PiStr) -> PiStatus,
+    /// Whether the agent is idle (not streaming).
+    pub is_idle: unsafe extern "C" fn(ctx: *mut PiContext) -> bool,
+    /// Aborts the current agent run (queued; takes effect after this call returns).
+    pub abort: unsafe extern "C" fn(ctx: *mut PiContext) -> PiStatus,
+    /// Whether steering or follow-up messages are waiting.
+    pub has_pending_messages: unsafe extern "C" fn(ctx: *mut PiContext) -> bool,
+    /// All session entries, in file order, as an owned array in `*out`.
+    pub session_entries:
+        unsafe extern "C" fn(ctx: *mut PiContext, out: *mut *mut PiValue) -> PiStatus,
+    /// The entries of the current branch, root first, as an owned array in `*out`.
+    pub session_branch:
+        unsafe extern "C" fn(ctx: *mut PiContext, out: *mut *mut PiValue) -> PiStatus,
+    /// The id of the current leaf entry as an owned string in `*out` (NULL when empty).
+    pub session_leaf_id:
+        unsafe extern "C" fn(ctx: *mut PiContext, out: *mut *mut PiValue) -> PiStatus,
+    /// The current model as an owned object `{"provider", "id", ...}` in `*out` (NULL if none).
+    pub model: unsafe extern "C" fn(ctx: *mut PiContext, out: *mut *mut PiValue) -> PiStatus,
+    /// Context window usage as an owned object `{"tokens", "contextWindow", "percent"}`.
+    pub context_usage:
+        unsafe extern "C" fn(ctx: *mut PiContext, out: *mut *mut PiValue) -> PiStatus,
+    /// (tool execute only) Streams a partial result, JSON text shaped like a tool result;
+    /// emitted as `tool_execution_update`.
+    pub tool_update: unsafe extern "C" fn(ctx: *mut PiContext, partial_json: PiStr) -> PiStatus,
+    /// Asks the host to shut down once idle (`session_shutdown` fires first).
+    pub shutdown: unsafe extern "C" fn(ctx: *mut PiContext) -> PiStatus,
+    /// Starts a compaction; `options_json` is empty or `{"customInstructions"?}`.
+    pub compact: unsafe extern "C" fn(ctx: *mut PiContext, options_json: PiStr) -> PiStatus,
+    /// (command only) Waits until the agent is idle.
+    pub wait_for_idle: unsafe extern "C" fn(ctx: *mut PiContext) -> PiStatus,
+    /// (command only) Starts a new session; `options_json` is empty or `{"parentSession"?}`.
+    /// `*cancelled` tells whether a `session_before_switch` handler cancelled it.
+    pub new_session: unsafe extern "C" fn(
+        ctx: *mut PiContext,
+        options_json: PiStr,
+        cancelled: *mut bool,
+    ) -> PiStatus,
+    /// (command only) Forks the session at `entry_id`.
+    pub fork: unsafe extern "C" fn(
+        ctx: *mut PiContext,
+        entry_id: PiStr,
+        cancelled: *mut bool,
+    ) -> PiStatus,
+    /// (command only) Moves to another point of the session tree; `options_json` is empty or
+    /// `{"summarize"?, "customInstructions"?, "label"?}`.
+    pub navigate_tree: unsafe extern "C" fn(
+        ctx: *mut PiContext,
+        target_id: PiStr,
+        options_json: PiStr,
+        cancelled: *mut bool,
+    ) -> PiStatus,
+    /// (command only) Switches to another session file.
+    pub switch_session:
+        unsafe extern "C" fn(ctx: *mut PiContext, path: PiStr, cancelled: *mut bool) -> PiStatus,
+    /// (command only) Reloads every plugin once the command returns.
+    pub reload: unsafe extern "C" fn(ctx: *mut PiContext) -> PiStatus,
+}

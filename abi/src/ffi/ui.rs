@@ -1,0 +1,98 @@
+//! The user interface of the current mode: dialogs, notifications, status, widgets, editor.
+
+use super::context::PiContext;
+use super::status::PiStatus;
+use super::strings::PiStr;
+use super::value::PiValue;
+
+/// `notify` level: information.
+pub const PI_NOTIFY_INFO: u32 = 0;
+/// `notify` level: warning.
+pub const PI_NOTIFY_WARNING: u32 = 1;
+/// `notify` level: error.
+pub const PI_NOTIFY_ERROR: u32 = 2;
+
+/// `set_widget` placement: above the editor (the default).
+pub const PI_WIDGET_ABOVE_EDITOR: u32 = 0;
+/// `set_widget` placement: below the editor.
+pub const PI_WIDGET_BELOW_EDITOR: u32 = 1;
+
+/// Options for a dialog. Pass NULL for none.
+#[repr(C)]
+pub struct PiDialogOptions {
+    /// `sizeof(PiDialogOptions)`.
+    pub struct_size: u32,
+    /// Reserved, 0.
+    pub reserved: u32,
+    /// Milliseconds after which the dialog closes with its default answer; 0 for none.
+    pub timeout_ms: u64,
+}
+
+/// UI functions, all on a `PiContext`. Without a UI (print and JSON modes, `has_ui` false) the
+/// dialogs return their default answer at once with `PI_OK`, and the setters do nothing. A
+/// dialog blocks only the calling plugin; time spent in it does not count against the handler's
+/// timeout.
+#[repr(C)]
+pub struct PiUiApi {
+    /// `sizeof(PiUiApi)` in the host.
+    pub struct_size: u32,
+    /// Reserved, 0.
+    pub reserved: u32,
+    /// Lets the user pick one of `count` options; `*index` receives its index, or -1 when
+    /// cancelled, timed out or without UI.
+    pub select: unsafe extern "C" fn(
+        ctx: *mut PiContext,
+        title: PiStr,
+        options: *const PiStr,
+        count: usize,
+        dialog: *const PiDialogOptions,
+        index: *mut i64,
+    ) -> PiStatus,
+    /// Asks a yes/no question; `*answer` is false when declined, cancelled or without UI.
+    pub confirm: unsafe extern "C" fn(
+        ctx: *mut PiContext,
+        title: PiStr,
+        message: PiStr,
+        dialog: *const PiDialogOptions,
+        answer: *mut bool,
+    ) -> PiStatus,
+    /// Asks for one line of text; `*out` receives an owned string, or NULL when cancelled.
+    pub input: unsafe extern "C" fn(
+        ctx: *mut PiContext,
+        title: PiStr,
+        placeholder: PiStr,
+        dialog: *const PiDialogOptions,
+        out: *mut *mut PiValue,
+    ) -> PiStatus,
+    /// Opens a multi-line editor prefilled with `prefill`; `*out` as for `input`.
+    pub editor: unsafe extern "C" fn(
+        ctx: *mut PiContext,
+        title: PiStr,
+        prefill: PiStr,
+        out: *mut *mut PiValue,
+    ) -> PiStatus,
+    /// Shows a notification; `level` is a `PI_NOTIFY_*`.
+    pub notify: unsafe extern "C" fn(ctx: *mut PiContext, message: PiStr, level: u32) -> PiStatus,
+    /// Sets the footer status under `key`; a NULL `text.ptr` removes it.
+    pub set_status: unsafe extern "C" fn(ctx: *mut PiContext, key: PiStr, text: PiStr) -> PiStatus,
+    /// Sets a widget of `count` lines under `key`; NULL `lines` removes it. `placement` is a
+    /// `PI_WIDGET_*`.
+    pub set_widget: unsafe extern "C" fn(
+        ctx: *mut PiContext,
+        key: PiStr,
+        lines: *const PiStr,
+        count: usize,
+        placement: u32,
+    ) -> PiStatus,
+    /// Sets the terminal title.
+    pub set_title: unsafe extern "C" fn(ctx: *mut PiContext, title: PiStr) -> PiStatus,
+    /// Replaces the editor's text.
+    pub set_editor_text: unsafe extern "C" fn(ctx: *mut PiContext, text: PiStr) -> PiStatus,
+    /// The editor's text as an owned string in `*out` ("" without UI).
+    pub get_editor_text:
+        unsafe extern "C" fn(ctx: *mut PiContext, out: *mut *mut PiValue) -> PiStatus,
+    /// The current theme as an owned object `{"name", "colors": {name: ANSI escape}}`.
+    pub theme: unsafe extern "C" fn(ctx: *mut PiContext, out: *mut *mut PiValue) -> PiStatus,
+    /// Sets (NULL `message.ptr`: resets) the message shown while the agent works.
+    pub set_working_message: unsafe extern "C" fn(ctx: *mut PiContext, message: PiStr) -> PiStatus,
+}

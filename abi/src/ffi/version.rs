@@ -1,0 +1,11 @@
+//! ABI version numbers and the name of the entry symbol.
+
+/// ABI major version. A plugin whose major differs from the host's is refused: the entry
+/// symbol carries the major in its name (`pi_hooks_plugin_v1`), so a plugin for another major
+/// is not even found. The major changes only for a break that cannot be made by appending.
+pub const PI_HOOKS_ABI_MAJOR: u32 = 1;
+
+/// ABI minor version. A minor adds fields and functions at the end of structs and tables,
+/// never anything else. A host of minor N loads plugins built for minors 0..=N; a plugin built
+/// for a minor newer than the host's is refused (it may call entries the host lacks).
+pub const PI_HOOKS_ABI_MINOR: u32 = 0;

@@ -1,0 +1,133 @@
+//! What a host checks a descriptor against: the layout fingerprint and the struct sizes that
+//! each ABI minor defines.
+
+use std::mem::size_of;
+
+use crate::ffi::*;
+
+/// Fingerprint of the ABI source this crate was built from (see `build.rs`): changes with any
+/// edit to a type, field, function pointer or constant in `src/ffi`, not with comments.
+pub const LAYOUT_FINGERPRINT: u64 = include!(concat!(env!("OUT_DIR"), "/fingerprint.rs"));
+
+/// The fingerprint each released minor had, index = minor. The last entry must equal
+/// [`LAYOUT_FINGERPRINT`]; a test fails otherwise, so an ABI edit cannot slip in without
+/// either a new minor (append an entry) or a deliberate change before release.
+pub const RELEASED_FINGERPRINTS: &[u64] = &[0xfad2_28d5_859c_9234];
+
+/// Sizes of the boundary structs at one ABI minor, on this target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AbiSizes {
+    /// `sizeof(PiPluginDescriptor)`
+    pub descriptor: u32,
+    /// `sizeof(PiHostApi)`
+    pub host_api: u32,
+    /// `sizeof(PiValueApi)`
+    pub value_api: u32,
+    /// `sizeof(PiResultApi)`
+    pub result_api: u32,
+    /// `sizeof(PiRegistryApi)`
+    pub registry_api: u32,
+    /// `sizeof(PiActionsApi)`
+    pub actions_api: u32,
+    /// `sizeof(PiContextApi)`
+    pub context_api: u32,
+    /// `sizeof(PiUiApi)`
+    pub ui_api: u32,
+}
+
+impl AbiSizes {
+    /// The sizes of the current minor, as compiled.
+    pub const CURRENT: AbiSizes = AbiSizes {
+        descriptor: size_of::<PiPluginDescriptor>() as u32,
+        host_api: size_of::<PiHostApi>() as u32,
+        value_api: size_of::<PiValueApi>() as u32,
+        result_api: size_of::<PiResultApi>() as u32,
+        registry_api: size_of::<PiRegistryApi>() as u32,
+        actions_api: size_of::<PiActionsApi>() as u32,
+        context_api: size_of::<PiContextApi>() as u32,
+        ui_api: size_of::<PiUiApi>() as u32,
+    };
+
+    /// The sizes a plugin built for `minor` must declare, or `None` for a minor this build
+    /// does not know. Minor 0 is the current one; a later minor appends its row here.
+    pub fn for_minor(minor: u32) -> Option<AbiSizes> {
+        (minor == PI_HOOKS_ABI_MINOR).then_some(Self::CURRENT)
+    }
+
+    /// The sizes a descriptor declares.
+    pub fn of_descriptor(d: &PiPluginDescriptor) -> AbiSizes {
+        AbiSizes {
+            descriptor: d.struct_size,
+            host_api: d.host_api_size,
+            value_api: d.value_api_size,
+            result_api: d.result_api_size,
+            registry_api: d.registry_api_size,
+            actions_api: d.actions_api_size,
+            context_api: d.context_api_size,
+            ui_api: d.ui_api_size,
+        }
+    }
+
+    /// `(struct name, declared, expected)` for every size that differs.
+    pub fn mismatches(&self, expected: &AbiSizes) -> Vec<(&'static str, u32, u32)> {
+        let pairs = [
+            ("PiPluginDescriptor", self.descriptor, expected.descriptor),
+            ("PiHostApi", self.host_api, expected.host_api),
+            ("PiValueApi", self.value_api, expected.value_api),
+            ("PiResultApi", self.result_api, expected.result_api),
+            ("PiRegistryApi", self.registry_api, expected.registry_api),
+            ("PiActionsApi", self.actions_api, expected.actions_api),
+            ("PiContextApi", self.context_api, expected.context_api),
+            ("PiUiApi", self.ui_api, expected.ui_api),
+        ];
+        pairs
+            .into_iter()
+            .filter(|(_, got, want)| got != want)
+            .collect()
+    }
+}
+
+/// The fingerprint a plugin built for `minor` must carry (when it carries one), if known.
+pub fn fingerprint_for_minor(minor: u32) -> Option<u64> {
+    RELEASED_FINGERPRINTS.get(minor as usize).copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn current_minor_fingerprint_is_released() {
+        assert_eq!(
+            RELEASED_FINGERPRINTS.len(),
+            PI_HOOKS_ABI_MINOR as usize + 1,
+            "RELEASED_FINGERPRINTS needs one entry per minor"
+        );
+        assert_eq!(
+            fingerprint_for_minor(PI_HOOKS_ABI_MINOR),
+            Some(LAYOUT_FINGERPRINT),
+            "the ABI types in abi/src/ffi changed (fingerprint now {LAYOUT_FINGERPRINT:#018x}). \
+             Plugins built before would be misread. Bump PI_HOOKS_ABI_MINOR and append the new \
+             fingerprint to RELEASED_FINGERPRINTS (appending fields only), then regenerate the \
+             header with scripts/gen-header.sh"
+        );
+    }
+
+    #[test]
+    fn every_struct_starts_with_its_size() {
+        // The first field of every boundary struct is the u32 struct_size at offset 0.
+        use std::mem::offset_of;
+        assert_eq!(offset_of!(PiPluginDescriptor, struct_size), 0);
+        assert_eq!(offset_of!(PiHostApi, struct_size), 0);
+        assert_eq!(offset_of!(PiValueApi, struct_size), 0);
+        assert_eq!(offset_of!(PiResultApi, struct_size), 0);
+        assert_eq!(offset_of!(PiRegistryApi, struct_size), 0);
+        assert_eq!(offset_of!(PiActionsApi, struct_size), 0);
+        assert_eq!(offset_of!(PiContextApi, struct_size), 0);
+        assert_eq!(offset_of!(PiUiApi, struct_size), 0);
+        assert_eq!(offset_of!(PiCommandDef, struct_size), 0);
+        assert_eq!(offset_of!(PiToolDef, struct_size), 0);
+        assert_eq!(offset_of!(PiFlagDef, struct_size), 0);
+        assert_eq!(offset_of!(PiExecRequest, struct_size), 0);
+    }
+}

@@ -1,0 +1,242 @@
+//! The plugin handle: actions on the session, usable from handlers, timers and threads.
+
+use std::os::raw::c_void;
+
+use serde::Serialize;
+
+use super::barrier::guard;
+use super::context::Context;
+use super::error::{Error, Result, check};
+use super::strings::pi_str;
+use super::value::OwnedValue;
+use crate::ffi::*;
+
+/// Log levels for [`PluginHandle::log`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogLevel {
+    /// Debugging detail.
+    Debug,
+    /// Information.
+    Info,
+    /// Something looks wrong.
+    Warn,
+    /// Something failed.
+    Error,
+}
+
+/// What [`PluginHandle::exec`] returns.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+pub struct ExecOutput {
+    /// Standard output, lossily decoded.
+    pub stdout: String,
+    /// Standard error, lossily decoded.
+    pub stderr: String,
+    /// Exit code (1 when the program could not be started).
+    pub code: i32,
+    /// Whether the process was killed for running out of time.
+    pub killed: bool,
+}
+
+/// The handle of this plugin instance. Cheap to copy, and usable from any thread until the
+/// plugin is retired: keep it in closures that run later (timers, spawned threads).
+#[derive(Clone, Copy)]
+pub struct PluginHandle {
+    pub(crate) host: &'static PiHostApi,
+    pub(crate) raw: *mut PiPlugin,
+}
+
+// SAFETY: the ABI lets every host function be called from any thread with the plugin handle,
+// which stays valid until the plugin is retired.
+unsafe impl Send for PluginHandle {}
+// SAFETY: as above; the handle itself is never mutated.
+unsafe impl Sync for PluginHandle {}
+
+impl PluginHandle {
+    pub(crate) fn actions(&self) -> &'static PiActionsApi {
+        // SAFETY: run_init checked the table pointers; the host keeps them valid until unload.
+        unsafe { &*self.host.actions }
+    }
+
+    pub(crate) fn values(&self) -> &'static PiValueApi {
+        // SAFETY: as in `actions`.
+        unsafe { &*self.host.values }
+    }
+
+    pub(crate) fn registry(&self) -> &'static PiRegistryApi {
+        // SAFETY: as in `actions`.
+        unsafe { &*self.host.registry }
+    }
+
+    /// The raw handle, for calling the C ABI directly.
+    pub fn as_ptr(&self) -> *mut PiPlugin {
+        self.raw
+    }
+
+    /// The host's root table.
+    pub fn host(&self) -> &'static PiHostApi {
+        self.host
+    }
+
+    /// Writes a line to the host's log.
+    pub fn log(&self, level: LogLevel, message: &str) {
+        let level = match level {
+            LogLevel::Debug => PI_LOG_DEBUG,
+            LogLevel::Info => PI_LOG_INFO,
+            LogLevel::Warn => PI_LOG_WARN,
+            LogLevel::Error => PI_LOG_ERROR,
+        };
+        // SAFETY: valid handle (see the type's docs); the message is borrowed for the call.
+        unsafe { (self.actions().log)(self.raw, level, pi_str(message)) }
+    }
+
+    /// Sends a custom message: `message` is `{customType, content, display, details?}`,
+    /// `options` is `{triggerTurn?, deliverAs?}` (or null).
+    pub fn send_message(
+        &self,
+        message: &serde_json::Value,
+        options: &serde_json::Value,
+    ) -> Result<()> {
+        let message = message.to_string();
+        let options = if options.is_null() {
+            String::new()
+        } else {
+            options.to_string()
+        };
+        // SAFETY: valid handle; both strings are borrowed for the call.
+        let status =
+            unsafe { (self.actions().send_message)(self.raw, pi_str(&message), pi_str(&options)) };
+        check(status, "send_message")
+    }
+
+    /// Sends text as if the user typed it; `deliver_as` is a `PI_DELIVER_*`.
+    pub fn send_user_message(&self, text: &str, deliver_as: u32) -> Result<()> {
+        // SAFETY: valid handle; the text is borrowed for the call.
+        let status =
+            unsafe { (self.actions().send_user_message)(self.raw, pi_str(text), deliver_as) };
+        check(status, "send_user_message")
+    }
+
+    /// Appends a `custom` session entry with `data` serialised as JSON.
+    pub fn append_entry(&self, custom_type: &str, data: &impl Serialize) -> Result<()> {
+        let data = serde_json::to_string(data)?;
+        // SAFETY: valid handle; both strings are borrowed for the call.
+        let status =
+            unsafe { (self.actions().append_entry)(self.raw, pi_str(custom_type), pi_str(&data)) };
+        check(status, "append_entry")
+    }
+
+    /// Runs `program` with `args` (no shell) in `cwd` (None: the session's), waiting at most
+    /// `timeout_ms` (0: no limit).
+    pub fn exec(
+        &self,
+        program: &str,
+        args: &[&str],
+        cwd: Option<&str>,
+        timeout_ms: u64,
+    ) -> Result<ExecOutput> {
+        let args: Vec<PiStr> = args.iter().map(|a| pi_str(a)).collect();
+        let request = PiExecRequest {
+            struct_size: size_of::<PiExecRequest>() as u32,
+            reserved: 0,
+            program: pi_str(program),
+            args: args.as_ptr(),
+            arg_count: args.len(),
+            cwd: pi_str(cwd.unwrap_or("")),
+            timeout_ms,
+        };
+        let mut out = std::ptr::null_mut();
+        // SAFETY: valid handle; `request` and the strings it points to outlive the call.
+        check(
+            unsafe { (self.actions().exec)(self.raw, &request, &mut out) },
+            "exec",
+        )?;
+        // SAFETY: on PI_OK the host handed over an owned value.
+        let owned = unsafe { OwnedValue::from_raw(self.values(), out) }
+            .ok_or_else(|| Error::msg("exec returned no result"))?;
+        owned.value().deserialize()
+    }
+
+    /// Starts a timer calling `callback` after `delay_ms`, then every `interval_ms` unless 0.
+    /// Returns its id. The closure is dropped when the plugin is retired.
+    pub fn start_timer<F>(&self, delay_ms: u64, interval_ms: u64, callback: F) -> Result<u64>
+    where
+        F: FnMut(&Context<'_>) -> Result<()> + Send + 'static,
+    {
+        let data = super::registrar::bind(*self, callback)?;
+        let mut id = 0u64;
+        // SAFETY: valid handle; `data` is a live boxed closure matching the trampoline's type.
+        let status = unsafe {
+            (self.actions().timer_start)(
+                self.raw,
+                delay_ms,
+                interval_ms,
+                Some(timer_trampoline::<F>),
+                data,
+                &mut id,
+            )
+        };
+        check(status, "timer_start")?;
+        Ok(id)
+    }
+
+    /// Stops a timer.
+    pub fn cancel_timer(&self, id: u64) -> Result<()> {
+        // SAFETY: valid handle.
+        check(
+            unsafe { (self.actions().timer_cancel)(self.raw, id) },
+            "timer_cancel",
+        )
+    }
+
+    /// The value of a flag this plugin registered (None when unset).
+    pub fn flag(&self, name: &str) -> Result<Option<serde_json::Value>> {
+        let mut out = std::ptr::null_mut();
+        // SAFETY: valid handle; `name` is borrowed; `out` is a valid out-pointer.
+        check(
+            unsafe { (self.actions().get_flag)(self.raw, pi_str(name), &mut out) },
+            "get_flag",
+        )?;
+        // SAFETY: on PI_OK `out` is NULL or an owned value.
+        Ok(unsafe { OwnedValue::from_raw(self.values(), out) }.map(|v| v.value().to_serde()))
+    }
+
+    /// Sets the active tools by name.
+    pub fn set_active_tools(&self, names: &[&str]) -> Result<()> {
+        let names: Vec<PiStr> = names.iter().map(|n| pi_str(n)).collect();
+        // SAFETY: valid handle; the array and its strings outlive the call.
+        let status =
+            unsafe { (self.actions().set_active_tools)(self.raw, names.as_ptr(), names.len()) };
+        check(status, "set_active_tools")
+    }
+
+    /// The names of the active tools.
+    pub fn active_tools(&self) -> Result<Vec<String>> {
+        let mut out = std::ptr::null_mut();
+        // SAFETY: valid handle; `out` is a valid out-pointer.
+        check(
+            unsafe { (self.actions().get_active_tools)(self.raw, &mut out) },
+            "get_active_tools",
+        )?;
+        // SAFETY: on PI_OK `out` is NULL or an owned value.
+        match unsafe { OwnedValue::from_raw(self.values(), out) } {
+            Some(v) => v.value().deserialize(),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
+unsafe extern "C" fn timer_trampoline<F>(
+    data: *mut c_void,
+    _id: u64,
+    ctx: *mut PiContext,
+) -> PiStatus
+where
+    F: FnMut(&Context<'_>) -> Result<()> + Send + 'static,
+{
+    // SAFETY: `data` is the Bound<F> registered with this trampoline and alive until cleanup;
+    // the host never runs two calls into this plugin at once, so the &mut is unique.
+    let bound = unsafe { &mut *data.cast::<super::registrar::Bound<F>>() };
+    // SAFETY: the host passes a context valid for this call.
+    let ctx = unsafe { Context::from_raw(bound.handle.host, ctx) };
+    guard(|m| ctx.set_error(m), || (bound.f)(&ctx))
+}

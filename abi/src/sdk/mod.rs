@@ -1,0 +1,90 @@
+//! A safe Rust SDK for writing pi-hooks plugins.
+//!
+//! [`plugin!`](crate::plugin) exports the entry symbol and descriptor; the init function gets a
+//! [`Registrar`] to subscribe closures to events and register commands, tools and flags.
+//! Every callback runs behind a panic barrier: a panic becomes an error report to the host
+//! (which fails a `tool_call` closed), never an abort.
+
+mod barrier;
+mod context;
+mod descriptor;
+mod error;
+mod events;
+mod handle;
+mod registrar;
+mod reply;
+mod strings;
+mod value;
+
+pub use context::{Context, Ui};
+pub use descriptor::{StaticDescriptor, run_init};
+pub use error::{Error, Result, status_name};
+pub use events::ToolCall;
+pub use handle::{ExecOutput, LogLevel, PluginHandle};
+pub use registrar::{Registrar, ToolSpec};
+pub use reply::{IntoReply, Reply, ToolCallDecision};
+pub use value::{OwnedValue, Value};
+
+pub use crate::ffi::{
+    PI_MODE_INSPECT, PI_MODE_INTERACTIVE, PI_MODE_JSON, PI_MODE_PRINT, PI_MODE_RPC,
+};
+
+/// Notification levels for [`Ui::notify`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Notify {
+    /// Information.
+    Info,
+    /// A warning.
+    Warning,
+    /// An error.
+    Error,
+}
+
+/// Everything a plugin usually needs: `use pi_hooks_abi::sdk::prelude::*;`.
+pub mod prelude {
+    pub use super::{
+        Context, Error, IntoReply, Notify, PluginHandle, Registrar, Reply, Result, ToolCall,
+        ToolCallDecision, ToolSpec, Ui, Value,
+    };
+    pub use serde_json::json;
+}
+
+/// Exports a plugin: the entry symbol `pi_hooks_plugin_v1` and its descriptor.
+///
+/// ```ignore
+/// pi_hooks_abi::plugin!(name: "my-plugin", version: env!("CARGO_PKG_VERSION"), init: init);
+/// fn init(pi: &mut Registrar) -> Result<()> { Ok(()) }
+/// ```
+///
+/// An optional `description: "..."` may follow. `init` runs behind the panic barrier; an
+/// `Err` or a panic refuses the plugin with that message.
+#[macro_export]
+macro_rules! plugin {
+    (name: $name:expr, version: $version:expr, init: $init:path $(, description: $description:expr)? $(,)?) => {
+        const _: () = {
+            static DESCRIPTOR: $crate::sdk::StaticDescriptor = $crate::sdk::StaticDescriptor::new(
+                $name,
+                $version,
+                $crate::plugin!(@description $($description)?),
+                __pi_hooks_init,
+            );
+
+            unsafe extern "C" fn __pi_hooks_init(
+                host: *const $crate::ffi::PiHostApi,
+                plugin: *mut $crate::ffi::PiPlugin,
+            ) -> $crate::ffi::PiStatus {
+                // SAFETY: the host calls init with its valid host table and plugin handle, as
+                // the ABI requires; run_init checks both for NULL.
+                unsafe { $crate::sdk::run_init(host, plugin, $init) }
+            }
+
+            /// The entry symbol of a pi-hooks ABI v1 plugin.
+            #[unsafe(no_mangle)]
+            pub extern "C" fn pi_hooks_plugin_v1() -> *const $crate::ffi::PiPluginDescriptor {
+                DESCRIPTOR.as_ptr()
+            }
+        };
+    };
+    (@description $description:expr) => { $description };
+    (@description) => { "" };
+}

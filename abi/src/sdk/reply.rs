@@ -1,0 +1,104 @@
+//! What handlers return, and how it reaches the host's `PiResult`.
+
+use super::error::{Result, check};
+use super::strings::pi_str;
+use crate::ffi::*;
+
+/// A handler's result as the host will see it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// No result (the handler returned nothing).
+    None,
+    /// A JSON result, for example `{"action":"transform","text":"..."}`.
+    Json(serde_json::Value),
+    /// `tool_call` only: block the tool with this reason.
+    Block(String),
+}
+
+/// The answer of a `tool_call` handler.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolCallDecision {
+    /// Let the tool run (as far as this handler is concerned).
+    Allow,
+    /// Block the tool; the reason becomes its error result.
+    Block(String),
+}
+
+impl ToolCallDecision {
+    /// Blocks with `reason`.
+    pub fn block(reason: impl Into<String>) -> Self {
+        ToolCallDecision::Block(reason.into())
+    }
+}
+
+/// Converts a handler's return value into a [`Reply`].
+pub trait IntoReply {
+    /// The reply.
+    fn into_reply(self) -> Reply;
+}
+
+impl IntoReply for Reply {
+    fn into_reply(self) -> Reply {
+        self
+    }
+}
+
+impl IntoReply for () {
+    fn into_reply(self) -> Reply {
+        Reply::None
+    }
+}
+
+impl IntoReply for serde_json::Value {
+    fn into_reply(self) -> Reply {
+        Reply::Json(self)
+    }
+}
+
+impl IntoReply for ToolCallDecision {
+    fn into_reply(self) -> Reply {
+        match self {
+            ToolCallDecision::Allow => Reply::None,
+            ToolCallDecision::Block(reason) => Reply::Block(reason),
+        }
+    }
+}
+
+impl<T: IntoReply> IntoReply for Option<T> {
+    fn into_reply(self) -> Reply {
+        self.map_or(Reply::None, IntoReply::into_reply)
+    }
+}
+
+/// Writes `reply` into the host's result.
+///
+/// # Safety
+/// `result` must be the host's result of the current call under `host`.
+pub(crate) unsafe fn write_reply(
+    host: &PiHostApi,
+    result: *mut PiResult,
+    reply: Reply,
+) -> Result<()> {
+    // SAFETY: the results table is valid until unload (checked at init).
+    let api = unsafe { &*host.results };
+    match reply {
+        Reply::None => Ok(()),
+        Reply::Json(value) => {
+            let text = value.to_string();
+            // SAFETY: `result` is valid for this call; the text is borrowed for the call.
+            check(unsafe { (api.set_json)(result, pi_str(&text)) }, "set_json")
+        }
+        Reply::Block(reason) => {
+            // SAFETY: as above; no JSON is built on this path.
+            check(
+                unsafe { (api.set_bool)(result, pi_str("block"), true) },
+                "set_bool",
+            )?;
+            // SAFETY: as above.
+            check(
+                unsafe { (api.set_string)(result, pi_str("reason"), pi_str(&reason)) },
+                "set_string",
+            )
+        }
+    }
+}

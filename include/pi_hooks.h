@@ -1,0 +1,1505 @@
+/*
+ * WARNING: generated file, do not edit. It is generated from the Rust sources in abi/src/ffi
+ * by scripts/gen-header.sh (the crate scripts/gen-header, configured by its cbindgen.toml).
+ * Edit those and regenerate; `scripts/gen-header.sh --verify` and the gen-header tests fail
+ * when this file is stale.
+ */
+
+/*
+ * pi_hooks.h: the C ABI of pi-hooks native plugins, version 1
+ * ============================================================
+ *
+ * A plugin is a shared library (.so, .dylib, .dll) that exports one function,
+ * `pi_hooks_plugin_v1` (PI_HOOKS_ENTRY_SYMBOL), which returns a pointer to a static
+ * PiPluginDescriptor: the ABI version the plugin was built for, its name and version, the
+ * sizes of the ABI structs as it was compiled, and its init function. The macro
+ * PI_HOOKS_PLUGIN(name, version, description, init, shutdown) writes both. The host checks
+ * the descriptor before any other code of the plugin runs and refuses a plugin built for
+ * another major, a newer minor or with other struct sizes.
+ *
+ * init(host, plugin) is then called once. `host` is a PiHostApi, a table of tables that stays
+ * valid until the plugin is unloaded (keep the pointer in a static):
+ *
+ *     host->values    read event payloads and other host values      (PiValueApi)
+ *     host->results   build the result of a handler, command or tool (PiResultApi)
+ *     host->registry  register handlers, commands, tools, renderers, flags, shortcuts
+ *                     (during init only) and cleanups                (PiRegistryApi)
+ *     host->actions   messages, session entries, exec, timers, active tools, flags, log
+ *                                                                     (PiActionsApi)
+ *     host->context   the context of one call: cwd, mode, session, set_error (PiContextApi)
+ *     host->ui        dialogs, notifications, status, widgets, editor (PiUiApi)
+ *
+ * `plugin` identifies this loaded instance: pass it to every registry and actions function.
+ * Each table starts with its `struct_size` and only ever grows at its end: to call an entry
+ * added in a later minor, check host->abi_minor (or the table's struct_size) first.
+ *
+ * Strings are PiStr {ptr, len}: UTF-8, pointer plus length. Build them with pi_str("text"),
+ * pi_str_n(ptr, len), or PI_STR_LIT("text") in a static initialiser.
+ *
+ * Ownership
+ * - What the host hands you is borrowed: event payloads, tool parameters, strings, and every
+ *   PiValue reached from another through get/at/entry/pointer. It stays valid until your
+ *   handler returns (or its owning value is freed). Never free it. Host strings are also
+ *   NUL-terminated (ptr[len] == 0), so they may go to printf("%s") and strstr.
+ * - A PiValue you receive through a `PiValue **out` parameter (exec, dialogs, session reads,
+ *   parse) is owned by you: free it exactly once with host->values->free.
+ * - What you hand the host (strings, JSON text, definition structs) is copied before the call
+ *   returns: you may free or reuse it right after. user_data pointers are kept as given; free
+ *   them in a cleanup registered with host->registry->add_cleanup.
+ * - The descriptor and its strings must stay valid while the library is loaded (statics).
+ *
+ * Threading
+ * - The host never calls one plugin concurrently with itself: its handlers, commands, tools
+ *   and timer callbacks are serialised, so plugin state needs no lock unless the plugin starts
+ *   threads of its own. Host functions may be called from any thread.
+ * - A host function never calls back into the plugin: actions that lead to events
+ *   (send_user_message, a triggered turn, reload) are queued and run after the call returns.
+ *
+ * Status codes
+ * - Every fallible function returns a PiStatus (int32_t): PI_OK (0) or a PI_ERR_* code.
+ * - To fail a handler, describe the error with host->context->set_error(ctx, message) and
+ *   return an error such as PI_ERR. The host reports it and calls the next handler; in
+ *   `tool_call` any error blocks the tool (it fails closed).
+ * - C++: an exception must never escape into the host (that is undefined behaviour); see
+ *   pi_hooks::guard in pi_hooks.hpp.
+ *
+ * Example: a plugin that blocks `rm -rf` in bash tool calls. Build it with
+ *     cc -std=c11 -shared -fPIC -I include -o libno_rm_rf.so no_rm_rf.c
+ * and put the library where pi-hooks looks for plugins.
+ *
+ * -------- begin example: no_rm_rf.c --------
+ * #include <string.h>
+ * #include "pi_hooks.h"
+ *
+ * static const PiHostApi *host;
+ *
+ * static PiStatus on_tool_call(void *user_data, const PiValue *event, PiContext *ctx,
+ *                              PiResult *result) {
+ *     const PiValueApi *v = host->values;
+ *     PiStr tool = {0}, command = {0};
+ *     (void)user_data;
+ *     (void)ctx;
+ *     if (v->as_str(v->get(event, pi_str("toolName")), &tool) != PI_OK ||
+ *         strcmp(tool.ptr, "bash") != 0)
+ *         return PI_OK;
+ *     if (v->as_str(v->pointer(event, pi_str("/input/command")), &command) != PI_OK ||
+ *         strstr(command.ptr, "rm -rf") == NULL)
+ *         return PI_OK;
+ *     host->results->set_bool(result, pi_str("block"), true);
+ *     host->results->set_string(result, pi_str("reason"), pi_str("rm -rf is not allowed"));
+ *     return PI_OK;
+ * }
+ *
+ * static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
+ *     host = h;
+ *     return host->registry->on(plugin, pi_str("tool_call"), on_tool_call, NULL);
+ * }
+ *
+ * PI_HOOKS_PLUGIN("no-rm-rf", "0.1.0", "Blocks rm -rf in bash", init, NULL);
+ * -------- end example --------
+ *
+ * The rest of this file: constants and types generated from abi/src/ffi (one section per
+ * topic of the ABI), then the helpers for C and C++ authors (PI_HOOKS_PLUGIN and friends).
+ */
+
+
+#ifndef PI_HOOKS_H
+#define PI_HOOKS_H
+
+#include <stdint.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <string.h>
+
+/**
+ * Log level: debugging detail.
+ */
+#define PI_LOG_DEBUG 0
+
+/**
+ * Log level: information.
+ */
+#define PI_LOG_INFO 1
+
+/**
+ * Log level: something looks wrong.
+ */
+#define PI_LOG_WARN 2
+
+/**
+ * Log level: something failed.
+ */
+#define PI_LOG_ERROR 3
+
+/**
+ * `send_user_message` / `send_message` delivery: the default of the call (see there).
+ */
+#define PI_DELIVER_DEFAULT 0
+
+/**
+ * Deliver while the agent is streaming, interrupting it after the current tool.
+ */
+#define PI_DELIVER_STEER 1
+
+/**
+ * Deliver after the agent finishes its current run.
+ */
+#define PI_DELIVER_FOLLOW_UP 2
+
+/**
+ * (`send_message` only) attach to the next user prompt; never triggers a turn.
+ */
+#define PI_DELIVER_NEXT_TURN 3
+
+/**
+ * Mode: print mode (`-p`), plain text out, no UI.
+ */
+#define PI_MODE_PRINT 1
+
+/**
+ * Mode: JSON event stream out, no UI.
+ */
+#define PI_MODE_JSON 2
+
+/**
+ * Mode: RPC over stdin/stdout; dialogs go to the client.
+ */
+#define PI_MODE_RPC 3
+
+/**
+ * Mode: interactive terminal.
+ */
+#define PI_MODE_INTERACTIVE 4
+
+/**
+ * Mode: a tool such as `pi-hooks inspect` loaded the plugin without a session.
+ */
+#define PI_MODE_INSPECT 5
+
+/**
+ * A boolean flag: `--name` sets it to true.
+ */
+#define PI_FLAG_BOOLEAN 1
+
+/**
+ * A string flag: `--name value`.
+ */
+#define PI_FLAG_STRING 2
+
+/**
+ * `notify` level: information.
+ */
+#define PI_NOTIFY_INFO 0
+
+/**
+ * `notify` level: warning.
+ */
+#define PI_NOTIFY_WARNING 1
+
+/**
+ * `notify` level: error.
+ */
+#define PI_NOTIFY_ERROR 2
+
+/**
+ * `set_widget` placement: above the editor (the default).
+ */
+#define PI_WIDGET_ABOVE_EDITOR 0
+
+/**
+ * `set_widget` placement: below the editor.
+ */
+#define PI_WIDGET_BELOW_EDITOR 1
+
+/**
+ * Kind of a NULL pointer (an absent field).
+ */
+#define PI_VALUE_ABSENT 0
+
+/**
+ * JSON `null`.
+ */
+#define PI_VALUE_NULL 1
+
+/**
+ * `true` or `false`.
+ */
+#define PI_VALUE_BOOL 2
+
+/**
+ * A number (read it with `as_int` or `as_float`).
+ */
+#define PI_VALUE_NUMBER 3
+
+/**
+ * A string.
+ */
+#define PI_VALUE_STRING 4
+
+/**
+ * An array.
+ */
+#define PI_VALUE_ARRAY 5
+
+/**
+ * An object (keys keep their order).
+ */
+#define PI_VALUE_OBJECT 6
+
+/**
+ * ABI major version. A plugin whose major differs from the host's is refused: the entry
+ * symbol carries the major in its name (`pi_hooks_plugin_v1`), so a plugin for another major
+ * is not even found. The major changes only for a break that cannot be made by appending.
+ */
+#define PI_HOOKS_ABI_MAJOR 1
+
+/**
+ * ABI minor version. A minor adds fields and functions at the end of structs and tables,
+ * never anything else. A host of minor N loads plugins built for minors 0..=N; a plugin built
+ * for a minor newer than the host's is refused (it may call entries the host lacks).
+ */
+#define PI_HOOKS_ABI_MINOR 0
+
+/**
+ * An opaque context, valid until the handler, command, tool, timer or callback it was given
+ * to returns. Do not keep it; keep the `PiPlugin` handle instead.
+ */
+typedef struct PiContext PiContext;
+
+/**
+ * An opaque handle for one loaded instance of a plugin, handed to `init`. Valid until the
+ * plugin's shutdown returns; pass it to registrations and actions (also from timers and
+ * threads the plugin started).
+ */
+typedef struct PiPlugin PiPlugin;
+
+/**
+ * An opaque result under construction, owned by the host and valid until the call returns.
+ *
+ * It starts out as "no result" (the handler returned nothing). Either give it a whole JSON
+ * document with `set_json`, or set fields one by one, which makes it an object. For example a
+ * `tool_call` handler blocks a tool with
+ * `set_bool(r, pi_str("block"), true); set_string(r, pi_str("reason"), pi_str("why"));`.
+ */
+typedef struct PiResult PiResult;
+
+/**
+ * An opaque, read-only value owned by the host: null, bool, number, string, array or object.
+ *
+ * Two kinds of pointer reach a plugin:
+ * - **borrowed**: event payloads, tool parameters, and every value reached from another value
+ *   through `get`, `at`, `entry` or `pointer`. Valid until the handler returns (or until the
+ *   owning value is freed); never free them.
+ * - **owned**: values a host function hands back through a `PiValue **out` parameter (exec
+ *   results, dialog answers, session reads, `parse`). Free each exactly once with
+ *   `values->free`.
+ *
+ * Every accessor accepts NULL and then answers as for an absent value, so lookups can be
+ * chained without checks: `v->get(v->get(event, pi_str("input")), pi_str("command"))`.
+ */
+typedef struct PiValue PiValue;
+
+/**
+ * A status code: `PI_OK` or one of the `PI_ERR_*` values.
+ */
+typedef int32_t PiStatus;
+
+/**
+ * A borrowed UTF-8 string: `len` bytes at `ptr`.
+ *
+ * - `ptr` may be NULL only when `len` is 0. Where a function documents that a NULL `ptr`
+ *   means "absent" (for example "clear this status"), `{NULL, 0}` and `{"", 0}` differ.
+ * - Strings the **host** hands out are also NUL-terminated (`ptr[len] == 0`), so C code may
+ *   pass `ptr` to `printf("%s")`; they may still contain interior NULs if the data does.
+ * - Strings a **plugin** hands the host need no terminator; the host copies them before the
+ *   call returns, so the plugin may free or reuse the memory right after.
+ * - The host checks UTF-8 and answers `PI_ERR_UTF8` when it is not.
+ *
+ * In C, `pi_str("text")` builds one from a NUL-terminated string and `PI_STR_LIT("text")`
+ * initialises one from a literal in a static initialiser.
+ */
+typedef struct PiStr {
+    /**
+     * First byte, or NULL when `len` is 0.
+     */
+    const char *ptr;
+    /**
+     * Length in bytes, without any terminating NUL.
+     */
+    size_t len;
+} PiStr;
+
+/**
+ * A program to run with `exec`: no shell is involved. Strings are copied during the call.
+ */
+typedef struct PiExecRequest {
+    /**
+     * `sizeof(PiExecRequest)`.
+     */
+    uint32_t struct_size;
+    /**
+     * Reserved, 0.
+     */
+    uint32_t reserved;
+    /**
+     * The program, found through `PATH` when it has no slash.
+     */
+    struct PiStr program;
+    /**
+     * `arg_count` arguments (NULL when 0).
+     */
+    const struct PiStr *args;
+    /**
+     * Number of `args`.
+     */
+    size_t arg_count;
+    /**
+     * Working directory; empty for the session's cwd.
+     */
+    struct PiStr cwd;
+    /**
+     * Time limit in milliseconds, 0 for none. When it runs out the process gets SIGTERM, then
+     * SIGKILL 5 s later, and the result has `"killed": true`.
+     */
+    uint64_t timeout_ms;
+} PiExecRequest;
+
+/**
+ * A timer callback. `ctx` is a context for this call, valid until the callback returns.
+ * An error status is reported like a handler error.
+ */
+typedef PiStatus (*PiTimerFn)(void *user_data, uint64_t timer_id, struct PiContext *ctx);
+
+/**
+ * A callback for the shared event bus (`events_on`): `data` is borrowed until it returns.
+ */
+typedef PiStatus (*PiBusHandler)(void *user_data, struct PiStr channel, const struct PiValue *data);
+
+/**
+ * Actions. Each takes the plugin handle from `init`. During `init` only `log` and `get_flag`
+ * work; the others answer `PI_ERR_UNAVAILABLE`, as they do in a mode that lacks the service.
+ * Actions that lead to events (`send_user_message`, a triggered turn) are queued and run after
+ * the current handler returns: a plugin never re-enters itself.
+ */
+typedef struct PiActionsApi {
+    /**
+     * `sizeof(PiActionsApi)` in the host.
+     */
+    uint32_t struct_size;
+    /**
+     * Reserved, 0.
+     */
+    uint32_t reserved;
+    /**
+     * Writes a line to the host's log, tagged with the plugin. `level` is a `PI_LOG_*`.
+     */
+    void (*log)(struct PiPlugin *plugin, uint32_t level, struct PiStr message);
+    /**
+     * Sends a custom message. `message_json` is
+     * `{"customType", "content" (string or content array), "display" (bool), "details"?}`;
+     * `options_json` is empty or `{"triggerTurn"?: bool, "deliverAs"?: "steer" | "followUp" |
+     * "nextTurn"}`.
+     */
+    PiStatus (*send_message)(struct PiPlugin *plugin,
+                             struct PiStr message_json,
+                             struct PiStr options_json);
+    /**
+     * Sends text as if the user typed it (the `input` event fires with source "extension").
+     * `deliver_as` is a `PI_DELIVER_*`; while the agent is busy, `PI_DELIVER_DEFAULT` fails.
+     */
+    PiStatus (*send_user_message)(struct PiPlugin *plugin, struct PiStr text, uint32_t deliver_as);
+    /**
+     * Appends a `custom` entry (`customType`, `data` from JSON text, empty for none) to the
+     * session file. The entry is on disk when the call returns. The model never sees it;
+     * plugins read it back from the session to rebuild their state.
+     */
+    PiStatus (*append_entry)(struct PiPlugin *plugin,
+                             struct PiStr custom_type,
+                             struct PiStr data_json);
+    /**
+     * Runs a program and waits for it. `*out` receives an owned object
+     * `{"stdout", "stderr", "code", "killed"}` (free it with `values->free`); a program that
+     * cannot be started gives `code` 1 and the reason in `stderr`. The process is killed when
+     * the plugin is retired.
+     */
+    PiStatus (*exec)(struct PiPlugin *plugin,
+                     const struct PiExecRequest *request,
+                     struct PiValue **out);
+    /**
+     * Starts a timer that calls `callback` after `delay_ms`, then every `interval_ms` if that
+     * is not 0. Its id goes to `*timer_id` (may be NULL). Timers stop when the plugin is
+     * retired; a callback never runs concurrently with another call into the plugin.
+     */
+    PiStatus (*timer_start)(struct PiPlugin *plugin,
+                            uint64_t delay_ms,
+                            uint64_t interval_ms,
+                            PiTimerFn callback,
+                            void *user_data,
+                            uint64_t *timer_id);
+    /**
+     * Stops a timer. `PI_ERR_NOT_FOUND` when it is not running (any more).
+     */
+    PiStatus (*timer_cancel)(struct PiPlugin *plugin, uint64_t timer_id);
+    /**
+     * The names of the active tools as an owned array of strings in `*out`.
+     */
+    PiStatus (*get_active_tools)(struct PiPlugin *plugin, struct PiValue **out);
+    /**
+     * All tools as an owned array of `{"name", "description", "parameters"}` in `*out`.
+     */
+    PiStatus (*get_all_tools)(struct PiPlugin *plugin, struct PiValue **out);
+    /**
+     * Sets the active tools by name (unknown names are ignored); takes effect on the next turn.
+     */
+    PiStatus (*set_active_tools)(struct PiPlugin *plugin, const struct PiStr *names, size_t count);
+    /**
+     * The value of a flag this plugin registered, as an owned value in `*out` (NULL when
+     * unset). `PI_ERR_NOT_FOUND` when this plugin did not register `name`.
+     */
+    PiStatus (*get_flag)(struct PiPlugin *plugin, struct PiStr name, struct PiValue **out);
+    /**
+     * Sets the session's display name.
+     */
+    PiStatus (*set_session_name)(struct PiPlugin *plugin, struct PiStr name);
+    /**
+     * The session's display name as an owned string value in `*out` (NULL when none).
+     */
+    PiStatus (*get_session_name)(struct PiPlugin *plugin, struct PiValue **out);
+    /**
+     * Sets (or, with a NULL `label.ptr`, clears) the label of a session entry.
+     */
+    PiStatus (*set_label)(struct PiPlugin *plugin, struct PiStr entry_id, struct PiStr label);
+    /**
+     * Emits `data_json` (JSON text) on the shared event bus channel `channel`; every
+     * subscriber (of every plugin) is called after the current call returns.
+     */
+    PiStatus (*events_emit)(struct PiPlugin *plugin, struct PiStr channel, struct PiStr data_json);
+    /**
+     * Subscribes to a channel of the shared event bus.
+     */
+    PiStatus (*events_on)(struct PiPlugin *plugin,
+                          struct PiStr channel,
+                          PiBusHandler handler,
+                          void *user_data);
+} PiActionsApi;
+
+/**
+ * Functions on a `PiContext`. Strings returned by value are borrowed from the context and
+ * NUL-terminated. Session-control functions (marked "command only") work only in a command
+ * handler's context and answer `PI_ERR_UNAVAILABLE` elsewhere.
+ */
+typedef struct PiContextApi {
+    /**
+     * `sizeof(PiContextApi)` in the host.
+     */
+    uint32_t struct_size;
+    /**
+     * Reserved, 0.
+     */
+    uint32_t reserved;
+    /**
+     * The plugin this call belongs to.
+     */
+    struct PiPlugin *(*plugin)(struct PiContext *ctx);
+    /**
+     * The session's working directory.
+     */
+    struct PiStr (*cwd)(struct PiContext *ctx);
+    /**
+     * Whether dialogs reach a user (interactive and RPC modes). Without UI, dialogs return
+     * their defaults at once: select -1, confirm false, input and editor NULL.
+     */
+    bool (*has_ui)(struct PiContext *ctx);
+    /**
+     * The mode, one of `PI_MODE_*`.
+     */
+    uint32_t (*mode)(struct PiContext *ctx);
+    /**
+     * The session file's path; `{NULL, 0}` when the session is not saved.
+     */
+    struct PiStr (*session_file)(struct PiContext *ctx);
+    /**
+     * Describes the error the current call is about to return; the host reports the text.
+     */
+    void (*set_error)(struct PiContext *ctx, struct PiStr message);
+    /**
+     * The current system prompt (in `before_agent_start`, as chained so far).
+     */
+    struct PiStr (*get_system_prompt)(struct PiContext *ctx);
+    /**
+     * Replaces the system prompt for this agent run (`before_agent_start` only; elsewhere
+     * `PI_ERR_UNAVAILABLE`). Same effect as returning `{"systemPrompt": ...}`.
+     */
+    PiStatus (*set_system_prompt)(struct PiContext *ctx, struct PiStr prompt);
+    /**
+     * Whether the agent is idle (not streaming).
+     */
+    bool (*is_idle)(struct PiContext *ctx);
+    /**
+     * Aborts the current agent run (queued; takes effect after this call returns).
+     */
+    PiStatus (*abort)(struct PiContext *ctx);
+    /**
+     * Whether steering or follow-up messages are waiting.
+     */
+    bool (*has_pending_messages)(struct PiContext *ctx);
+    /**
+     * All session entries, in file order, as an owned array in `*out`.
+     */
+    PiStatus (*session_entries)(struct PiContext *ctx, struct PiValue **out);
+    /**
+     * The entries of the current branch, root first, as an owned array in `*out`.
+     */
+    PiStatus (*session_branch)(struct PiContext *ctx, struct PiValue **out);
+    /**
+     * The id of the current leaf entry as an owned string in `*out` (NULL when empty).
+     */
+    PiStatus (*session_leaf_id)(struct PiContext *ctx, struct PiValue **out);
+    /**
+     * The current model as an owned object `{"provider", "id", ...}` in `*out` (NULL if none).
+     */
+    PiStatus (*model)(struct PiContext *ctx, struct PiValue **out);
+    /**
+     * Context window usage as an owned object `{"tokens", "contextWindow", "percent"}`.
+     */
+    PiStatus (*context_usage)(struct PiContext *ctx, struct PiValue **out);
+    /**
+     * (tool execute only) Streams a partial result, JSON text shaped like a tool result;
+     * emitted as `tool_execution_update`.
+     */
+    PiStatus (*tool_update)(struct PiContext *ctx, struct PiStr partial_json);
+    /**
+     * Asks the host to shut down once idle (`session_shutdown` fires first).
+     */
+    PiStatus (*shutdown)(struct PiContext *ctx);
+    /**
+     * Starts a compaction; `options_json` is empty or `{"customInstructions"?}`.
+     */
+    PiStatus (*compact)(struct PiContext *ctx, struct PiStr options_json);
+    /**
+     * (command only) Waits until the agent is idle.
+     */
+    PiStatus (*wait_for_idle)(struct PiContext *ctx);
+    /**
+     * (command only) Starts a new session; `options_json` is empty or `{"parentSession"?}`.
+     * `*cancelled` tells whether a `session_before_switch` handler cancelled it.
+     */
+    PiStatus (*new_session)(struct PiContext *ctx, struct PiStr options_json, bool *cancelled);
+    /**
+     * (command only) Forks the session at `entry_id`.
+     */
+    PiStatus (*fork)(struct PiContext *ctx, struct PiStr entry_id, bool *cancelled);
+    /**
+     * (command only) Moves to another point of the session tree; `options_json` is empty or
+     * `{"summarize"?, "customInstructions"?, "label"?}`.
+     */
+    PiStatus (*navigate_tree)(struct PiContext *ctx,
+                              struct PiStr target_id,
+                              struct PiStr options_json,
+                              bool *cancelled);
+    /**
+     * (command only) Switches to another session file.
+     */
+    PiStatus (*switch_session)(struct PiContext *ctx, struct PiStr path, bool *cancelled);
+    /**
+     * (command only) Reloads every plugin once the command returns.
+     */
+    PiStatus (*reload)(struct PiContext *ctx);
+} PiContextApi;
+
+/**
+ * Accessors for `PiValue`. All functions accept NULL values; none of them calls the plugin.
+ */
+typedef struct PiValueApi {
+    /**
+     * `sizeof(PiValueApi)` in the host.
+     */
+    uint32_t struct_size;
+    /**
+     * Reserved, 0.
+     */
+    uint32_t reserved;
+    /**
+     * The kind of `value`: one of `PI_VALUE_*` (`PI_VALUE_ABSENT` for NULL).
+     */
+    uint32_t (*kind)(const struct PiValue *value);
+    /**
+     * The field `key` of an object, borrowed from `value`; NULL when `value` is not an object
+     * or has no such field.
+     */
+    const struct PiValue *(*get)(const struct PiValue *value, struct PiStr key);
+    /**
+     * The value at a JSON Pointer (RFC 6901) such as `"/input/command"` or `"/content/0"`;
+     * `""` is `value` itself. NULL when nothing is there.
+     */
+    const struct PiValue *(*pointer)(const struct PiValue *value, struct PiStr path);
+    /**
+     * The number of elements of an array or of fields of an object; 0 for anything else.
+     */
+    size_t (*len)(const struct PiValue *value);
+    /**
+     * Element `index` of an array, borrowed; NULL when out of range or not an array.
+     */
+    const struct PiValue *(*at)(const struct PiValue *value, size_t index);
+    /**
+     * Field number `index` of an object, borrowed, with its key in `*key_out` (borrowed as
+     * long as the value); NULL when out of range or not an object.
+     */
+    const struct PiValue *(*entry)(const struct PiValue *value, size_t index, struct PiStr *key_out);
+    /**
+     * The string in `value` into `*out` (borrowed as long as the value, NUL-terminated).
+     * `PI_ERR_WRONG_TYPE` when it is not a string.
+     */
+    PiStatus (*as_str)(const struct PiValue *value, struct PiStr *out);
+    /**
+     * The number in `value` as a 64-bit integer. `PI_ERR_WRONG_TYPE` when it is not a number
+     * or not a whole number in range.
+     */
+    PiStatus (*as_int)(const struct PiValue *value, int64_t *out);
+    /**
+     * The number in `value` as a double. `PI_ERR_WRONG_TYPE` when it is not a number.
+     */
+    PiStatus (*as_float)(const struct PiValue *value, double *out);
+    /**
+     * The boolean in `value`. `PI_ERR_WRONG_TYPE` when it is not a boolean.
+     */
+    PiStatus (*as_bool)(const struct PiValue *value, bool *out);
+    /**
+     * The whole value as compact JSON text into `*out` (borrowed as long as the value,
+     * NUL-terminated). A NULL value gives `PI_ERR_INVALID_ARG`.
+     */
+    PiStatus (*to_json)(const struct PiValue *value, struct PiStr *out);
+    /**
+     * Parses JSON text into a new owned value in `*out` (free it with `free`).
+     * `PI_ERR_INVALID_ARG` when the text is not valid JSON.
+     */
+    PiStatus (*parse)(struct PiStr json, struct PiValue **out);
+    /**
+     * Frees an owned value (one handed out through a `PiValue **out` parameter). NULL is
+     * ignored. Never pass a borrowed value.
+     */
+    void (*free)(struct PiValue *value);
+} PiValueApi;
+
+/**
+ * Setters for `PiResult`. Each copies what it is given. Each returns `PI_ERR_INVALID_ARG` for a
+ * NULL result and `PI_ERR_UTF8` for text that is not UTF-8; a field setter on a result that
+ * was set to a non-object JSON document answers `PI_ERR_WRONG_TYPE`.
+ */
+typedef struct PiResultApi {
+    /**
+     * `sizeof(PiResultApi)` in the host.
+     */
+    uint32_t struct_size;
+    /**
+     * Reserved, 0.
+     */
+    uint32_t reserved;
+    /**
+     * Replaces the whole result with a JSON document, which may be any JSON value (a plain
+     * string is the alternative result form some events accept). `PI_ERR_INVALID_ARG` when
+     * the text is not valid JSON; the result is then unchanged.
+     */
+    PiStatus (*set_json)(struct PiResult *result, struct PiStr json);
+    /**
+     * Sets field `key` to a string.
+     */
+    PiStatus (*set_string)(struct PiResult *result, struct PiStr key, struct PiStr value);
+    /**
+     * Sets field `key` to a boolean.
+     */
+    PiStatus (*set_bool)(struct PiResult *result, struct PiStr key, bool value);
+    /**
+     * Sets field `key` to an integer.
+     */
+    PiStatus (*set_int)(struct PiResult *result, struct PiStr key, int64_t value);
+    /**
+     * Sets field `key` to a double (NaN and infinities become null, as in JSON).
+     */
+    PiStatus (*set_float)(struct PiResult *result, struct PiStr key, double value);
+    /**
+     * Sets field `key` to a deep copy of `value` (a borrowed or owned value; NULL sets null).
+     */
+    PiStatus (*set_value)(struct PiResult *result, struct PiStr key, const struct PiValue *value);
+    /**
+     * Sets field `key` to the value parsed from JSON text. `PI_ERR_INVALID_ARG` when the
+     * text is not valid JSON.
+     */
+    PiStatus (*set_field_json)(struct PiResult *result, struct PiStr key, struct PiStr json);
+    /**
+     * Appends `{"type":"text","text":text}` to the array field `content`, creating it when
+     * missing: the usual way to give a tool result or a message its text.
+     */
+    PiStatus (*add_text)(struct PiResult *result, struct PiStr text);
+} PiResultApi;
+
+/**
+ * An event handler.
+ *
+ * - `user_data`: what was passed to `on`.
+ * - `event`: the payload, borrowed until the handler returns; `values->get(event,
+ *   pi_str("type"))` is the event name. Field names are pi's (`toolName`, `toolCallId`,
+ *   `input` ...).
+ * - `ctx`: the call's context (cwd, UI, session), valid until the handler returns.
+ * - `result`: empty; set fields or a JSON document to return a result (for example
+ *   `{"block":true,"reason":"..."}` from `tool_call`). Leave it empty to return nothing.
+ *
+ * Return `PI_OK`, or an error status (after `context->set_error(ctx, ...)`): the host reports
+ * it and goes on with the next handler, except in `tool_call`, where any error blocks the
+ * tool (fail closed). The host never calls one plugin from two threads at once.
+ */
+typedef PiStatus (*PiEventHandler)(void *user_data,
+                                   const struct PiValue *event,
+                                   struct PiContext *ctx,
+                                   struct PiResult *result);
+
+/**
+ * A slash command's handler: `args` is the text after the command name (borrowed).
+ * Command contexts also allow the session-control functions of `PiContextApi`.
+ */
+typedef PiStatus (*PiCommandHandler)(void *user_data, struct PiStr args, struct PiContext *ctx);
+
+/**
+ * Argument completions for a command: set `result` to a JSON array of
+ * `{"value","label","description"?}` objects, or leave it empty for none.
+ */
+typedef PiStatus (*PiCompletionHandler)(void *user_data,
+                                        struct PiStr prefix,
+                                        struct PiResult *result);
+
+/**
+ * A slash command. Strings are copied during `register_command`.
+ */
+typedef struct PiCommandDef {
+    /**
+     * `sizeof(PiCommandDef)`.
+     */
+    uint32_t struct_size;
+    /**
+     * Reserved, 0.
+     */
+    uint32_t reserved;
+    /**
+     * The name without the slash, for example "todos".
+     */
+    struct PiStr name;
+    /**
+     * Shown in command lists (may be empty).
+     */
+    struct PiStr description;
+    /**
+     * Required.
+     */
+    PiCommandHandler handler;
+    /**
+     * Optional (NULL for none).
+     */
+    PiCompletionHandler complete;
+    /**
+     * Passed to `handler` and `complete`.
+     */
+    void *user_data;
+} PiCommandDef;
+
+/**
+ * A tool's execute function. `params` are the arguments the model gave (borrowed), already
+ * checked against the tool's schema by nobody: check what you need. Fill `result` with
+ * `content` (`add_text`), optional `details` and optional `isError`; stream progress with
+ * `context->tool_update`. Returning an error status makes an error tool result with the
+ * message set through `set_error`.
+ */
+typedef PiStatus (*PiToolExecute)(void *user_data,
+                                  struct PiStr tool_call_id,
+                                  const struct PiValue *params,
+                                  struct PiContext *ctx,
+                                  struct PiResult *result);
+
+/**
+ * A tool the model may call. Strings are copied during `register_tool`. A tool with the name
+ * of a built-in tool replaces it.
+ */
+typedef struct PiToolDef {
+    /**
+     * `sizeof(PiToolDef)`.
+     */
+    uint32_t struct_size;
+    /**
+     * Reserved, 0.
+     */
+    uint32_t reserved;
+    /**
+     * The name the model calls it by, for example "todo".
+     */
+    struct PiStr name;
+    /**
+     * A human label (may be empty: the name is used).
+     */
+    struct PiStr label;
+    /**
+     * The description the model reads.
+     */
+    struct PiStr description;
+    /**
+     * The parameters as a JSON Schema object, as JSON text. Empty means `{"type":"object"}`.
+     */
+    struct PiStr parameters_json;
+    /**
+     * Required.
+     */
+    PiToolExecute execute;
+    /**
+     * Passed to `execute`.
+     */
+    void *user_data;
+} PiToolDef;
+
+/**
+ * A message renderer: `message` is the custom message (`customType`, `content`, `details`),
+ * `options` is `{"expanded": bool}`. Set `result` to a JSON array of lines (strings), or leave
+ * it empty to fall back to the default rendering.
+ */
+typedef PiStatus (*PiRenderHandler)(void *user_data,
+                                    const struct PiValue *message,
+                                    const struct PiValue *options,
+                                    struct PiResult *result);
+
+/**
+ * A renderer for custom messages of one `customType`.
+ */
+typedef struct PiRendererDef {
+    /**
+     * `sizeof(PiRendererDef)`.
+     */
+    uint32_t struct_size;
+    /**
+     * Reserved, 0.
+     */
+    uint32_t reserved;
+    /**
+     * The `customType` it renders.
+     */
+    struct PiStr custom_type;
+    /**
+     * Required.
+     */
+    PiRenderHandler render;
+    /**
+     * Passed to `render`.
+     */
+    void *user_data;
+} PiRendererDef;
+
+/**
+ * A command-line flag. The first plugin to register a name wins; read it with
+ * `actions->get_flag`.
+ */
+typedef struct PiFlagDef {
+    /**
+     * `sizeof(PiFlagDef)`.
+     */
+    uint32_t struct_size;
+    /**
+     * `PI_FLAG_BOOLEAN` or `PI_FLAG_STRING`.
+     */
+    uint32_t kind;
+    /**
+     * The name without dashes.
+     */
+    struct PiStr name;
+    /**
+     * Shown in help (may be empty).
+     */
+    struct PiStr description;
+    /**
+     * The default as JSON text (`true`, `"text"`); empty for none.
+     */
+    struct PiStr default_json;
+} PiFlagDef;
+
+/**
+ * A keyboard shortcut's handler.
+ */
+typedef PiStatus (*PiShortcutHandler)(void *user_data, struct PiContext *ctx);
+
+/**
+ * A keyboard shortcut in interactive mode.
+ */
+typedef struct PiShortcutDef {
+    /**
+     * `sizeof(PiShortcutDef)`.
+     */
+    uint32_t struct_size;
+    /**
+     * Reserved, 0.
+     */
+    uint32_t reserved;
+    /**
+     * The key, for example "ctrl+shift+t".
+     */
+    struct PiStr key;
+    /**
+     * Shown in help (may be empty).
+     */
+    struct PiStr description;
+    /**
+     * Required.
+     */
+    PiShortcutHandler handler;
+    /**
+     * Passed to `handler`.
+     */
+    void *user_data;
+} PiShortcutDef;
+
+/**
+ * A cleanup registered with `add_cleanup`, run once when the plugin is retired.
+ */
+typedef void (*PiCleanupFn)(void *data);
+
+/**
+ * Registration. Call these from `init` only; later they answer `PI_ERR_UNAVAILABLE`. Each
+ * copies the strings and definitions it is given; `user_data` pointers are kept as they are
+ * and handed back on every call. A duplicate name from the same plugin answers
+ * `PI_ERR_DUPLICATE`; conflicts between plugins are resolved by the host (first wins) and
+ * reported.
+ */
+typedef struct PiRegistryApi {
+    /**
+     * `sizeof(PiRegistryApi)` in the host.
+     */
+    uint32_t struct_size;
+    /**
+     * Reserved, 0.
+     */
+    uint32_t reserved;
+    /**
+     * Subscribes `handler` to the event named `event` (for example "tool_call",
+     * "session_start"). A plugin's handlers for one event run in the order registered.
+     */
+    PiStatus (*on)(struct PiPlugin *plugin,
+                   struct PiStr event,
+                   PiEventHandler handler,
+                   void *user_data);
+    /**
+     * Registers a slash command.
+     */
+    PiStatus (*register_command)(struct PiPlugin *plugin, const struct PiCommandDef *def);
+    /**
+     * Registers a tool.
+     */
+    PiStatus (*register_tool)(struct PiPlugin *plugin, const struct PiToolDef *def);
+    /**
+     * Registers a message renderer.
+     */
+    PiStatus (*register_message_renderer)(struct PiPlugin *plugin, const struct PiRendererDef *def);
+    /**
+     * Registers a command-line flag.
+     */
+    PiStatus (*register_flag)(struct PiPlugin *plugin, const struct PiFlagDef *def);
+    /**
+     * Registers a keyboard shortcut.
+     */
+    PiStatus (*register_shortcut)(struct PiPlugin *plugin, const struct PiShortcutDef *def);
+    /**
+     * Registers `cleanup(data)` to run once when the plugin is retired, after its shutdown:
+     * the place to free `user_data`. Cleanups run in reverse order of registration. Unlike
+     * the other entries, this one may also be called after init.
+     */
+    PiStatus (*add_cleanup)(struct PiPlugin *plugin, PiCleanupFn cleanup, void *data);
+    /**
+     * Describes why `init` is about to fail; the host shows the text in its error report.
+     */
+    void (*set_init_error)(struct PiPlugin *plugin, struct PiStr message);
+} PiRegistryApi;
+
+/**
+ * Options for a dialog. Pass NULL for none.
+ */
+typedef struct PiDialogOptions {
+    /**
+     * `sizeof(PiDialogOptions)`.
+     */
+    uint32_t struct_size;
+    /**
+     * Reserved, 0.
+     */
+    uint32_t reserved;
+    /**
+     * Milliseconds after which the dialog closes with its default answer; 0 for none.
+     */
+    uint64_t timeout_ms;
+} PiDialogOptions;
+
+/**
+ * UI functions, all on a `PiContext`. Without a UI (print and JSON modes, `has_ui` false) the
+ * dialogs return their default answer at once with `PI_OK`, and the setters do nothing. A
+ * dialog blocks only the calling plugin; time spent in it does not count against the handler's
+ * timeout.
+ */
+typedef struct PiUiApi {
+    /**
+     * `sizeof(PiUiApi)` in the host.
+     */
+    uint32_t struct_size;
+    /**
+     * Reserved, 0.
+     */
+    uint32_t reserved;
+    /**
+     * Lets the user pick one of `count` options; `*index` receives its index, or -1 when
+     * cancelled, timed out or without UI.
+     */
+    PiStatus (*select)(struct PiContext *ctx,
+                       struct PiStr title,
+                       const struct PiStr *options,
+                       size_t count,
+                       const struct PiDialogOptions *dialog,
+                       int64_t *index);
+    /**
+     * Asks a yes/no question; `*answer` is false when declined, cancelled or without UI.
+     */
+    PiStatus (*confirm)(struct PiContext *ctx,
+                        struct PiStr title,
+                        struct PiStr message,
+                        const struct PiDialogOptions *dialog,
+                        bool *answer);
+    /**
+     * Asks for one line of text; `*out` receives an owned string, or NULL when cancelled.
+     */
+    PiStatus (*input)(struct PiContext *ctx,
+                      struct PiStr title,
+                      struct PiStr placeholder,
+                      const struct PiDialogOptions *dialog,
+                      struct PiValue **out);
+    /**
+     * Opens a multi-line editor prefilled with `prefill`; `*out` as for `input`.
+     */
+    PiStatus (*editor)(struct PiContext *ctx,
+                       struct PiStr title,
+                       struct PiStr prefill,
+                       struct PiValue **out);
+    /**
+     * Shows a notification; `level` is a `PI_NOTIFY_*`.
+     */
+    PiStatus (*notify)(struct PiContext *ctx, struct PiStr message, uint32_t level);
+    /**
+     * Sets the footer status under `key`; a NULL `text.ptr` removes it.
+     */
+    PiStatus (*set_status)(struct PiContext *ctx, struct PiStr key, struct PiStr text);
+    /**
+     * Sets a widget of `count` lines under `key`; NULL `lines` removes it. `placement` is a
+     * `PI_WIDGET_*`.
+     */
+    PiStatus (*set_widget)(struct PiContext *ctx,
+                           struct PiStr key,
+                           const struct PiStr *lines,
+                           size_t count,
+                           uint32_t placement);
+    /**
+     * Sets the terminal title.
+     */
+    PiStatus (*set_title)(struct PiContext *ctx, struct PiStr title);
+    /**
+     * Replaces the editor's text.
+     */
+    PiStatus (*set_editor_text)(struct PiContext *ctx, struct PiStr text);
+    /**
+     * The editor's text as an owned string in `*out` ("" without UI).
+     */
+    PiStatus (*get_editor_text)(struct PiContext *ctx, struct PiValue **out);
+    /**
+     * The current theme as an owned object `{"name", "colors": {name: ANSI escape}}`.
+     */
+    PiStatus (*theme)(struct PiContext *ctx, struct PiValue **out);
+    /**
+     * Sets (NULL `message.ptr`: resets) the message shown while the agent works.
+     */
+    PiStatus (*set_working_message)(struct PiContext *ctx, struct PiStr message);
+} PiUiApi;
+
+/**
+ * The host's services, grouped in one table per topic.
+ *
+ * Owned by the host; valid, with every table it points to, until the plugin is unloaded.
+ * Each table starts with its `struct_size`: a plugin built for an older minor simply never
+ * reads past its own size; a plugin that wants an entry added in a later minor checks
+ * `struct_size` (or `abi_minor`) first. Every function of every table may be called from any
+ * thread, also from threads the plugin started, unless its documentation says otherwise.
+ */
+typedef struct PiHostApi {
+    /**
+     * `sizeof(PiHostApi)` in the host.
+     */
+    uint32_t struct_size;
+    /**
+     * The host's ABI major (always `PI_HOOKS_ABI_MAJOR` for a plugin that was loaded).
+     */
+    uint32_t abi_major;
+    /**
+     * The host's ABI minor; at least the plugin's.
+     */
+    uint32_t abi_minor;
+    /**
+     * Reserved, 0.
+     */
+    uint32_t reserved;
+    /**
+     * The host program's version, for example "pi-hooks 0.1.0".
+     */
+    struct PiStr host_version;
+    /**
+     * Reading event payloads and other host values.
+     */
+    const struct PiValueApi *values;
+    /**
+     * Building handler results.
+     */
+    const struct PiResultApi *results;
+    /**
+     * Registering handlers, commands, tools, renderers, flags (during init).
+     */
+    const struct PiRegistryApi *registry;
+    /**
+     * Acting on the session: messages, entries, exec, timers, tools, flags, logging.
+     */
+    const struct PiActionsApi *actions;
+    /**
+     * Reading and acting on the context of a handler call.
+     */
+    const struct PiContextApi *context;
+    /**
+     * The user interface of the current mode.
+     */
+    const struct PiUiApi *ui;
+} PiHostApi;
+
+/**
+ * The plugin's init function, called once after the host accepted the descriptor.
+ *
+ * `host` is the host's table of services; it and every table it points to stay valid until
+ * the plugin is unloaded, so the plugin may keep the pointer. `plugin` is the handle that
+ * identifies this plugin instance to the host: pass it to every registration and action. Init
+ * registers handlers, commands, tools, renderers and flags (`host->registry`); actions that
+ * need a running session (`send_message`, `exec` ...) answer `PI_ERR_UNAVAILABLE` during
+ * init, except `log` and `get_flag`.
+ *
+ * Return `PI_OK`, or an error status after describing the problem with
+ * `host->registry->set_init_error`; the host then reports the plugin as failed to load and
+ * drops every registration it made.
+ */
+typedef PiStatus (*PiInitFn)(const struct PiHostApi *host, struct PiPlugin *plugin);
+
+/**
+ * Optional: called once before the plugin is retired (host exit, reload, unload), after its
+ * timers and subprocesses were stopped and before the cleanups registered with
+ * `add_cleanup` run. No host service may be called from it but `log`.
+ */
+typedef void (*PiShutdownFn)(struct PiPlugin *plugin);
+
+/**
+ * The plugin's descriptor, returned by the entry symbol `pi_hooks_plugin_v1`.
+ *
+ * The host reads it before any other code of the plugin runs and refuses the plugin, with a
+ * message naming the file and both versions, when:
+ * - `abi_major` is not the host's major;
+ * - `abi_minor` is newer than the host's minor;
+ * - `struct_size` or one of the `*_size` fields does not match what `abi_minor` defines
+ *   (the plugin was built against a different header of the same version);
+ * - `layout_fingerprint` is non-zero and differs from the host's for the same minor;
+ * - `name` is empty or `init` is NULL.
+ *
+ * In C, `PI_HOOKS_PLUGIN(name, version, description, init, shutdown)` defines the entry symbol
+ * and this descriptor; `PI_HOOKS_DESCRIPTOR(...)` with the same arguments fills just the
+ * descriptor. The descriptor and the strings it points to must stay valid while the library
+ * is loaded (use statics).
+ * Fields are only ever appended.
+ */
+typedef struct PiPluginDescriptor {
+    /**
+     * `sizeof(PiPluginDescriptor)` as the plugin was compiled.
+     */
+    uint32_t struct_size;
+    /**
+     * `PI_HOOKS_ABI_MAJOR` of the header the plugin was built against.
+     */
+    uint32_t abi_major;
+    /**
+     * `PI_HOOKS_ABI_MINOR` of the header the plugin was built against.
+     */
+    uint32_t abi_minor;
+    /**
+     * Reserved, set to 0.
+     */
+    uint32_t flags;
+    /**
+     * `PI_HOOKS_LAYOUT_FINGERPRINT` of the header (0 = not checked).
+     */
+    uint64_t layout_fingerprint;
+    /**
+     * The plugin's name, shown in listings and error reports. Not empty.
+     */
+    struct PiStr name;
+    /**
+     * The plugin's own version, free form (for example "1.2.0").
+     */
+    struct PiStr version;
+    /**
+     * One line saying what the plugin does (may be empty).
+     */
+    struct PiStr description;
+    /**
+     * `sizeof(PiHostApi)` as the plugin was compiled.
+     */
+    uint32_t host_api_size;
+    /**
+     * `sizeof(PiValueApi)` as the plugin was compiled.
+     */
+    uint32_t value_api_size;
+    /**
+     * `sizeof(PiResultApi)` as the plugin was compiled.
+     */
+    uint32_t result_api_size;
+    /**
+     * `sizeof(PiRegistryApi)` as the plugin was compiled.
+     */
+    uint32_t registry_api_size;
+    /**
+     * `sizeof(PiActionsApi)` as the plugin was compiled.
+     */
+    uint32_t actions_api_size;
+    /**
+     * `sizeof(PiContextApi)` as the plugin was compiled.
+     */
+    uint32_t context_api_size;
+    /**
+     * `sizeof(PiUiApi)` as the plugin was compiled.
+     */
+    uint32_t ui_api_size;
+    /**
+     * Reserved, set to 0.
+     */
+    uint32_t reserved;
+    /**
+     * Required: see `PiInitFn`.
+     */
+    PiInitFn init;
+    /**
+     * Optional (NULL for none): see `PiShutdownFn`.
+     */
+    PiShutdownFn shutdown;
+} PiPluginDescriptor;
+
+/**
+ * The signature of the entry symbol `pi_hooks_plugin_v1`: returns the plugin's descriptor,
+ * never NULL, without side effects. Export it with `PI_HOOKS_EXPORT`.
+ */
+typedef const struct PiPluginDescriptor *(*PiEntryFn)(void);
+
+/**
+ * Success.
+ */
+#define PI_OK 0
+
+/**
+ * A generic failure; the message set with `set_error` says what went wrong.
+ */
+#define PI_ERR 1
+
+/**
+ * An argument was invalid: a NULL pointer where one is required, malformed JSON, an unknown
+ * constant, a struct whose `struct_size` is too small.
+ */
+#define PI_ERR_INVALID_ARG 2
+
+/**
+ * The service exists in the ABI but is not available here (for example: in this mode, in this
+ * version of the host, or during `init` where only registration is allowed).
+ */
+#define PI_ERR_UNAVAILABLE 3
+
+/**
+ * The value has another type than the accessor asked for (a string read as a number).
+ */
+#define PI_ERR_WRONG_TYPE 4
+
+/**
+ * The named thing does not exist (an unknown timer id, an unregistered flag).
+ */
+#define PI_ERR_NOT_FOUND 5
+
+/**
+ * A string was not valid UTF-8.
+ */
+#define PI_ERR_UTF8 6
+
+/**
+ * Code panicked (Rust) or threw (C++) and the barrier caught it.
+ */
+#define PI_ERR_PANIC 7
+
+/**
+ * A time limit ran out.
+ */
+#define PI_ERR_TIMEOUT 8
+
+/**
+ * The operation was cancelled (the plugin is being unloaded, the user aborted).
+ */
+#define PI_ERR_CANCELLED 9
+
+/**
+ * Already registered: a second command, tool, flag or renderer of the same name from this
+ * plugin.
+ */
+#define PI_ERR_DUPLICATE 10
+
+
+
+#endif  /* PI_HOOKS_H */
+
+/*
+ * Helpers for C and C++ plugin authors. Written by scripts/gen-header (cbindgen.toml,
+ * `trailer`), not derived from a Rust item; guarded on their own because they follow the
+ * PI_HOOKS_H include guard.
+ */
+#ifndef PI_HOOKS_H_HELPERS
+#define PI_HOOKS_H_HELPERS
+
+/**
+ * The layout fingerprint of the ABI types this header was generated from
+ * (pi_hooks_abi::layout::LAYOUT_FINGERPRINT). PI_HOOKS_DESCRIPTOR puts it in the descriptor,
+ * so that the host refuses a plugin built against an edited header of the same version.
+ */
+#define PI_HOOKS_LAYOUT_FINGERPRINT 0xfad228d5859c9234ULL
+
+/** The name of the entry symbol every v1 plugin exports (see PI_HOOKS_PLUGIN). */
+#define PI_HOOKS_ENTRY_SYMBOL "pi_hooks_plugin_v1"
+
+/** Makes a function visible outside the shared library, also under -fvisibility=hidden. */
+#if defined(_WIN32) || defined(__CYGWIN__)
+#define PI_HOOKS_EXPORT __declspec(dllexport)
+#elif defined(__GNUC__) || defined(__clang__)
+#define PI_HOOKS_EXPORT __attribute__((visibility("default")))
+#else
+#define PI_HOOKS_EXPORT
+#endif
+
+/** `extern "C"` in C++ (no name mangling), nothing in C. */
+#ifdef __cplusplus
+#define PI_HOOKS_EXTERN_C extern "C"
+#else
+#define PI_HOOKS_EXTERN_C
+#endif
+
+/**
+ * Initialiser of a PiStr from a string literal, for static initialisers in C and C++:
+ * `static const PiStr greeting = PI_STR_LIT("hello");`. The argument must be a literal
+ * (its length is taken with sizeof). In C, `(PiStr)PI_STR_LIT("x")` is an expression.
+ */
+#define PI_STR_LIT(literal) { (literal), sizeof(literal) - 1 }
+
+/** A PiStr over a NUL-terminated string (not copied; the terminator is not counted).
+ *  NULL gives {NULL, 0}. */
+static inline PiStr pi_str(const char *s) {
+    PiStr out;
+    out.ptr = s;
+    out.len = s != NULL ? strlen(s) : 0;
+    return out;
+}
+
+/** A PiStr over `n` bytes at `s` (not copied; need not be NUL-terminated). */
+static inline PiStr pi_str_n(const char *s, size_t n) {
+    PiStr out;
+    out.ptr = s;
+    out.len = n;
+    return out;
+}
+
+/**
+ * Initialiser of a PiPluginDescriptor for this header: struct sizes, ABI version and layout
+ * fingerprint as compiled, flags and reserved 0. `name`, `version` and `description` must be
+ * string literals (description may be ""); `init_fn` is a PiInitFn, `shutdown_fn` a
+ * PiShutdownFn or NULL. Positional, in field order, so that it works in C11 static
+ * initialisers and in C++17 (which lacks designated initialisers):
+ * `static const PiPluginDescriptor d = PI_HOOKS_DESCRIPTOR("x", "1.0", "", init, NULL);`
+ */
+#define PI_HOOKS_DESCRIPTOR(name, version, description, init_fn, shutdown_fn) \
+    {                                                                          \
+        (uint32_t)sizeof(PiPluginDescriptor),                                  \
+        PI_HOOKS_ABI_MAJOR,                                                    \
+        PI_HOOKS_ABI_MINOR,                                                    \
+        0,                                                                     \
+        PI_HOOKS_LAYOUT_FINGERPRINT,                                           \
+        PI_STR_LIT(name),                                                      \
+        PI_STR_LIT(version),                                                   \
+        PI_STR_LIT(description),                                               \
+        (uint32_t)sizeof(PiHostApi),                                           \
+        (uint32_t)sizeof(PiValueApi),                                          \
+        (uint32_t)sizeof(PiResultApi),                                         \
+        (uint32_t)sizeof(PiRegistryApi),                                       \
+        (uint32_t)sizeof(PiActionsApi),                                        \
+        (uint32_t)sizeof(PiContextApi),                                        \
+        (uint32_t)sizeof(PiUiApi),                                             \
+        0,                                                                     \
+        (init_fn),                                                             \
+        (shutdown_fn)                                                          \
+    }
+
+/**
+ * Defines the plugin's exported entry function `pi_hooks_plugin_v1`, returning a static
+ * descriptor built with PI_HOOKS_DESCRIPTOR. Use it once per library, at file scope, after
+ * `init_fn` (and `shutdown_fn`) are declared, followed by a semicolon:
+ * `PI_HOOKS_PLUGIN("my-plugin", "0.1.0", "What it does", init, NULL);`
+ */
+#define PI_HOOKS_PLUGIN(name, version, description, init_fn, shutdown_fn)                   \
+    PI_HOOKS_EXTERN_C PI_HOOKS_EXPORT const PiPluginDescriptor *pi_hooks_plugin_v1(void);  \
+    PI_HOOKS_EXTERN_C PI_HOOKS_EXPORT const PiPluginDescriptor *pi_hooks_plugin_v1(void) { \
+        static const PiPluginDescriptor pi_hooks_descriptor_ =                              \
+            PI_HOOKS_DESCRIPTOR(name, version, description, init_fn, shutdown_fn);          \
+        return &pi_hooks_descriptor_;                                                       \
+    }                                                                                       \
+    struct pi_hooks_plugin_defined_
+
+/* Compile-time layout checks: every size-prefixed struct starts with its struct_size. */
+#if defined(__cplusplus) && (__cplusplus >= 201103L || (defined(_MSVC_LANG) && _MSVC_LANG >= 201103L))
+#define PI_HOOKS_STATIC_ASSERT_(cond, message) static_assert(cond, message)
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define PI_HOOKS_STATIC_ASSERT_(cond, message) _Static_assert(cond, message)
+#endif
+#ifdef PI_HOOKS_STATIC_ASSERT_
+PI_HOOKS_STATIC_ASSERT_(sizeof(PiStr) == sizeof(const char *) + sizeof(size_t),
+                        "PiStr is a pointer and a length");
+PI_HOOKS_STATIC_ASSERT_(offsetof(PiExecRequest, struct_size) == 0,
+                        "PiExecRequest starts with struct_size");
+PI_HOOKS_STATIC_ASSERT_(offsetof(PiActionsApi, struct_size) == 0,
+                        "PiActionsApi starts with struct_size");
+PI_HOOKS_STATIC_ASSERT_(offsetof(PiContextApi, struct_size) == 0,
+                        "PiContextApi starts with struct_size");
+PI_HOOKS_STATIC_ASSERT_(offsetof(PiPluginDescriptor, struct_size) == 0,
+                        "PiPluginDescriptor starts with struct_size");
+PI_HOOKS_STATIC_ASSERT_(offsetof(PiHostApi, struct_size) == 0,
+                        "PiHostApi starts with struct_size");
+PI_HOOKS_STATIC_ASSERT_(offsetof(PiCommandDef, struct_size) == 0,
+                        "PiCommandDef starts with struct_size");
+PI_HOOKS_STATIC_ASSERT_(offsetof(PiToolDef, struct_size) == 0,
+                        "PiToolDef starts with struct_size");
+PI_HOOKS_STATIC_ASSERT_(offsetof(PiRendererDef, struct_size) == 0,
+                        "PiRendererDef starts with struct_size");
+PI_HOOKS_STATIC_ASSERT_(offsetof(PiFlagDef, struct_size) == 0,
+                        "PiFlagDef starts with struct_size");
+PI_HOOKS_STATIC_ASSERT_(offsetof(PiShortcutDef, struct_size) == 0,
+                        "PiShortcutDef starts with struct_size");
+PI_HOOKS_STATIC_ASSERT_(offsetof(PiRegistryApi, struct_size) == 0,
+                        "PiRegistryApi starts with struct_size");
+PI_HOOKS_STATIC_ASSERT_(offsetof(PiResultApi, struct_size) == 0,
+                        "PiResultApi starts with struct_size");
+PI_HOOKS_STATIC_ASSERT_(offsetof(PiDialogOptions, struct_size) == 0,
+                        "PiDialogOptions starts with struct_size");
+PI_HOOKS_STATIC_ASSERT_(offsetof(PiUiApi, struct_size) == 0,
+                        "PiUiApi starts with struct_size");
+PI_HOOKS_STATIC_ASSERT_(offsetof(PiValueApi, struct_size) == 0,
+                        "PiValueApi starts with struct_size");
+#undef PI_HOOKS_STATIC_ASSERT_
+#endif
+
+#endif /* PI_HOOKS_H_HELPERS */

@@ -1,0 +1,217 @@
+//! Discovery: which plugin files to load, in which order, from where.
+//!
+//! Order (DESIGN section 3): project `<cwd>/.pi/hooks/` and `<cwd>/.pi/extensions/`, global
+//! `<agentDir>/hooks/` and `<agentDir>/extensions/`, then `hooks` and `extensions` from the
+//! project's and then the user's `settings.json`, then `--hook`/`-e` paths. Inside a folder,
+//! files with this platform's library suffix in name order. Duplicates (same canonical path)
+//! keep their first place.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::paths::{LIBRARY_SUFFIX, has_library_suffix, resolve};
+use crate::settings::{Settings, read_settings};
+
+/// Where a candidate came from. Project sources need trust before they load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Origin {
+    /// `<cwd>/.pi/hooks/` or `<cwd>/.pi/extensions/`.
+    Project,
+    /// `<agentDir>/hooks/` or `<agentDir>/extensions/`.
+    Global,
+    /// Listed in `<cwd>/.pi/settings.json`.
+    ProjectSettings,
+    /// Listed in `<agentDir>/settings.json`.
+    GlobalSettings,
+    /// Named on the command line.
+    Cli,
+}
+
+impl Origin {
+    /// Whether a plugin from here loads only once trusted: anything a cloned repository
+    /// could have put there.
+    pub fn needs_trust(self) -> bool {
+        matches!(self, Origin::Project | Origin::ProjectSettings)
+    }
+
+    /// A short label for listings.
+    pub fn label(self) -> &'static str {
+        match self {
+            Origin::Project => "project",
+            Origin::Global => "global",
+            Origin::ProjectSettings => "project-settings",
+            Origin::GlobalSettings => "global-settings",
+            Origin::Cli => "cli",
+        }
+    }
+}
+
+/// A file to try loading, or a problem found while discovering it.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// Absolute path as discovered (not canonicalised).
+    pub path: PathBuf,
+    /// Where it came from.
+    pub origin: Origin,
+    /// Why it cannot be loaded, when discovery already knows.
+    pub problem: Option<String>,
+}
+
+/// A problem with a plugin source that is not a candidate (a broken settings file).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SourceError {
+    /// The file the problem is in.
+    pub path: String,
+    /// What is wrong and what to do.
+    pub error: String,
+}
+
+/// What to discover.
+#[derive(Debug, Clone)]
+pub struct DiscoveryOptions {
+    /// The session's working directory (absolute).
+    pub cwd: PathBuf,
+    /// The agent directory.
+    pub agent_dir: PathBuf,
+    /// `--hook` / `--extension` / `-e` paths, in order.
+    pub explicit: Vec<String>,
+    /// `--no-hooks`: skip folders and settings (explicit paths still load).
+    pub no_discovery: bool,
+}
+
+/// The result of discovery.
+#[derive(Debug, Clone, Default)]
+pub struct Discovery {
+    /// Candidates in load order, without duplicates.
+    pub candidates: Vec<Candidate>,
+    /// Problems with settings files.
+    pub errors: Vec<SourceError>,
+    /// The settings that were read (project first).
+    pub settings: Vec<Settings>,
+}
+
+/// Finds the candidates.
+pub fn discover(options: &DiscoveryOptions) -> Discovery {
+    let mut found = Discovery::default();
+    let mut raw: Vec<Candidate> = Vec::new();
+    if !options.no_discovery {
+        let project = options.cwd.join(".pi");
+        for dir in [project.join("hooks"), project.join("extensions")] {
+            scan_dir(&dir, Origin::Project, false, &mut raw);
+        }
+        for dir in [
+            options.agent_dir.join("hooks"),
+            options.agent_dir.join("extensions"),
+        ] {
+            scan_dir(&dir, Origin::Global, false, &mut raw);
+        }
+        let sources = [
+            (project.join("settings.json"), Origin::ProjectSettings),
+            (
+                options.agent_dir.join("settings.json"),
+                Origin::GlobalSettings,
+            ),
+        ];
+        for (path, origin) in sources {
+            match read_settings(&path) {
+                Ok(None) => {}
+                Ok(Some(settings)) => {
+                    for entry in settings.hooks.iter().chain(&settings.extensions) {
+                        explicit(&resolve(entry, settings.base_dir()), origin, &mut raw);
+                    }
+                    found.settings.push(settings);
+                }
+                Err(error) => found.errors.push(SourceError {
+                    path: path.display().to_string(),
+                    error,
+                }),
+            }
+        }
+    }
+    for entry in &options.explicit {
+        explicit(&resolve(entry, &options.cwd), Origin::Cli, &mut raw);
+    }
+    let mut seen = HashSet::new();
+    for candidate in raw {
+        let key = std::fs::canonicalize(&candidate.path).unwrap_or_else(|_| candidate.path.clone());
+        if seen.insert(key) {
+            found.candidates.push(candidate);
+        }
+    }
+    found
+}
+
+/// A path named in settings or on the command line: a file is taken whatever its name; a
+/// folder is scanned like a hooks folder.
+fn explicit(path: &Path, origin: Origin, out: &mut Vec<Candidate>) {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() && !has_library_suffix(path) => scan_dir(path, origin, true, out),
+        _ => out.push(check_file(path.to_path_buf(), origin)),
+    }
+}
+
+/// Adds the library files of `dir` in name order. A missing folder adds nothing (unless it
+/// was named explicitly).
+fn scan_dir(dir: &Path, origin: Origin, named: bool, out: &mut Vec<Candidate>) {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !named => return,
+        Err(e) => {
+            out.push(Candidate {
+                path: dir.to_path_buf(),
+                origin,
+                problem: Some(format!("cannot read plugin folder: {e}")),
+            });
+            return;
+        }
+    };
+    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    paths.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
+    for path in paths {
+        let name = path.file_name().unwrap_or_default();
+        if name.to_str().is_none() {
+            if name
+                .as_encoded_bytes()
+                .ends_with(format!(".{LIBRARY_SUFFIX}").as_bytes())
+            {
+                out.push(Candidate {
+                    problem: Some(format!(
+                        "the file name {name:?} is not valid UTF-8, which plugin paths must be; rename the file"
+                    )),
+                    path,
+                    origin,
+                });
+            }
+            continue;
+        }
+        if has_library_suffix(&path) {
+            out.push(check_file(path, origin));
+        }
+    }
+}
+
+/// Checks what discovery can know about a file without reading it.
+fn check_file(path: PathBuf, origin: Origin) -> Candidate {
+    let problem = match std::fs::metadata(&path) {
+        Ok(meta) if meta.is_dir() => {
+            Some("is a directory, not a plugin library; name the library file itself".to_owned())
+        }
+        Ok(_) => None,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::read_link(&path) {
+            Ok(target) => Some(format!(
+                "is a dangling symlink (its target {} does not exist); fix or remove the link",
+                target.display()
+            )),
+            Err(_) => Some("file not found; check the path".to_owned()),
+        },
+        Err(e) => Some(format!("cannot access the file: {e}")),
+    };
+    Candidate {
+        path,
+        origin,
+        problem,
+    }
+}

@@ -1,0 +1,116 @@
+//! The host side of the C ABI: the tables in `PiHostApi`, one module per table, mirroring
+//! `abi/src/ffi`. Every exported function runs behind [`barrier`], so a panic in the host
+//! never unwinds into a plugin.
+
+pub mod actions;
+pub mod context;
+pub mod registry;
+pub mod result;
+pub mod ui;
+pub mod value;
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use pi_hooks_abi::ffi::*;
+
+/// Runs a host function body; a panic yields `on_panic` instead of unwinding into the plugin.
+pub fn barrier<T>(on_panic: T, body: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or(on_panic)
+}
+
+/// Reads a string a plugin passed. `{NULL, 0}` reads as "".
+///
+/// # Safety
+/// `s.ptr` must point to `s.len` readable bytes for the duration of the call, or be NULL.
+pub unsafe fn read_str<'a>(s: PiStr) -> Result<&'a str, PiStatus> {
+    if s.ptr.is_null() {
+        return if s.len == 0 {
+            Ok("")
+        } else {
+            Err(PI_ERR_INVALID_ARG)
+        };
+    }
+    // SAFETY: the caller guarantees `len` readable bytes at `ptr`.
+    let bytes = unsafe { std::slice::from_raw_parts(s.ptr.cast::<u8>(), s.len) };
+    std::str::from_utf8(bytes).map_err(|_| PI_ERR_UTF8)
+}
+
+/// Reads an optional string: `None` for a NULL pointer (the ABI's "absent").
+///
+/// # Safety
+/// As for [`read_str`].
+pub unsafe fn read_opt_str<'a>(s: PiStr) -> Result<Option<&'a str>, PiStatus> {
+    if s.ptr.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: forwarded contract.
+    unsafe { read_str(s) }.map(Some)
+}
+
+/// Reads an array of `count` plugin strings.
+///
+/// # Safety
+/// `items` must point to `count` valid `PiStr`, each satisfying [`read_str`]'s contract.
+pub unsafe fn read_str_array<'a>(
+    items: *const PiStr,
+    count: usize,
+) -> Result<Vec<&'a str>, PiStatus> {
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    if items.is_null() {
+        return Err(PI_ERR_INVALID_ARG);
+    }
+    // SAFETY: the caller guarantees `count` PiStr at `items`.
+    let items = unsafe { std::slice::from_raw_parts(items, count) };
+    // SAFETY: each element satisfies read_str's contract.
+    items.iter().map(|s| unsafe { read_str(*s) }).collect()
+}
+
+/// Reads a plugin struct that starts with `struct_size`, checking the plugin's size covers
+/// at least the fields of ABI minor 0 (`min_size`). Fields appended later must be read only
+/// after checking `struct_size` again.
+///
+/// # Safety
+/// `ptr` must be NULL or point to a struct of the plugin's declared size.
+pub unsafe fn read_sized<'a, T>(ptr: *const T, min_size: usize) -> Result<&'a T, PiStatus> {
+    if ptr.is_null() {
+        return Err(PI_ERR_INVALID_ARG);
+    }
+    // SAFETY: every ABI struct begins with its u32 size; reading 4 bytes is within any size.
+    let size = unsafe { ptr.cast::<u32>().read_unaligned() } as usize;
+    if size < min_size {
+        return Err(PI_ERR_INVALID_ARG);
+    }
+    // SAFETY: the struct is at least `min_size` = size_of::<T>() bytes, so all of T is there.
+    Ok(unsafe { &*ptr })
+}
+
+/// A table pointer in a `static`.
+struct Table<T>(T);
+// SAFETY: the tables hold only function pointers and pointers to other immutable statics.
+unsafe impl<T> Sync for Table<T> {}
+
+static HOST_VERSION: &str = concat!("pi-hooks ", env!("CARGO_PKG_VERSION"), "\0");
+
+static HOST_API: Table<PiHostApi> = Table(PiHostApi {
+    struct_size: size_of::<PiHostApi>() as u32,
+    abi_major: PI_HOOKS_ABI_MAJOR,
+    abi_minor: PI_HOOKS_ABI_MINOR,
+    reserved: 0,
+    host_version: PiStr {
+        ptr: HOST_VERSION.as_ptr().cast(),
+        len: HOST_VERSION.len() - 1,
+    },
+    values: &value::VALUE_API,
+    results: &result::RESULT_API,
+    registry: &registry::REGISTRY_API,
+    actions: &actions::ACTIONS_API,
+    context: &context::CONTEXT_API,
+    ui: &ui::UI_API,
+});
+
+/// The host's root table, handed to every plugin's init.
+pub fn host_api() -> *const PiHostApi {
+    &HOST_API.0
+}

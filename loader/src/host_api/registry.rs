@@ -1,0 +1,266 @@
+//! `PiRegistryApi`: registration during init.
+
+use std::os::raw::c_void;
+
+use pi_hooks_abi::ffi::*;
+
+use super::{barrier, read_sized, read_str};
+use crate::registry::{
+    Command, EventHandler, Flag, Phase, PluginState, Renderer, Shortcut, Tool, UserData,
+};
+
+/// Runs `f` for a plugin that is still in its init; other phases get `PI_ERR_UNAVAILABLE`.
+fn registering(
+    plugin: *mut PiPlugin,
+    f: impl FnOnce(&PluginState) -> Result<(), PiStatus>,
+) -> PiStatus {
+    barrier(PI_ERR_PANIC, || {
+        // SAFETY: plugins pass the handle the host gave their init; it is alive while loaded.
+        let Some(state) = (unsafe { PluginState::from_handle(plugin) }) else {
+            return PI_ERR_INVALID_ARG;
+        };
+        if state.phase() != Phase::Init {
+            return PI_ERR_UNAVAILABLE;
+        }
+        f(state).err().unwrap_or(PI_OK)
+    })
+}
+
+/// Reads a required, non-empty name.
+///
+/// # Safety
+/// As for `read_str`.
+unsafe fn read_name(s: PiStr) -> Result<String, PiStatus> {
+    // SAFETY: forwarded contract.
+    let name = unsafe { read_str(s) }?;
+    if name.trim().is_empty() {
+        Err(PI_ERR_INVALID_ARG)
+    } else {
+        Ok(name.to_owned())
+    }
+}
+
+unsafe extern "C" fn on(
+    plugin: *mut PiPlugin,
+    event: PiStr,
+    handler: Option<PiEventHandler>,
+    user_data: *mut c_void,
+) -> PiStatus {
+    registering(plugin, |state| {
+        // SAFETY: `event` is a plugin string valid for the call.
+        let event = unsafe { read_name(event) }?;
+        let handler = handler.ok_or(PI_ERR_INVALID_ARG)?;
+        state.with_registrations(|r| {
+            r.events.push(EventHandler {
+                event,
+                handler,
+                user_data: UserData(user_data),
+            })
+        });
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn register_command(plugin: *mut PiPlugin, def: *const PiCommandDef) -> PiStatus {
+    registering(plugin, |state| {
+        // SAFETY: `def` is the plugin's struct, valid for the call.
+        let def = unsafe { read_sized(def, size_of::<PiCommandDef>()) }?;
+        // SAFETY: the def's strings are valid for the call.
+        let (name, description) =
+            unsafe { (read_name(def.name)?, read_str(def.description)?.to_owned()) };
+        let name = name.trim_start_matches('/').to_owned();
+        let handler = def.handler.ok_or(PI_ERR_INVALID_ARG)?;
+        state.with_registrations(|r| {
+            if r.commands.iter().any(|c| c.name == name) {
+                return Err(PI_ERR_DUPLICATE);
+            }
+            r.commands.push(Command {
+                name,
+                description,
+                handler,
+                complete: def.complete,
+                user_data: UserData(def.user_data),
+            });
+            Ok(())
+        })
+    })
+}
+
+unsafe extern "C" fn register_tool(plugin: *mut PiPlugin, def: *const PiToolDef) -> PiStatus {
+    registering(plugin, |state| {
+        // SAFETY: `def` is the plugin's struct, valid for the call.
+        let def = unsafe { read_sized(def, size_of::<PiToolDef>()) }?;
+        // SAFETY: the def's strings are valid for the call.
+        let (name, label, description, schema) = unsafe {
+            (
+                read_name(def.name)?,
+                read_str(def.label)?,
+                read_str(def.description)?,
+                read_str(def.parameters_json)?,
+            )
+        };
+        let parameters = if schema.trim().is_empty() {
+            serde_json::json!({"type": "object", "properties": {}})
+        } else {
+            serde_json::from_str(schema).map_err(|_| PI_ERR_INVALID_ARG)?
+        };
+        let execute = def.execute.ok_or(PI_ERR_INVALID_ARG)?;
+        let label = if label.is_empty() {
+            name.clone()
+        } else {
+            label.to_owned()
+        };
+        state.with_registrations(|r| {
+            if r.tools.iter().any(|t| t.name == name) {
+                return Err(PI_ERR_DUPLICATE);
+            }
+            r.tools.push(Tool {
+                name,
+                label,
+                description: description.to_owned(),
+                parameters,
+                execute,
+                user_data: UserData(def.user_data),
+            });
+            Ok(())
+        })
+    })
+}
+
+unsafe extern "C" fn register_message_renderer(
+    plugin: *mut PiPlugin,
+    def: *const PiRendererDef,
+) -> PiStatus {
+    registering(plugin, |state| {
+        // SAFETY: `def` is the plugin's struct, valid for the call.
+        let def = unsafe { read_sized(def, size_of::<PiRendererDef>()) }?;
+        // SAFETY: the def's string is valid for the call.
+        let custom_type = unsafe { read_name(def.custom_type) }?;
+        let render = def.render.ok_or(PI_ERR_INVALID_ARG)?;
+        state.with_registrations(|r| {
+            if r.renderers.iter().any(|x| x.custom_type == custom_type) {
+                return Err(PI_ERR_DUPLICATE);
+            }
+            r.renderers.push(Renderer {
+                custom_type,
+                render,
+                user_data: UserData(def.user_data),
+            });
+            Ok(())
+        })
+    })
+}
+
+unsafe extern "C" fn register_flag(plugin: *mut PiPlugin, def: *const PiFlagDef) -> PiStatus {
+    registering(plugin, |state| {
+        // SAFETY: `def` is the plugin's struct, valid for the call.
+        let def = unsafe { read_sized(def, size_of::<PiFlagDef>()) }?;
+        let kind = match def.kind {
+            PI_FLAG_BOOLEAN => "boolean",
+            PI_FLAG_STRING => "string",
+            _ => return Err(PI_ERR_INVALID_ARG),
+        };
+        // SAFETY: the def's strings are valid for the call.
+        let (name, description, default) = unsafe {
+            (
+                read_name(def.name)?,
+                read_str(def.description)?.to_owned(),
+                read_str(def.default_json)?,
+            )
+        };
+        let name = name.trim_start_matches('-').to_owned();
+        let default = if default.trim().is_empty() {
+            None
+        } else {
+            Some(serde_json::from_str(default).map_err(|_| PI_ERR_INVALID_ARG)?)
+        };
+        state.with_registrations(|r| {
+            if r.flags.iter().any(|f| f.name == name) {
+                return Err(PI_ERR_DUPLICATE);
+            }
+            r.flags.push(Flag {
+                name,
+                kind,
+                description,
+                default,
+            });
+            Ok(())
+        })
+    })
+}
+
+unsafe extern "C" fn register_shortcut(
+    plugin: *mut PiPlugin,
+    def: *const PiShortcutDef,
+) -> PiStatus {
+    registering(plugin, |state| {
+        // SAFETY: `def` is the plugin's struct, valid for the call.
+        let def = unsafe { read_sized(def, size_of::<PiShortcutDef>()) }?;
+        // SAFETY: the def's strings are valid for the call.
+        let (key, description) = unsafe {
+            (
+                read_name(def.key)?.to_lowercase(),
+                read_str(def.description)?.to_owned(),
+            )
+        };
+        let handler = def.handler.ok_or(PI_ERR_INVALID_ARG)?;
+        state.with_registrations(|r| {
+            if r.shortcuts.iter().any(|s| s.key == key) {
+                return Err(PI_ERR_DUPLICATE);
+            }
+            r.shortcuts.push(Shortcut {
+                key,
+                description,
+                handler,
+                user_data: UserData(def.user_data),
+            });
+            Ok(())
+        })
+    })
+}
+
+unsafe extern "C" fn add_cleanup(
+    plugin: *mut PiPlugin,
+    cleanup: Option<PiCleanupFn>,
+    data: *mut c_void,
+) -> PiStatus {
+    barrier(PI_ERR_PANIC, || {
+        // SAFETY: as in `registering`.
+        let Some(state) = (unsafe { PluginState::from_handle(plugin) }) else {
+            return PI_ERR_INVALID_ARG;
+        };
+        let Some(cleanup) = cleanup else {
+            return PI_ERR_INVALID_ARG;
+        };
+        if state.phase() == Phase::Retired {
+            return PI_ERR_CANCELLED;
+        }
+        state.add_cleanup(cleanup, UserData(data));
+        PI_OK
+    })
+}
+
+unsafe extern "C" fn set_init_error(plugin: *mut PiPlugin, message: PiStr) {
+    barrier((), || {
+        // SAFETY: as in `registering`; `message` is a plugin string valid for the call.
+        if let (Some(state), Ok(text)) =
+            unsafe { (PluginState::from_handle(plugin), read_str(message)) }
+        {
+            state.set_init_error(text.to_owned());
+        }
+    })
+}
+
+/// The host's `PiRegistryApi`.
+pub static REGISTRY_API: PiRegistryApi = PiRegistryApi {
+    struct_size: size_of::<PiRegistryApi>() as u32,
+    reserved: 0,
+    on,
+    register_command,
+    register_tool,
+    register_message_renderer,
+    register_flag,
+    register_shortcut,
+    add_cleanup,
+    set_init_error,
+};

@@ -1,0 +1,20 @@
+//! # pi-hooks
+//!
+//! The host for native pi hook plugins. The flow runs one way, one module per stage:
+//!
+//! [`discover`] (which files, in which order) -> [`trust`] (project plugins need approval) ->
+//! [`library`] (shadow copy, open, ABI negotiation) -> [`plugin`] (init, calls, retirement)
+//! with [`registry`] (what a plugin registered) -> [`cli`].
+//!
+//! Host services reach plugins only through the tables in [`host_api`].
+
+pub mod cli;
+pub mod discover;
+pub mod host_api;
+pub mod library;
+pub mod load;
+pub mod paths;
+pub mod plugin;
+pub mod registry;
+pub mod settings;
+pub mod trust;

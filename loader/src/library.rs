@@ -1,0 +1,397 @@
+//! Opening a plugin library: read it, check it is a library for this machine, copy it to a
+//! content-addressed shadow path, open the copy, find the entry symbol and check the
+//! descriptor against the host's ABI. No plugin code runs before the entry symbol, and
+//! nothing but the entry symbol runs before the descriptor is accepted.
+
+use std::path::{Path, PathBuf};
+
+use libloading::Library;
+use pi_hooks_abi::ENTRY_SYMBOL;
+use pi_hooks_abi::ffi::*;
+use pi_hooks_abi::layout::{AbiSizes, fingerprint_for_minor};
+
+use crate::trust::sha256_hex;
+
+/// A plugin file read into memory, with its hash.
+pub struct PluginFile {
+    /// The path it was read from.
+    pub path: PathBuf,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+    /// SHA-256 of the bytes, hex.
+    pub sha256: String,
+}
+
+/// Reads a plugin file.
+pub fn read_plugin_file(path: &Path) -> Result<PluginFile, String> {
+    let bytes = std::fs::read(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::PermissionDenied => {
+            "cannot read the file (permission denied); make it readable (chmod u+r) or remove it"
+                .to_owned()
+        }
+        std::io::ErrorKind::IsADirectory => "is a directory, not a plugin library".to_owned(),
+        _ => format!("cannot read the file: {e}"),
+    })?;
+    if bytes.is_empty() {
+        return Err(
+            "the file is empty (0 bytes): an interrupted build? rebuild the plugin".to_owned(),
+        );
+    }
+    let sha256 = sha256_hex(&bytes);
+    Ok(PluginFile {
+        path: path.to_path_buf(),
+        bytes,
+        sha256,
+    })
+}
+
+/// An opened library whose descriptor the host accepted.
+pub struct OpenedLibrary {
+    library: Option<Library>,
+    /// The descriptor as the plugin declared it (copied).
+    pub descriptor: PiPluginDescriptor,
+    /// The plugin's name.
+    pub name: String,
+    /// The plugin's version.
+    pub version: String,
+    /// The plugin's description.
+    pub description: String,
+    /// The shadow copy that was opened.
+    pub shadow_path: PathBuf,
+}
+
+impl OpenedLibrary {
+    /// Retires the library without closing it: its code stays mapped for the life of the
+    /// process. Closing a library that registered thread-local destructors (every Rust
+    /// cdylib that used `thread_local!`) crashes or is ignored on glibc and macOS, so the
+    /// host's policy is to keep retired generations mapped; each reload of a changed file
+    /// maps a new copy.
+    fn keep_mapped(&mut self) {
+        if let Some(library) = self.library.take() {
+            std::mem::forget(library);
+        }
+    }
+}
+
+impl Drop for OpenedLibrary {
+    fn drop(&mut self) {
+        self.keep_mapped();
+    }
+}
+
+/// The folder shadow copies go to: `$PI_HOOKS_CACHE_DIR`, else `<agentDir>/plugin-cache`.
+pub fn cache_dir(agent_dir: &Path) -> PathBuf {
+    match std::env::var_os("PI_HOOKS_CACHE_DIR") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => agent_dir.join("plugin-cache"),
+    }
+}
+
+/// Opens `file` through a shadow copy in `cache` and checks its descriptor.
+pub fn open(file: &PluginFile, cache: &Path) -> Result<OpenedLibrary, String> {
+    check_object_header(&file.bytes)?;
+    let shadow = shadow_copy(file, cache)?;
+    // SAFETY: opening a library runs its initialisers; the user chose to load this file (it
+    // is global, explicit or trusted), which is the trust decision loading native code needs.
+    let library = unsafe { open_now(&shadow) }.map_err(|e| {
+        format!("the system loader refused the library: {e}; rebuild it for this machine")
+    })?;
+    let descriptor = read_descriptor(&library)?;
+    // SAFETY: check_descriptor verified the sizes; the strings are the plugin's statics,
+    // valid while the library is mapped; they are copied here.
+    let text = |s: PiStr, field: &str| unsafe { copy_str(s, field) };
+    let name = text(descriptor.name, "name")?;
+    if name.trim().is_empty() {
+        return Err("the descriptor's name is empty; give the plugin a name".to_owned());
+    }
+    Ok(OpenedLibrary {
+        version: text(descriptor.version, "version")?,
+        description: text(descriptor.description, "description")?,
+        name,
+        descriptor,
+        library: Some(library),
+        shadow_path: shadow,
+    })
+}
+
+/// Opens with every symbol resolved now (a missing dependency fails here, not mid-call) and
+/// kept local to the library.
+///
+/// # Safety
+/// Runs the library's initialisers.
+unsafe fn open_now(path: &Path) -> Result<Library, libloading::Error> {
+    #[cfg(unix)]
+    {
+        use libloading::os::unix::{Library as UnixLibrary, RTLD_LOCAL, RTLD_NOW};
+        // SAFETY: forwarded contract.
+        unsafe { UnixLibrary::open(Some(path), RTLD_NOW | RTLD_LOCAL) }.map(Library::from)
+    }
+    #[cfg(not(unix))]
+    {
+        // SAFETY: forwarded contract.
+        unsafe { Library::new(path) }
+    }
+}
+
+/// Copies a plugin string out of its library.
+///
+/// # Safety
+/// `s` must point to `len` bytes valid for the call, or be NULL.
+unsafe fn copy_str(s: PiStr, field: &str) -> Result<String, String> {
+    // SAFETY: forwarded contract.
+    unsafe { crate::host_api::read_str(s) }
+        .map(str::to_owned)
+        .map_err(|_| {
+            format!(
+                "the descriptor's {field} is not valid UTF-8 (or has a NULL pointer with a length)"
+            )
+        })
+}
+
+/// Copies the library to `<cache>/<stem>-<sha256 prefix>.<ext>` unless that copy exists.
+/// The name changes with the content, so a rebuilt file is always opened as a new image
+/// (glibc and macOS hand back a cached image for a path they already opened).
+fn shadow_copy(file: &PluginFile, cache: &Path) -> Result<PathBuf, String> {
+    let stem = file
+        .path
+        .file_stem()
+        .map_or("plugin".into(), |s| s.to_string_lossy().into_owned());
+    let ext = file
+        .path
+        .extension()
+        .map_or(String::new(), |e| format!(".{}", e.to_string_lossy()));
+    let target = cache.join(format!("{stem}-{}{ext}", &file.sha256[..16]));
+    if std::fs::metadata(&target).is_ok_and(|m| m.len() == file.bytes.len() as u64) {
+        return Ok(target);
+    }
+    let fail =
+        |e: std::io::Error| format!("cannot write the shadow copy in {}: {e}", cache.display());
+    std::fs::create_dir_all(cache).map_err(fail)?;
+    // Write beside the target and rename, so a concurrent host never opens a partial copy.
+    let tmp = cache.join(format!(
+        ".{stem}-{}.{}.tmp",
+        &file.sha256[..16],
+        std::process::id()
+    ));
+    std::fs::write(&tmp, &file.bytes).map_err(fail)?;
+    std::fs::rename(&tmp, &target).map_err(fail)?;
+    Ok(target)
+}
+
+/// Refuses what the system loader would refuse with a worse message: text, executables,
+/// libraries of another format or another CPU.
+pub fn check_object_header(bytes: &[u8]) -> Result<(), String> {
+    let magic = bytes.get(..4).unwrap_or(bytes);
+    if magic == b"\x7fELF" {
+        return check_elf(bytes);
+    }
+    let format = match magic {
+        [0xfe, 0xed, 0xfa, 0xce | 0xcf]
+        | [0xce | 0xcf, 0xfa, 0xed, 0xfe]
+        | [0xca, 0xfe, 0xba, 0xbe] => Some("Mach-O (macOS)"),
+        [b'M', b'Z', ..] => Some("PE (Windows)"),
+        _ => None,
+    };
+    let expected = if cfg!(target_os = "macos") {
+        "Mach-O"
+    } else if cfg!(windows) {
+        "PE"
+    } else {
+        "ELF"
+    };
+    match format {
+        Some(f) if f.starts_with(expected) => Ok(()),
+        Some(f) => Err(format!(
+            "is a {f} binary, but this host loads {expected} libraries; build the plugin for this system"
+        )),
+        None if bytes
+            .iter()
+            .take(512)
+            .all(|b| b.is_ascii_graphic() || b.is_ascii_whitespace()) =>
+        {
+            Err(format!(
+                "is a text file, not a compiled library (it starts with {:?}); build the plugin and point at the .{} it produces",
+                String::from_utf8_lossy(&bytes[..bytes.len().min(24)]),
+                crate::paths::LIBRARY_SUFFIX
+            ))
+        }
+        None => Err(format!(
+            "is not a shared library (no {expected} header); build the plugin as a shared library"
+        )),
+    }
+}
+
+fn check_elf(bytes: &[u8]) -> Result<(), String> {
+    if !cfg!(all(unix, not(target_os = "macos"))) {
+        return Err("is an ELF (Linux) library; build the plugin for this system".to_owned());
+    }
+    if bytes.len() < 20 {
+        return Err(format!(
+            "is a truncated ELF file ({} bytes); rebuild the plugin",
+            bytes.len()
+        ));
+    }
+    let class_bits = match bytes[4] {
+        1 => 32,
+        2 => 64,
+        _ => 0,
+    };
+    let host_bits = usize::BITS;
+    if class_bits != host_bits {
+        return Err(format!(
+            "is a {class_bits}-bit ELF library; this host is {host_bits}-bit. Rebuild it for this machine"
+        ));
+    }
+    let little = bytes[5] == 1;
+    let half = |at: usize| {
+        if little {
+            u16::from_le_bytes([bytes[at], bytes[at + 1]])
+        } else {
+            u16::from_be_bytes([bytes[at], bytes[at + 1]])
+        }
+    };
+    let (kind, machine) = (half(16), half(18));
+    if let Some(expected) = elf_machine_of_host()
+        && machine != expected
+    {
+        return Err(format!(
+            "is built for {} (ELF machine {machine}); this host is {}. Rebuild the plugin for {}",
+            elf_machine_name(machine),
+            std::env::consts::ARCH,
+            std::env::consts::ARCH
+        ));
+    }
+    match kind {
+        3 => Ok(()),
+        2 => Err("is an executable, not a shared library; build it with -shared (C) or crate-type = [\"cdylib\"] (Rust)".to_owned()),
+        1 => Err("is an object file (.o), not a shared library; link it with -shared".to_owned()),
+        other => Err(format!("is an ELF file of type {other}, not a shared library")),
+    }
+}
+
+fn elf_machine_of_host() -> Option<u16> {
+    match std::env::consts::ARCH {
+        "x86_64" => Some(62),
+        "aarch64" => Some(183),
+        "x86" => Some(3),
+        "arm" => Some(40),
+        "riscv64" => Some(243),
+        "powerpc64" => Some(21),
+        "s390x" => Some(22),
+        "loongarch64" => Some(258),
+        _ => None,
+    }
+}
+
+fn elf_machine_name(machine: u16) -> String {
+    match machine {
+        62 => "x86_64".into(),
+        183 => "aarch64".into(),
+        3 => "x86".into(),
+        40 => "arm".into(),
+        243 => "riscv".into(),
+        21 => "powerpc64".into(),
+        22 => "s390x".into(),
+        258 => "loongarch".into(),
+        other => format!("machine type {other}"),
+    }
+}
+
+/// Finds the entry symbol and checks the descriptor it returns.
+fn read_descriptor(library: &Library) -> Result<PiPluginDescriptor, String> {
+    // SAFETY: the symbol's type is the ABI's PiEntryFn by the contract of its name.
+    let entry = unsafe { library.get::<PiEntryFn>(ENTRY_SYMBOL.as_bytes()) };
+    let entry = match entry {
+        Ok(entry) => *entry,
+        Err(_) => return Err(missing_entry(library)),
+    };
+    // SAFETY: the entry takes no arguments and returns a pointer to a static descriptor.
+    let ptr = unsafe { entry() };
+    if ptr.is_null() {
+        return Err(format!(
+            "{ENTRY_SYMBOL}() returned NULL instead of a descriptor"
+        ));
+    }
+    // SAFETY: a descriptor starts with its u32 size and the two version words; every
+    // version of the ABI has at least these 12 bytes.
+    let (size, major, minor) = unsafe {
+        let words = ptr.cast::<u32>();
+        (
+            words.read_unaligned(),
+            words.add(1).read_unaligned(),
+            words.add(2).read_unaligned(),
+        )
+    };
+    check_versions(major, minor)?;
+    let Some(expected) = AbiSizes::for_minor(minor) else {
+        return Err(format!("this host has no size table for ABI 1.{minor}"));
+    };
+    if size != expected.descriptor {
+        return Err(format!(
+            "its descriptor is {size} bytes, ABI {major}.{minor} defines {}: the plugin was built against a different header of the same version; rebuild it against the current pi_hooks.h",
+            expected.descriptor
+        ));
+    }
+    // SAFETY: the plugin says, and the size confirms, that a whole descriptor is there.
+    let descriptor = unsafe { ptr.read() };
+    check_descriptor(&descriptor, &expected)?;
+    Ok(descriptor)
+}
+
+fn check_versions(major: u32, minor: u32) -> Result<(), String> {
+    if major != PI_HOOKS_ABI_MAJOR {
+        return Err(format!(
+            "its descriptor says ABI {major}.{minor}, but it exports {ENTRY_SYMBOL} (ABI {PI_HOOKS_ABI_MAJOR}); the plugin is inconsistent, rebuild it"
+        ));
+    }
+    if minor > PI_HOOKS_ABI_MINOR {
+        return Err(format!(
+            "built for ABI {major}.{minor}, newer than this host's {PI_HOOKS_ABI_MAJOR}.{PI_HOOKS_ABI_MINOR}; upgrade pi-hooks or rebuild the plugin against the older header"
+        ));
+    }
+    Ok(())
+}
+
+/// Checks the sizes, fingerprint and required fields of a descriptor of a known minor.
+pub fn check_descriptor(d: &PiPluginDescriptor, expected: &AbiSizes) -> Result<(), String> {
+    let declared = AbiSizes::of_descriptor(d);
+    if let Some((name, got, want)) = declared.mismatches(expected).first() {
+        return Err(format!(
+            "its descriptor says {name} is {got} bytes, ABI {}.{} defines {want}: the plugin was built against a different header of the same version; rebuild it against the current pi_hooks.h",
+            d.abi_major, d.abi_minor
+        ));
+    }
+    if d.layout_fingerprint != 0
+        && let Some(known) = fingerprint_for_minor(d.abi_minor)
+        && known != d.layout_fingerprint
+    {
+        return Err(format!(
+            "its layout fingerprint {:#018x} differs from ABI {}.{}'s {known:#018x}: it was built against an edited header that kept the version number; rebuild it against the released pi_hooks.h",
+            d.layout_fingerprint, d.abi_major, d.abi_minor
+        ));
+    }
+    if d.init.is_none() {
+        return Err("its descriptor has no init function".to_owned());
+    }
+    Ok(())
+}
+
+/// Explains a missing entry symbol: another major's symbol, or none at all.
+fn missing_entry(library: &Library) -> String {
+    let other = (0..=9u32).filter(|m| *m != PI_HOOKS_ABI_MAJOR).find(|m| {
+        let name = format!("pi_hooks_plugin_v{m}");
+        // SAFETY: only looking the symbol up; it is never called.
+        unsafe { library.get::<*const ()>(name.as_bytes()) }.is_ok()
+    });
+    match other {
+        Some(m) if m < PI_HOOKS_ABI_MAJOR => format!(
+            "it was built for plugin ABI {m} (exports pi_hooks_plugin_v{m}); this host speaks ABI {PI_HOOKS_ABI_MAJOR}. Rebuild the plugin against the current pi_hooks.h"
+        ),
+        Some(m) => format!(
+            "it was built for plugin ABI {m} (exports pi_hooks_plugin_v{m}), newer than this host's ABI {PI_HOOKS_ABI_MAJOR}; upgrade pi-hooks"
+        ),
+        None => format!(
+            "it does not export the entry symbol {ENTRY_SYMBOL}, so it is not a pi-hooks plugin (C: define it with PI_HOOKS_PLUGIN(...); Rust: use pi_hooks_abi::plugin!)"
+        ),
+    }
+}

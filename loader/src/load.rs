@@ -1,0 +1,177 @@
+//! The load pipeline: discover -> read -> trust -> open (shadow copy, ABI check) -> init.
+//! One bad plugin never stops the others: each failure becomes an entry in `errors`.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::discover::{DiscoveryOptions, Origin, SourceError, discover};
+use crate::library::{cache_dir, open, read_plugin_file};
+use crate::plugin::LoadedPlugin;
+use crate::settings::Settings;
+use crate::trust::{TrustState, TrustStore};
+
+/// A plugin that could not be loaded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LoadError {
+    /// The plugin's path (or the settings file's).
+    pub path: String,
+    /// What went wrong and what to do.
+    pub error: String,
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path, self.error)
+    }
+}
+
+impl From<SourceError> for LoadError {
+    fn from(e: SourceError) -> Self {
+        LoadError {
+            path: e.path,
+            error: e.error,
+        }
+    }
+}
+
+/// A project plugin that was found but not loaded because it is not trusted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Untrusted {
+    /// The plugin's path.
+    pub path: String,
+    /// Where it came from.
+    pub source: Origin,
+    /// Its current SHA-256.
+    pub sha256: String,
+    /// New, or changed since it was trusted.
+    pub trust: TrustState,
+    /// The command that trusts it.
+    #[serde(rename = "trustCommand")]
+    pub trust_command: String,
+}
+
+/// Everything a load produced, in load order.
+#[derive(Default)]
+pub struct LoadReport {
+    /// Loaded plugins.
+    pub plugins: Vec<LoadedPlugin>,
+    /// Plugins that failed, and broken settings files.
+    pub errors: Vec<LoadError>,
+    /// Project plugins waiting for trust.
+    pub untrusted: Vec<Untrusted>,
+    /// The settings files read (project first).
+    pub settings: Vec<Settings>,
+}
+
+/// Discovers and loads every plugin.
+pub fn load_all(options: &DiscoveryOptions) -> LoadReport {
+    let discovery = discover(options);
+    let mut report = LoadReport {
+        errors: discovery.errors.into_iter().map(LoadError::from).collect(),
+        settings: discovery.settings,
+        ..LoadReport::default()
+    };
+    let needs_trust = discovery
+        .candidates
+        .iter()
+        .any(|c| c.origin.needs_trust() && c.problem.is_none());
+    let trust = if needs_trust {
+        Some(TrustStore::load(&options.agent_dir))
+    } else {
+        None
+    };
+    let cache = cache_dir(&options.agent_dir);
+    for candidate in discovery.candidates {
+        let path = candidate.path.display().to_string();
+        if let Some(error) = candidate.problem {
+            report.errors.push(LoadError { path, error });
+            continue;
+        }
+        match load_candidate(&candidate.path, candidate.origin, trust.as_ref(), &cache) {
+            Ok(Loaded::Plugin(plugin)) => report.plugins.push(*plugin),
+            Ok(Loaded::Untrusted(state, sha256)) => report.untrusted.push(Untrusted {
+                trust_command: format!("pi-hooks trust {}", shell_quote(&path)),
+                path,
+                source: candidate.origin,
+                sha256,
+                trust: state,
+            }),
+            Err(error) => report.errors.push(LoadError { path, error }),
+        }
+    }
+    report
+}
+
+enum Loaded {
+    Plugin(Box<LoadedPlugin>),
+    Untrusted(TrustState, String),
+}
+
+/// Reads a candidate once, checks trust on those bytes, and loads exactly those bytes.
+fn load_candidate(
+    path: &Path,
+    origin: Origin,
+    store: Option<&Result<TrustStore, String>>,
+    cache: &Path,
+) -> Result<Loaded, String> {
+    let file = read_plugin_file(path)?;
+    let trust = if origin.needs_trust() {
+        let store = match store {
+            Some(Ok(store)) => store,
+            Some(Err(e)) => return Err(e.clone()),
+            None => return Err("the trust store was not read".to_owned()),
+        };
+        let canonical =
+            std::fs::canonicalize(path).map_err(|e| format!("cannot resolve the path: {e}"))?;
+        match store.state(&canonical, &file.sha256) {
+            TrustState::Trusted => TrustState::Trusted,
+            state => return Ok(Loaded::Untrusted(state, file.sha256)),
+        }
+    } else {
+        TrustState::NotRequired
+    };
+    let library = open(&file, cache)?;
+    let plugin = LoadedPlugin::init(
+        library,
+        path.display().to_string(),
+        origin,
+        trust,
+        file.sha256,
+    )?;
+    Ok(Loaded::Plugin(Box::new(plugin)))
+}
+
+/// Loads one named plugin file (no trust needed: the caller named it).
+pub fn load_file(path: &Path, cache: &Path) -> Result<LoadedPlugin, String> {
+    match load_candidate(path, Origin::Cli, None, cache)? {
+        Loaded::Plugin(plugin) => Ok(*plugin),
+        Loaded::Untrusted(..) => Err("not trusted".to_owned()),
+    }
+}
+
+/// Quotes a path for a shell command line when it needs it.
+pub fn shell_quote(text: &str) -> String {
+    if text
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@".contains(c))
+    {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
+/// Where discovery starts from in this process: the current directory and agent directory.
+pub fn default_options(
+    cwd: PathBuf,
+    explicit: Vec<String>,
+    no_discovery: bool,
+) -> DiscoveryOptions {
+    DiscoveryOptions {
+        cwd,
+        agent_dir: crate::paths::agent_dir(),
+        explicit,
+        no_discovery,
+    }
+}

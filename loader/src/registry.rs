@@ -1,0 +1,255 @@
+//! What one plugin instance registered, and its lifecycle phase. The `PiPlugin *` handle a
+//! plugin holds is a pointer to its [`PluginState`].
+
+use std::os::raw::c_void;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use pi_hooks_abi::ffi::*;
+use serde::Serialize;
+
+/// A plugin's `user_data` pointer, kept as it was given and handed back on every call.
+#[derive(Debug, Clone, Copy)]
+pub struct UserData(pub *mut c_void);
+// SAFETY: the host never dereferences user data; it only hands it back to the plugin, whose
+// calls it serialises, as the ABI's threading contract says.
+unsafe impl Send for UserData {}
+// SAFETY: as above.
+unsafe impl Sync for UserData {}
+
+/// An event subscription.
+#[derive(Debug, Clone)]
+pub struct EventHandler {
+    /// The event name.
+    pub event: String,
+    /// The plugin's function.
+    pub handler: PiEventHandler,
+    /// Its user data.
+    pub user_data: UserData,
+}
+
+/// A registered slash command.
+#[derive(Debug, Clone, Serialize)]
+pub struct Command {
+    /// Name without the slash.
+    pub name: String,
+    /// Description (may be empty).
+    pub description: String,
+    /// The handler.
+    #[serde(skip)]
+    pub handler: PiCommandHandler,
+    /// Completions, if any.
+    #[serde(skip)]
+    pub complete: Option<PiCompletionHandler>,
+    /// Its user data.
+    #[serde(skip)]
+    pub user_data: UserData,
+}
+
+/// A registered tool.
+#[derive(Debug, Clone, Serialize)]
+pub struct Tool {
+    /// The name the model calls.
+    pub name: String,
+    /// Human label.
+    pub label: String,
+    /// Description for the model.
+    pub description: String,
+    /// JSON Schema of the parameters.
+    pub parameters: serde_json::Value,
+    /// The execute function.
+    #[serde(skip)]
+    pub execute: PiToolExecute,
+    /// Its user data.
+    #[serde(skip)]
+    pub user_data: UserData,
+}
+
+/// A registered message renderer.
+#[derive(Debug, Clone, Serialize)]
+pub struct Renderer {
+    /// The `customType` it renders.
+    #[serde(rename = "customType")]
+    pub custom_type: String,
+    /// The render function.
+    #[serde(skip)]
+    pub render: PiRenderHandler,
+    /// Its user data.
+    #[serde(skip)]
+    pub user_data: UserData,
+}
+
+/// A registered command-line flag.
+#[derive(Debug, Clone, Serialize)]
+pub struct Flag {
+    /// Name without dashes.
+    pub name: String,
+    /// "boolean" or "string".
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// Description (may be empty).
+    pub description: String,
+    /// Default value, if any.
+    pub default: Option<serde_json::Value>,
+}
+
+/// A registered keyboard shortcut.
+#[derive(Debug, Clone, Serialize)]
+pub struct Shortcut {
+    /// The key.
+    pub key: String,
+    /// Description (may be empty).
+    pub description: String,
+    /// The handler.
+    #[serde(skip)]
+    pub handler: PiShortcutHandler,
+    /// Its user data.
+    #[serde(skip)]
+    pub user_data: UserData,
+}
+
+/// Everything a plugin registered, in registration order.
+#[derive(Debug, Default, Clone)]
+pub struct Registrations {
+    /// Event handlers.
+    pub events: Vec<EventHandler>,
+    /// Commands.
+    pub commands: Vec<Command>,
+    /// Tools.
+    pub tools: Vec<Tool>,
+    /// Message renderers.
+    pub renderers: Vec<Renderer>,
+    /// Flags.
+    pub flags: Vec<Flag>,
+    /// Shortcuts.
+    pub shortcuts: Vec<Shortcut>,
+}
+
+impl Registrations {
+    /// The distinct event names subscribed to, in first-registration order.
+    pub fn event_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for handler in &self.events {
+            if !names.contains(&handler.event) {
+                names.push(handler.event.clone());
+            }
+        }
+        names
+    }
+}
+
+/// Where a plugin is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Phase {
+    /// Inside `init`: registration allowed, actions unavailable.
+    Init = 0,
+    /// Loaded: receives calls; registration closed.
+    Active = 1,
+    /// Retired: no new calls; host services answer `PI_ERR_CANCELLED`.
+    Retired = 2,
+}
+
+/// The host-side state of one plugin instance; `*mut PiPlugin` points here.
+pub struct PluginState {
+    /// The plugin's name from its descriptor.
+    pub name: String,
+    /// The path it was loaded from (as discovered).
+    pub path: String,
+    phase: AtomicU8,
+    registrations: Mutex<Registrations>,
+    cleanups: Mutex<Vec<(PiCleanupFn, UserData)>>,
+    init_error: Mutex<Option<String>>,
+}
+
+impl PluginState {
+    /// A fresh state in the `Init` phase.
+    pub fn new(name: String, path: String) -> Self {
+        PluginState {
+            name,
+            path,
+            phase: AtomicU8::new(Phase::Init as u8),
+            registrations: Mutex::new(Registrations::default()),
+            cleanups: Mutex::new(Vec::new()),
+            init_error: Mutex::new(None),
+        }
+    }
+
+    /// The handle given to the plugin.
+    pub fn as_handle(&self) -> *mut PiPlugin {
+        (self as *const PluginState).cast_mut().cast()
+    }
+
+    /// The state behind a handle.
+    ///
+    /// # Safety
+    /// `plugin` must be NULL or a handle the host gave out whose state is still alive (the
+    /// host keeps it alive until the plugin is retired and its cleanups ran).
+    pub unsafe fn from_handle<'a>(plugin: *mut PiPlugin) -> Option<&'a PluginState> {
+        // SAFETY: by the caller's contract.
+        unsafe { plugin.cast::<PluginState>().cast_const().as_ref() }
+    }
+
+    /// The current phase.
+    pub fn phase(&self) -> Phase {
+        match self.phase.load(Ordering::Acquire) {
+            0 => Phase::Init,
+            1 => Phase::Active,
+            _ => Phase::Retired,
+        }
+    }
+
+    /// Moves to `phase`.
+    pub fn set_phase(&self, phase: Phase) {
+        self.phase.store(phase as u8, Ordering::Release);
+    }
+
+    /// Runs `f` on the registrations.
+    pub fn with_registrations<T>(&self, f: impl FnOnce(&mut Registrations) -> T) -> T {
+        f(&mut self.registrations.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// A copy of the registrations.
+    pub fn registrations(&self) -> Registrations {
+        self.with_registrations(|r| r.clone())
+    }
+
+    /// Records a cleanup.
+    pub fn add_cleanup(&self, cleanup: PiCleanupFn, data: UserData) {
+        self.cleanups
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((cleanup, data));
+    }
+
+    /// Takes the cleanups, last registered first.
+    pub fn take_cleanups(&self) -> Vec<(PiCleanupFn, UserData)> {
+        let mut cleanups =
+            std::mem::take(&mut *self.cleanups.lock().unwrap_or_else(|e| e.into_inner()));
+        cleanups.reverse();
+        cleanups
+    }
+
+    /// Records the message of a failing init.
+    pub fn set_init_error(&self, message: String) {
+        *self.init_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(message);
+    }
+
+    /// The message a failing init left.
+    pub fn init_error(&self) -> Option<String> {
+        self.init_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The default of a flag this plugin registered.
+    pub fn flag_default(&self, name: &str) -> Option<Option<serde_json::Value>> {
+        self.with_registrations(|r| {
+            r.flags
+                .iter()
+                .find(|f| f.name == name)
+                .map(|f| f.default.clone())
+        })
+    }
+}

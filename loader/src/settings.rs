@@ -1,0 +1,124 @@
+//! `settings.json`: the project's (`<cwd>/.pi/settings.json`) and the user's
+//! (`<agentDir>/settings.json`). Only the keys the host uses are read; others are ignored.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+/// The host's keys of one settings file.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Settings {
+    /// The file they came from.
+    pub path: PathBuf,
+    /// `hooks`: plugin paths, relative to the settings file's folder.
+    pub hooks: Vec<String>,
+    /// `extensions`: more plugin paths, same rules.
+    pub extensions: Vec<String>,
+    /// `hookTimeout` in milliseconds.
+    pub hook_timeout_ms: Option<u64>,
+    /// `toolCallTimeout` in milliseconds.
+    pub tool_call_timeout_ms: Option<u64>,
+}
+
+impl Settings {
+    /// The folder relative plugin paths are resolved against.
+    pub fn base_dir(&self) -> &Path {
+        self.path.parent().unwrap_or_else(|| Path::new("."))
+    }
+}
+
+/// Reads a settings file: `Ok(None)` when it does not exist, `Err` with a message naming the
+/// file, the key and what to do when it cannot be used.
+pub fn read_settings(path: &Path) -> Result<Option<Settings>, String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read settings file: {e}")),
+    };
+    let value: Value = serde_json::from_str(&text).map_err(|e| {
+        format!("settings file is not valid JSON ({e}); fix it or remove it. Plugins it lists were not loaded")
+    })?;
+    let Value::Object(map) = value else {
+        return Err(format!(
+            "settings file must hold a JSON object, found {}; plugins it lists were not loaded",
+            kind_of(&value)
+        ));
+    };
+    Ok(Some(Settings {
+        path: path.to_path_buf(),
+        hooks: string_list(&map, "hooks")?,
+        extensions: string_list(&map, "extensions")?,
+        hook_timeout_ms: millis(&map, "hookTimeout")?,
+        tool_call_timeout_ms: millis(&map, "toolCallTimeout")?,
+    }))
+}
+
+fn string_list(map: &serde_json::Map<String, Value>, key: &str) -> Result<Vec<String>, String> {
+    let wrong = |found: &Value| {
+        format!(
+            "`{key}` must be an array of path strings, found {}; fix the settings file. Plugins it lists were not loaded",
+            kind_of(found)
+        )
+    };
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|item| item.as_str().map(str::to_owned).ok_or_else(|| wrong(item)))
+            .collect(),
+        Some(other) => Err(wrong(other)),
+    }
+}
+
+fn millis(map: &serde_json::Map<String, Value>, key: &str) -> Result<Option<u64>, String> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v.as_u64().map(Some).ok_or_else(|| {
+            format!(
+                "`{key}` must be a whole number of milliseconds, found {}; fix the settings file",
+                kind_of(v)
+            )
+        }),
+    }
+}
+
+fn kind_of(value: &Value) -> String {
+    match value {
+        Value::Null => "null".into(),
+        Value::Bool(b) => format!("a boolean ({b})"),
+        Value::Number(n) => format!("a number ({n})"),
+        Value::String(s) => format!("a string ({s:?})"),
+        Value::Array(_) => "an array".into(),
+        Value::Object(_) => "an object".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_lists_and_reports_wrong_types() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        assert_eq!(read_settings(&path), Ok(None));
+        std::fs::write(
+            &path,
+            r#"{"hooks": ["a.so"], "extensions": ["b.so"], "hookTimeout": 5}"#,
+        )
+        .unwrap();
+        let s = read_settings(&path).unwrap().unwrap();
+        assert_eq!(
+            (s.hooks, s.extensions, s.hook_timeout_ms),
+            (vec!["a.so".into()], vec!["b.so".into()], Some(5))
+        );
+        std::fs::write(&path, r#"{"hooks": 3}"#).unwrap();
+        let e = read_settings(&path).unwrap_err();
+        assert!(
+            e.contains("`hooks` must be an array of path strings, found a number (3)"),
+            "{e}"
+        );
+        std::fs::write(&path, "{not json").unwrap();
+        assert!(read_settings(&path).unwrap_err().contains("not valid JSON"));
+    }
+}
