@@ -45,7 +45,10 @@ fn normalise(source: &str) -> String {
     let mut out = String::with_capacity(compact.len());
     let mut chars = compact.chars().peekable();
     while let Some(c) = chars.next() {
-        let trailing = c == ',' && chars.peek().is_some_and(|next| matches!(next, ')' | '}' | ']' | '>'));
+        let trailing = c == ','
+            && chars
+                .peek()
+                .is_some_and(|next| matches!(next, ')' | '}' | ']' | '>'));
         if !trailing {
             out.push(c);
         }

@@ -16,5 +16,7 @@ pub mod load;
 pub mod paths;
 pub mod plugin;
 pub mod registry;
+pub mod session;
 pub mod settings;
+pub mod tools;
 pub mod trust;

@@ -94,7 +94,9 @@ pub fn open(file: &PluginFile, cache: &Path) -> Result<OpenedLibrary, String> {
     // SAFETY: opening a library runs its initialisers; the user chose to load this file (it
     // is global, explicit or trusted), which is the trust decision loading native code needs.
     let library = unsafe { open_now(&shadow) }.map_err(|e| {
-        format!("the system loader refused the library: {e}; rebuild it for this machine")
+        // libloading puts the system's reason (dlerror) in the error's source.
+        let reason = std::error::Error::source(&e).map_or_else(|| e.to_string(), |s| s.to_string());
+        format!("the system loader refused the library: {reason}; rebuild it for this machine")
     })?;
     let descriptor = read_descriptor(&library)?;
     // SAFETY: check_descriptor verified the sizes; the strings are the plugin's statics,
@@ -178,20 +180,12 @@ fn shadow_copy(file: &PluginFile, cache: &Path) -> Result<PathBuf, String> {
     Ok(target)
 }
 
-/// Refuses what the system loader would refuse with a worse message: text, executables,
-/// libraries of another format or another CPU.
+/// Refuses what the system loader would refuse with a worse message, or crash on: text,
+/// executables, libraries of another format or CPU, and truncated files (a segment that
+/// runs past the end of the file makes `dlopen` die of SIGBUS instead of failing).
 pub fn check_object_header(bytes: &[u8]) -> Result<(), String> {
-    let magic = bytes.get(..4).unwrap_or(bytes);
-    if magic == b"\x7fELF" {
-        return check_elf(bytes);
-    }
-    let format = match magic {
-        [0xfe, 0xed, 0xfa, 0xce | 0xcf]
-        | [0xce | 0xcf, 0xfa, 0xed, 0xfe]
-        | [0xca, 0xfe, 0xba, 0xbe] => Some("Mach-O (macOS)"),
-        [b'M', b'Z', ..] => Some("PE (Windows)"),
-        _ => None,
-    };
+    use object::{FileKind, Object, ObjectKind, ObjectSegment};
+
     let expected = if cfg!(target_os = "macos") {
         "Mach-O"
     } else if cfg!(windows) {
@@ -199,102 +193,110 @@ pub fn check_object_header(bytes: &[u8]) -> Result<(), String> {
     } else {
         "ELF"
     };
-    match format {
-        Some(f) if f.starts_with(expected) => Ok(()),
-        Some(f) => Err(format!(
-            "is a {f} binary, but this host loads {expected} libraries; build the plugin for this system"
-        )),
-        None if bytes
-            .iter()
-            .take(512)
-            .all(|b| b.is_ascii_graphic() || b.is_ascii_whitespace()) =>
+    let format = match FileKind::parse(bytes) {
+        Ok(FileKind::Elf32 | FileKind::Elf64) => "ELF",
+        Ok(FileKind::MachO32 | FileKind::MachO64 | FileKind::MachOFat32 | FileKind::MachOFat64) => {
+            "Mach-O"
+        }
+        Ok(FileKind::Pe32 | FileKind::Pe64) => "PE",
+        Ok(other) => {
+            return Err(format!(
+                "is a {other:?} file, not a shared library; build the plugin as a shared library"
+            ));
+        }
+        Err(_)
+            if bytes
+                .iter()
+                .take(512)
+                .all(|b| b.is_ascii_graphic() || b.is_ascii_whitespace()) =>
         {
-            Err(format!(
+            return Err(format!(
                 "is a text file, not a compiled library (it starts with {:?}); build the plugin and point at the .{} it produces",
                 String::from_utf8_lossy(&bytes[..bytes.len().min(24)]),
                 crate::paths::LIBRARY_SUFFIX
-            ))
+            ));
         }
-        None => Err(format!(
-            "is not a shared library (no {expected} header); build the plugin as a shared library"
-        )),
-    }
-}
-
-fn check_elf(bytes: &[u8]) -> Result<(), String> {
-    if !cfg!(all(unix, not(target_os = "macos"))) {
-        return Err("is an ELF (Linux) library; build the plugin for this system".to_owned());
-    }
-    if bytes.len() < 20 {
-        return Err(format!(
-            "is a truncated ELF file ({} bytes); rebuild the plugin",
-            bytes.len()
-        ));
-    }
-    let class_bits = match bytes[4] {
-        1 => 32,
-        2 => 64,
-        _ => 0,
-    };
-    let host_bits = usize::BITS;
-    if class_bits != host_bits {
-        return Err(format!(
-            "is a {class_bits}-bit ELF library; this host is {host_bits}-bit. Rebuild it for this machine"
-        ));
-    }
-    let little = bytes[5] == 1;
-    let half = |at: usize| {
-        if little {
-            u16::from_le_bytes([bytes[at], bytes[at + 1]])
-        } else {
-            u16::from_be_bytes([bytes[at], bytes[at + 1]])
+        Err(_) if bytes.starts_with(b"\x7fELF") => {
+            return Err(format!(
+                "is a truncated ELF file ({} bytes); rebuild the plugin",
+                bytes.len()
+            ));
+        }
+        Err(_) => {
+            return Err(format!(
+                "is not a shared library (no {expected} header); build the plugin as a shared library"
+            ));
         }
     };
-    let (kind, machine) = (half(16), half(18));
-    if let Some(expected) = elf_machine_of_host()
-        && machine != expected
+    if format != expected {
+        return Err(format!(
+            "is a {format} binary, but this host loads {expected} libraries; build the plugin for this system"
+        ));
+    }
+    let file = object::File::parse(bytes).map_err(|e| {
+        format!("is a damaged or truncated {format} file ({e}); rebuild the plugin")
+    })?;
+    let built_for = arch_name(file.architecture());
+    let arch = std::env::consts::ARCH;
+    if built_for.as_deref() != Some(arch) {
+        let built_for = built_for.unwrap_or_else(|| format!("{:?}", file.architecture()));
+        return Err(format!(
+            "is built for {built_for}; this host is {arch}. Rebuild the plugin for {arch}"
+        ));
+    }
+    if file.is_64() != cfg!(target_pointer_width = "64") {
+        let bits = if file.is_64() { 64 } else { 32 };
+        return Err(format!(
+            "is a {bits}-bit library; this host is {}-bit. Rebuild it for this machine",
+            usize::BITS
+        ));
+    }
+    match file.kind() {
+        ObjectKind::Dynamic => {}
+        ObjectKind::Executable => {
+            return Err("is an executable, not a shared library; build it with -shared (C) or crate-type = [\"cdylib\"] (Rust)".to_owned());
+        }
+        ObjectKind::Relocatable => {
+            return Err(
+                "is an object file (.o), not a shared library; link it with -shared".to_owned(),
+            );
+        }
+        other => return Err(format!("is a {other:?} file, not a shared library")),
+    }
+    let len = bytes.len() as u64;
+    if let Some(end) = file
+        .segments()
+        .map(|s| s.file_range())
+        .map(|(at, size)| at.saturating_add(size))
+        .find(|end| *end > len)
     {
         return Err(format!(
-            "is built for {} (ELF machine {machine}); this host is {}. Rebuild the plugin for {}",
-            elf_machine_name(machine),
-            std::env::consts::ARCH,
-            std::env::consts::ARCH
+            "is truncated: the file is {len} bytes but its segments need {end}; an interrupted build or copy? rebuild the plugin"
         ));
     }
-    match kind {
-        3 => Ok(()),
-        2 => Err("is an executable, not a shared library; build it with -shared (C) or crate-type = [\"cdylib\"] (Rust)".to_owned()),
-        1 => Err("is an object file (.o), not a shared library; link it with -shared".to_owned()),
-        other => Err(format!("is an ELF file of type {other}, not a shared library")),
-    }
+    Ok(())
 }
 
-fn elf_machine_of_host() -> Option<u16> {
-    match std::env::consts::ARCH {
-        "x86_64" => Some(62),
-        "aarch64" => Some(183),
-        "x86" => Some(3),
-        "arm" => Some(40),
-        "riscv64" => Some(243),
-        "powerpc64" => Some(21),
-        "s390x" => Some(22),
-        "loongarch64" => Some(258),
-        _ => None,
-    }
-}
-
-fn elf_machine_name(machine: u16) -> String {
-    match machine {
-        62 => "x86_64".into(),
-        183 => "aarch64".into(),
-        3 => "x86".into(),
-        40 => "arm".into(),
-        243 => "riscv".into(),
-        21 => "powerpc64".into(),
-        22 => "s390x".into(),
-        258 => "loongarch".into(),
-        other => format!("machine type {other}"),
-    }
+/// Rust's name (`std::env::consts::ARCH`) of an object file's architecture.
+fn arch_name(architecture: object::Architecture) -> Option<String> {
+    use object::Architecture as A;
+    let name = match architecture {
+        A::X86_64 => "x86_64",
+        A::Aarch64 => "aarch64",
+        A::I386 => "x86",
+        A::Arm => "arm",
+        A::Riscv64 => "riscv64",
+        A::Riscv32 => "riscv32",
+        A::PowerPc64 => "powerpc64",
+        A::PowerPc => "powerpc",
+        A::S390x => "s390x",
+        A::LoongArch64 => "loongarch64",
+        A::Mips => "mips",
+        A::Mips64 => "mips64",
+        A::Sparc64 => "sparc64",
+        _ => return None,
+    };
+    Some(name.to_owned())
 }
 
 /// Finds the entry symbol and checks the descriptor it returns.

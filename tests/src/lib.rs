@@ -10,12 +10,16 @@ use serde_json::Value;
 
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
 }
 
 /// Cargo's target directory for this workspace.
 pub fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| workspace_root().join("target"), PathBuf::from)
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| workspace_root().join("target"), PathBuf::from)
 }
 
 /// The Rust plugin crates the tests load.
@@ -28,19 +32,26 @@ pub fn build_workspace_artifacts() {
     BUILT.get_or_init(|| {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
         let mut command = Command::new(cargo);
-        command.current_dir(workspace_root()).args(["build", "--quiet", "-p", "pi-hooks"]);
+        command
+            .current_dir(workspace_root())
+            .args(["build", "--quiet", "-p", "pi-hooks"]);
         for plugin in RUST_PLUGINS {
             command.args(["-p", plugin]);
         }
         let status = command.status().expect("run cargo build");
-        assert!(status.success(), "cargo build of the binary and plugins failed");
+        assert!(
+            status.success(),
+            "cargo build of the binary and plugins failed"
+        );
     });
 }
 
 /// The `pi-hooks` binary.
 pub fn pi_hooks_bin() -> PathBuf {
     build_workspace_artifacts();
-    target_dir().join("debug").join(format!("pi-hooks{}", std::env::consts::EXE_SUFFIX))
+    target_dir()
+        .join("debug")
+        .join(format!("pi-hooks{}", std::env::consts::EXE_SUFFIX))
 }
 
 /// The built library of a Rust plugin crate.
@@ -67,7 +78,9 @@ pub fn include_dir() -> PathBuf {
 pub fn compile_c(source: &Path, out: &Path, extra: &[&str]) -> PathBuf {
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
     let output = Command::new(&cc)
-        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-I"])
+        .args([
+            "-std=c11", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-I",
+        ])
         .arg(include_dir())
         .args(extra)
         .arg("-o")
@@ -88,19 +101,36 @@ pub fn compile_c(source: &Path, out: &Path, extra: &[&str]) -> PathBuf {
 pub fn compile_c_text(dir: &Path, name: &str, code: &str, extra: &[&str]) -> PathBuf {
     let source = dir.join(format!("{name}.c"));
     std::fs::write(&source, code).expect("write C source");
-    compile_c(&source, &dir.join(format!("{name}{}", std::env::consts::DLL_SUFFIX)), extra)
+    compile_c(
+        &source,
+        &dir.join(format!("{name}{}", std::env::consts::DLL_SUFFIX)),
+        extra,
+    )
 }
 
 /// A C plugin from `tests/fixtures/<name>.c`, compiled into `dir`.
 pub fn c_fixture(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
-    let source = workspace_root().join("tests/fixtures").join(format!("{name}.c"));
-    compile_c(&source, &dir.join(format!("{name}{}", std::env::consts::DLL_SUFFIX)), extra)
+    let source = workspace_root()
+        .join("tests/fixtures")
+        .join(format!("{name}.c"));
+    compile_c(
+        &source,
+        &dir.join(format!("{name}{}", std::env::consts::DLL_SUFFIX)),
+        extra,
+    )
 }
 
 /// The protected-paths example, compiled from `plugins/examples/protected-paths`.
 pub fn protected_paths_plugin(dir: &Path) -> PathBuf {
     let source = workspace_root().join("plugins/examples/protected-paths/protected_paths.c");
-    compile_c(&source, &dir.join(format!("libprotected_paths{}", std::env::consts::DLL_SUFFIX)), &[])
+    compile_c(
+        &source,
+        &dir.join(format!(
+            "libprotected_paths{}",
+            std::env::consts::DLL_SUFFIX
+        )),
+        &[],
+    )
 }
 
 /// A throwaway world: `home/`, `home/.pi/agent` as the agent directory, `project/` as cwd.
@@ -199,11 +229,18 @@ pub fn parse_json_output(output: &Output) -> Value {
 pub fn loaded_names(report: &Value) -> Vec<String> {
     report["plugins"]
         .as_array()
-        .map(|p| p.iter().map(|p| p["name"].as_str().unwrap_or_default().to_owned()).collect())
+        .map(|p| {
+            p.iter()
+                .map(|p| p["name"].as_str().unwrap_or_default().to_owned())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
 /// The error entry for a path ending in `suffix`, if any.
 pub fn error_for<'a>(report: &'a Value, suffix: &str) -> Option<&'a Value> {
-    report["errors"].as_array()?.iter().find(|e| e["path"].as_str().is_some_and(|p| p.ends_with(suffix)))
+    report["errors"]
+        .as_array()?
+        .iter()
+        .find(|e| e["path"].as_str().is_some_and(|p| p.ends_with(suffix)))
 }

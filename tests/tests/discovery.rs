@@ -45,21 +45,55 @@ fn load_order_is_project_global_settings_then_cli_and_name_order_inside_folders(
     // hooks/ before extensions/ in each place; not a library: ignored in folders.
     write(&global_hooks.join("README.md"), "notes");
     // Project settings paths are relative to <cwd>/.pi; global ones to the agent dir.
-    write(&s.project().join(".pi/settings.json"), r#"{"hooks": ["../../extra/ps.so"]}"#);
-    write(&s.agent_dir().join("settings.json"), r#"{"extensions": ["../../../extra/gs.so"]}"#);
+    write(
+        &s.project().join(".pi/settings.json"),
+        r#"{"hooks": ["../../extra/ps.so"]}"#,
+    );
+    write(
+        &s.agent_dir().join("settings.json"),
+        r#"{"extensions": ["../../../extra/gs.so"]}"#,
+    );
 
     // Project plugins need trust first.
     for file in ["a.so", "b.so"] {
         let out = s.run(&["trust", project_hooks.join(file).to_str().unwrap()]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
-    s.run(&["trust", project_ext.join("ext.so").to_str().unwrap(), extra.join("ps.so").to_str().unwrap()]);
+    s.run(&[
+        "trust",
+        project_ext.join("ext.so").to_str().unwrap(),
+        extra.join("ps.so").to_str().unwrap(),
+    ]);
 
     let report = s.list_json(&["--hook", "../extra/cli.so"]);
     assert_eq!(report["errors"], serde_json::json!([]), "{report}");
-    assert_eq!(loaded_names(&report), ["p-a", "p-b", "p-ext", "g-z", "g-ext", "ps", "gs", "cli"]);
-    let sources: Vec<&str> = report["plugins"].as_array().unwrap().iter().map(|p| p["source"].as_str().unwrap()).collect();
-    assert_eq!(sources, ["project", "project", "project", "global", "global", "project-settings", "global-settings", "cli"]);
+    assert_eq!(
+        loaded_names(&report),
+        ["p-a", "p-b", "p-ext", "g-z", "g-ext", "ps", "gs", "cli"]
+    );
+    let sources: Vec<&str> = report["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["source"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        sources,
+        [
+            "project",
+            "project",
+            "project",
+            "global",
+            "global",
+            "project-settings",
+            "global-settings",
+            "cli"
+        ]
+    );
 
     // --no-hooks: only explicit paths.
     let report = s.list_json(&["--no-hooks", "-e", "../extra/cli.so"]);
@@ -71,7 +105,11 @@ fn project_plugins_load_only_when_their_exact_bytes_are_trusted() {
     let s = Sandbox::new();
     let hooks = s.project().join(".pi/hooks");
     let path = s.install(&c_plugin(&s, "cloned"), &hooks, "cloned.so");
-    let global = s.install(&c_plugin(&s, "mine"), &s.agent_dir().join("hooks"), "mine.so");
+    let global = s.install(
+        &c_plugin(&s, "mine"),
+        &s.agent_dir().join("hooks"),
+        "mine.so",
+    );
     let _ = global;
 
     let report = s.list_json(&[]);
@@ -79,9 +117,17 @@ fn project_plugins_load_only_when_their_exact_bytes_are_trusted() {
     let untrusted = &report["untrusted"][0];
     assert_eq!(untrusted["trust"], "new");
     assert!(untrusted["path"].as_str().unwrap().ends_with("cloned.so"));
-    assert!(untrusted["trustCommand"].as_str().unwrap().starts_with("pi-hooks trust "));
+    assert!(
+        untrusted["trustCommand"]
+            .as_str()
+            .unwrap()
+            .starts_with("pi-hooks trust ")
+    );
     let text = String::from_utf8(s.run(&["list"]).stdout).unwrap();
-    assert!(text.contains("waiting for trust") && text.contains("pi-hooks trust"), "{text}");
+    assert!(
+        text.contains("waiting for trust") && text.contains("pi-hooks trust"),
+        "{text}"
+    );
 
     // Trust is recorded in the user's agent dir, not in the project.
     let out = s.run(&["trust", path.to_str().unwrap()]);
@@ -106,7 +152,13 @@ fn project_plugins_load_only_when_their_exact_bytes_are_trusted() {
     std::fs::write(s.agent_dir().join("trusted-plugins.json"), "{broken").unwrap();
     let report = s.list_json(&[]);
     assert_eq!(loaded_names(&report), ["mine"]);
-    assert!(report["errors"][0]["error"].as_str().unwrap().contains("trust store"), "{report}");
+    assert!(
+        report["errors"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("trust store"),
+        "{report}"
+    );
 }
 
 #[test]

@@ -10,10 +10,15 @@ use pi_hooks_abi::ffi::{PI_ERR, PI_ERR_PANIC, PI_MODE_PRINT, PI_OK};
 use pi_hooks_tests::{Sandbox, protected_paths_plugin, rust_plugin};
 use serde_json::json;
 
-const PRINT: CallSite<'static> = CallSite { kind: CallKind::Event, cwd: "/work", mode: PI_MODE_PRINT };
+const PRINT: CallSite<'static> = CallSite {
+    kind: CallKind::Event,
+    cwd: "/work",
+    mode: PI_MODE_PRINT,
+};
 
 fn load(sandbox: &Sandbox, path: &std::path::Path) -> LoadedPlugin {
-    load_file(path, &sandbox.root().join("cache")).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    load_file(path, &sandbox.root().join("cache"))
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 fn tool_call(plugin: &LoadedPlugin, tool: &str, input: serde_json::Value) -> Vec<HandlerOutcome> {
@@ -33,11 +38,27 @@ fn permission_gate_blocks_rm_rf_without_ui_and_allows_the_rest() {
     assert_eq!(blocked[0].status, PI_OK);
     let result = blocked[0].result.as_ref().expect("a block result");
     assert_eq!(result["block"], true);
-    assert!(result["reason"].as_str().unwrap().contains("rm -rf /tmp/scratch"), "{result}");
+    assert!(
+        result["reason"]
+            .as_str()
+            .unwrap()
+            .contains("rm -rf /tmp/scratch"),
+        "{result}"
+    );
 
-    for (tool, input) in [("bash", json!({"command": "ls -la"})), ("read", json!({"path": "rm -rf"}))] {
+    for (tool, input) in [
+        ("bash", json!({"command": "ls -la"})),
+        ("read", json!({"path": "rm -rf"})),
+    ] {
         let allowed = tool_call(&gate, tool, input);
-        assert_eq!(allowed[0], HandlerOutcome { status: PI_OK, result: None, error: None });
+        assert_eq!(
+            allowed[0],
+            HandlerOutcome {
+                status: PI_OK,
+                result: None,
+                error: None
+            }
+        );
     }
 }
 
@@ -45,15 +66,35 @@ fn permission_gate_blocks_rm_rf_without_ui_and_allows_the_rest() {
 fn protected_paths_c_plugin_blocks_env_git_and_node_modules() {
     let sandbox = Sandbox::new();
     let plugin = load(&sandbox, &protected_paths_plugin(&sandbox.lib()));
-    for path in [".env", "./.env", "app/.env", ".git/config", "web/node_modules/x.js"] {
+    for path in [
+        ".env",
+        "./.env",
+        "app/.env",
+        ".git/config",
+        "web/node_modules/x.js",
+    ] {
         for tool in ["write", "edit"] {
             let outcome = tool_call(&plugin, tool, json!({"path": path, "content": "x"}));
-            let result = outcome[0].result.as_ref().unwrap_or_else(|| panic!("{tool} {path} was not blocked"));
+            let result = outcome[0]
+                .result
+                .as_ref()
+                .unwrap_or_else(|| panic!("{tool} {path} was not blocked"));
             assert_eq!(result["block"], true, "{tool} {path}");
-            assert!(result["reason"].as_str().unwrap().contains(path.trim_start_matches("./")), "{result}");
+            assert!(
+                result["reason"]
+                    .as_str()
+                    .unwrap()
+                    .contains(path.trim_start_matches("./")),
+                "{result}"
+            );
         }
     }
-    for (tool, path) in [("write", "src/main.rs"), ("write", ".envrc"), ("read", ".env"), ("edit", "gitignore")] {
+    for (tool, path) in [
+        ("write", "src/main.rs"),
+        ("write", ".envrc"),
+        ("read", ".env"),
+        ("edit", "gitignore"),
+    ] {
         let outcome = tool_call(&plugin, tool, json!({"path": path}));
         assert_eq!(outcome[0].result, None, "{tool} {path} should be allowed");
     }
@@ -66,18 +107,32 @@ fn sdk_barrier_turns_panics_and_errors_into_statuses_with_messages() {
 
     let panicked = tool_call(&plugin, "bash", json!({"command": "panic"}));
     assert_eq!(panicked[0].status, PI_ERR_PANIC);
-    assert!(panicked[0].error.as_deref().unwrap().contains("handler panic for call-1"), "{panicked:?}");
+    assert!(
+        panicked[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("handler panic for call-1"),
+        "{panicked:?}"
+    );
 
     let failed = tool_call(&plugin, "bash", json!({"command": "fail"}));
-    assert_eq!((failed[0].status, failed[0].error.as_deref()), (PI_ERR, Some("handler failure")));
+    assert_eq!(
+        (failed[0].status, failed[0].error.as_deref()),
+        (PI_ERR, Some("handler failure"))
+    );
 
     // The plugin keeps working after a panic.
     let fine = tool_call(&plugin, "bash", json!({"command": "ls"}));
     assert_eq!(fine[0].status, PI_OK);
 
-    let input = HostValue::from_json(json!({"type": "input", "text": "hello", "source": "interactive"}));
+    let input =
+        HostValue::from_json(json!({"type": "input", "text": "hello", "source": "interactive"}));
     let transformed = plugin.call_event("input", &input, &PRINT);
-    assert_eq!(transformed[0].result, Some(json!({"action": "transform", "text": "HELLO"})));
+    assert_eq!(
+        transformed[0].result,
+        Some(json!({"action": "transform", "text": "HELLO"}))
+    );
 }
 
 #[test]
@@ -86,10 +141,29 @@ fn registrations_of_a_rust_plugin_are_recorded() {
     let plugin = load(&sandbox, &rust_plugin("fixture-rust-init"));
     let r = plugin.registrations();
     assert_eq!(r.event_names(), ["session_start", "tool_call", "input"]);
-    assert_eq!(r.commands.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["fixture"]);
+    assert_eq!(
+        r.commands
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>(),
+        ["fixture"]
+    );
     assert_eq!(r.tools[0].name, "fixture_tool");
-    assert_eq!(r.tools[0].parameters["properties"]["text"]["type"], "string");
+    assert_eq!(
+        r.tools[0].parameters["properties"]["text"]["type"],
+        "string"
+    );
     assert_eq!(r.renderers[0].custom_type, "fixture-message");
-    assert_eq!((r.flags[0].name.as_str(), r.flags[0].kind, r.flags[0].default.clone()), ("fixture-flag", "boolean", Some(json!(true))));
-    assert_eq!((plugin.name(), plugin.version(), plugin.abi().as_str()), ("fixture-rust-init", "9.9.9", "1.0"));
+    assert_eq!(
+        (
+            r.flags[0].name.as_str(),
+            r.flags[0].kind,
+            r.flags[0].default.clone()
+        ),
+        ("fixture-flag", "boolean", Some(json!(true)))
+    );
+    assert_eq!(
+        (plugin.name(), plugin.version(), plugin.abi().as_str()),
+        ("fixture-rust-init", "9.9.9", "1.0")
+    );
 }

@@ -1,0 +1,1 @@
+//! The session store: pi's JSONL session format, version 3.

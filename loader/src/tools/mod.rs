@@ -1,0 +1,97 @@
+//! Tools the model can call: the built-in ones (`builtin`) and those plugins register. Every
+//! call goes through the interception in the agent loop (tool_call, execute, tool_result).
+
+pub mod builtin;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::{Value, json};
+
+/// What a tool produced: pi's tool result shape.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    /// Content blocks (`{"type":"text","text":...}`, `{"type":"image",...}`).
+    pub content: Vec<Value>,
+    /// Tool-specific details (`Value::Null` when none).
+    pub details: Value,
+    /// Whether the result is an error.
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    /// A successful result with one text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        ToolOutput { content: vec![json!({"type": "text", "text": text.into()})], details: Value::Null, is_error: false }
+    }
+
+    /// An error result with one text block and empty details, as pi builds them.
+    pub fn error(message: impl Into<String>) -> Self {
+        ToolOutput { content: vec![json!({"type": "text", "text": message.into()})], details: json!({}), is_error: true }
+    }
+
+    /// Sets the details.
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = details;
+        self
+    }
+
+    /// The result as pi's JSON `{content, details?}` (details left out when null).
+    pub fn to_json(&self) -> Value {
+        let mut out = json!({"content": self.content});
+        if !self.details.is_null() {
+            out["details"] = self.details.clone();
+        }
+        out
+    }
+}
+
+/// A flag a running tool checks to stop early (the user aborted the run).
+#[derive(Debug, Clone, Default)]
+pub struct CancelToken(Arc<AtomicBool>);
+
+impl CancelToken {
+    /// A token that is not cancelled.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Cancels.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+
+    /// Whether it was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+/// One call of a tool.
+pub struct ToolInvocation<'a> {
+    /// The id the model gave the call.
+    pub tool_call_id: &'a str,
+    /// The arguments the model gave.
+    pub args: &'a Value,
+    /// The session's working directory; relative paths are resolved against it.
+    pub cwd: &'a Path,
+    /// Set when the run is aborted.
+    pub cancel: &'a CancelToken,
+    /// Streams a partial result (emitted as `tool_execution_update`).
+    pub on_update: &'a (dyn Fn(ToolOutput) + Sync),
+}
+
+/// A tool the model can call.
+pub trait Tool: Send + Sync {
+    /// The name the model calls it by.
+    fn name(&self) -> &str;
+    /// A human label.
+    fn label(&self) -> &str;
+    /// The description the model reads.
+    fn description(&self) -> &str;
+    /// The JSON Schema of the arguments.
+    fn parameters(&self) -> Value;
+    /// Runs the tool. `Err(message)` becomes an error result with that text.
+    fn execute(&self, call: &ToolInvocation<'_>) -> Result<ToolOutput, String>;
+}
