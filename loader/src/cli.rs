@@ -21,6 +21,10 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run prompts through the agent with the plugins loaded (print or JSON mode). Without
+    /// --script the embedded demo script plays: one harmless bash command, an `rm -rf` and a
+    /// write to `.env` in a scratch folder of its own.
+    Run(RunArgs),
     /// List the plugins that would load, from where, their trust state and load result.
     List {
         #[command(flatten)]
@@ -49,6 +53,40 @@ enum Command {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
+}
+
+/// Options of `pi-hooks run`.
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// Print mode: run the prompts and print the final assistant text (the default).
+    #[arg(short = 'p', long = "print")]
+    print: bool,
+    /// Output: `text` (the final text) or `json` (the session header and every event as
+    /// JSON lines).
+    #[arg(long, value_enum, default_value = "text")]
+    mode: OutputMode,
+    /// A JSON script of assistant turns for the scripted model (default: the embedded demo).
+    #[arg(long, value_name = "FILE")]
+    script: Option<PathBuf>,
+    /// Keep the session in memory only.
+    #[arg(long, conflicts_with_all = ["session", "continue_session"])]
+    no_session: bool,
+    /// Use this session file (created when missing).
+    #[arg(long, value_name = "FILE", conflicts_with = "continue_session")]
+    session: Option<PathBuf>,
+    /// Continue the most recent session of this directory.
+    #[arg(short = 'c', long = "continue")]
+    continue_session: bool,
+    #[command(flatten)]
+    sources: Sources,
+    /// The prompts, run one after another (default: "Run the demo.").
+    messages: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum OutputMode {
+    Text,
+    Json,
 }
 
 /// Where plugins come from (shared by every command that loads plugins).
@@ -84,6 +122,7 @@ impl Sources {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Run(args) => run(args),
         Command::List { sources, json } => {
             let options = crate::load::default_options(
                 sources.cwd(),
@@ -102,6 +141,109 @@ pub fn main() -> ExitCode {
         Command::Trust { paths } => change_trust(&paths, true),
         Command::Untrust { paths } => change_trust(&paths, false),
     }
+}
+
+fn run(args: RunArgs) -> ExitCode {
+    match run_inner(args) {
+        Ok(code) => ExitCode::from(code),
+        Err(message) => {
+            eprintln!("pi-hooks: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_inner(args: RunArgs) -> Result<u8, String> {
+    use crate::agent::model::{Model, ScriptedModel};
+    use crate::modes::print::{self, Output, PrintRun};
+    use crate::session::{SessionStore, most_recent, new_session_path, session_dir};
+
+    let cwd = args.sources.cwd();
+    let agent = agent_dir();
+    // The demo works in a scratch folder of its own, removed at exit.
+    let scratch = tempfile::Builder::new()
+        .prefix("pi-hooks-demo-")
+        .tempdir()
+        .map_err(|e| format!("cannot create a scratch folder: {e}"))?;
+    std::fs::create_dir_all(scratch.path().join("build")).map_err(|e| e.to_string())?;
+    std::fs::write(scratch.path().join("build/output.txt"), "built\n")
+        .map_err(|e| e.to_string())?;
+    let mut model = match &args.script {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read the script {}: {e}", path.display()))?;
+            ScriptedModel::from_json(&text, &path.display().to_string())?
+        }
+        None => ScriptedModel::demo(),
+    };
+    model.set_variable("SCRATCH", &scratch.path().to_string_lossy());
+    model.set_variable("CWD", &cwd.to_string_lossy());
+    let session = if args.no_session {
+        SessionStore::in_memory(&cwd)
+    } else if let Some(path) = &args.session {
+        let path = resolve(&path.to_string_lossy(), &cwd);
+        if path.exists() {
+            let (store, warnings) = SessionStore::open(&path).map_err(|e| e.to_string())?;
+            warnings
+                .iter()
+                .for_each(|w| eprintln!("pi-hooks: warning: {w}"));
+            store
+        } else {
+            SessionStore::create(path, &cwd).map_err(|e| e.to_string())?
+        }
+    } else {
+        let dir = session_dir(&agent, &cwd);
+        match most_recent(&dir).filter(|_| args.continue_session) {
+            Some(path) => {
+                let (store, warnings) = SessionStore::open(&path).map_err(|e| e.to_string())?;
+                warnings
+                    .iter()
+                    .for_each(|w| eprintln!("pi-hooks: warning: {w}"));
+                store
+            }
+            None => {
+                SessionStore::create(new_session_path(&dir), &cwd).map_err(|e| e.to_string())?
+            }
+        }
+    };
+    let options = crate::load::default_options(
+        cwd.clone(),
+        args.sources.hooks.clone(),
+        args.sources.no_hooks,
+    );
+    let report = load_all(&options);
+    for error in &report.errors {
+        eprintln!("Failed to load plugin \"{}\": {}", error.path, error.error);
+    }
+    for untrusted in &report.untrusted {
+        eprintln!(
+            "Skipped project plugin {} ({}); trust it with: {}",
+            untrusted.path,
+            untrusted.trust.describe(),
+            untrusted.trust_command
+        );
+    }
+    let prompts = if args.messages.is_empty() {
+        vec!["Run the demo.".to_owned()]
+    } else {
+        args.messages
+    };
+    let output = if matches!(args.mode, OutputMode::Json) {
+        Output::Json
+    } else {
+        Output::Text
+    };
+    let _ = args.print;
+    let model: Box<dyn Model> = Box::new(model);
+    let code = print::run(PrintRun {
+        report,
+        model,
+        session,
+        cwd,
+        prompts,
+        output,
+    });
+    Ok(u8::try_from(code).unwrap_or(1))
 }
 
 fn inspect(file: &Path, json: bool) -> ExitCode {

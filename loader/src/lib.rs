@@ -8,14 +8,18 @@
 //!
 //! Host services reach plugins only through the tables in [`host_api`].
 
+pub mod agent;
 pub mod cli;
 pub mod discover;
 pub mod host_api;
 pub mod library;
 pub mod load;
+pub mod modes;
 pub mod paths;
 pub mod plugin;
 pub mod registry;
+pub mod runner;
+pub mod services;
 pub mod session;
 pub mod settings;
 pub mod tools;

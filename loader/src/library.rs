@@ -60,6 +60,13 @@ pub struct OpenedLibrary {
     pub shadow_path: PathBuf,
 }
 
+// SAFETY: the descriptor's pointers (strings, functions) point into the library's immutable
+// statics and code, which stay mapped for the life of the process (retired libraries are
+// never closed); nothing writes through them.
+unsafe impl Send for OpenedLibrary {}
+// SAFETY: as above; the struct is never mutated after it is built, except by `Drop`.
+unsafe impl Sync for OpenedLibrary {}
+
 impl OpenedLibrary {
     /// Retires the library without closing it: its code stays mapped for the life of the
     /// process. Closing a library that registered thread-local destructors (every Rust

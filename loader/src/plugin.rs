@@ -1,16 +1,17 @@
-//! One loaded plugin instance: its library, its host-side state, its init and its retirement.
+//! One loaded plugin instance: its library, its host-side state, its init, its calls and its
+//! retirement.
 
-use std::sync::Mutex;
+use std::sync::Arc;
 
 use pi_hooks_abi::ffi::*;
 
 use crate::discover::Origin;
 use crate::host_api;
-use crate::host_api::context::{CallContext, CallKind};
+use crate::host_api::context::{CallContext, CallScope};
 use crate::host_api::result::ResultBuilder;
-use crate::host_api::value::HostValue;
+use crate::host_api::value::{CText, HostValue};
 use crate::library::OpenedLibrary;
-use crate::registry::{Phase, PluginState, Registrations};
+use crate::registry::{Command, EventHandler, Phase, PluginState, Registrations, Tool};
 use crate::trust::TrustState;
 
 /// A plugin whose init succeeded. Dropping it retires it: no more calls, shutdown, cleanups,
@@ -24,10 +25,41 @@ pub struct LoadedPlugin {
     pub trust: TrustState,
     /// SHA-256 of the file.
     pub sha256: String,
-    state: Box<PluginState>,
-    /// Serialises calls into the plugin (the ABI promises one call at a time).
-    call_lock: Mutex<()>,
+    state: Arc<PluginState>,
     library: OpenedLibrary,
+}
+
+/// What one handler call produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HandlerOutcome {
+    /// The status it returned.
+    pub status: PiStatus,
+    /// The result it built, if any.
+    pub result: Option<serde_json::Value>,
+    /// The error message it set, if any.
+    pub error: Option<String>,
+}
+
+impl HandlerOutcome {
+    /// An outcome the host decided without calling the plugin.
+    pub fn refused(status: PiStatus, message: impl Into<String>) -> Self {
+        HandlerOutcome {
+            status,
+            result: None,
+            error: Some(message.into()),
+        }
+    }
+
+    /// The error text of a failed call: the plugin's message, or the status name.
+    pub fn error_text(&self) -> String {
+        match &self.error {
+            Some(message) => message.clone(),
+            None => format!(
+                "handler returned {}",
+                pi_hooks_abi::sdk::status_name(self.status)
+            ),
+        }
+    }
 }
 
 impl LoadedPlugin {
@@ -40,7 +72,7 @@ impl LoadedPlugin {
         trust: TrustState,
         sha256: String,
     ) -> Result<Self, String> {
-        let state = Box::new(PluginState::new(library.name.clone(), path.clone()));
+        let state = Arc::new(PluginState::new(library.name.clone(), path.clone()));
         let init = library
             .descriptor
             .init
@@ -54,7 +86,6 @@ impl LoadedPlugin {
             trust,
             sha256,
             state,
-            call_lock: Mutex::new(()),
             library,
         };
         if status == PI_OK {
@@ -99,8 +130,8 @@ impl LoadedPlugin {
         )
     }
 
-    /// The host-side state (registrations, phase).
-    pub fn state(&self) -> &PluginState {
+    /// The host-side state (registrations, phase, call lock).
+    pub fn state(&self) -> &Arc<PluginState> {
         &self.state
     }
 
@@ -109,19 +140,25 @@ impl LoadedPlugin {
         self.state.registrations()
     }
 
-    /// Runs `f` while holding the plugin's call lock: calls into one plugin never overlap.
-    pub fn serialised<T>(&self, f: impl FnOnce() -> T) -> T {
-        let _guard = self.call_lock.lock().unwrap_or_else(|e| e.into_inner());
-        f()
+    /// Calls one of this plugin's event handlers with `payload`, in `scope`. Calls into the
+    /// plugin are serialised; a plugin still busy with a call that timed out is not called
+    /// (the outcome says so).
+    pub fn call_handler(
+        &self,
+        handler: &EventHandler,
+        payload: &HostValue,
+        scope: &CallScope,
+    ) -> HandlerOutcome {
+        call_handler(&self.state, handler, payload, scope)
     }
 
     /// Calls every handler this plugin registered for `event`, in registration order, with
-    /// the same payload and a fresh context each.
+    /// the same payload.
     pub fn call_event(
         &self,
         event: &str,
         payload: &HostValue,
-        call: &CallSite<'_>,
+        scope: &CallScope,
     ) -> Vec<HandlerOutcome> {
         let handlers: Vec<_> = self.state.with_registrations(|r| {
             r.events
@@ -131,62 +168,103 @@ impl LoadedPlugin {
                 .collect()
         });
         handlers
-            .into_iter()
-            .map(|handler| {
-                let ctx = CallContext::new(&self.state, call.kind, call.cwd, call.mode);
-                let mut result = ResultBuilder::new();
-                let status = self.serialised(|| {
-                    if self.state.phase() != Phase::Active {
-                        return PI_ERR_CANCELLED;
-                    }
-                    // SAFETY: the handler and user data were registered by this plugin, which
-                    // is active; payload, context and result outlive the call; the call lock
-                    // keeps calls into the plugin from overlapping. (An `extern "C"` call
-                    // cannot unwind: the plugin side stops panics, as the SDK does.)
-                    unsafe {
-                        (handler.handler)(
-                            handler.user_data.0,
-                            payload.as_ptr(),
-                            ctx.as_ptr(),
-                            result.as_ptr(),
-                        )
-                    }
-                });
-                HandlerOutcome {
-                    status,
-                    result: result.into_value(),
-                    error: ctx.take_error(),
-                }
-            })
+            .iter()
+            .map(|h| self.call_handler(h, payload, scope))
             .collect()
     }
 }
 
-/// Where a call comes from: what its context tells the plugin.
-#[derive(Debug, Clone, Copy)]
-pub struct CallSite<'a> {
-    /// The kind of call.
-    pub kind: CallKind,
-    /// The session's working directory.
-    pub cwd: &'a str,
-    /// One of `PI_MODE_*`.
-    pub mode: u32,
+/// Calls `handler` of the plugin behind `state` (see [`LoadedPlugin::call_handler`]).
+pub fn call_handler(
+    state: &PluginState,
+    handler: &EventHandler,
+    payload: &HostValue,
+    scope: &CallScope,
+) -> HandlerOutcome {
+    invoke(state, CallContext::new(scope, state), |ctx, result| {
+        // SAFETY: the handler and user data were registered by this plugin, which is active
+        // (checked by `invoke` under the call lock); payload, context and result outlive the
+        // call.
+        unsafe { (handler.handler)(handler.user_data.0, payload.as_ptr(), ctx, result) }
+    })
 }
 
-/// What one handler call produced.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HandlerOutcome {
-    /// The status it returned.
-    pub status: PiStatus,
-    /// The result it built, if any.
-    pub result: Option<serde_json::Value>,
-    /// The error message it set, if any.
-    pub error: Option<String>,
+/// Runs a plugin's slash command with the text after its name.
+pub fn call_command(
+    state: &PluginState,
+    command: &Command,
+    args: &str,
+    scope: &CallScope,
+) -> HandlerOutcome {
+    let args = CText::new(args);
+    invoke(state, CallContext::new(scope, state), |ctx, _| {
+        // SAFETY: as in `call_handler`; `args` outlives the call.
+        unsafe { (command.handler)(command.user_data.0, args.as_pi_str(), ctx) }
+    })
+}
+
+/// Runs a plugin's tool. `on_update` receives the partial results it streams.
+pub fn call_tool(
+    state: &PluginState,
+    tool: &Tool,
+    tool_call_id: &str,
+    params: &HostValue,
+    scope: &CallScope,
+    on_update: &(dyn Fn(serde_json::Value) + Sync),
+) -> HandlerOutcome {
+    let id = CText::new(tool_call_id);
+    invoke(
+        state,
+        CallContext::new(scope, state).with_tool_update(on_update),
+        |ctx, result| {
+            // SAFETY: as in `call_handler`; `id` and `params` outlive the call.
+            unsafe {
+                (tool.execute)(
+                    tool.user_data.0,
+                    id.as_pi_str(),
+                    params.as_ptr(),
+                    ctx,
+                    result,
+                )
+            }
+        },
+    )
+}
+
+/// The one way into a plugin: skips a plugin still busy with a call that timed out, takes
+/// the call lock (calls never overlap), checks the plugin is active, and collects the result
+/// and error message. (An `extern "C"` call cannot unwind: the plugin side stops panics, as
+/// the SDK does.)
+fn invoke(
+    state: &PluginState,
+    ctx: CallContext<'_>,
+    call: impl FnOnce(*mut PiContext, *mut PiResult) -> PiStatus,
+) -> HandlerOutcome {
+    if state.is_stuck() {
+        return HandlerOutcome::refused(
+            PI_ERR_TIMEOUT,
+            "not called: the plugin is still running an earlier call that timed out",
+        );
+    }
+    let mut result = ResultBuilder::new();
+    let status = {
+        let _serialised = state.lock_calls();
+        if state.phase() != Phase::Active {
+            return HandlerOutcome::refused(PI_ERR_CANCELLED, "not called: the plugin was retired");
+        }
+        call(ctx.as_ptr(), result.as_ptr())
+    };
+    HandlerOutcome {
+        status,
+        result: result.into_value(),
+        error: ctx.take_error(),
+    }
 }
 
 impl Drop for LoadedPlugin {
     fn drop(&mut self) {
-        let _guard = self.call_lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.state.bind_services(None);
+        let _serialised = self.state.lock_calls();
         let was_active = self.state.phase() == Phase::Active;
         self.state.set_phase(Phase::Retired);
         if was_active && let Some(shutdown) = self.library.descriptor.shutdown {

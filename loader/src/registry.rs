@@ -2,11 +2,13 @@
 //! plugin holds is a pointer to its [`PluginState`].
 
 use std::os::raw::c_void;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use pi_hooks_abi::ffi::*;
 use serde::Serialize;
+
+use crate::services::HostServices;
 
 /// A plugin's `user_data` pointer, kept as it was given and handed back on every call.
 #[derive(Debug, Clone, Copy)]
@@ -160,6 +162,11 @@ pub struct PluginState {
     registrations: Mutex<Registrations>,
     cleanups: Mutex<Vec<(PiCleanupFn, UserData)>>,
     init_error: Mutex<Option<String>>,
+    /// Held during every call into the plugin: calls never overlap.
+    call_lock: Mutex<()>,
+    /// Set while a call that timed out is still running inside the plugin.
+    stuck: AtomicBool,
+    services: RwLock<Option<Arc<dyn HostServices>>>,
 }
 
 impl PluginState {
@@ -172,7 +179,38 @@ impl PluginState {
             registrations: Mutex::new(Registrations::default()),
             cleanups: Mutex::new(Vec::new()),
             init_error: Mutex::new(None),
+            call_lock: Mutex::new(()),
+            stuck: AtomicBool::new(false),
+            services: RwLock::new(None),
         }
+    }
+
+    /// Takes the call lock: hold the guard for the duration of a call into the plugin.
+    pub fn lock_calls(&self) -> MutexGuard<'_, ()> {
+        self.call_lock.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether a call that timed out is still running inside the plugin.
+    pub fn is_stuck(&self) -> bool {
+        self.stuck.load(Ordering::Acquire)
+    }
+
+    /// Marks (or clears) a call that timed out and is still running.
+    pub fn set_stuck(&self, stuck: bool) {
+        self.stuck.store(stuck, Ordering::Release);
+    }
+
+    /// Binds the session services the plugin's actions use.
+    pub fn bind_services(&self, services: Option<Arc<dyn HostServices>>) {
+        *self.services.write().unwrap_or_else(|e| e.into_inner()) = services;
+    }
+
+    /// The bound session services, if any.
+    pub fn services(&self) -> Option<Arc<dyn HostServices>> {
+        self.services
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The handle given to the plugin.

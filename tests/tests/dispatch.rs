@@ -2,19 +2,17 @@
 //! read through the value accessors, results come back through the result setters, and the
 //! SDK's panic barrier turns a panic into an error status with a message.
 
-use pi_hooks::host_api::context::CallKind;
+use pi_hooks::host_api::context::{CallKind, CallScope};
 use pi_hooks::host_api::value::HostValue;
 use pi_hooks::load::load_file;
-use pi_hooks::plugin::{CallSite, HandlerOutcome, LoadedPlugin};
+use pi_hooks::plugin::{HandlerOutcome, LoadedPlugin};
 use pi_hooks_abi::ffi::{PI_ERR, PI_ERR_PANIC, PI_MODE_PRINT, PI_OK};
 use pi_hooks_tests::{Sandbox, protected_paths_plugin, rust_plugin};
 use serde_json::json;
 
-const PRINT: CallSite<'static> = CallSite {
-    kind: CallKind::Event,
-    cwd: "/work",
-    mode: PI_MODE_PRINT,
-};
+fn print_scope() -> CallScope {
+    CallScope::new(CallKind::Event, "/work", PI_MODE_PRINT)
+}
 
 fn load(sandbox: &Sandbox, path: &std::path::Path) -> LoadedPlugin {
     load_file(path, &sandbox.root().join("cache"))
@@ -25,7 +23,7 @@ fn tool_call(plugin: &LoadedPlugin, tool: &str, input: serde_json::Value) -> Vec
     let payload = HostValue::from_json(json!({
         "type": "tool_call", "toolCallId": "call-1", "toolName": tool, "input": input
     }));
-    plugin.call_event("tool_call", &payload, &PRINT)
+    plugin.call_event("tool_call", &payload, &print_scope())
 }
 
 #[test]
@@ -128,7 +126,7 @@ fn sdk_barrier_turns_panics_and_errors_into_statuses_with_messages() {
 
     let input =
         HostValue::from_json(json!({"type": "input", "text": "hello", "source": "interactive"}));
-    let transformed = plugin.call_event("input", &input, &PRINT);
+    let transformed = plugin.call_event("input", &input, &print_scope());
     assert_eq!(
         transformed[0].result,
         Some(json!({"action": "transform", "text": "HELLO"}))

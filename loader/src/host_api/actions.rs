@@ -5,9 +5,13 @@ use std::os::raw::c_void;
 
 use pi_hooks_abi::ffi::*;
 
+use serde_json::Value;
+
+use super::context::give;
 use super::value::HostValue;
-use super::{barrier, read_str};
-use crate::registry::PluginState;
+use super::{barrier, read_opt_str, read_str, read_str_array};
+use crate::registry::{Phase, PluginState};
+use crate::services::HostServices;
 
 /// The lowest level written to stderr: `PI_HOOKS_LOG` = debug | info | warn | error
 /// (default warn).
@@ -33,9 +37,54 @@ fn with_plugin(plugin: *mut PiPlugin, f: impl FnOnce(&PluginState) -> PiStatus) 
     })
 }
 
-/// A session service no mode provides yet.
+/// A service no mode provides yet.
 fn unavailable(plugin: *mut PiPlugin) -> PiStatus {
     with_plugin(plugin, |_| PI_ERR_UNAVAILABLE)
+}
+
+/// Runs `f` with the session services bound to an active plugin. During init, and before a
+/// mode binds services, the answer is `PI_ERR_UNAVAILABLE`.
+fn with_services(
+    plugin: *mut PiPlugin,
+    f: impl FnOnce(&PluginState, &dyn HostServices) -> PiStatus,
+) -> PiStatus {
+    with_plugin(plugin, |state| {
+        if state.phase() != Phase::Active {
+            return PI_ERR_UNAVAILABLE;
+        }
+        match state.services() {
+            Some(services) => f(state, services.as_ref()),
+            None => PI_ERR_UNAVAILABLE,
+        }
+    })
+}
+
+/// `PI_OK`, or `PI_ERR` for a refused service call.
+fn done(result: Result<(), String>) -> PiStatus {
+    match result {
+        Ok(()) => PI_OK,
+        Err(message) => {
+            if log_threshold() <= PI_LOG_WARN {
+                eprintln!("[pi-hooks] {message}");
+            }
+            PI_ERR
+        }
+    }
+}
+
+/// Reads optional JSON text: empty means `None`.
+///
+/// # Safety
+/// As for `read_str`.
+unsafe fn read_json(s: PiStr) -> Result<Option<Value>, PiStatus> {
+    // SAFETY: forwarded contract.
+    let text = unsafe { read_str(s) }?;
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    serde_json::from_str(text)
+        .map(Some)
+        .map_err(|_| PI_ERR_INVALID_ARG)
 }
 
 unsafe extern "C" fn log(plugin: *mut PiPlugin, level: u32, message: PiStr) {
@@ -56,26 +105,50 @@ unsafe extern "C" fn log(plugin: *mut PiPlugin, level: u32, message: PiStr) {
 
 unsafe extern "C" fn send_message(
     plugin: *mut PiPlugin,
-    _message: PiStr,
-    _options: PiStr,
+    message: PiStr,
+    options: PiStr,
 ) -> PiStatus {
-    unavailable(plugin)
+    with_services(plugin, |state, services| {
+        // SAFETY: both are plugin strings valid for the call.
+        let (message, options) = match unsafe { (read_json(message), read_json(options)) } {
+            (Ok(Some(m)), Ok(o)) => (m, o.unwrap_or(Value::Null)),
+            (Err(status), _) | (_, Err(status)) => return status,
+            (Ok(None), _) => return PI_ERR_INVALID_ARG,
+        };
+        done(services.send_message(&state.path, message, options))
+    })
 }
 
 unsafe extern "C" fn send_user_message(
     plugin: *mut PiPlugin,
-    _text: PiStr,
-    _deliver_as: u32,
+    text: PiStr,
+    deliver_as: u32,
 ) -> PiStatus {
-    unavailable(plugin)
+    with_services(plugin, |state, services| {
+        if deliver_as > PI_DELIVER_FOLLOW_UP {
+            return PI_ERR_INVALID_ARG;
+        }
+        // SAFETY: `text` is a plugin string valid for the call.
+        match unsafe { read_str(text) } {
+            Ok(text) => done(services.send_user_message(&state.path, text.to_owned(), deliver_as)),
+            Err(status) => status,
+        }
+    })
 }
 
 unsafe extern "C" fn append_entry(
     plugin: *mut PiPlugin,
-    _custom_type: PiStr,
-    _data: PiStr,
+    custom_type: PiStr,
+    data: PiStr,
 ) -> PiStatus {
-    unavailable(plugin)
+    with_services(plugin, |_, services| {
+        // SAFETY: both are plugin strings valid for the call.
+        match unsafe { (read_str(custom_type), read_json(data)) } {
+            (Ok(kind), Ok(data)) if !kind.is_empty() => done(services.append_entry(kind, data)),
+            (Err(status), _) | (_, Err(status)) => status,
+            _ => PI_ERR_INVALID_ARG,
+        }
+    })
 }
 
 unsafe extern "C" fn exec(
@@ -101,20 +174,31 @@ unsafe extern "C" fn timer_cancel(plugin: *mut PiPlugin, _timer_id: u64) -> PiSt
     unavailable(plugin)
 }
 
-unsafe extern "C" fn get_active_tools(plugin: *mut PiPlugin, _out: *mut *mut PiValue) -> PiStatus {
-    unavailable(plugin)
+unsafe extern "C" fn get_active_tools(plugin: *mut PiPlugin, out: *mut *mut PiValue) -> PiStatus {
+    with_services(plugin, |_, services| {
+        give(out, Some(services.active_tools().into()))
+    })
 }
 
-unsafe extern "C" fn get_all_tools(plugin: *mut PiPlugin, _out: *mut *mut PiValue) -> PiStatus {
-    unavailable(plugin)
+unsafe extern "C" fn get_all_tools(plugin: *mut PiPlugin, out: *mut *mut PiValue) -> PiStatus {
+    with_services(plugin, |_, services| give(out, Some(services.all_tools())))
 }
 
 unsafe extern "C" fn set_active_tools(
     plugin: *mut PiPlugin,
-    _names: *const PiStr,
-    _count: usize,
+    names: *const PiStr,
+    count: usize,
 ) -> PiStatus {
-    unavailable(plugin)
+    with_services(plugin, |_, services| {
+        // SAFETY: `names` points to `count` plugin strings valid for the call.
+        match unsafe { read_str_array(names, count) } {
+            Ok(names) => {
+                services.set_active_tools(names.into_iter().map(str::to_owned).collect());
+                PI_OK
+            }
+            Err(status) => status,
+        }
+    })
 }
 
 unsafe extern "C" fn get_flag(
@@ -145,16 +229,30 @@ unsafe extern "C" fn get_flag(
     })
 }
 
-unsafe extern "C" fn set_session_name(plugin: *mut PiPlugin, _name: PiStr) -> PiStatus {
-    unavailable(plugin)
+unsafe extern "C" fn set_session_name(plugin: *mut PiPlugin, name: PiStr) -> PiStatus {
+    with_services(plugin, |_, services| {
+        // SAFETY: `name` is a plugin string valid for the call.
+        match unsafe { read_str(name) } {
+            Ok(name) => done(services.set_session_name(name)),
+            Err(status) => status,
+        }
+    })
 }
 
-unsafe extern "C" fn get_session_name(plugin: *mut PiPlugin, _out: *mut *mut PiValue) -> PiStatus {
-    unavailable(plugin)
+unsafe extern "C" fn get_session_name(plugin: *mut PiPlugin, out: *mut *mut PiValue) -> PiStatus {
+    with_services(plugin, |_, services| {
+        give(out, services.session_name().map(Value::String))
+    })
 }
 
-unsafe extern "C" fn set_label(plugin: *mut PiPlugin, _entry_id: PiStr, _label: PiStr) -> PiStatus {
-    unavailable(plugin)
+unsafe extern "C" fn set_label(plugin: *mut PiPlugin, entry_id: PiStr, label: PiStr) -> PiStatus {
+    with_services(plugin, |_, services| {
+        // SAFETY: both are plugin strings valid for the call.
+        match unsafe { (read_str(entry_id), read_opt_str(label)) } {
+            (Ok(id), Ok(label)) => done(services.set_label(id, label)),
+            (Err(status), _) | (_, Err(status)) => status,
+        }
+    })
 }
 
 unsafe extern "C" fn events_emit(plugin: *mut PiPlugin, _channel: PiStr, _data: PiStr) -> PiStatus {

@@ -1,12 +1,14 @@
 //! `PiContext` on the host side: the context of one call into a plugin.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use pi_hooks_abi::ffi::*;
 
 use super::value::{CText, HostValue};
 use super::{barrier, read_str};
 use crate::registry::PluginState;
+use crate::services::HostServices;
 
 /// What kind of call a context belongs to; decides which context functions work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,33 +25,68 @@ pub enum CallKind {
     Timer,
 }
 
-/// The context of one call. `*mut PiContext` points here, for the duration of the call.
-pub struct CallContext<'p> {
-    plugin: &'p PluginState,
+/// What every call of one dispatch shares: where, in which mode, and for what kind of call.
+/// pi builds one context per emission; so does the host, and each handler call gets a small
+/// [`CallContext`] pointing at it.
+pub struct CallScope {
     kind: CallKind,
     cwd: CText,
     mode: u32,
     has_ui: bool,
     session_file: Option<CText>,
     system_prompt: Mutex<CText>,
-    system_prompt_set: Mutex<bool>,
-    error: Mutex<Option<String>>,
+    system_prompt_set: AtomicBool,
+    pause: PauseClock,
 }
 
-impl<'p> CallContext<'p> {
-    /// A context for a call into `plugin`.
-    pub fn new(plugin: &'p PluginState, kind: CallKind, cwd: &str, mode: u32) -> Self {
-        CallContext {
-            plugin,
+/// Time spent in UI dialogs during a dispatch: it does not count against handler timeouts.
+#[derive(Debug, Default)]
+pub struct PauseClock {
+    in_dialog: AtomicUsize,
+    paused_ns: AtomicU64,
+}
+
+impl PauseClock {
+    /// Runs `f` (a dialog) with the clock paused.
+    pub fn pause<T>(&self, f: impl FnOnce() -> T) -> T {
+        self.in_dialog.fetch_add(1, Ordering::AcqRel);
+        let started = std::time::Instant::now();
+        let result = f();
+        let spent = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.paused_ns.fetch_add(spent, Ordering::AcqRel);
+        self.in_dialog.fetch_sub(1, Ordering::AcqRel);
+        result
+    }
+
+    /// Total time spent in dialogs so far.
+    pub fn paused(&self) -> std::time::Duration {
+        std::time::Duration::from_nanos(self.paused_ns.load(Ordering::Acquire))
+    }
+
+    /// Whether a dialog is open right now.
+    pub fn in_dialog(&self) -> bool {
+        self.in_dialog.load(Ordering::Acquire) > 0
+    }
+}
+
+impl CallScope {
+    /// A scope for calls of `kind` in `cwd` and `mode` (a `PI_MODE_*`).
+    pub fn new(kind: CallKind, cwd: &str, mode: u32) -> Self {
+        CallScope {
             kind,
             cwd: CText::new(cwd),
             mode,
             has_ui: matches!(mode, PI_MODE_RPC | PI_MODE_INTERACTIVE),
             session_file: None,
             system_prompt: Mutex::new(CText::new("")),
-            system_prompt_set: Mutex::new(false),
-            error: Mutex::new(None),
+            system_prompt_set: AtomicBool::new(false),
+            pause: PauseClock::default(),
         }
+    }
+
+    /// The dialog clock of this dispatch.
+    pub fn pause_clock(&self) -> &PauseClock {
+        &self.pause
     }
 
     /// Sets the session file the plugin sees.
@@ -64,6 +101,56 @@ impl<'p> CallContext<'p> {
         self
     }
 
+    /// The kind of call.
+    pub fn kind(&self) -> CallKind {
+        self.kind
+    }
+
+    /// The system prompt as it stands (after any `set_system_prompt`).
+    pub fn system_prompt(&self) -> String {
+        self.system_prompt
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_str()
+            .to_owned()
+    }
+
+    /// Replaces the system prompt plugins see from now on (the runner chains it).
+    pub fn replace_system_prompt(&self, prompt: &str) {
+        *self.system_prompt.lock().unwrap_or_else(|e| e.into_inner()) = CText::new(prompt);
+    }
+
+    /// Whether a plugin called `set_system_prompt`; clears the mark.
+    pub fn take_system_prompt_set(&self) -> bool {
+        self.system_prompt_set.swap(false, Ordering::AcqRel)
+    }
+}
+
+/// The context of one call into one plugin. `*mut PiContext` points here for the call.
+pub struct CallContext<'s> {
+    scope: &'s CallScope,
+    plugin: &'s PluginState,
+    error: Mutex<Option<String>>,
+    tool_update: Option<&'s (dyn Fn(serde_json::Value) + Sync)>,
+}
+
+impl<'s> CallContext<'s> {
+    /// A context for a call into `plugin` within `scope`.
+    pub fn new(scope: &'s CallScope, plugin: &'s PluginState) -> Self {
+        CallContext {
+            scope,
+            plugin,
+            error: Mutex::new(None),
+            tool_update: None,
+        }
+    }
+
+    /// Lets a tool's execute stream partial results to `on_update`.
+    pub fn with_tool_update(mut self, on_update: &'s (dyn Fn(serde_json::Value) + Sync)) -> Self {
+        self.tool_update = Some(on_update);
+        self
+    }
+
     /// The pointer handed to the plugin.
     pub fn as_ptr(&self) -> *mut PiContext {
         (self as *const CallContext<'_>).cast_mut().cast()
@@ -72,21 +159,6 @@ impl<'p> CallContext<'p> {
     /// The error message the plugin set, if any.
     pub fn take_error(&self) -> Option<String> {
         self.error.lock().unwrap_or_else(|e| e.into_inner()).take()
-    }
-
-    /// The system prompt, if the plugin replaced it through `set_system_prompt`.
-    pub fn replaced_system_prompt(&self) -> Option<String> {
-        let set = *self
-            .system_prompt_set
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        set.then(|| {
-            self.system_prompt
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .as_str()
-                .to_owned()
-        })
     }
 }
 
@@ -123,25 +195,36 @@ const NO_STR: PiStr = PiStr {
     len: 0,
 };
 
+/// Runs `f` with the session services bound to the call's plugin; unbound: unavailable.
+fn with_services(ctx: *mut PiContext, f: impl FnOnce(&dyn HostServices) -> PiStatus) -> PiStatus {
+    with_ctx(ctx, PI_ERR_INVALID_ARG, |c| match c.plugin.services() {
+        Some(services) => f(services.as_ref()),
+        None => PI_ERR_UNAVAILABLE,
+    })
+}
+
 unsafe extern "C" fn plugin(ctx: *mut PiContext) -> *mut PiPlugin {
     with_ctx(ctx, std::ptr::null_mut(), |c| c.plugin.as_handle())
 }
 
 unsafe extern "C" fn cwd(ctx: *mut PiContext) -> PiStr {
-    with_ctx(ctx, NO_STR, |c| c.cwd.as_pi_str())
+    with_ctx(ctx, NO_STR, |c| c.scope.cwd.as_pi_str())
 }
 
 unsafe extern "C" fn has_ui(ctx: *mut PiContext) -> bool {
-    with_ctx(ctx, false, |c| c.has_ui)
+    with_ctx(ctx, false, |c| c.scope.has_ui)
 }
 
 unsafe extern "C" fn mode(ctx: *mut PiContext) -> u32 {
-    with_ctx(ctx, 0, |c| c.mode)
+    with_ctx(ctx, 0, |c| c.scope.mode)
 }
 
 unsafe extern "C" fn session_file(ctx: *mut PiContext) -> PiStr {
     with_ctx(ctx, NO_STR, |c| {
-        c.session_file.as_ref().map_or(NO_STR, CText::as_pi_str)
+        c.scope
+            .session_file
+            .as_ref()
+            .map_or(NO_STR, CText::as_pi_str)
     })
 }
 
@@ -154,10 +237,11 @@ unsafe extern "C" fn set_error(ctx: *mut PiContext, message: PiStr) {
 }
 
 unsafe extern "C" fn get_system_prompt(ctx: *mut PiContext) -> PiStr {
-    // The CText lives in the context until the call ends; replacing it is only possible
-    // through set_system_prompt, which the SDK documents as invalidating earlier reads.
+    // The text stays in the scope until the dispatch ends or a later set_system_prompt
+    // replaces it (documented: the latter invalidates earlier reads).
     with_ctx(ctx, NO_STR, |c| {
-        c.system_prompt
+        c.scope
+            .system_prompt
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .as_pi_str()
@@ -166,16 +250,14 @@ unsafe extern "C" fn get_system_prompt(ctx: *mut PiContext) -> PiStr {
 
 unsafe extern "C" fn set_system_prompt(ctx: *mut PiContext, prompt: PiStr) -> PiStatus {
     with_ctx(ctx, PI_ERR_INVALID_ARG, |c| {
-        if c.kind != CallKind::BeforeAgentStart {
+        if c.scope.kind != CallKind::BeforeAgentStart {
             return PI_ERR_UNAVAILABLE;
         }
         // SAFETY: `prompt` is a plugin string valid for the call.
         match unsafe { read_str(prompt) } {
             Ok(text) => {
-                *c.system_prompt.lock().unwrap_or_else(|e| e.into_inner()) = CText::new(text);
-                *c.system_prompt_set
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner()) = true;
+                c.scope.replace_system_prompt(text);
+                c.scope.system_prompt_set.store(true, Ordering::Release);
                 PI_OK
             }
             Err(status) => status,
@@ -184,48 +266,68 @@ unsafe extern "C" fn set_system_prompt(ctx: *mut PiContext, prompt: PiStr) -> Pi
 }
 
 unsafe extern "C" fn is_idle(ctx: *mut PiContext) -> bool {
-    with_ctx(ctx, true, |_| true)
+    with_ctx(ctx, true, |c| {
+        c.plugin.services().is_none_or(|s| s.is_idle())
+    })
 }
 
 unsafe extern "C" fn has_pending_messages(ctx: *mut PiContext) -> bool {
-    with_ctx(ctx, false, |_| false)
+    with_ctx(ctx, false, |c| {
+        c.plugin
+            .services()
+            .is_some_and(|s| s.has_pending_messages())
+    })
 }
 
-/// A session service no mode provides yet.
+/// A service no mode provides yet.
 fn unavailable(ctx: *mut PiContext) -> PiStatus {
     with_ctx(ctx, PI_ERR_INVALID_ARG, |_| PI_ERR_UNAVAILABLE)
 }
 
 unsafe extern "C" fn abort(ctx: *mut PiContext) -> PiStatus {
-    unavailable(ctx)
+    with_services(ctx, |s| {
+        s.abort();
+        PI_OK
+    })
 }
 
-unsafe extern "C" fn session_entries(ctx: *mut PiContext, _out: *mut *mut PiValue) -> PiStatus {
-    unavailable(ctx)
+unsafe extern "C" fn session_entries(ctx: *mut PiContext, out: *mut *mut PiValue) -> PiStatus {
+    with_services(ctx, |s| give(out, Some(s.session_entries())))
 }
 
-unsafe extern "C" fn session_branch(ctx: *mut PiContext, _out: *mut *mut PiValue) -> PiStatus {
-    unavailable(ctx)
+unsafe extern "C" fn session_branch(ctx: *mut PiContext, out: *mut *mut PiValue) -> PiStatus {
+    with_services(ctx, |s| give(out, Some(s.session_branch())))
 }
 
-unsafe extern "C" fn session_leaf_id(ctx: *mut PiContext, _out: *mut *mut PiValue) -> PiStatus {
-    unavailable(ctx)
+unsafe extern "C" fn session_leaf_id(ctx: *mut PiContext, out: *mut *mut PiValue) -> PiStatus {
+    with_services(ctx, |s| {
+        give(out, s.session_leaf_id().map(serde_json::Value::String))
+    })
 }
 
 unsafe extern "C" fn model(ctx: *mut PiContext, out: *mut *mut PiValue) -> PiStatus {
-    with_ctx(ctx, PI_ERR_INVALID_ARG, |_| give(out, None))
+    with_ctx(ctx, PI_ERR_INVALID_ARG, |c| {
+        give(out, c.plugin.services().and_then(|s| s.model()))
+    })
 }
 
 unsafe extern "C" fn context_usage(ctx: *mut PiContext, _out: *mut *mut PiValue) -> PiStatus {
     unavailable(ctx)
 }
 
-unsafe extern "C" fn tool_update(ctx: *mut PiContext, _partial: PiStr) -> PiStatus {
+unsafe extern "C" fn tool_update(ctx: *mut PiContext, partial: PiStr) -> PiStatus {
     with_ctx(ctx, PI_ERR_INVALID_ARG, |c| {
-        if c.kind == CallKind::Tool {
-            PI_OK
-        } else {
-            PI_ERR_UNAVAILABLE
+        let Some(on_update) = c.tool_update else {
+            return PI_ERR_UNAVAILABLE;
+        };
+        // SAFETY: `partial` is a plugin string valid for the call.
+        match unsafe { read_str(partial) }.map(serde_json::from_str::<serde_json::Value>) {
+            Ok(Ok(value)) => {
+                on_update(value);
+                PI_OK
+            }
+            Ok(Err(_)) => PI_ERR_INVALID_ARG,
+            Err(status) => status,
         }
     })
 }

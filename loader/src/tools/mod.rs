@@ -23,12 +23,20 @@ pub struct ToolOutput {
 impl ToolOutput {
     /// A successful result with one text block.
     pub fn text(text: impl Into<String>) -> Self {
-        ToolOutput { content: vec![json!({"type": "text", "text": text.into()})], details: Value::Null, is_error: false }
+        ToolOutput {
+            content: vec![json!({"type": "text", "text": text.into()})],
+            details: Value::Null,
+            is_error: false,
+        }
     }
 
     /// An error result with one text block and empty details, as pi builds them.
     pub fn error(message: impl Into<String>) -> Self {
-        ToolOutput { content: vec![json!({"type": "text", "text": message.into()})], details: json!({}), is_error: true }
+        ToolOutput {
+            content: vec![json!({"type": "text", "text": message.into()})],
+            details: json!({}),
+            is_error: true,
+        }
     }
 
     /// Sets the details.

@@ -1,0 +1,315 @@
+//! The model behind the agent loop: a trait, and a scripted model that plays a JSON script of
+//! assistant turns, deterministic and offline. An embedded demo script is the default.
+//!
+//! Script format (`--script FILE`):
+//!
+//! ```json
+//! {
+//!   "turns": [
+//!     {"text": "Let me look.", "toolCalls": [{"name": "bash", "arguments": {"command": "ls"}}]},
+//!     {"text": "All done.", "stopReason": "stop"}
+//!   ]
+//! }
+//! ```
+//!
+//! Each prompt plays the script from its first turn. A turn has optional `text`, optional
+//! `thinking`, optional `toolCalls` (`name`, `arguments`, optional `id`), and an optional
+//! `stopReason` (`"stop"`, or `"toolUse"` when there are tool calls; `"length"` and `"error"`
+//! with `errorMessage` are accepted too). `${SCRATCH}`, `${CWD}` and `${PROMPT}` in strings are
+//! replaced by the run's scratch folder, working directory and the prompt text. Past the last
+//! turn the model answers with a short final text.
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::now_ms;
+
+/// The embedded demo script.
+pub const DEMO_SCRIPT: &str = include_str!("demo_script.json");
+
+/// What the model is asked.
+pub struct ModelRequest<'a> {
+    /// The system prompt.
+    pub system_prompt: &'a str,
+    /// The messages, after the `context` event.
+    pub messages: &'a [Value],
+    /// The active tools as `{name, description, parameters}`.
+    pub tools: &'a [Value],
+}
+
+/// A streaming event of an assistant message, as pi's `assistantMessageEvent`.
+pub type AssistantEvent = Value;
+
+/// A model.
+pub trait Model: Send {
+    /// `{provider, id, api}`.
+    fn info(&self) -> Value;
+    /// Starts a new prompt (the scripted model rewinds).
+    fn new_prompt(&mut self, prompt: &str);
+    /// Produces the next assistant message, streaming its events through `on_event`
+    /// (each gets the event and the partial message so far).
+    fn complete(
+        &mut self,
+        request: &ModelRequest<'_>,
+        on_event: &mut dyn FnMut(AssistantEvent, &Value),
+    ) -> Value;
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Script {
+    turns: Vec<Turn>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Turn {
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    thinking: Option<String>,
+    #[serde(default)]
+    tool_calls: Vec<ScriptedCall>,
+    #[serde(default)]
+    stop_reason: Option<String>,
+    #[serde(default)]
+    error_message: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScriptedCall {
+    name: String,
+    #[serde(default)]
+    arguments: Value,
+    #[serde(default)]
+    id: Option<String>,
+}
+
+/// A model that plays a script.
+pub struct ScriptedModel {
+    script: Script,
+    next: usize,
+    prompt_count: usize,
+    variables: HashMap<String, String>,
+    name: String,
+}
+
+impl ScriptedModel {
+    /// Parses a script; the error names what is wrong.
+    pub fn from_json(text: &str, name: &str) -> Result<Self, String> {
+        let script: Script =
+            serde_json::from_str(text).map_err(|e| format!("invalid model script {name}: {e}"))?;
+        Ok(ScriptedModel {
+            script,
+            next: 0,
+            prompt_count: 0,
+            variables: HashMap::new(),
+            name: name.to_owned(),
+        })
+    }
+
+    /// The embedded demo.
+    pub fn demo() -> Self {
+        Self::from_json(DEMO_SCRIPT, "demo").expect("the embedded demo script is valid")
+    }
+
+    /// Sets a `${NAME}` variable.
+    pub fn set_variable(&mut self, name: &str, value: &str) {
+        self.variables.insert(name.to_owned(), value.to_owned());
+    }
+
+    fn substitute(&self, value: &Value) -> Value {
+        match value {
+            Value::String(s) => Value::String(self.substitute_str(s)),
+            Value::Array(items) => items.iter().map(|v| self.substitute(v)).collect(),
+            Value::Object(map) => map
+                .iter()
+                .map(|(k, v)| (k.clone(), self.substitute(v)))
+                .collect(),
+            other => other.clone(),
+        }
+    }
+
+    fn substitute_str(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for (name, value) in &self.variables {
+            out = out.replace(&format!("${{{name}}}"), value);
+        }
+        out
+    }
+}
+
+/// Splits `text` into up to three streaming deltas (on char boundaries).
+fn deltas(text: &str) -> Vec<&str> {
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    if chars.len() < 3 {
+        return vec![text];
+    }
+    let cut = |n: usize| chars[chars.len() * n / 3].0;
+    vec![&text[..cut(1)], &text[cut(1)..cut(2)], &text[cut(2)..]]
+}
+
+impl Model for ScriptedModel {
+    fn info(&self) -> Value {
+        json!({"provider": "scripted", "id": self.name, "api": "scripted"})
+    }
+
+    fn new_prompt(&mut self, prompt: &str) {
+        self.next = 0;
+        self.prompt_count += 1;
+        self.set_variable("PROMPT", prompt);
+    }
+
+    fn complete(
+        &mut self,
+        _request: &ModelRequest<'_>,
+        on_event: &mut dyn FnMut(AssistantEvent, &Value),
+    ) -> Value {
+        let turn = self.script.turns.get(self.next).cloned().unwrap_or(Turn {
+            text: Some("(The script has no more turns.)".into()),
+            thinking: None,
+            tool_calls: Vec::new(),
+            stop_reason: None,
+            error_message: None,
+        });
+        let turn_index = self.next;
+        self.next += 1;
+        let info = self.info();
+        let mut message = json!({
+            "role": "assistant",
+            "content": [],
+            "api": info["api"],
+            "provider": info["provider"],
+            "model": info["id"],
+            "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
+                      "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+            "stopReason": "stop",
+            "timestamp": now_ms(),
+        });
+        on_event(json!({"type": "start"}), &message);
+        let blocks = [
+            ("thinking", turn.thinking.as_deref()),
+            ("text", turn.text.as_deref()),
+        ];
+        for (kind, text) in blocks {
+            let Some(text) = text.map(|t| self.substitute_str(t)) else {
+                continue;
+            };
+            let index = message["content"].as_array().map_or(0, Vec::len);
+            message["content"]
+                .as_array_mut()
+                .expect("content")
+                .push(json!({"type": kind, kind: ""}));
+            on_event(
+                json!({"type": format!("{kind}_start"), "contentIndex": index}),
+                &message,
+            );
+            for delta in deltas(&text) {
+                let block = &mut message["content"][index][kind];
+                *block = Value::String(format!("{}{delta}", block.as_str().unwrap_or("")));
+                on_event(
+                    json!({"type": format!("{kind}_delta"), "contentIndex": index, "delta": delta}),
+                    &message,
+                );
+            }
+            on_event(
+                json!({"type": format!("{kind}_end"), "contentIndex": index, "content": text}),
+                &message,
+            );
+        }
+        for (n, call) in turn.tool_calls.iter().enumerate() {
+            let index = message["content"].as_array().map_or(0, Vec::len);
+            let id = call
+                .id
+                .clone()
+                .unwrap_or_else(|| format!("call_{}_{turn_index}_{n}", self.prompt_count));
+            let arguments = self.substitute(&call.arguments);
+            let block =
+                json!({"type": "toolCall", "id": id, "name": call.name, "arguments": arguments});
+            message["content"]
+                .as_array_mut()
+                .expect("content")
+                .push(block.clone());
+            on_event(
+                json!({"type": "toolcall_start", "contentIndex": index}),
+                &message,
+            );
+            on_event(
+                json!({"type": "toolcall_delta", "contentIndex": index, "delta": arguments.to_string()}),
+                &message,
+            );
+            on_event(
+                json!({"type": "toolcall_end", "contentIndex": index, "toolCall": block}),
+                &message,
+            );
+        }
+        let stop = turn.stop_reason.unwrap_or_else(|| {
+            if turn.tool_calls.is_empty() {
+                "stop".into()
+            } else {
+                "toolUse".into()
+            }
+        });
+        message["stopReason"] = Value::String(stop.clone());
+        if let Some(error) = turn.error_message {
+            message["errorMessage"] = Value::String(error);
+        }
+        let end = if stop == "error" { "error" } else { "done" };
+        on_event(json!({"type": end, "reason": stop}), &message);
+        message
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plays_turns_in_order_and_rewinds_per_prompt() {
+        let mut model = ScriptedModel::from_json(
+            r#"{"turns": [{"text": "run ${X}", "toolCalls": [{"name": "bash", "arguments": {"command": "echo ${X}"}}]}, {"text": "done"}]}"#,
+            "t",
+        )
+        .unwrap();
+        model.set_variable("X", "hi");
+        model.new_prompt("p");
+        let request = ModelRequest {
+            system_prompt: "",
+            messages: &[],
+            tools: &[],
+        };
+        let mut events = Vec::new();
+        let first = model.complete(&request, &mut |e, _| {
+            events.push(e["type"].as_str().unwrap().to_owned())
+        });
+        assert_eq!(first["stopReason"], "toolUse");
+        assert_eq!(first["content"][0]["text"], "run hi");
+        assert_eq!(first["content"][1]["arguments"]["command"], "echo hi");
+        assert_eq!(events.first().map(String::as_str), Some("start"));
+        assert!(events.contains(&"toolcall_end".to_owned()) && events.last().unwrap() == "done");
+        let second = model.complete(&request, &mut |_, _| {});
+        assert_eq!(
+            (
+                second["stopReason"].as_str(),
+                second["content"][0]["text"].as_str()
+            ),
+            (Some("stop"), Some("done"))
+        );
+        model.new_prompt("again");
+        assert_eq!(
+            model.complete(&request, &mut |_, _| {})["content"][0]["text"],
+            "run hi"
+        );
+    }
+
+    #[test]
+    fn a_bad_script_names_the_problem() {
+        let error = ScriptedModel::from_json(r#"{"turns": [{"txt": "x"}]}"#, "s.json")
+            .err()
+            .unwrap();
+        assert!(error.contains("s.json") && error.contains("txt"), "{error}");
+    }
+}

@@ -1,0 +1,146 @@
+//! Plugin-registered tools and commands, seen from the agent loop.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use pi_hooks_abi::ffi::PI_OK;
+use serde_json::Value;
+
+use crate::host_api::context::{CallKind, CallScope};
+use crate::host_api::value::HostValue;
+use crate::plugin::{call_command, call_tool};
+use crate::registry::{self, PluginState};
+use crate::runner::{ExtensionError, Runner};
+use crate::tools::{Tool, ToolInvocation, ToolOutput};
+
+/// A tool a plugin registered; its execute runs inside the plugin.
+struct PluginTool {
+    state: Arc<PluginState>,
+    tool: registry::Tool,
+    scope: CallScope,
+}
+
+impl Tool for PluginTool {
+    fn name(&self) -> &str {
+        &self.tool.name
+    }
+
+    fn label(&self) -> &str {
+        &self.tool.label
+    }
+
+    fn description(&self) -> &str {
+        &self.tool.description
+    }
+
+    fn parameters(&self) -> Value {
+        self.tool.parameters.clone()
+    }
+
+    fn execute(&self, call: &ToolInvocation<'_>) -> Result<ToolOutput, String> {
+        let params = HostValue::from_json(call.args.clone());
+        let on_update = |partial: Value| (call.on_update)(output_of(partial));
+        let outcome = call_tool(
+            &self.state,
+            &self.tool,
+            call.tool_call_id,
+            &params,
+            &self.scope,
+            &on_update,
+        );
+        if outcome.status != PI_OK {
+            return Err(outcome.error_text());
+        }
+        Ok(output_of(outcome.result.unwrap_or(Value::Null)))
+    }
+}
+
+/// A tool result a plugin built: `{content, details?, isError?}`.
+fn output_of(result: Value) -> ToolOutput {
+    let content = match result.get("content") {
+        Some(Value::Array(blocks)) => blocks.clone(),
+        Some(Value::String(text)) => vec![serde_json::json!({"type": "text", "text": text})],
+        _ => Vec::new(),
+    };
+    ToolOutput {
+        content,
+        details: result.get("details").cloned().unwrap_or(Value::Null),
+        is_error: result
+            .get("isError")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+    }
+}
+
+/// The tools the model gets: built-ins, where a plugin tool of the same name replaces the
+/// built-in, then the other plugin tools. Between plugins the first registration of a name
+/// wins (pi's rule).
+pub(super) fn merge_tools(
+    runner: &Runner,
+    builtin: Vec<Box<dyn Tool>>,
+    cwd: &Path,
+) -> Vec<Arc<dyn Tool>> {
+    let mut plugin_tools: Vec<Arc<dyn Tool>> = Vec::new();
+    for plugin in runner.plugins() {
+        for tool in plugin.registrations().tools {
+            if plugin_tools.iter().any(|t| t.name() == tool.name) {
+                continue;
+            }
+            let scope =
+                CallScope::new(CallKind::Tool, &cwd.to_string_lossy(), runner.config().mode)
+                    .with_session_file(runner.config().session_file.as_deref());
+            plugin_tools.push(Arc::new(PluginTool {
+                state: plugin.state().clone(),
+                tool,
+                scope,
+            }));
+        }
+    }
+    let mut tools: Vec<Arc<dyn Tool>> = builtin
+        .into_iter()
+        .map(
+            |b| match plugin_tools.iter().position(|t| t.name() == b.name()) {
+                Some(at) => plugin_tools.remove(at),
+                None => Arc::from(b),
+            },
+        )
+        .collect();
+    tools.extend(plugin_tools);
+    tools
+}
+
+/// Runs `/name args` when a plugin registered the command `name` (first registration wins).
+/// Returns whether it was a plugin command. A failing command is reported with
+/// `extensionPath` `command:<name>` and still counts as handled, as in pi.
+pub(super) fn run_command(runner: &Runner, text: &str, cwd: &Path) -> bool {
+    let Some(rest) = text.strip_prefix('/') else {
+        return false;
+    };
+    let (name, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    let found = runner.plugins().iter().find_map(|plugin| {
+        let command = plugin
+            .registrations()
+            .commands
+            .into_iter()
+            .find(|c| c.name == name)?;
+        Some((plugin.state().clone(), command))
+    });
+    let Some((state, command)) = found else {
+        return false;
+    };
+    let scope = CallScope::new(
+        CallKind::Command,
+        &cwd.to_string_lossy(),
+        runner.config().mode,
+    )
+    .with_session_file(runner.config().session_file.as_deref());
+    let outcome = call_command(&state, &command, args.trim_start(), &scope);
+    if outcome.status != PI_OK {
+        runner.emit_error(&ExtensionError {
+            extension_path: format!("command:{name}"),
+            event: "command".into(),
+            error: outcome.error_text(),
+        });
+    }
+    true
+}

@@ -1,0 +1,171 @@
+//! The session services plugins reach through the host tables, backed by the agent's state.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use pi_hooks_abi::ffi::{PI_DELIVER_FOLLOW_UP, PI_DELIVER_STEER};
+use serde_json::{Value, json};
+
+use super::{PendingRun, Shared, custom_message, now_ms};
+use crate::services::HostServices;
+
+/// [`HostServices`] over the agent's shared state.
+pub(super) struct AgentServices {
+    shared: Arc<Shared>,
+}
+
+impl AgentServices {
+    pub(super) fn new(shared: Arc<Shared>) -> Self {
+        AgentServices { shared }
+    }
+
+    fn streaming(&self) -> bool {
+        self.shared.streaming.load(Ordering::Acquire)
+    }
+}
+
+impl HostServices for AgentServices {
+    fn session_entries(&self) -> Value {
+        Value::Array(Shared::lock(&self.shared.session).entries().to_vec())
+    }
+
+    fn session_branch(&self) -> Value {
+        Value::Array(Shared::lock(&self.shared.session).branch())
+    }
+
+    fn session_leaf_id(&self) -> Option<String> {
+        Shared::lock(&self.shared.session)
+            .leaf_id()
+            .map(str::to_owned)
+    }
+
+    fn session_name(&self) -> Option<String> {
+        Shared::lock(&self.shared.session).session_name()
+    }
+
+    fn set_session_name(&self, name: &str) -> Result<(), String> {
+        Shared::lock(&self.shared.session)
+            .append_session_info(name)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+
+    fn set_label(&self, entry_id: &str, label: Option<&str>) -> Result<(), String> {
+        Shared::lock(&self.shared.session)
+            .append_label(entry_id, label)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+
+    fn append_entry(&self, custom_type: &str, data: Option<Value>) -> Result<(), String> {
+        Shared::lock(&self.shared.session)
+            .append_custom(custom_type, data)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+
+    /// pi's rules: `nextTurn` waits for the next prompt; while streaming the message steers
+    /// (or follows up); idle with `triggerTurn` it starts a run; idle without, it is stored
+    /// and shown (to the mode, not to plugins).
+    fn send_message(
+        &self,
+        _plugin_path: &str,
+        message: Value,
+        options: Value,
+    ) -> Result<(), String> {
+        let message = custom_message(message);
+        let deliver_as = options.get("deliverAs").and_then(Value::as_str);
+        let trigger = options
+            .get("triggerTurn")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let mut queues = Shared::lock(&self.shared.queues);
+        if deliver_as == Some("nextTurn") {
+            queues.next_turn.push(message);
+        } else if self.streaming() {
+            if deliver_as == Some("followUp") {
+                queues.follow_up.push(message)
+            } else {
+                queues.steer.push(message)
+            }
+        } else if trigger {
+            queues.runs.push_back(PendingRun::Message(message));
+        } else {
+            drop(queues);
+            Shared::lock(&self.shared.messages).push(message.clone());
+            Shared::lock(&self.shared.session)
+                .append_custom_message(
+                    message["customType"].as_str().unwrap_or_default(),
+                    message["content"].clone(),
+                    message["display"].as_bool().unwrap_or(true),
+                    message.get("details").cloned(),
+                )
+                .map_err(|e| e.to_string())?;
+            self.shared
+                .sink(&json!({"type": "message_start", "message": message}));
+            self.shared
+                .sink(&json!({"type": "message_end", "message": message}));
+        }
+        Ok(())
+    }
+
+    fn send_user_message(
+        &self,
+        _plugin_path: &str,
+        text: String,
+        deliver_as: u32,
+    ) -> Result<(), String> {
+        let mut queues = Shared::lock(&self.shared.queues);
+        if !self.streaming() {
+            queues.runs.push_back(PendingRun::User(text));
+            return Ok(());
+        }
+        let message = json!({"role": "user", "content": [{"type": "text", "text": text}], "timestamp": now_ms()});
+        match deliver_as {
+            PI_DELIVER_STEER => queues.steer.push(message),
+            PI_DELIVER_FOLLOW_UP => queues.follow_up.push(message),
+            _ => {
+                return Err("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.".into());
+            }
+        }
+        Ok(())
+    }
+
+    fn active_tools(&self) -> Vec<String> {
+        Shared::lock(&self.shared.active_tools).clone()
+    }
+
+    fn all_tools(&self) -> Value {
+        self.shared.all_tools.clone()
+    }
+
+    fn set_active_tools(&self, names: Vec<String>) {
+        let known: Vec<String> = names
+            .into_iter()
+            .filter(|n| {
+                self.shared
+                    .all_tools
+                    .as_array()
+                    .is_some_and(|all| all.iter().any(|t| t["name"] == n.as_str()))
+            })
+            .collect();
+        *Shared::lock(&self.shared.active_tools) = known;
+    }
+
+    fn is_idle(&self) -> bool {
+        !self.streaming()
+    }
+
+    fn abort(&self) {
+        self.shared.abort_token().cancel();
+    }
+
+    fn has_pending_messages(&self) -> bool {
+        let queues = Shared::lock(&self.shared.queues);
+        !queues.steer.is_empty() || !queues.follow_up.is_empty()
+    }
+
+    fn model(&self) -> Option<Value> {
+        Some(self.shared.model_info.clone())
+    }
+}

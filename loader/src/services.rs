@@ -1,0 +1,50 @@
+//! What a running session offers plugins: the bridge from the host-service tables
+//! (`host_api`) to the agent loop and session store. A mode binds one [`HostServices`] to
+//! every loaded plugin; before that (and in `pi-hooks inspect`) the services answer
+//! `PI_ERR_UNAVAILABLE`, as pi's actions do before a mode binds them.
+
+use serde_json::Value;
+
+/// The session-side services plugins reach through `PiActionsApi` and `PiContextApi`.
+/// Actions that lead to events are queued by the implementation and run after the current
+/// plugin call returns, so a plugin never re-enters itself.
+pub trait HostServices: Send + Sync {
+    /// All session entries in file order.
+    fn session_entries(&self) -> Value;
+    /// The current branch, root first.
+    fn session_branch(&self) -> Value;
+    /// The current leaf entry's id.
+    fn session_leaf_id(&self) -> Option<String>;
+    /// The session's display name.
+    fn session_name(&self) -> Option<String>;
+    /// Sets the session's display name.
+    fn set_session_name(&self, name: &str) -> Result<(), String>;
+    /// Sets or clears the label of an entry.
+    fn set_label(&self, entry_id: &str, label: Option<&str>) -> Result<(), String>;
+    /// Appends a `custom` entry (on disk when this returns).
+    fn append_entry(&self, custom_type: &str, data: Option<Value>) -> Result<(), String>;
+    /// Queues a custom message (`options`: `triggerTurn`, `deliverAs`).
+    fn send_message(&self, plugin_path: &str, message: Value, options: Value)
+    -> Result<(), String>;
+    /// Queues text as if the user typed it; `deliver_as` is a `PI_DELIVER_*`.
+    fn send_user_message(
+        &self,
+        plugin_path: &str,
+        text: String,
+        deliver_as: u32,
+    ) -> Result<(), String>;
+    /// Names of the active tools.
+    fn active_tools(&self) -> Vec<String>;
+    /// All tools as `{name, description, parameters}`.
+    fn all_tools(&self) -> Value;
+    /// Sets the active tools (unknown names are ignored).
+    fn set_active_tools(&self, names: Vec<String>);
+    /// Whether the agent is idle.
+    fn is_idle(&self) -> bool;
+    /// Aborts the current run (takes effect after the current call).
+    fn abort(&self);
+    /// Whether steering or follow-up messages wait.
+    fn has_pending_messages(&self) -> bool;
+    /// The current model as `{provider, id, ...}`.
+    fn model(&self) -> Option<Value>;
+}

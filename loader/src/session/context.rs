@@ -1,0 +1,222 @@
+//! What the model sees of a branch: pi's `buildSessionContext`.
+//!
+//! Walking the branch root -> leaf: `message` entries give their `message`; `custom_message`
+//! entries give `{role:"custom", customType, content, display, details?, timestamp}`;
+//! `branch_summary` entries with a summary give `{role:"branchSummary", summary, fromId,
+//! timestamp}`. When the branch holds a compaction (the last one counts), the context is its
+//! summary `{role:"compactionSummary", summary, tokensBefore, timestamp}`, then the entries from
+//! its `firstKeptEntryId` up to the compaction, then everything after it. Timestamps in these
+//! made-up messages are milliseconds since the epoch (`new Date(entry.timestamp).getTime()`),
+//! `null` where pi would get `NaN`. Turning `custom` / summary roles into user messages for the
+//! model (pi's `convertToLlm`) is the agent loop's business.
+
+use serde_json::{Map, Value, json};
+
+use super::timestamp::parse_iso_millis;
+
+/// The model-facing state of a branch (pi's `SessionContext`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionContext {
+    /// The messages, oldest first.
+    pub messages: Vec<Value>,
+    /// The last `thinking_level_change` on the branch, else `"off"`.
+    pub thinking_level: String,
+    /// The last model on the branch: a `model_change`, or the provider and model of an assistant
+    /// message.
+    pub model: Option<ModelRef>,
+}
+
+/// A provider and model id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelRef {
+    pub provider: String,
+    pub model_id: String,
+}
+
+/// The context of `branch` (entries root -> leaf, as [`super::SessionStore::branch`] gives them).
+pub fn build(branch: &[&Value]) -> SessionContext {
+    let mut thinking_level = "off".to_owned();
+    let mut model = None;
+    let mut compaction = None;
+    for (index, entry) in branch.iter().enumerate() {
+        match kind(entry) {
+            "thinking_level_change" => {
+                if let Some(level) = entry.get("thinkingLevel").and_then(Value::as_str) {
+                    thinking_level = level.to_owned();
+                }
+            }
+            "model_change" => model = model_ref(entry, "provider", "modelId").or(model),
+            "message" if entry["message"]["role"] == "assistant" => {
+                model = model_ref(&entry["message"], "provider", "model").or(model);
+            }
+            "compaction" => compaction = Some(index),
+            _ => {}
+        }
+    }
+
+    let mut messages = Vec::new();
+    match compaction {
+        None => branch
+            .iter()
+            .for_each(|entry| push_message(&mut messages, entry)),
+        Some(at) => {
+            let compaction = branch[at];
+            messages.push(json!({
+                "role": "compactionSummary",
+                "summary": compaction.get("summary").cloned().unwrap_or(Value::Null),
+                "tokensBefore": compaction.get("tokensBefore").cloned().unwrap_or(Value::Null),
+                "timestamp": millis(compaction),
+            }));
+            let first_kept = compaction.get("firstKeptEntryId");
+            let kept = branch[..at]
+                .iter()
+                .skip_while(|entry| entry.get("id") != first_kept || first_kept.is_none());
+            kept.chain(&branch[at + 1..])
+                .for_each(|entry| push_message(&mut messages, entry));
+        }
+    }
+    SessionContext {
+        messages,
+        thinking_level,
+        model,
+    }
+}
+
+fn push_message(messages: &mut Vec<Value>, entry: &Value) {
+    match kind(entry) {
+        "message" => messages.push(entry.get("message").cloned().unwrap_or(Value::Null)),
+        "custom_message" => {
+            let mut message = Map::new();
+            message.insert("role".into(), "custom".into());
+            for key in ["customType", "content", "display", "details"] {
+                if let Some(value) = entry.get(key) {
+                    message.insert(key.into(), value.clone());
+                }
+            }
+            message.insert("timestamp".into(), millis(entry));
+            messages.push(Value::Object(message));
+        }
+        "branch_summary" => {
+            let summary = entry.get("summary").and_then(Value::as_str).unwrap_or("");
+            if !summary.is_empty() {
+                messages.push(json!({
+                    "role": "branchSummary",
+                    "summary": summary,
+                    "fromId": entry.get("fromId").cloned().unwrap_or(Value::Null),
+                    "timestamp": millis(entry),
+                }));
+            }
+        }
+        _ => {}
+    }
+}
+
+fn kind(entry: &Value) -> &str {
+    entry.get("type").and_then(Value::as_str).unwrap_or("")
+}
+
+fn millis(entry: &Value) -> Value {
+    entry
+        .get("timestamp")
+        .and_then(Value::as_str)
+        .and_then(parse_iso_millis)
+        .map_or(Value::Null, Value::from)
+}
+
+fn model_ref(object: &Value, provider: &str, model_id: &str) -> Option<ModelRef> {
+    Some(ModelRef {
+        provider: object.get(provider)?.as_str()?.to_owned(),
+        model_id: object.get(model_id)?.as_str()?.to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(id: &str, kind: &str, fields: Value) -> Value {
+        let mut entry = json!({"type": kind, "id": id, "timestamp": "1970-01-01T00:00:01.000Z"});
+        entry
+            .as_object_mut()
+            .unwrap()
+            .extend(fields.as_object().unwrap().clone());
+        entry
+    }
+
+    #[test]
+    fn compaction_replaces_what_came_before_the_first_kept_entry() {
+        let entries = [
+            entry(
+                "a",
+                "message",
+                json!({"message": {"role": "user", "content": "one"}}),
+            ),
+            entry(
+                "b",
+                "message",
+                json!({"message": {"role": "assistant", "provider": "p", "model": "m"}}),
+            ),
+            entry(
+                "c",
+                "message",
+                json!({"message": {"role": "user", "content": "two"}}),
+            ),
+            entry(
+                "d",
+                "compaction",
+                json!({"summary": "S", "firstKeptEntryId": "c", "tokensBefore": 9}),
+            ),
+            entry(
+                "e",
+                "thinking_level_change",
+                json!({"thinkingLevel": "high"}),
+            ),
+            entry(
+                "f",
+                "branch_summary",
+                json!({"fromId": "b", "summary": "B"}),
+            ),
+            entry("g", "branch_summary", json!({"fromId": "b", "summary": ""})),
+        ];
+        let branch: Vec<&Value> = entries.iter().collect();
+        let context = build(&branch);
+        assert_eq!(
+            context.messages,
+            [
+                json!({"role": "compactionSummary", "summary": "S", "tokensBefore": 9, "timestamp": 1000}),
+                json!({"role": "user", "content": "two"}),
+                json!({"role": "branchSummary", "summary": "B", "fromId": "b", "timestamp": 1000}),
+            ]
+        );
+        assert_eq!(context.thinking_level, "high");
+        assert_eq!(
+            context.model,
+            Some(ModelRef {
+                provider: "p".into(),
+                model_id: "m".into()
+            })
+        );
+    }
+
+    #[test]
+    fn unknown_first_kept_entry_keeps_nothing_before_the_compaction() {
+        let entries = [
+            entry("a", "message", json!({"message": {"role": "user"}})),
+            entry(
+                "d",
+                "compaction",
+                json!({"summary": "S", "firstKeptEntryId": "zz", "tokensBefore": 1}),
+            ),
+            entry(
+                "e",
+                "message",
+                json!({"message": {"role": "user", "content": "after"}}),
+            ),
+        ];
+        let context = build(&entries.iter().collect::<Vec<_>>());
+        assert_eq!(context.messages.len(), 2);
+        assert_eq!(context.messages[1]["content"], "after");
+        assert_eq!(context.thinking_level, "off");
+        assert_eq!(context.model, None);
+    }
+}

@@ -1,0 +1,70 @@
+//! What can go wrong with a session file, and what to do about it.
+
+use std::io;
+use std::path::PathBuf;
+
+/// A session store failure. Every message names the file and says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// `create` was given a path that already exists (a session file is never overwritten).
+    #[error(
+        "session file {} already exists; start a new session with a new file name, or open this one to continue it",
+        .path.display()
+    )]
+    AlreadyExists { path: PathBuf },
+
+    /// The file (or its directory) could not be created, or its header not written.
+    #[error(
+        "cannot create session file {}: {source}; check that its directory can be created and is writable, or run with --no-session",
+        .path.display()
+    )]
+    Create { path: PathBuf, source: io::Error },
+
+    /// The file could not be read.
+    #[error("cannot read session file {}: {source}; check the path and its permissions", .path.display())]
+    Read { path: PathBuf, source: io::Error },
+
+    /// An entry could not be written: it was not added to the session.
+    #[error(
+        "cannot write to session file {}: {source}; the entry was not saved (check free disk space and permissions)",
+        .path.display()
+    )]
+    Write { path: PathBuf, source: io::Error },
+
+    /// The file does not start with a session header.
+    #[error("{} is not a pi session file: {reason}; open another file or start a new session", .path.display())]
+    NotASession { path: PathBuf, reason: String },
+
+    /// A line before the last one is not a valid entry. Nothing was changed.
+    #[error(
+        "session file {}, line {line}: {reason}. Only a damaged last line (an interrupted write) is skipped; this one is \
+         followed by more entries, so the file was not opened and not changed: repair or delete that line, or start a new session",
+        .path.display()
+    )]
+    Corrupt {
+        path: PathBuf,
+        line: usize,
+        reason: String,
+    },
+
+    /// The header carries a version this host cannot read or migrate.
+    #[error(
+        "session file {} has format version {version}; this host reads versions 1 to 3 (older ones are migrated as \
+         they are read): use a newer pi-hooks or start a new session",
+        .path.display()
+    )]
+    UnsupportedVersion { path: PathBuf, version: String },
+
+    /// The file grew or shrank since it was opened, so cutting off its damaged last line could
+    /// destroy someone else's entries.
+    #[error(
+        "session file {} changed on disk since it was opened (is another process writing it?); nothing was \
+         written: open it again before appending",
+        .path.display()
+    )]
+    ChangedOnDisk { path: PathBuf },
+
+    /// An operation named an entry id the session does not hold.
+    #[error("no entry with id {id} in session {session}; pick an id from the session's entries")]
+    UnknownEntry { session: String, id: String },
+}
