@@ -387,7 +387,10 @@ fn bash_large_output_is_spooled_not_kept() {
     );
     let tr = &out.details["truncation"];
     assert_eq!(tr["totalLines"], 50_000);
-    assert_eq!(tr["totalBytes"], 5_049_999, "fold leaves the last line open");
+    assert_eq!(
+        tr["totalBytes"], 5_049_999,
+        "fold leaves the last line open"
+    );
     assert!(tr["outputBytes"].as_u64().unwrap() <= 50 * 1024);
     assert!(text(&out).len() < 52 * 1024);
     let full_path = out.details["fullOutputPath"].as_str().unwrap().to_string();
