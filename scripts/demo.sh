@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# The main job: build the example plugins (Rust and C) and show what pi-hooks does with them:
-# discovery and load order, trust of a project plugin, and what each plugin registers.
-# Runs in a scratch agent dir and project, so your own ~/.pi is not touched.
+# The main job: a real session through real plugins. Builds the example plugins (Rust
+# permission-gate, C protected-paths) and runs `pi-hooks run` with the embedded demo script:
+# the model runs one harmless bash command, then tries `rm -rf` on a scratch folder it made,
+# then a write to `.env` in it. permission-gate blocks the first, protected-paths the second.
+# Also shows discovery and trust (`pi-hooks list`, `trust`). Uses a scratch agent dir and
+# project, so your own ~/.pi is not touched.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -19,14 +22,30 @@ cp "target/debug/libpermission_gate.$so" "$demo/agent/hooks/"
 cp "target/c-plugins/libprotected_paths.$so" "$demo/project/.pi/hooks/"
 cd "$demo/project"
 
-echo "\$ pi-hooks list     # a global plugin loads; the project's plugin waits for trust"
+echo "\$ pi-hooks list     # the global plugin loads; the project's plugin waits for trust"
 "$bin" list
 echo
 echo "\$ pi-hooks trust .pi/hooks/libprotected_paths.$so"
 "$bin" trust ".pi/hooks/libprotected_paths.$so"
 echo
-echo "\$ pi-hooks list"
-"$bin" list
+echo "\$ pi-hooks run --mode json 'Run the demo.'   # (events rendered below)"
+"$bin" run --mode json "Run the demo." | python3 -c '
+import json, sys
+for line in sys.stdin:
+    event = json.loads(line)
+    kind = event.get("type")
+    if kind == "session":
+        print("  session", event["id"], "in", event["cwd"])
+    elif kind == "message_end" and event["message"].get("role") == "assistant":
+        text = "".join(b.get("text", "") for b in event["message"]["content"] if b.get("type") == "text")
+        print("  assistant:", text)
+    elif kind == "tool_execution_start":
+        print("  ->", event["toolName"], json.dumps(event["args"]))
+    elif kind == "tool_execution_end":
+        text = " ".join(b.get("text", "") for b in event["result"]["content"]).strip().replace("\n", " | ")
+        mark = "BLOCKED/ERROR" if event["isError"] else "ok"
+        print("    ", mark + ":", text)
+'
 echo
-echo "\$ pi-hooks inspect --json <permission-gate>"
-"$bin" inspect --json "$demo/agent/hooks/libpermission_gate.$so"
+echo "\$ pi-hooks run -p 'Run the demo.'   # print mode: the final assistant text"
+"$bin" run -p "Run the demo."
