@@ -165,3 +165,49 @@ fn registrations_of_a_rust_plugin_are_recorded() {
         ("fixture-rust-init", "9.9.9", "1.0")
     );
 }
+
+#[test]
+fn cpp_example_loads_and_its_guarded_handlers_run() {
+    let sandbox = Sandbox::new();
+    let source = pi_hooks_tests::workspace_root().join("plugins/examples/cpp-hello/hello.cpp");
+    let library = sandbox
+        .lib()
+        .join(format!("libcpp_hello{}", std::env::consts::DLL_SUFFIX));
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".to_owned());
+    let output = std::process::Command::new(&cxx)
+        .args([
+            "-std=c++17",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-shared",
+            "-fPIC",
+            "-I",
+        ])
+        .arg(pi_hooks_tests::include_dir())
+        .arg("-o")
+        .arg(&library)
+        .arg(&source)
+        .output()
+        .expect("run the C++ compiler");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    let plugin = load(&sandbox, &library);
+    let r = plugin.registrations();
+    assert_eq!(r.event_names(), ["session_start"]);
+    assert_eq!(r.commands[0].name, "hello");
+    let start = HostValue::from_json(json!({"type": "session_start"}));
+    let outcome = plugin.call_event("session_start", &start, &print_scope());
+    assert_eq!(
+        outcome,
+        vec![HandlerOutcome {
+            status: PI_OK,
+            result: None,
+            error: None
+        }]
+    );
+}

@@ -290,8 +290,13 @@ impl Agent {
             new_messages.extend(results.iter().cloned());
             core.emit(json!({"type": "turn_end", "turnIndex": turn_index, "message": assistant, "toolResults": results}));
             turn_index += 1;
-            if abort.is_cancelled() || stop == "aborted" || stop == "error" {
+            if stop == "aborted" || stop == "error" {
                 break;
+            }
+            if abort.is_cancelled() {
+                // Aborted after the model answered (during the tools): one more turn ends the
+                // run with an assistant message whose stopReason is "aborted", as in pi.
+                continue;
             }
             let steer = std::mem::take(&mut Shared::lock(&core.shared.queues).steer);
             if !steer.is_empty() {
