@@ -38,6 +38,8 @@ pub struct HandlerOutcome {
     pub result: Option<serde_json::Value>,
     /// The error message it set, if any.
     pub error: Option<String>,
+    /// The system prompt it set through `set_system_prompt` (before_agent_start), if any.
+    pub system_prompt: Option<String>,
 }
 
 impl HandlerOutcome {
@@ -47,6 +49,7 @@ impl HandlerOutcome {
             status,
             result: None,
             error: Some(message.into()),
+            system_prompt: None,
         }
     }
 
@@ -149,7 +152,7 @@ impl LoadedPlugin {
         payload: &HostValue,
         scope: &CallScope,
     ) -> HandlerOutcome {
-        call_handler(&self.state, handler, payload, scope)
+        call_handler(&self.state, handler, payload, scope, || {})
     }
 
     /// Calls every handler this plugin registered for `event`, in registration order, with
@@ -175,18 +178,27 @@ impl LoadedPlugin {
 }
 
 /// Calls `handler` of the plugin behind `state` (see [`LoadedPlugin::call_handler`]).
+///
+/// `on_start` runs once the plugin is free and the call begins (the timed runner starts the
+/// handler's clock there).
 pub fn call_handler(
     state: &PluginState,
     handler: &EventHandler,
     payload: &HostValue,
     scope: &CallScope,
+    on_start: impl FnOnce(),
 ) -> HandlerOutcome {
-    invoke(state, CallContext::new(scope, state), |ctx, result| {
-        // SAFETY: the handler and user data were registered by this plugin, which is active
-        // (checked by `invoke` under the call lock); payload, context and result outlive the
-        // call.
-        unsafe { (handler.handler)(handler.user_data.0, payload.as_ptr(), ctx, result) }
-    })
+    invoke(
+        state,
+        CallContext::new(scope, state),
+        on_start,
+        |ctx, result| {
+            // SAFETY: the handler and user data were registered by this plugin, which is active
+            // (checked by `invoke` under the call lock); payload, context and result outlive the
+            // call.
+            unsafe { (handler.handler)(handler.user_data.0, payload.as_ptr(), ctx, result) }
+        },
+    )
 }
 
 /// Runs a plugin's slash command with the text after its name.
@@ -197,10 +209,15 @@ pub fn call_command(
     scope: &CallScope,
 ) -> HandlerOutcome {
     let args = CText::new(args);
-    invoke(state, CallContext::new(scope, state), |ctx, _| {
-        // SAFETY: as in `call_handler`; `args` outlives the call.
-        unsafe { (command.handler)(command.user_data.0, args.as_pi_str(), ctx) }
-    })
+    invoke(
+        state,
+        CallContext::new(scope, state),
+        || {},
+        |ctx, _| {
+            // SAFETY: as in `call_handler`; `args` outlives the call.
+            unsafe { (command.handler)(command.user_data.0, args.as_pi_str(), ctx) }
+        },
+    )
 }
 
 /// Runs a plugin's tool. `on_update` receives the partial results it streams.
@@ -216,6 +233,7 @@ pub fn call_tool(
     invoke(
         state,
         CallContext::new(scope, state).with_tool_update(on_update),
+        || {},
         |ctx, result| {
             // SAFETY: as in `call_handler`; `id` and `params` outlive the call.
             unsafe {
@@ -238,6 +256,7 @@ pub fn call_tool(
 fn invoke(
     state: &PluginState,
     ctx: CallContext<'_>,
+    on_start: impl FnOnce(),
     call: impl FnOnce(*mut PiContext, *mut PiResult) -> PiStatus,
 ) -> HandlerOutcome {
     if state.is_stuck() {
@@ -252,12 +271,15 @@ fn invoke(
         if state.phase() != Phase::Active {
             return HandlerOutcome::refused(PI_ERR_CANCELLED, "not called: the plugin was retired");
         }
+        // The call starts now: time spent waiting for the plugin to be free is not its own.
+        on_start();
         call(ctx.as_ptr(), result.as_ptr())
     };
     HandlerOutcome {
         status,
         result: result.into_value(),
         error: ctx.take_error(),
+        system_prompt: ctx.set_prompt(),
     }
 }
 

@@ -244,3 +244,260 @@ pub fn error_for<'a>(report: &'a Value, suffix: &str) -> Option<&'a Value> {
         .iter()
         .find(|e| e["path"].as_str().is_some_and(|p| p.ends_with(suffix)))
 }
+
+// ---------------------------------------------------------------------------------------
+// The `behave` fixture (tests/fixtures/behave.c), for the conformance suite.
+
+/// The environment variable the `behave` instance `name` reads its configuration from:
+/// `BEHAVE_<NAME>`, upper-cased, with `-` as `_`.
+pub fn behave_env_var(name: &str) -> String {
+    format!("BEHAVE_{}", name.to_uppercase().replace('-', "_"))
+}
+
+/// Where [`behave_plugin`] puts the instance `name`: `dir/libbehave_<name>.so`.
+pub fn behave_library_path(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!(
+        "{}behave_{}{}",
+        std::env::consts::DLL_PREFIX,
+        name.replace('-', "_"),
+        std::env::consts::DLL_SUFFIX
+    ))
+}
+
+/// Compiles the `behave` fixture as the plugin `name` into [`behave_library_path`].
+pub fn behave_plugin(dir: &Path, name: &str) -> PathBuf {
+    let source = workspace_root().join("tests/fixtures/behave.c");
+    let define = format!("-DPLUGIN_NAME=\"{name}\"");
+    compile_c(&source, &behave_library_path(dir, name), &[&define])
+}
+
+/// One line of a `behave` log: `<plugin> <tag> <json>`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BehaveLine {
+    /// The plugin's name.
+    pub plugin: String,
+    /// The event name, or `<event>:done`, `<event>:ctx_prompt`, `<action>:status`.
+    pub tag: String,
+    /// The payload (or the logged value).
+    pub value: Value,
+}
+
+impl BehaveLine {
+    /// `"<plugin> <tag>"`, for order assertions.
+    pub fn who(&self) -> String {
+        format!("{} {}", self.plugin, self.tag)
+    }
+}
+
+/// Reads a `behave` log (empty when the file does not exist).
+pub fn read_behave_log(path: &Path) -> Vec<BehaveLine> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
+        Err(e) => panic!("cannot read {}: {e}", path.display()),
+    };
+    text.lines()
+        .map(|line| {
+            let mut parts = line.splitn(3, ' ');
+            let (Some(plugin), Some(tag), Some(json)) = (parts.next(), parts.next(), parts.next())
+            else {
+                panic!("malformed behave log line: {line:?}");
+            };
+            BehaveLine {
+                plugin: plugin.to_owned(),
+                tag: tag.to_owned(),
+                value: serde_json::from_str(json)
+                    .unwrap_or_else(|e| panic!("bad JSON in behave log line {line:?}: {e}")),
+            }
+        })
+        .collect()
+}
+
+/// Serialises the tests of one process that set `BEHAVE_*` variables and load plugins (the
+/// environment is process-wide; `behave` reads it during init only).
+pub fn behave_env_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Compiles and loads in-process, in this order, one `behave` instance per `(name, config)`,
+/// logging to `log`. Holds [`behave_env_lock`] while the environment is set.
+pub fn load_behave(
+    sandbox: &Sandbox,
+    plugins: &[(&str, Value)],
+    log: &Path,
+) -> Vec<std::sync::Arc<pi_hooks::plugin::LoadedPlugin>> {
+    let libraries: Vec<PathBuf> = plugins
+        .iter()
+        .map(|(name, _)| behave_plugin(&sandbox.lib(), name))
+        .collect();
+    let _guard = behave_env_lock();
+    let mut loaded = Vec::new();
+    for ((name, config), library) in plugins.iter().zip(&libraries) {
+        let var = behave_env_var(name);
+        // SAFETY: every test that touches the environment holds `behave_env_lock`, and the
+        // only other reader of these variables is the plugin's init, called below under it.
+        unsafe {
+            std::env::set_var(&var, config.to_string());
+            std::env::set_var("BEHAVE_LOG", log);
+        }
+        let plugin = pi_hooks::load::load_file(library, &sandbox.root().join("cache"));
+        // SAFETY: as above.
+        unsafe {
+            std::env::remove_var(&var);
+            std::env::remove_var("BEHAVE_LOG");
+        }
+        let plugin = plugin.unwrap_or_else(|e| panic!("{}: {e}", library.display()));
+        loaded.push(std::sync::Arc::new(plugin));
+    }
+    loaded
+}
+
+/// A command's stdout as JSON lines, with the whole output in the panic message.
+pub fn json_lines(output: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| {
+            serde_json::from_str(line).unwrap_or_else(|e| {
+                panic!(
+                    "stdout line is not JSON ({e}): {line}\nstderr: {}",
+                    String::from_utf8_lossy(&output.stderr)
+                )
+            })
+        })
+        .collect()
+}
+
+/// An in-process world for the combination rules: `behave` plugins loaded in order into a
+/// real [`pi_hooks::runner::Runner`], with an error listener that records every report.
+pub struct BehaveWorld {
+    /// The runner over the plugins (declared first: dropped, and its plugins unloaded,
+    /// before the sandbox's files go).
+    pub runner: pi_hooks::runner::Runner,
+    /// Every error reported to the listener, in order.
+    pub errors: std::sync::Arc<std::sync::Mutex<Vec<pi_hooks::runner::ExtensionError>>>,
+    /// The id of the recording listener.
+    pub listener: u64,
+    /// The `behave` log.
+    pub log: PathBuf,
+    /// Owns the libraries, the cache and the log.
+    pub sandbox: Sandbox,
+}
+
+impl BehaveWorld {
+    /// Loads `plugins` (`(name, config)`, in load order) with the default timeouts.
+    pub fn new(plugins: &[(&str, Value)]) -> Self {
+        Self::with_timeouts(plugins, pi_hooks::runner::DEFAULT_HOOK_TIMEOUT, None)
+    }
+
+    /// Loads `plugins` with the given `hookTimeout` and `toolCallTimeout`.
+    pub fn with_timeouts(
+        plugins: &[(&str, Value)],
+        hook_timeout: std::time::Duration,
+        tool_call_timeout: Option<std::time::Duration>,
+    ) -> Self {
+        let sandbox = Sandbox::new();
+        let log = sandbox.root().join("behave.log");
+        let loaded = load_behave(&sandbox, plugins, &log);
+        Self::over(sandbox, log, loaded, hook_timeout, tool_call_timeout)
+    }
+
+    /// A world over plugins already loaded (for mixing in other fixtures).
+    pub fn over(
+        sandbox: Sandbox,
+        log: PathBuf,
+        plugins: Vec<std::sync::Arc<pi_hooks::plugin::LoadedPlugin>>,
+        hook_timeout: std::time::Duration,
+        tool_call_timeout: Option<std::time::Duration>,
+    ) -> Self {
+        let config = pi_hooks::runner::RunnerConfig {
+            cwd: sandbox.project().display().to_string(),
+            mode: pi_hooks_abi::ffi::PI_MODE_PRINT,
+            hook_timeout,
+            tool_call_timeout,
+            session_file: None,
+        };
+        let runner = pi_hooks::runner::Runner::new(plugins, config);
+        let errors = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = errors.clone();
+        let listener = runner.on_error(std::sync::Arc::new(
+            move |error: &pi_hooks::runner::ExtensionError| {
+                sink.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(error.clone());
+            },
+        ));
+        BehaveWorld {
+            runner,
+            errors,
+            listener,
+            log,
+            sandbox,
+        }
+    }
+
+    /// The path the runner knows the `behave` instance `name` by.
+    pub fn path(&self, name: &str) -> String {
+        behave_library_path(&self.sandbox.lib(), name)
+            .display()
+            .to_string()
+    }
+
+    /// The log so far.
+    pub fn lines(&self) -> Vec<BehaveLine> {
+        read_behave_log(&self.log)
+    }
+
+    /// `"<plugin> <tag>"` of every log line so far.
+    pub fn calls(&self) -> Vec<String> {
+        self.lines().iter().map(BehaveLine::who).collect()
+    }
+
+    /// The payload the first line tagged `who` (`"<plugin> <tag>"`) logged.
+    pub fn payload(&self, who: &str) -> Value {
+        self.lines()
+            .into_iter()
+            .find(|l| l.who() == who)
+            .unwrap_or_else(|| panic!("no log line {who:?} in {:?}", self.calls()))
+            .value
+    }
+
+    /// The errors reported so far.
+    pub fn errors(&self) -> Vec<pi_hooks::runner::ExtensionError> {
+        self.errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+/// A `pi-hooks` command in `sandbox` with `args`, then one `--hook` per `behave` instance in
+/// `plugins` (compiled into the sandbox's `lib/`, configured through the command's own
+/// environment, logging to [`Sandbox::behave_log`]).
+pub fn behave_command(sandbox: &Sandbox, plugins: &[(&str, Value)], args: &[&str]) -> Command {
+    let mut command = sandbox.command(args);
+    command.env("BEHAVE_LOG", sandbox.behave_log());
+    for (name, config) in plugins {
+        let library = behave_plugin(&sandbox.lib(), name);
+        command
+            .arg("--hook")
+            .arg(library)
+            .env(behave_env_var(name), config.to_string());
+    }
+    command
+}
+
+impl Sandbox {
+    /// Where `behave` plugins run through [`behave_command`] log.
+    pub fn behave_log(&self) -> PathBuf {
+        self.root().join("behave.log")
+    }
+
+    /// Writes a scripted-model script (see `loader/src/agent/model.rs`); returns its path.
+    pub fn script(&self, script: &Value) -> PathBuf {
+        let path = self.root().join("script.json");
+        std::fs::write(&path, script.to_string()).expect("write the script");
+        path
+    }
+}

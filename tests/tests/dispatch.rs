@@ -54,7 +54,8 @@ fn permission_gate_blocks_rm_rf_without_ui_and_allows_the_rest() {
             HandlerOutcome {
                 status: PI_OK,
                 result: None,
-                error: None
+                error: None,
+                system_prompt: None
             }
         );
     }
@@ -207,7 +208,8 @@ fn cpp_example_loads_and_its_guarded_handlers_run() {
         vec![HandlerOutcome {
             status: PI_OK,
             result: None,
-            error: None
+            error: None,
+            system_prompt: None
         }]
     );
 }

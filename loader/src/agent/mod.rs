@@ -158,7 +158,8 @@ impl Agent {
     /// `resources_discover` with reason "startup".
     pub fn start(&mut self) {
         let core = &self.core;
-        core.runner.emit(json!({"type": "session_start"}));
+        core.runner
+            .emit(json!({"type": "session_start", "reason": "startup"}));
         core.runner
             .emit_legacy_session("start", core.session_fields());
         core.runner
@@ -169,7 +170,8 @@ impl Agent {
     /// Ends the session: `session_shutdown` and the legacy `session` shutdown event.
     pub fn shutdown(&mut self) {
         let core = &self.core;
-        core.runner.emit(json!({"type": "session_shutdown"}));
+        core.runner
+            .emit(json!({"type": "session_shutdown", "reason": "quit"}));
         core.runner
             .emit_legacy_session("shutdown", core.session_fields());
     }
@@ -232,6 +234,7 @@ impl Agent {
         *Shared::lock(&core.shared.abort) = abort.clone();
         core.shared.streaming.store(true, Ordering::Release);
         self.model.new_prompt(prompt);
+        core.runner.set_system_prompt(&system_prompt);
         core.emit(json!({"type": "agent_start"}));
         let mut new_messages = Vec::new();
         let mut turn_index = 0u64;
@@ -449,6 +452,10 @@ impl Core {
                 );
                 continue;
             };
+            if let Err(message) = tool.validate(args) {
+                outputs[index] = Some(self.finish_early(call, ToolOutput::error(message)));
+                continue;
+            }
             if self.runner.has_handlers("tool_call")
                 && let ToolCallOutcome::Block { reason } = self
                     .runner

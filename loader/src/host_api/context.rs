@@ -1,7 +1,7 @@
 //! `PiContext` on the host side: the context of one call into a plugin.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use pi_hooks_abi::ffi::*;
 
@@ -34,8 +34,9 @@ pub struct CallScope {
     mode: u32,
     has_ui: bool,
     session_file: Option<CText>,
-    system_prompt: Mutex<CText>,
-    system_prompt_set: AtomicBool,
+    /// The system prompt handlers see; replaced only by the runner between calls. Contexts
+    /// keep the `Arc` they read, so a replacement never frees text a plugin still holds.
+    system_prompt: Mutex<Arc<CText>>,
     pause: PauseClock,
 }
 
@@ -78,8 +79,7 @@ impl CallScope {
             mode,
             has_ui: matches!(mode, PI_MODE_RPC | PI_MODE_INTERACTIVE),
             session_file: None,
-            system_prompt: Mutex::new(CText::new("")),
-            system_prompt_set: AtomicBool::new(false),
+            system_prompt: Mutex::new(Arc::new(CText::new(""))),
             pause: PauseClock::default(),
         }
     }
@@ -95,34 +95,23 @@ impl CallScope {
         self
     }
 
-    /// Sets the system prompt the plugin sees.
-    pub fn with_system_prompt(self, prompt: &str) -> Self {
-        *self.system_prompt.lock().unwrap_or_else(|e| e.into_inner()) = CText::new(prompt);
-        self
-    }
-
     /// The kind of call.
     pub fn kind(&self) -> CallKind {
         self.kind
     }
 
-    /// The system prompt as it stands (after any `set_system_prompt`).
-    pub fn system_prompt(&self) -> String {
+    /// The system prompt handlers see.
+    pub fn system_prompt(&self) -> Arc<CText> {
         self.system_prompt
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .as_str()
-            .to_owned()
+            .clone()
     }
 
     /// Replaces the system prompt plugins see from now on (the runner chains it).
     pub fn replace_system_prompt(&self, prompt: &str) {
-        *self.system_prompt.lock().unwrap_or_else(|e| e.into_inner()) = CText::new(prompt);
-    }
-
-    /// Whether a plugin called `set_system_prompt`; clears the mark.
-    pub fn take_system_prompt_set(&self) -> bool {
-        self.system_prompt_set.swap(false, Ordering::AcqRel)
+        *self.system_prompt.lock().unwrap_or_else(|e| e.into_inner()) =
+            Arc::new(CText::new(prompt));
     }
 }
 
@@ -132,6 +121,9 @@ pub struct CallContext<'s> {
     plugin: &'s PluginState,
     error: Mutex<Option<String>>,
     tool_update: Option<&'s (dyn Fn(serde_json::Value) + Sync)>,
+    /// Prompts this call read or set, newest last; kept so earlier reads stay valid.
+    prompts: Mutex<Vec<Arc<CText>>>,
+    prompt_set: AtomicBool,
 }
 
 impl<'s> CallContext<'s> {
@@ -142,6 +134,8 @@ impl<'s> CallContext<'s> {
             plugin,
             error: Mutex::new(None),
             tool_update: None,
+            prompts: Mutex::new(Vec::new()),
+            prompt_set: AtomicBool::new(false),
         }
     }
 
@@ -154,6 +148,15 @@ impl<'s> CallContext<'s> {
     /// The pointer handed to the plugin.
     pub fn as_ptr(&self) -> *mut PiContext {
         (self as *const CallContext<'_>).cast_mut().cast()
+    }
+
+    /// The system prompt this call set with `set_system_prompt`, if it did.
+    pub fn set_prompt(&self) -> Option<String> {
+        if !self.prompt_set.load(Ordering::Acquire) {
+            return None;
+        }
+        let prompts = self.prompts.lock().unwrap_or_else(|e| e.into_inner());
+        prompts.last().map(|p| p.as_str().to_owned())
     }
 
     /// The error message the plugin set, if any.
@@ -237,14 +240,13 @@ unsafe extern "C" fn set_error(ctx: *mut PiContext, message: PiStr) {
 }
 
 unsafe extern "C" fn get_system_prompt(ctx: *mut PiContext) -> PiStr {
-    // The text stays in the scope until the dispatch ends or a later set_system_prompt
-    // replaces it (documented: the latter invalidates earlier reads).
     with_ctx(ctx, NO_STR, |c| {
-        c.scope
-            .system_prompt
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_pi_str()
+        let mut prompts = c.prompts.lock().unwrap_or_else(|e| e.into_inner());
+        if prompts.is_empty() {
+            prompts.push(c.scope.system_prompt());
+        }
+        // The Arc stays in the context until the call returns, so the text does too.
+        prompts.last().map_or(NO_STR, |p| p.as_pi_str())
     })
 }
 
@@ -256,8 +258,13 @@ unsafe extern "C" fn set_system_prompt(ctx: *mut PiContext, prompt: PiStr) -> Pi
         // SAFETY: `prompt` is a plugin string valid for the call.
         match unsafe { read_str(prompt) } {
             Ok(text) => {
-                c.scope.replace_system_prompt(text);
-                c.scope.system_prompt_set.store(true, Ordering::Release);
+                // Kept in this call's context: a call that is abandoned for overrunning its
+                // time cannot change the prompt other handlers see.
+                c.prompts
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(Arc::new(CText::new(text)));
+                c.prompt_set.store(true, Ordering::Release);
                 PI_OK
             }
             Err(status) => status,

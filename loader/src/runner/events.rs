@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 use super::{Chain, ExtensionError, Flow, Runner, Slot, truthy};
 use crate::host_api::context::{CallKind, CallScope};
 use crate::host_api::value::HostValue;
+use crate::plugin::HandlerOutcome;
 
 /// A payload that is built once and rebuilt only when the chain state changes.
 #[derive(Default)]
@@ -40,7 +41,7 @@ impl Chain for Notify {
         self.0.clone()
     }
 
-    fn absorb(&mut self, _: &Slot, _: Option<Value>, _: &CallScope) -> Flow {
+    fn absorb(&mut self, _: &Slot, _: HandlerOutcome, _: &CallScope) -> Flow {
         Flow::Continue
     }
 }
@@ -84,7 +85,8 @@ impl Chain for InputChain {
         })
     }
 
-    fn absorb(&mut self, _: &Slot, result: Option<Value>, _: &CallScope) -> Flow {
+    fn absorb(&mut self, _: &Slot, outcome: HandlerOutcome, _: &CallScope) -> Flow {
+        let result = outcome.result;
         match truthy_result(result) {
             // Alternative form: a plain string is a transform.
             Some(Value::String(text)) => {
@@ -135,17 +137,12 @@ struct BeforeAgentStartChain {
 }
 
 impl BeforeAgentStartChain {
-    /// Takes a prompt set through `ctx.set_system_prompt` during the last call.
-    fn sync_from_context(&mut self, scope: &CallScope, keep: bool) {
-        if scope.take_system_prompt_set() {
-            if keep {
-                self.system_prompt = scope.system_prompt();
-                self.modified = true;
-                self.cache.invalidate();
-            } else {
-                scope.replace_system_prompt(&self.system_prompt);
-            }
-        }
+    /// Chains a new prompt: later handlers see it in the payload and through the context.
+    fn set_prompt(&mut self, prompt: String, scope: &CallScope) {
+        scope.replace_system_prompt(&prompt);
+        self.system_prompt = prompt;
+        self.modified = true;
+        self.cache.invalidate();
     }
 }
 
@@ -161,37 +158,19 @@ impl Chain for BeforeAgentStartChain {
         })
     }
 
-    fn absorb(&mut self, _: &Slot, result: Option<Value>, scope: &CallScope) -> Flow {
-        self.sync_from_context(scope, true);
-        if let Some(Value::Object(map)) = truthy_result(result) {
+    fn absorb(&mut self, _: &Slot, outcome: HandlerOutcome, scope: &CallScope) -> Flow {
+        // `ctx.set_system_prompt` first, then a returned `systemPrompt` on top of it.
+        if let Some(prompt) = outcome.system_prompt {
+            self.set_prompt(prompt, scope);
+        }
+        if let Some(Value::Object(map)) = truthy_result(outcome.result) {
             if let Some(message) = map.get("message").filter(|m| truthy(m)) {
                 self.messages.push(message.clone());
             }
             if let Some(prompt) = map.get("systemPrompt").and_then(Value::as_str) {
-                self.system_prompt = prompt.to_owned();
-                self.modified = true;
-                scope.replace_system_prompt(prompt);
-                self.cache.invalidate();
+                self.set_prompt(prompt.to_owned(), scope);
             }
         }
-        Flow::Continue
-    }
-
-    fn fail(
-        &mut self,
-        slot: &Slot,
-        error: String,
-        errors: &mut Vec<ExtensionError>,
-        event: &str,
-        scope: &CallScope,
-    ) -> Flow {
-        // A failed handler changes nothing, not even through the context.
-        self.sync_from_context(scope, false);
-        errors.push(ExtensionError {
-            extension_path: slot.path().to_owned(),
-            event: event.to_owned(),
-            error,
-        });
         Flow::Continue
     }
 }
@@ -211,7 +190,8 @@ impl Chain for ContextChain {
             .get(|| json!({"type": "context", "messages": messages}))
     }
 
-    fn absorb(&mut self, _: &Slot, result: Option<Value>, _: &CallScope) -> Flow {
+    fn absorb(&mut self, _: &Slot, outcome: HandlerOutcome, _: &CallScope) -> Flow {
+        let result = outcome.result;
         if let Some(Value::Object(mut map)) = truthy_result(result)
             && let Some(Value::Array(messages)) = map.remove("messages")
         {
@@ -251,7 +231,8 @@ impl Chain for ToolCallChain {
         self.payload.clone()
     }
 
-    fn absorb(&mut self, _: &Slot, result: Option<Value>, _: &CallScope) -> Flow {
+    fn absorb(&mut self, _: &Slot, outcome: HandlerOutcome, _: &CallScope) -> Flow {
+        let result = outcome.result;
         let Some(result) = truthy_result(result) else {
             return Flow::Continue;
         };
@@ -321,10 +302,16 @@ impl Chain for ToolResultChain {
             "details": this.state.details,
             "isError": this.state.is_error,
         });
+        let mut event = event;
+        if this.state.details.is_null() {
+            // pi leaves `details` out when a tool gave none.
+            event.as_object_mut().map(|e| e.remove("details"));
+        }
         self.cache.get(|| event)
     }
 
-    fn absorb(&mut self, _: &Slot, result: Option<Value>, _: &CallScope) -> Flow {
+    fn absorb(&mut self, _: &Slot, outcome: HandlerOutcome, _: &CallScope) -> Flow {
+        let result = outcome.result;
         let Some(Value::Object(map)) = truthy_result(result) else {
             return Flow::Continue;
         };
@@ -372,7 +359,8 @@ impl Chain for RuleChain {
         self.payload.clone()
     }
 
-    fn absorb(&mut self, _: &Slot, result: Option<Value>, _: &CallScope) -> Flow {
+    fn absorb(&mut self, _: &Slot, outcome: HandlerOutcome, _: &CallScope) -> Flow {
+        let result = outcome.result;
         let Some(mut result) = truthy_result(result) else {
             return Flow::Continue;
         };
@@ -415,7 +403,8 @@ impl Chain for ResourcesChain {
         self.payload.clone()
     }
 
-    fn absorb(&mut self, slot: &Slot, result: Option<Value>, _: &CallScope) -> Flow {
+    fn absorb(&mut self, slot: &Slot, outcome: HandlerOutcome, _: &CallScope) -> Flow {
+        let result = outcome.result;
         let Some(Value::Object(map)) = truthy_result(result) else {
             return Flow::Continue;
         };

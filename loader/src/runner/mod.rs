@@ -79,8 +79,13 @@ impl Slot {
         &self.state.path
     }
 
-    pub(crate) fn call(&self, payload: &HostValue, scope: &CallScope) -> HandlerOutcome {
-        call_handler(&self.state, &self.handler, payload, scope)
+    pub(crate) fn call(
+        &self,
+        payload: &HostValue,
+        scope: &CallScope,
+        on_start: impl FnOnce(),
+    ) -> HandlerOutcome {
+        call_handler(&self.state, &self.handler, payload, scope, on_start)
     }
 }
 
@@ -97,8 +102,8 @@ pub(crate) enum Flow {
 pub(crate) trait Chain: Send + 'static {
     /// The payload the next handler sees (rebuild it only when the state changed).
     fn payload(&mut self) -> Arc<HostValue>;
-    /// Takes a successful handler's result (`None`: it returned nothing).
-    fn absorb(&mut self, slot: &Slot, result: Option<Value>, scope: &CallScope) -> Flow;
+    /// Takes a successful handler's outcome (`outcome.result` `None`: it returned nothing).
+    fn absorb(&mut self, slot: &Slot, outcome: HandlerOutcome, scope: &CallScope) -> Flow;
     /// Takes a failed call (error status, panic, timeout). The default reports it and goes
     /// on with the state unchanged.
     fn fail(
@@ -180,6 +185,12 @@ impl Runner {
         self.index.get(event).is_some_and(|slots| !slots.is_empty())
     }
 
+    /// Sets the system prompt handlers read through `get_system_prompt` (the agent sets the
+    /// run's prompt before each run).
+    pub fn set_system_prompt(&self, prompt: &str) {
+        self.event_scope.replace_system_prompt(prompt);
+    }
+
     /// Subscribes an error listener; returns its id for [`Runner::unsubscribe`].
     pub fn on_error(&self, listener: ErrorListener) -> u64 {
         let id = self.next_listener.fetch_add(1, Ordering::Relaxed);
@@ -258,7 +269,7 @@ fn run_inline<C: Chain>(
     let mut errors = Vec::new();
     for slot in slots {
         let payload = chain.payload();
-        let outcome = slot.call(&payload, scope);
+        let outcome = slot.call(&payload, scope, || {});
         if step(&mut chain, slot, outcome, scope, &mut errors, event) == Flow::Stop {
             break;
         }
@@ -276,7 +287,7 @@ pub(crate) fn step<C: Chain>(
     event: &str,
 ) -> Flow {
     if outcome.status == PI_OK {
-        chain.absorb(slot, outcome.result, scope)
+        chain.absorb(slot, outcome, scope)
     } else {
         let text = outcome.error_text();
         chain.fail(slot, text, errors, event, scope)

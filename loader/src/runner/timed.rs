@@ -193,13 +193,18 @@ fn run_job<C: Chain>(
             if s.generation != generation {
                 return;
             }
-            s.current = Some((index, Instant::now(), scope.pause_clock().paused()));
             s.chain
                 .as_mut()
                 .expect("the chain is present while dispatching")
                 .payload()
         };
-        let outcome = slot.call(&payload, scope);
+        // The clock starts when the plugin is free and the call begins.
+        let outcome = slot.call(&payload, scope, || {
+            let mut s = lock(shared);
+            if s.generation == generation {
+                s.current = Some((index, Instant::now(), scope.pause_clock().paused()));
+            }
+        });
         let mut s = lock(shared);
         if s.generation != generation {
             // The dispatcher gave up on this call and moved on; the plugin is free again.

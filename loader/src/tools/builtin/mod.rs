@@ -211,7 +211,7 @@ impl<'a> Args<'a> {
         Args { tool, args }
     }
 
-    fn invalid(&self, problem: String) -> String {
+    pub(crate) fn invalid(&self, problem: String) -> String {
         let received = serde_json::to_string_pretty(self.args).unwrap_or_default();
         format!(
             "Validation failed for tool \"{}\":\n  - {problem}\n\nReceived arguments:\n{received}",
