@@ -20,11 +20,10 @@ use std::path::Path;
 
 use globset::{GlobBuilder, GlobMatcher};
 use ignore::WalkBuilder;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use super::truncate::{DEFAULT_MAX_BYTES, TruncationOptions, format_size, truncate_head};
 use super::{
-    Args, OPERATION_ABORTED, object_schema, relative_slash_path, resolve_to_cwd, to_count,
+    Args, Listing, OPERATION_ABORTED, object_schema, relative_slash_path, resolve_to_cwd, to_count,
 };
 use crate::tools::{Tool, ToolInvocation, ToolOutput};
 
@@ -101,30 +100,16 @@ impl Tool for FindTool {
         }
 
         let limit_reached = results.len() >= limit;
-        let truncation = truncate_head(&results.join("\n"), TruncationOptions::bytes_only());
-        let mut output = truncation.content.clone();
-        let mut details = Map::new();
-        let mut notices = Vec::new();
+        let mut listing = Listing::new(&results);
         if limit_reached {
-            notices.push(format!(
+            let text = format!(
                 "{limit} results limit reached. Use limit={} for more, or refine pattern",
                 limit.saturating_mul(2)
-            ));
-            details.insert("resultLimitReached".into(), json!(limit));
+            );
+            listing.notice(text, "resultLimitReached", json!(limit));
         }
-        if truncation.truncated {
-            notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
-            details.insert("truncation".into(), truncation.to_json());
-        }
-        if !notices.is_empty() {
-            output.push_str(&format!("\n\n[{}]", notices.join(". ")));
-        }
-        let details = if details.is_empty() {
-            Value::Null
-        } else {
-            Value::Object(details)
-        };
-        Ok(ToolOutput::text(output).with_details(details))
+        listing.truncation_notice();
+        Ok(listing.finish())
     }
 }
 

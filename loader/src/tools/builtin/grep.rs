@@ -24,15 +24,12 @@ use grep_regex::RegexMatcherBuilder;
 use grep_searcher::sinks::Lossy;
 use grep_searcher::{BinaryDetection, SearcherBuilder};
 use ignore::overrides::OverrideBuilder;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::find::walker;
-use super::truncate::{
-    DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, TruncationOptions, format_size, truncate_head,
-    truncate_line,
-};
+use super::truncate::{GREP_MAX_LINE_LENGTH, truncate_line};
 use super::{
-    Args, OPERATION_ABORTED, object_schema, relative_slash_path, resolve_to_cwd, to_count,
+    Args, Listing, OPERATION_ABORTED, object_schema, relative_slash_path, resolve_to_cwd, to_count,
 };
 use crate::tools::{Tool, ToolInvocation, ToolOutput};
 
@@ -163,36 +160,22 @@ impl Tool for GrepTool {
             output_lines.extend(formatter.block(file, *line_number as usize));
         }
 
-        let truncation = truncate_head(&output_lines.join("\n"), TruncationOptions::bytes_only());
-        let mut output = truncation.content.clone();
-        let mut details = Map::new();
-        let mut notices = Vec::new();
+        let mut listing = Listing::new(&output_lines);
         if match_limit_reached {
-            notices.push(format!(
+            let text = format!(
                 "{limit} matches limit reached. Use limit={} for more, or refine pattern",
                 limit.saturating_mul(2)
-            ));
-            details.insert("matchLimitReached".into(), json!(limit));
+            );
+            listing.notice(text, "matchLimitReached", json!(limit));
         }
-        if truncation.truncated {
-            notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
-            details.insert("truncation".into(), truncation.to_json());
-        }
+        listing.truncation_notice();
         if formatter.lines_truncated {
-            notices.push(format!(
+            let text = format!(
                 "Some lines truncated to {GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines"
-            ));
-            details.insert("linesTruncated".into(), Value::Bool(true));
+            );
+            listing.notice(text, "linesTruncated", Value::Bool(true));
         }
-        if !notices.is_empty() {
-            output.push_str(&format!("\n\n[{}]", notices.join(". ")));
-        }
-        let details = if details.is_empty() {
-            Value::Null
-        } else {
-            Value::Object(details)
-        };
-        Ok(ToolOutput::text(output).with_details(details))
+        Ok(listing.finish())
     }
 }
 

@@ -11,10 +11,11 @@
 //! Difference: pi sorts with `localeCompare` (ICU collation) on lower-cased names; we compare
 //! the lower-cased names code point by code point, which orders punctuation differently.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use super::truncate::{DEFAULT_MAX_BYTES, TruncationOptions, format_size, truncate_head};
-use super::{Args, OPERATION_ABORTED, node_io_error, object_schema, resolve_to_cwd, to_count};
+use super::{
+    Args, Listing, OPERATION_ABORTED, node_io_error, object_schema, resolve_to_cwd, to_count,
+};
 use crate::tools::{Tool, ToolInvocation, ToolOutput};
 
 /// Entries listed when no `limit` is given.
@@ -105,29 +106,15 @@ impl Tool for LsTool {
             return Ok(ToolOutput::text("(empty directory)"));
         }
 
-        let truncation = truncate_head(&results.join("\n"), TruncationOptions::bytes_only());
-        let mut output = truncation.content.clone();
-        let mut details = Map::new();
-        let mut notices = Vec::new();
+        let mut listing = Listing::new(&results);
         if entry_limit_reached {
-            notices.push(format!(
+            let text = format!(
                 "{limit} entries limit reached. Use limit={} for more",
                 limit.saturating_mul(2)
-            ));
-            details.insert("entryLimitReached".into(), json!(limit));
+            );
+            listing.notice(text, "entryLimitReached", json!(limit));
         }
-        if truncation.truncated {
-            notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
-            details.insert("truncation".into(), truncation.to_json());
-        }
-        if !notices.is_empty() {
-            output.push_str(&format!("\n\n[{}]", notices.join(". ")));
-        }
-        let details = if details.is_empty() {
-            Value::Null
-        } else {
-            Value::Object(details)
-        };
-        Ok(ToolOutput::text(output).with_details(details))
+        listing.truncation_notice();
+        Ok(listing.finish())
     }
 }

@@ -272,6 +272,60 @@ impl<'a> Args<'a> {
     }
 }
 
+/// The output of a listing tool (find, grep, ls) as pi builds it: the lines cut to the 50 KB
+/// head limit, then bracketed notices (`[... limit reached. ...]`), each with its `details`
+/// field.
+pub(crate) struct Listing {
+    truncation: truncate::TruncationResult,
+    details: serde_json::Map<String, Value>,
+    notices: Vec<String>,
+}
+
+impl Listing {
+    /// The lines, joined and cut to the byte limit.
+    pub(crate) fn new(lines: &[String]) -> Self {
+        let truncation =
+            truncate::truncate_head(&lines.join("\n"), truncate::TruncationOptions::bytes_only());
+        Listing {
+            truncation,
+            details: serde_json::Map::new(),
+            notices: Vec::new(),
+        }
+    }
+
+    /// Adds a notice and its details field.
+    pub(crate) fn notice(&mut self, text: String, key: &str, value: Value) {
+        self.notices.push(text);
+        self.details.insert(key.to_owned(), value);
+    }
+
+    /// Adds the byte-limit notice, when the lines were cut.
+    pub(crate) fn truncation_notice(&mut self) {
+        if self.truncation.truncated {
+            let text = format!(
+                "{} limit reached",
+                truncate::format_size(truncate::DEFAULT_MAX_BYTES)
+            );
+            let details = self.truncation.to_json();
+            self.notice(text, "truncation", details);
+        }
+    }
+
+    /// The tool output: the text with its notices; details only when there are some.
+    pub(crate) fn finish(self) -> super::ToolOutput {
+        let mut output = self.truncation.content.clone();
+        if !self.notices.is_empty() {
+            output.push_str(&format!("\n\n[{}]", self.notices.join(". ")));
+        }
+        let details = if self.details.is_empty() {
+            Value::Null
+        } else {
+            Value::Object(self.details)
+        };
+        super::ToolOutput::text(output).with_details(details)
+    }
+}
+
 /// A JS number as a count: truncated toward zero, negatives and NaN as 0.
 pub(crate) fn to_count(n: f64) -> usize {
     if n.is_nan() || n <= 0.0 {
