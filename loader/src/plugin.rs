@@ -275,11 +275,12 @@ fn invoke(
         on_start();
         call(ctx.as_ptr(), result.as_ptr())
     };
+    let (error, system_prompt) = ctx.finish();
     HandlerOutcome {
         status,
         result: result.into_value(),
-        error: ctx.take_error(),
-        system_prompt: ctx.set_prompt(),
+        error,
+        system_prompt,
     }
 }
 

@@ -150,18 +150,17 @@ impl<'s> CallContext<'s> {
         (self as *const CallContext<'_>).cast_mut().cast()
     }
 
-    /// The system prompt this call set with `set_system_prompt`, if it did.
-    pub fn set_prompt(&self) -> Option<String> {
-        if !self.prompt_set.load(Ordering::Acquire) {
-            return None;
-        }
-        let prompts = self.prompts.lock().unwrap_or_else(|e| e.into_inner());
-        prompts.last().map(|p| p.as_str().to_owned())
-    }
-
-    /// The error message the plugin set, if any.
-    pub fn take_error(&self) -> Option<String> {
-        self.error.lock().unwrap_or_else(|e| e.into_inner()).take()
+    /// After the call: the error message the plugin set and the system prompt it set with
+    /// `set_system_prompt`, if any. Consuming the context needs no lock (the hot path).
+    pub fn finish(self) -> (Option<String>, Option<String>) {
+        let error = self.error.into_inner().unwrap_or_else(|e| e.into_inner());
+        let prompt = if self.prompt_set.into_inner() {
+            let prompts = self.prompts.into_inner().unwrap_or_else(|e| e.into_inner());
+            prompts.last().map(|p| p.as_str().to_owned())
+        } else {
+            None
+        };
+        (error, prompt)
     }
 }
 

@@ -72,6 +72,48 @@ impl HostValue {
         }
     }
 
+    /// Copies a borrowed `serde_json::Value` (no intermediate JSON or map).
+    pub fn from_json_ref(value: &serde_json::Value) -> Self {
+        let node = match value {
+            serde_json::Value::Null => Node::Null,
+            serde_json::Value::Bool(b) => Node::Bool(*b),
+            serde_json::Value::Number(n) => Node::Number(n.clone()),
+            serde_json::Value::String(s) => Node::String(CText::new(s)),
+            serde_json::Value::Array(items) => {
+                Node::Array(items.iter().map(HostValue::from_json_ref).collect())
+            }
+            serde_json::Value::Object(map) => Node::Object(
+                map.iter()
+                    .map(|(k, v)| (CText::new(k), HostValue::from_json_ref(v)))
+                    .collect(),
+            ),
+        };
+        HostValue {
+            node,
+            json: OnceLock::new(),
+        }
+    }
+
+    /// A string value.
+    pub fn string(text: &str) -> Self {
+        HostValue {
+            node: Node::String(CText::new(text)),
+            json: OnceLock::new(),
+        }
+    }
+
+    /// An object with these fields, in this order.
+    pub fn object<'k>(fields: impl IntoIterator<Item = (&'k str, HostValue)>) -> Self {
+        let fields = fields
+            .into_iter()
+            .map(|(k, v)| (CText::new(k), v))
+            .collect();
+        HostValue {
+            node: Node::Object(fields),
+            json: OnceLock::new(),
+        }
+    }
+
     /// Copies the value back into a `serde_json::Value`.
     pub fn to_json_value(&self) -> serde_json::Value {
         match &self.node {
@@ -117,7 +159,11 @@ impl HostValue {
         }
         let rest = path.strip_prefix('/')?;
         rest.split('/').try_fold(self, |value, token| {
-            let token = token.replace("~1", "/").replace("~0", "~");
+            let token: std::borrow::Cow<'_, str> = if token.contains('~') {
+                token.replace("~1", "/").replace("~0", "~").into()
+            } else {
+                token.into()
+            };
             match &value.node {
                 Node::Object(_) => value.field(&token),
                 Node::Array(items) => token.parse::<usize>().ok().and_then(|i| items.get(i)),

@@ -15,10 +15,9 @@ use crate::plugin::HandlerOutcome;
 struct Cached(Option<Arc<HostValue>>);
 
 impl Cached {
-    fn get(&mut self, build: impl FnOnce() -> Value) -> Arc<HostValue> {
+    fn get(&mut self, build: impl FnOnce() -> Value) -> &Arc<HostValue> {
         self.0
             .get_or_insert_with(|| Arc::new(HostValue::from_json(build())))
-            .clone()
     }
 
     fn invalidate(&mut self) {
@@ -37,8 +36,8 @@ fn truthy_result(result: Option<Value>) -> Option<Value> {
 struct Notify(Arc<HostValue>);
 
 impl Chain for Notify {
-    fn payload(&mut self) -> Arc<HostValue> {
-        self.0.clone()
+    fn payload(&mut self) -> &Arc<HostValue> {
+        &self.0
     }
 
     fn absorb(&mut self, _: &Slot, _: HandlerOutcome, _: &CallScope) -> Flow {
@@ -74,7 +73,7 @@ struct InputChain {
 }
 
 impl Chain for InputChain {
-    fn payload(&mut self) -> Arc<HostValue> {
+    fn payload(&mut self) -> &Arc<HostValue> {
         let (text, images, source) = (&self.text, &self.images, &self.source);
         self.cache.get(|| {
             let mut event = json!({"type": "input", "text": text, "source": source});
@@ -147,7 +146,7 @@ impl BeforeAgentStartChain {
 }
 
 impl Chain for BeforeAgentStartChain {
-    fn payload(&mut self) -> Arc<HostValue> {
+    fn payload(&mut self) -> &Arc<HostValue> {
         let (prompt, images, system_prompt) = (&self.prompt, &self.images, &self.system_prompt);
         self.cache.get(|| {
             let mut event = json!({"type": "before_agent_start", "prompt": prompt, "systemPrompt": system_prompt});
@@ -184,7 +183,7 @@ struct ContextChain {
 }
 
 impl Chain for ContextChain {
-    fn payload(&mut self) -> Arc<HostValue> {
+    fn payload(&mut self) -> &Arc<HostValue> {
         let messages = &self.messages;
         self.cache
             .get(|| json!({"type": "context", "messages": messages}))
@@ -227,8 +226,8 @@ struct ToolCallChain {
 }
 
 impl Chain for ToolCallChain {
-    fn payload(&mut self) -> Arc<HostValue> {
-        self.payload.clone()
+    fn payload(&mut self) -> &Arc<HostValue> {
+        &self.payload
     }
 
     fn absorb(&mut self, _: &Slot, outcome: HandlerOutcome, _: &CallScope) -> Flow {
@@ -291,7 +290,7 @@ struct ToolResultChain {
 }
 
 impl Chain for ToolResultChain {
-    fn payload(&mut self) -> Arc<HostValue> {
+    fn payload(&mut self) -> &Arc<HostValue> {
         let this = &*self;
         let event = json!({
             "type": "tool_result",
@@ -355,8 +354,8 @@ struct RuleChain {
 }
 
 impl Chain for RuleChain {
-    fn payload(&mut self) -> Arc<HostValue> {
-        self.payload.clone()
+    fn payload(&mut self) -> &Arc<HostValue> {
+        &self.payload
     }
 
     fn absorb(&mut self, _: &Slot, outcome: HandlerOutcome, _: &CallScope) -> Flow {
@@ -399,8 +398,8 @@ struct ResourcesChain {
 }
 
 impl Chain for ResourcesChain {
-    fn payload(&mut self) -> Arc<HostValue> {
-        self.payload.clone()
+    fn payload(&mut self) -> &Arc<HostValue> {
+        &self.payload
     }
 
     fn absorb(&mut self, slot: &Slot, outcome: HandlerOutcome, _: &CallScope) -> Flow {
@@ -494,7 +493,7 @@ impl Runner {
             messages: Vec::new(),
             cache: Cached::default(),
         };
-        let chain = self.run("before_agent_start", scope, chain, self.timeout());
+        let chain = self.run("before_agent_start", &scope, chain, self.timeout());
         (chain.modified || !chain.messages.is_empty()).then(|| BeforeAgentStartOutcome {
             messages: chain.messages,
             system_prompt: chain.modified.then_some(chain.system_prompt),
@@ -517,12 +516,12 @@ impl Runner {
 
     /// The `tool_call` payload: build it once per call.
     pub fn tool_call_payload(tool_call_id: &str, tool_name: &str, input: &Value) -> Arc<HostValue> {
-        Arc::new(HostValue::from_json(json!({
-            "type": "tool_call",
-            "toolCallId": tool_call_id,
-            "toolName": tool_name,
-            "input": input,
-        })))
+        Arc::new(HostValue::object([
+            ("type", HostValue::string("tool_call")),
+            ("toolCallId", HostValue::string(tool_call_id)),
+            ("toolName", HostValue::string(tool_name)),
+            ("input", HostValue::from_json_ref(input)),
+        ]))
     }
 
     /// Dispatches `tool_call`: the first truthy `block` wins; any error, panic or timeout

@@ -20,6 +20,7 @@ pub mod events;
 mod timed;
 
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -101,7 +102,7 @@ pub(crate) enum Flow {
 /// The combination rule of one event: the state a dispatch carries from handler to handler.
 pub(crate) trait Chain: Send + 'static {
     /// The payload the next handler sees (rebuild it only when the state changed).
-    fn payload(&mut self) -> Arc<HostValue>;
+    fn payload(&mut self) -> &Arc<HostValue>;
     /// Takes a successful handler's outcome (`outcome.result` `None`: it returned nothing).
     fn absorb(&mut self, slot: &Slot, outcome: HandlerOutcome, scope: &CallScope) -> Flow;
     /// Takes a failed call (error status, panic, timeout). The default reports it and goes
@@ -126,7 +127,8 @@ pub(crate) trait Chain: Send + 'static {
 /// The event runner for one set of loaded plugins.
 pub struct Runner {
     plugins: Vec<Arc<LoadedPlugin>>,
-    index: HashMap<String, Arc<[Slot]>>,
+    /// Handlers per event name (FxHash: the names are few, short and not attacker-chosen).
+    index: HashMap<String, Arc<[Slot]>, BuildHasherDefault<rustc_hash::FxHasher>>,
     listeners: Mutex<Vec<(u64, ErrorListener)>>,
     next_listener: AtomicU64,
     config: RunnerConfig,
@@ -233,15 +235,15 @@ impl Runner {
     }
 
     /// The shared scope for ordinary event dispatches.
-    pub(crate) fn event_scope(&self) -> Arc<CallScope> {
-        self.event_scope.clone()
+    pub(crate) fn event_scope(&self) -> &Arc<CallScope> {
+        &self.event_scope
     }
 
     /// Runs `chain` over the handlers of `event`, timed or inline, and reports errors.
     pub(crate) fn run<C: Chain>(
         &self,
         event: &str,
-        scope: Arc<CallScope>,
+        scope: &Arc<CallScope>,
         chain: C,
         timeout: Option<Duration>,
     ) -> C {
@@ -249,8 +251,10 @@ impl Runner {
             return chain;
         };
         let (chain, errors) = match timeout {
-            None => run_inline(event, slots, &scope, chain),
-            Some(limit) => self.workers.run(event, slots.clone(), scope, chain, limit),
+            None => run_inline(event, slots, scope, chain),
+            Some(limit) => self
+                .workers
+                .run(event, slots.clone(), scope.clone(), chain, limit),
         };
         for error in &errors {
             self.emit_error(error);
@@ -268,8 +272,7 @@ fn run_inline<C: Chain>(
 ) -> (C, Vec<ExtensionError>) {
     let mut errors = Vec::new();
     for slot in slots {
-        let payload = chain.payload();
-        let outcome = slot.call(&payload, scope, || {});
+        let outcome = slot.call(chain.payload(), scope, || {});
         if step(&mut chain, slot, outcome, scope, &mut errors, event) == Flow::Stop {
             break;
         }

@@ -197,6 +197,7 @@ fn run_job<C: Chain>(
                 .as_mut()
                 .expect("the chain is present while dispatching")
                 .payload()
+                .clone()
         };
         // The clock starts when the plugin is free and the call begins.
         let outcome = slot.call(&payload, scope, || {

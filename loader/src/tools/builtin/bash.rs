@@ -166,6 +166,7 @@ fn run(
     let mut streams_open = true;
     let mut exited: Option<(ExitStatus, Instant)> = None;
 
+    let mut idle_poll = Duration::from_millis(1);
     let outcome = loop {
         if streams_open {
             match rx.recv_timeout(POLL) {
@@ -177,7 +178,11 @@ fn run(
                 Err(RecvTimeoutError::Disconnected) => streams_open = false,
             }
         } else {
-            thread::sleep(POLL);
+            // The pipes closed: the shell is exiting. Its exit becomes visible to waitpid a
+            // moment later, so poll soon, backing off to POLL for a process that closed its
+            // output but keeps running.
+            thread::sleep(idle_poll);
+            idle_poll = (idle_poll * 2).min(POLL);
         }
         if dirty && last_update.is_none_or(|t| t.elapsed() >= UPDATE_THROTTLE) {
             emit_update(&mut output, call);
