@@ -8,7 +8,7 @@
 //! - [`sdk`]: write a plugin in safe Rust: [`plugin!`] exports the entry symbol, closures
 //!   handle events, panics become error reports.
 //!
-//! ```ignore
+//! ```no_run
 //! use pi_hooks_abi::sdk::prelude::*;
 //!
 //! pi_hooks_abi::plugin!(name: "hello", version: "0.1.0", init: init);

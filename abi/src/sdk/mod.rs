@@ -51,9 +51,14 @@ pub mod prelude {
 
 /// Exports a plugin: the entry symbol `pi_hooks_plugin_v1` and its descriptor.
 ///
-/// ```ignore
+/// ```no_run
+/// use pi_hooks_abi::sdk::prelude::*;
+///
 /// pi_hooks_abi::plugin!(name: "my-plugin", version: env!("CARGO_PKG_VERSION"), init: init);
-/// fn init(pi: &mut Registrar) -> Result<()> { Ok(()) }
+///
+/// fn init(pi: &mut Registrar) -> Result<()> {
+///     pi.command("hello", "Says hello", |_args, ctx| ctx.ui().notify("hello", Notify::Info))
+/// }
 /// ```
 ///
 /// An optional `description: "..."` may follow. `init` runs behind the panic barrier; an
