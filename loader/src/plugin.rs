@@ -284,12 +284,27 @@ fn invoke(
     }
 }
 
+/// How long retiring a plugin waits for a call still running inside it.
+const RETIRE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 impl Drop for LoadedPlugin {
     fn drop(&mut self) {
         self.state.bind_services(None);
-        let _serialised = self.state.lock_calls();
         let was_active = self.state.phase() == Phase::Active;
+        // No new call enters from here on.
         self.state.set_phase(Phase::Retired);
+        let Some(_serialised) = self.state.lock_calls_within(RETIRE_WAIT) else {
+            // A call (one that timed out, typically) is still running inside the plugin. Its
+            // state and library stay alive (the call holds the state; libraries are never
+            // closed), so skipping shutdown and cleanups is safe; waiting could hang the host.
+            eprintln!(
+                "pi-hooks: plugin {} ({}) is still running a call after {}s; retired without its shutdown",
+                self.state.name,
+                self.path,
+                RETIRE_WAIT.as_secs()
+            );
+            return;
+        };
         if was_active && let Some(shutdown) = self.library.descriptor.shutdown {
             // SAFETY: the plugin is loaded and its handle alive; shutdown runs once, with no
             // other call in flight (call lock held).

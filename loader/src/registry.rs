@@ -190,6 +190,25 @@ impl PluginState {
         self.call_lock.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Takes the call lock, waiting at most `limit` for a call in progress to return.
+    pub fn lock_calls_within(&self, limit: std::time::Duration) -> Option<MutexGuard<'_, ()>> {
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            match self.call_lock.try_lock() {
+                Ok(guard) => return Some(guard),
+                Err(std::sync::TryLockError::Poisoned(poisoned)) => {
+                    return Some(poisoned.into_inner());
+                }
+                Err(std::sync::TryLockError::WouldBlock)
+                    if std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                Err(std::sync::TryLockError::WouldBlock) => return None,
+            }
+        }
+    }
+
     /// Whether a call that timed out is still running inside the plugin.
     pub fn is_stuck(&self) -> bool {
         self.stuck.load(Ordering::Acquire)

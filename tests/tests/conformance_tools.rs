@@ -946,3 +946,49 @@ fn waiting_for_a_busy_plugin_does_not_count_against_hook_timeout() {
         run.dump()
     );
 }
+
+#[test]
+fn a_plugin_stuck_in_a_timed_out_call_does_not_hang_the_host_at_exit() {
+    // session_shutdown sleeps 20 s; hookTimeout is 150 ms. The dispatch moves on, and
+    // retiring the plugin waits a bounded time for the stuck call instead of 20 s.
+    let sandbox = Sandbox::new();
+    std::fs::create_dir_all(sandbox.project().join(".pi")).unwrap();
+    std::fs::write(
+        sandbox.project().join(".pi/settings.json"),
+        r#"{"hookTimeout": 150}"#,
+    )
+    .unwrap();
+    let script = sandbox.script(&json!({"turns": [{"text": "ok"}]}));
+    let plugins = [(
+        "stuck",
+        handlers(json!([{"event": "session_shutdown", "sleep_ms": 20000}])),
+    )];
+    let started = std::time::Instant::now();
+    let output = pi_hooks_tests::behave_command(
+        &sandbox,
+        &plugins,
+        &[
+            "run",
+            "-p",
+            "--no-session",
+            "--script",
+            script.to_str().unwrap(),
+        ],
+    )
+    .output()
+    .unwrap();
+    let elapsed = started.elapsed();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "ok");
+    assert!(stderr.contains("timed out after 150ms"), "{stderr}");
+    assert!(
+        stderr.contains("is still running a call")
+            && stderr.contains("retired without its shutdown"),
+        "{stderr}"
+    );
+    assert!(
+        elapsed < std::time::Duration::from_secs(15),
+        "the host waited {elapsed:?} for a stuck plugin"
+    );
+}
