@@ -118,7 +118,8 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
         for (path, origin) in sources {
             match read_settings(&path) {
                 Ok(None) => {}
-                Ok(Some(settings)) => {
+                Ok(Some(mut settings)) => {
+                    settings.project = origin == Origin::ProjectSettings;
                     for entry in settings.hooks.iter().chain(&settings.extensions) {
                         explicit(&resolve(entry, settings.base_dir()), origin, &mut raw);
                     }
@@ -170,6 +171,7 @@ fn scan_dir(dir: &Path, origin: Origin, named: bool, out: &mut Vec<Candidate>) {
     };
     let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     paths.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
+    let found_before = out.len();
     for path in paths {
         let name = path.file_name().unwrap_or_default();
         if name.to_str().is_none() {
@@ -190,6 +192,16 @@ fn scan_dir(dir: &Path, origin: Origin, named: bool, out: &mut Vec<Candidate>) {
         if has_library_suffix(&path) {
             out.push(check_file(path, origin));
         }
+    }
+    if named && out.len() == found_before {
+        // A folder the user named that holds no plugin is a mistake worth saying.
+        out.push(Candidate {
+            path: dir.to_path_buf(),
+            origin,
+            problem: Some(format!(
+                "the folder holds no .{LIBRARY_SUFFIX} plugin library; name a library file or a folder that has some"
+            )),
+        });
     }
 }
 

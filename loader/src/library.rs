@@ -100,11 +100,8 @@ pub fn open(file: &PluginFile, cache: &Path) -> Result<OpenedLibrary, String> {
     let shadow = shadow_copy(file, cache)?;
     // SAFETY: opening a library runs its initialisers; the user chose to load this file (it
     // is global, explicit or trusted), which is the trust decision loading native code needs.
-    let library = unsafe { open_now(&shadow) }.map_err(|e| {
-        // libloading puts the system's reason (dlerror) in the error's source.
-        let reason = std::error::Error::source(&e).map_or_else(|| e.to_string(), |s| s.to_string());
-        format!("the system loader refused the library: {reason}; rebuild it for this machine")
-    })?;
+    let library =
+        unsafe { open_now(&shadow) }.map_err(|e| loader_refusal(&e, &shadow, &file.path))?;
     let descriptor = read_descriptor(&library)?;
     // SAFETY: check_descriptor verified the sizes; the strings are the plugin's statics,
     // valid while the library is mapped; they are copied here.
@@ -121,6 +118,32 @@ pub fn open(file: &PluginFile, cache: &Path) -> Result<OpenedLibrary, String> {
         library: Some(library),
         shadow_path: shadow,
     })
+}
+
+/// Explains a `dlopen` failure in terms of the user's file (not the shadow copy), with advice
+/// that fits the reason.
+fn loader_refusal(error: &libloading::Error, shadow: &Path, original: &Path) -> String {
+    // libloading puts the system's reason (dlerror) in the error's source.
+    let reason =
+        std::error::Error::source(error).map_or_else(|| error.to_string(), |s| s.to_string());
+    let reason = reason.replace(
+        &shadow.display().to_string(),
+        &original.display().to_string(),
+    );
+    let advice = if let Some(symbol) = reason.split("undefined symbol: ").nth(1) {
+        format!(
+            "the plugin uses `{}`, which no loaded library provides: link the plugin against the library that defines it",
+            symbol.trim()
+        )
+    } else if reason.contains("cannot open shared object file") {
+        format!(
+            "a library the plugin depends on is not on the loader's path: check `ldd {}` and install it or set its rpath",
+            original.display()
+        )
+    } else {
+        "rebuild the plugin for this machine".to_owned()
+    };
+    format!("the system loader refused the library ({reason}); {advice}")
 }
 
 /// Opens with every symbol resolved now (a missing dependency fails here, not mid-call) and

@@ -76,6 +76,10 @@ impl LoadedPlugin {
         sha256: String,
     ) -> Result<Self, String> {
         let state = Arc::new(PluginState::new(library.name.clone(), path.clone()));
+        // The state is never freed: a plugin thread may still hold its handle after the plugin
+        // is retired, and must then get PI_ERR_CANCELLED, not read freed memory. It costs a
+        // few hundred bytes per load; the library itself stays mapped anyway.
+        std::mem::forget(Arc::clone(&state));
         let init = library
             .descriptor
             .init
@@ -259,21 +263,23 @@ fn invoke(
     on_start: impl FnOnce(),
     call: impl FnOnce(*mut PiContext, *mut PiResult) -> PiStatus,
 ) -> HandlerOutcome {
-    if state.is_stuck() {
-        return HandlerOutcome::refused(
-            PI_ERR_TIMEOUT,
-            "not called: the plugin is still running an earlier call that timed out",
-        );
-    }
     let mut result = ResultBuilder::new();
     let status = {
-        let _serialised = state.lock_calls();
+        let Some(_serialised) = state.lock_calls_unless_stuck() else {
+            return HandlerOutcome::refused(
+                PI_ERR_TIMEOUT,
+                "not called: the plugin is still running an earlier call that timed out",
+            );
+        };
         if state.phase() != Phase::Active {
             return HandlerOutcome::refused(PI_ERR_CANCELLED, "not called: the plugin was retired");
         }
         // The call starts now: time spent waiting for the plugin to be free is not its own.
         on_start();
-        call(ctx.as_ptr(), result.as_ptr())
+        let status = call(ctx.as_ptr(), result.as_ptr());
+        // Whoever holds the lock is the only call a "stuck" mark can be about.
+        state.set_stuck(false);
+        status
     };
     let (error, system_prompt) = ctx.finish();
     HandlerOutcome {

@@ -209,6 +209,36 @@ impl PluginState {
         }
     }
 
+    /// Takes the call lock, waiting while another call runs, unless that call is marked stuck
+    /// (it overran its time and was abandoned): then `None`, so no caller waits on a plugin
+    /// that may never return.
+    pub fn lock_calls_unless_stuck(&self) -> Option<MutexGuard<'_, ()>> {
+        let mut backoff = std::time::Duration::from_micros(20);
+        loop {
+            match self.call_lock.try_lock() {
+                Ok(guard) => return Some(guard),
+                Err(std::sync::TryLockError::Poisoned(poisoned)) => {
+                    return Some(poisoned.into_inner());
+                }
+                Err(std::sync::TryLockError::WouldBlock) if self.is_stuck() => return None,
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(std::time::Duration::from_millis(2));
+                }
+            }
+        }
+    }
+
+    /// Marks the call holding the lock as stuck. The mark is set first and then checked
+    /// against the lock: a call clears it (under the lock) when it returns, so if the call
+    /// already returned, taking the lock here proves it and the mark is cleared again.
+    pub fn mark_stuck_if_busy(&self) {
+        self.set_stuck(true);
+        if let Ok(_free) = self.call_lock.try_lock() {
+            self.set_stuck(false);
+        }
+    }
+
     /// Whether a call that timed out is still running inside the plugin.
     pub fn is_stuck(&self) -> bool {
         self.stuck.load(Ordering::Acquire)

@@ -2,6 +2,7 @@
 //! (`<agentDir>/settings.json`). Only the keys the host uses are read; others are ignored.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -18,6 +19,8 @@ pub struct Settings {
     pub hook_timeout_ms: Option<u64>,
     /// `toolCallTimeout` in milliseconds.
     pub tool_call_timeout_ms: Option<u64>,
+    /// Whether the file is the project's (`<cwd>/.pi/settings.json`) rather than the user's.
+    pub project: bool,
 }
 
 impl Settings {
@@ -50,8 +53,37 @@ pub fn read_settings(path: &Path) -> Result<Option<Settings>, String> {
         extensions: string_list(&map, "extensions")?,
         hook_timeout_ms: millis(&map, "hookTimeout")?,
         tool_call_timeout_ms: millis(&map, "toolCallTimeout")?,
+        project: false,
     }))
 }
+
+/// The handler time limits in force: `(hookTimeout, toolCallTimeout)`. The user's settings
+/// decide; a project's settings may only raise a limit, never lower it, so a cloned
+/// repository cannot time out the user's plugins (a `tool_result` redaction, say) by
+/// setting `hookTimeout: 1`. `toolCallTimeout` unset means untimed.
+pub fn timeouts(settings: &[Settings]) -> (Duration, Option<Duration>) {
+    let user = settings.iter().find(|s| !s.project);
+    let project = settings.iter().find(|s| s.project);
+    let mut hook = user
+        .and_then(|s| s.hook_timeout_ms)
+        .map_or(DEFAULT_HOOK_TIMEOUT, Duration::from_millis);
+    if let Some(raised) = project
+        .and_then(|s| s.hook_timeout_ms)
+        .map(Duration::from_millis)
+    {
+        hook = hook.max(raised);
+    }
+    let mut tool_call = user
+        .and_then(|s| s.tool_call_timeout_ms)
+        .map(Duration::from_millis);
+    if let (Some(limit), Some(raised)) = (tool_call, project.and_then(|s| s.tool_call_timeout_ms)) {
+        tool_call = Some(limit.max(Duration::from_millis(raised)));
+    }
+    (hook, tool_call)
+}
+
+/// The default `hookTimeout`: 30 seconds.
+pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(30);
 
 fn string_list(map: &serde_json::Map<String, Value>, key: &str) -> Result<Vec<String>, String> {
     let wrong = |found: &Value| {
@@ -120,5 +152,34 @@ mod tests {
         );
         std::fs::write(&path, "{not json").unwrap();
         assert!(read_settings(&path).unwrap_err().contains("not valid JSON"));
+    }
+
+    #[test]
+    fn a_project_may_raise_timeouts_but_not_lower_them() {
+        let make = |project, hook, tool| Settings {
+            hook_timeout_ms: hook,
+            tool_call_timeout_ms: tool,
+            project,
+            ..Settings::default()
+        };
+        let ms = Duration::from_millis;
+        assert_eq!(timeouts(&[]), (DEFAULT_HOOK_TIMEOUT, None));
+        assert_eq!(
+            timeouts(&[make(true, Some(1), Some(1))]),
+            (DEFAULT_HOOK_TIMEOUT, None)
+        );
+        assert_eq!(
+            timeouts(&[make(true, Some(60_000), None)]),
+            (ms(60_000), None)
+        );
+        let user = make(false, Some(200), Some(100));
+        assert_eq!(
+            timeouts(&[make(true, Some(1), Some(1)), user.clone()]),
+            (ms(200), Some(ms(100)))
+        );
+        assert_eq!(
+            timeouts(&[make(true, Some(900), Some(500)), user]),
+            (ms(900), Some(ms(500)))
+        );
     }
 }

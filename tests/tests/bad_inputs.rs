@@ -790,3 +790,43 @@ fn bad_input_in_project_folder_is_reported() {
     listing.expect_loaded(&["good"]);
     assert_eq!(listing.json["untrusted"], serde_json::json!([]));
 }
+
+/// A library that needs a symbol nothing provides: the system loader refuses it; the message
+/// names the user's file (not the shadow copy) and the missing symbol.
+#[test]
+fn library_with_an_undefined_symbol() {
+    let (sandbox, hooks) = sandbox_with_good();
+    let code = r#"#include "pi_hooks.h"
+extern int missing_function(void);
+static PiStatus init(const PiHostApi *host, PiPlugin *plugin) {
+    (void)host; (void)plugin;
+    return missing_function() == 0 ? PI_OK : PI_ERR;
+}
+PI_HOOKS_PLUGIN("undef", "1.0", "", init, NULL);
+"#;
+    let library = pi_hooks_tests::compile_c_text(&sandbox.lib(), "undef", code, &[]);
+    sandbox.install(&library, &hooks, "undef.so");
+    let listing = list(&sandbox, &[]);
+    let error = listing.expect_error("undef.so", "undefined symbol: missing_function");
+    assert!(error.contains("hooks/undef.so"), "{error}");
+    assert!(!error.contains("plugin-cache"), "{error}");
+    assert!(
+        error.contains("link the plugin against the library that defines it"),
+        "{error}"
+    );
+    listing.expect_error_count(1);
+    listing.expect_loaded(&["good"]);
+}
+
+/// A folder named with --hook that holds no library is reported, not silently ignored.
+#[test]
+fn named_folder_without_libraries() {
+    let (sandbox, _hooks) = sandbox_with_good();
+    let empty = sandbox.root().join("empty-plugins");
+    std::fs::create_dir_all(&empty).unwrap();
+    std::fs::write(empty.join("notes.txt"), "not a plugin").unwrap();
+    let listing = list(&sandbox, &["--hook", empty.to_str().unwrap()]);
+    listing.expect_error("empty-plugins", "the folder holds no .so plugin library");
+    listing.expect_error_count(1);
+    listing.expect_loaded(&["good"]);
+}

@@ -895,3 +895,20 @@ fn a_payload_value_of_every_json_kind_reaches_the_plugin_intact() {
     let seen: Value = world.payload("echo message_end");
     assert_eq!(seen, event);
 }
+
+#[test]
+fn an_empty_system_prompt_restores_the_base_prompt() {
+    // pi: the combined systemPrompt replaces the base prompt only when it is truthy.
+    let world = BehaveWorld::new(&[(
+        "blank",
+        handlers(json!([{"event": "before_agent_start", "result": {"systemPrompt": ""}}])),
+    )]);
+    let outcome = world.runner.emit_before_agent_start("go", None, "BASE");
+    assert_eq!(
+        outcome,
+        Some(BeforeAgentStartOutcome {
+            messages: vec![],
+            system_prompt: None
+        })
+    );
+}

@@ -777,11 +777,10 @@ fn tool_call_timeout_from_settings_blocks_the_tool() {
 }
 
 #[test]
-fn hook_timeout_from_project_settings_reports_the_slow_handler() {
+fn hook_timeout_from_user_settings_reports_the_slow_handler() {
     let sandbox = Sandbox::new();
-    std::fs::create_dir_all(sandbox.project().join(".pi")).unwrap();
     std::fs::write(
-        sandbox.project().join(".pi/settings.json"),
+        sandbox.agent_dir().join("settings.json"),
         r#"{"hookTimeout": 150}"#,
     )
     .unwrap();
@@ -952,9 +951,8 @@ fn a_plugin_stuck_in_a_timed_out_call_does_not_hang_the_host_at_exit() {
     // session_shutdown sleeps 20 s; hookTimeout is 150 ms. The dispatch moves on, and
     // retiring the plugin waits a bounded time for the stuck call instead of 20 s.
     let sandbox = Sandbox::new();
-    std::fs::create_dir_all(sandbox.project().join(".pi")).unwrap();
     std::fs::write(
-        sandbox.project().join(".pi/settings.json"),
+        sandbox.agent_dir().join("settings.json"),
         r#"{"hookTimeout": 150}"#,
     )
     .unwrap();
@@ -990,5 +988,152 @@ fn a_plugin_stuck_in_a_timed_out_call_does_not_hang_the_host_at_exit() {
     assert!(
         elapsed < std::time::Duration::from_secs(15),
         "the host waited {elapsed:?} for a stuck plugin"
+    );
+}
+
+#[test]
+fn project_settings_cannot_lower_the_users_hook_timeout() {
+    // A cloned repository's settings must not time out the user's plugins: a project
+    // `hookTimeout: 1` is ignored, so a 100 ms tool_result handler still patches the result.
+    let sandbox = Sandbox::new();
+    std::fs::create_dir_all(sandbox.project().join(".pi")).unwrap();
+    std::fs::write(
+        sandbox.project().join(".pi/settings.json"),
+        r#"{"hookTimeout": 1}"#,
+    )
+    .unwrap();
+    let script = sandbox.script(&json!({"turns": [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "echo secret"}}]},
+        {"text": "done"}
+    ]}));
+    let plugins = [(
+        "redact",
+        handlers(json!([{"event": "tool_result", "sleep_ms": 100,
+                          "result": {"content": [{"type": "text", "text": "[REDACTED]"}]}}])),
+    )];
+    let output = pi_hooks_tests::behave_command(
+        &sandbox,
+        &plugins,
+        &[
+            "run",
+            "--mode",
+            "json",
+            "--no-session",
+            "--script",
+            script.to_str().unwrap(),
+        ],
+    )
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("timed out"), "{stderr}");
+    let lines = pi_hooks_tests::json_lines(&output);
+    let end = lines
+        .iter()
+        .find(|l| l["type"] == "tool_execution_end")
+        .expect("a tool_execution_end");
+    assert_eq!(end["result"]["content"][0]["text"], "[REDACTED]", "{end}");
+}
+
+#[test]
+fn a_plugin_tool_s_progress_reaches_the_same_plugin_after_the_tool_without_deadlock() {
+    let sandbox = Sandbox::new();
+    let library = pi_hooks_tests::c_fixture(&sandbox.lib(), "reenter", &[]);
+    let log = sandbox.root().join("reenter.log");
+    let script = sandbox.script(&json!({"turns": [
+        {"toolCalls": [{"name": "slow", "arguments": {}}]},
+        {"text": "done"}
+    ]}));
+    let mut child = sandbox
+        .command(&[
+            "run",
+            "--mode",
+            "json",
+            "--no-session",
+            "--script",
+            script.to_str().unwrap(),
+            "--hook",
+        ])
+        .arg(&library)
+        .env("REENTER_LOG", &log)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A deadlock would never end: give it a generous bound, then fail instead of hanging.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("pi-hooks hung: a plugin tool's tool_update deadlocked on its own plugin");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        lines.lines().collect::<Vec<_>>(),
+        ["tool start", "tool_update ok", "tool end", "update handler"],
+    );
+    let events = pi_hooks_tests::json_lines(&output);
+    let update = events
+        .iter()
+        .find(|e| e["type"] == "tool_execution_update")
+        .expect("an update event");
+    assert_eq!(update["partialResult"]["content"][0]["text"], "50%");
+}
+
+#[test]
+fn a_call_waiting_for_a_plugin_that_gets_stuck_gives_up_instead_of_hanging() {
+    // Two parallel tools; the plugin's tool_result handler never returns in time (20 s).
+    // The first dispatch abandons it after hookTimeout; the second, waiting for the plugin,
+    // must then give up too, and the host must finish.
+    let sandbox = Sandbox::new();
+    std::fs::write(
+        sandbox.agent_dir().join("settings.json"),
+        r#"{"hookTimeout": 300}"#,
+    )
+    .unwrap();
+    let script = sandbox.script(&json!({"turns": [
+        {"toolCalls": [
+            {"name": "bash", "arguments": {"command": "echo one"}},
+            {"name": "bash", "arguments": {"command": "echo two"}}
+        ]},
+        {"text": "done"}
+    ]}));
+    let plugins = [(
+        "hang",
+        handlers(json!([{"event": "tool_result", "sleep_ms": 20000}])),
+    )];
+    let started = std::time::Instant::now();
+    let output = pi_hooks_tests::behave_command(
+        &sandbox,
+        &plugins,
+        &[
+            "run",
+            "-p",
+            "--no-session",
+            "--script",
+            script.to_str().unwrap(),
+        ],
+    )
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("timed out after 300ms"), "{stderr}");
+    assert!(
+        stderr.contains("still running an earlier call that timed out"),
+        "{stderr}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(15),
+        "took {:?}",
+        started.elapsed()
     );
 }

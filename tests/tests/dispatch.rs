@@ -213,3 +213,30 @@ fn cpp_example_loads_and_its_guarded_handlers_run() {
         }]
     );
 }
+
+#[test]
+fn a_retired_plugin_s_handle_answers_cancelled() {
+    // A plugin thread may keep its handle after the plugin is retired: host calls through it
+    // must answer PI_ERR_CANCELLED (the state is never freed), not touch freed memory.
+    let sandbox = Sandbox::new();
+    let plugin = load(&sandbox, &rust_plugin("fixture-rust-init"));
+    let handle = plugin.state().as_handle();
+    drop(plugin);
+    let host = pi_hooks::host_api::host_api();
+    let name = "fixture-flag";
+    let mut out = std::ptr::null_mut();
+    // SAFETY: the host table is static; the handle stays valid (retired states are kept);
+    // `name` and `out` outlive the call.
+    let status = unsafe {
+        ((*(*host).actions).get_flag)(
+            handle,
+            pi_hooks_abi::ffi::PiStr {
+                ptr: name.as_ptr().cast(),
+                len: name.len(),
+            },
+            &mut out,
+        )
+    };
+    assert_eq!(status, pi_hooks_abi::ffi::PI_ERR_CANCELLED);
+    assert!(out.is_null());
+}

@@ -7,6 +7,8 @@ use super::strings::PiStr;
 use super::value::PiValue;
 
 /// An opaque result under construction, owned by the host and valid until the call returns.
+/// Unlike the other host functions, the setters are not thread-safe: use a result only from
+/// the thread that runs the handler it was given to.
 ///
 /// It starts out as "no result" (the handler returned nothing). Either give it a whole JSON
 /// document with `set_json`, or set fields one by one, which makes it an object. For example a

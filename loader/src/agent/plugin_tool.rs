@@ -39,15 +39,29 @@ impl Tool for PluginTool {
 
     fn execute(&self, call: &ToolInvocation<'_>) -> Result<ToolOutput, String> {
         let params = HostValue::from_json(call.args.clone());
-        let on_update = |partial: Value| (call.on_update)(output_of(partial));
-        let outcome = call_tool(
-            &self.state,
-            &self.tool,
-            call.tool_call_id,
-            &params,
-            &self.scope,
-            &on_update,
-        );
+        // Partial results become `tool_execution_update` events, which may go to this same
+        // plugin: never dispatch them from inside its call (it holds its call lock). A
+        // forwarder thread delivers them; a plugin that listens to its own updates gets them
+        // once the tool returns.
+        let (updates, queued) = std::sync::mpsc::channel::<Value>();
+        let outcome = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                for partial in queued {
+                    (call.on_update)(output_of(partial));
+                }
+            });
+            let on_update = move |partial: Value| {
+                let _ = updates.send(partial);
+            };
+            call_tool(
+                &self.state,
+                &self.tool,
+                call.tool_call_id,
+                &params,
+                &self.scope,
+                &on_update,
+            )
+        });
         if outcome.status != PI_OK {
             return Err(outcome.error_text());
         }

@@ -67,23 +67,51 @@ pub unsafe fn read_str_array<'a>(
     items.iter().map(|s| unsafe { read_str(*s) }).collect()
 }
 
-/// Reads a plugin struct that starts with `struct_size`, checking the plugin's size covers
-/// at least the fields of ABI minor 0 (`min_size`). Fields appended later must be read only
-/// after checking `struct_size` again.
+/// A plugin→host struct for which all-zero bytes are a valid value (integers, raw pointers,
+/// `Option`s of function pointers), so a struct from an older minor can be widened with zeros.
 ///
 /// # Safety
-/// `ptr` must be NULL or point to a struct of the plugin's declared size.
-pub unsafe fn read_sized<'a, T>(ptr: *const T, min_size: usize) -> Result<&'a T, PiStatus> {
+/// Implement only for `#[repr(C)]` structs whose every field is valid when zeroed.
+pub unsafe trait ZeroValid {}
+
+// SAFETY: integers, PiStr (raw pointer + length), Option<fn>, raw pointers: all zero-valid.
+unsafe impl ZeroValid for PiCommandDef {}
+// SAFETY: as above.
+unsafe impl ZeroValid for PiToolDef {}
+// SAFETY: as above.
+unsafe impl ZeroValid for PiRendererDef {}
+// SAFETY: as above.
+unsafe impl ZeroValid for PiFlagDef {}
+// SAFETY: as above.
+unsafe impl ZeroValid for PiShortcutDef {}
+// SAFETY: as above.
+unsafe impl ZeroValid for PiExecRequest {}
+// SAFETY: as above.
+unsafe impl ZeroValid for PiDialogOptions {}
+
+/// Reads a plugin struct that starts with `struct_size`: refuses one smaller than
+/// `min_size` (the struct's size at ABI minor 0), copies the bytes the plugin declared (no
+/// more than this host knows), and leaves fields the plugin's minor lacks zeroed.
+///
+/// # Safety
+/// `ptr` must be NULL or point to at least `struct_size` readable bytes, as the ABI requires.
+pub unsafe fn read_sized<T: ZeroValid>(ptr: *const T, min_size: usize) -> Result<T, PiStatus> {
     if ptr.is_null() {
         return Err(PI_ERR_INVALID_ARG);
     }
     // SAFETY: every ABI struct begins with its u32 size; reading 4 bytes is within any size.
-    let size = unsafe { ptr.cast::<u32>().read_unaligned() } as usize;
-    if size < min_size {
+    let declared = unsafe { ptr.cast::<u32>().read_unaligned() } as usize;
+    if declared < min_size {
         return Err(PI_ERR_INVALID_ARG);
     }
-    // SAFETY: the struct is at least `min_size` = size_of::<T>() bytes, so all of T is there.
-    Ok(unsafe { &*ptr })
+    let mut out = std::mem::MaybeUninit::<T>::zeroed();
+    let len = declared.min(size_of::<T>());
+    // SAFETY: the plugin guarantees `declared` readable bytes at `ptr`; `len` is no more than
+    // that nor than `T`; the destination is a distinct local.
+    unsafe { std::ptr::copy_nonoverlapping(ptr.cast::<u8>(), out.as_mut_ptr().cast::<u8>(), len) };
+    // SAFETY: zeroed bytes are a valid T (ZeroValid), and the copied prefix holds the
+    // plugin's values of the same fields.
+    Ok(unsafe { out.assume_init() })
 }
 
 /// A table pointer in a `static`.

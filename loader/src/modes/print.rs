@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::agent::model::Model;
 use crate::agent::{Agent, AgentConfig, DEFAULT_SYSTEM_PROMPT, EventSink};
 use crate::load::LoadReport;
-use crate::runner::{DEFAULT_HOOK_TIMEOUT, Runner, RunnerConfig};
+use crate::runner::{Runner, RunnerConfig};
 use crate::session::SessionStore;
 use crate::tools::builtin::builtin_tools;
 
@@ -59,16 +59,7 @@ pub fn run(run: PrintRun) -> i32 {
         output,
     } = run;
     let stdout = Arc::new(Mutex::new(std::io::stdout()));
-    let hook_timeout = report
-        .settings
-        .iter()
-        .find_map(|s| s.hook_timeout_ms)
-        .map_or(DEFAULT_HOOK_TIMEOUT, std::time::Duration::from_millis);
-    let tool_call_timeout = report
-        .settings
-        .iter()
-        .find_map(|s| s.tool_call_timeout_ms)
-        .map(std::time::Duration::from_millis);
+    let (hook_timeout, tool_call_timeout) = crate::settings::timeouts(&report.settings);
     let config = RunnerConfig {
         cwd: cwd.to_string_lossy().into_owned(),
         mode: if output == Output::Json {

@@ -496,7 +496,8 @@ impl Runner {
         let chain = self.run("before_agent_start", &scope, chain, self.timeout());
         (chain.modified || !chain.messages.is_empty()).then(|| BeforeAgentStartOutcome {
             messages: chain.messages,
-            system_prompt: chain.modified.then_some(chain.system_prompt),
+            // pi: only a truthy combined prompt replaces the base prompt; "" restores it.
+            system_prompt: Some(chain.system_prompt).filter(|p| chain.modified && !p.is_empty()),
         })
     }
 

@@ -35,8 +35,7 @@ use crate::plugin::{HandlerOutcome, LoadedPlugin, call_handler};
 use crate::registry::{EventHandler, PluginState};
 use crate::services::HostServices;
 
-/// The default `hookTimeout`: 30 seconds.
-pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(30);
+pub use crate::settings::DEFAULT_HOOK_TIMEOUT;
 
 /// An error reported by a handler: `{extensionPath, event, error}` as pi reports them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

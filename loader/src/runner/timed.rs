@@ -160,7 +160,7 @@ impl Workers {
             s.current = None;
             s.next = index + 1;
             let slot = &slots[index];
-            slot.state.set_stuck(true);
+            slot.state.mark_stuck_if_busy();
             let message = format!("timed out after {}ms", limit.as_millis());
             let Shared { chain, errors, .. } = &mut *s;
             let chain = chain
@@ -208,8 +208,8 @@ fn run_job<C: Chain>(
         });
         let mut s = lock(shared);
         if s.generation != generation {
-            // The dispatcher gave up on this call and moved on; the plugin is free again.
-            slot.state.set_stuck(false);
+            // The dispatcher gave up on this call and moved on (the call cleared its plugin's
+            // "stuck" mark when it returned).
             return;
         }
         s.current = None;
