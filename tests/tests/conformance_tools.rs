@@ -86,6 +86,11 @@ impl Run {
 }
 
 /// Runs `pi-hooks run --mode json --script <script> --no-session <extra> "go"` with `plugins`.
+/// Writes the user's `<agentDir>/settings.json`.
+fn user_settings(sandbox: &Sandbox, text: &str) {
+    std::fs::write(sandbox.agent_dir().join("settings.json"), text).unwrap();
+}
+
 fn run(
     sandbox: Sandbox,
     plugins: &[(&str, Value)],
@@ -749,11 +754,7 @@ fn a_tool_call_error_or_panic_blocks_end_to_end_without_a_report() {
 #[test]
 fn tool_call_timeout_from_settings_blocks_the_tool() {
     let sandbox = Sandbox::new();
-    std::fs::write(
-        sandbox.agent_dir().join("settings.json"),
-        r#"{"toolCallTimeout": 200}"#,
-    )
-    .unwrap();
+    user_settings(&sandbox, r#"{"toolCallTimeout": 200}"#);
     let run = run(
         sandbox,
         &[(
@@ -779,11 +780,7 @@ fn tool_call_timeout_from_settings_blocks_the_tool() {
 #[test]
 fn hook_timeout_from_user_settings_reports_the_slow_handler() {
     let sandbox = Sandbox::new();
-    std::fs::write(
-        sandbox.agent_dir().join("settings.json"),
-        r#"{"hookTimeout": 150}"#,
-    )
-    .unwrap();
+    user_settings(&sandbox, r#"{"hookTimeout": 150}"#);
     let library = pi_hooks_tests::behave_library_path(&sandbox.lib(), "sleepy");
     let run = run(
         sandbox,
@@ -908,11 +905,7 @@ fn waiting_for_a_busy_plugin_does_not_count_against_hook_timeout() {
     // handler of the one plugin takes 350 ms (< 500 ms), but the second must first wait
     // for the first to return (calls into a plugin never overlap). Neither overran.
     let sandbox = Sandbox::new();
-    std::fs::write(
-        sandbox.agent_dir().join("settings.json"),
-        r#"{"hookTimeout": 500}"#,
-    )
-    .unwrap();
+    user_settings(&sandbox, r#"{"hookTimeout": 500}"#);
     let run = run(
         sandbox,
         &[(
@@ -951,34 +944,21 @@ fn a_plugin_stuck_in_a_timed_out_call_does_not_hang_the_host_at_exit() {
     // session_shutdown sleeps 20 s; hookTimeout is 150 ms. The dispatch moves on, and
     // retiring the plugin waits a bounded time for the stuck call instead of 20 s.
     let sandbox = Sandbox::new();
-    std::fs::write(
-        sandbox.agent_dir().join("settings.json"),
-        r#"{"hookTimeout": 150}"#,
-    )
-    .unwrap();
-    let script = sandbox.script(&json!({"turns": [{"text": "ok"}]}));
+    user_settings(&sandbox, r#"{"hookTimeout": 150}"#);
     let plugins = [(
         "stuck",
         handlers(json!([{"event": "session_shutdown", "sleep_ms": 20000}])),
     )];
-    let started = std::time::Instant::now();
-    let output = pi_hooks_tests::behave_command(
-        &sandbox,
+    let run = run(
+        sandbox,
         &plugins,
-        &[
-            "run",
-            "-p",
-            "--no-session",
-            "--script",
-            script.to_str().unwrap(),
-        ],
-    )
-    .output()
-    .unwrap();
-    let elapsed = started.elapsed();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}");
-    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "ok");
+        json!({"turns": [{"text": "ok"}]}),
+        &[],
+        &[],
+    );
+    assert!(run.output.status.success(), "{}", run.dump());
+    assert_eq!(run.events_of("agent_end").len(), 1, "{}", run.dump());
+    let stderr = run.stderr();
     assert!(stderr.contains("timed out after 150ms"), "{stderr}");
     assert!(
         stderr.contains("is still running a call")
@@ -986,8 +966,9 @@ fn a_plugin_stuck_in_a_timed_out_call_does_not_hang_the_host_at_exit() {
         "{stderr}"
     );
     assert!(
-        elapsed < std::time::Duration::from_secs(15),
-        "the host waited {elapsed:?} for a stuck plugin"
+        run.took < Duration::from_secs(15),
+        "the host waited {:?} for a stuck plugin",
+        run.took
     );
 }
 
@@ -1002,36 +983,15 @@ fn project_settings_cannot_lower_the_users_hook_timeout() {
         r#"{"hookTimeout": 1}"#,
     )
     .unwrap();
-    let script = sandbox.script(&json!({"turns": [
+    let script = json!({"turns": [
         {"toolCalls": [{"name": "bash", "arguments": {"command": "echo secret"}}]},
         {"text": "done"}
-    ]}));
-    let plugins = [(
-        "redact",
-        handlers(json!([{"event": "tool_result", "sleep_ms": 100,
-                          "result": {"content": [{"type": "text", "text": "[REDACTED]"}]}}])),
-    )];
-    let output = pi_hooks_tests::behave_command(
-        &sandbox,
-        &plugins,
-        &[
-            "run",
-            "--mode",
-            "json",
-            "--no-session",
-            "--script",
-            script.to_str().unwrap(),
-        ],
-    )
-    .output()
-    .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!stderr.contains("timed out"), "{stderr}");
-    let lines = pi_hooks_tests::json_lines(&output);
-    let end = lines
-        .iter()
-        .find(|l| l["type"] == "tool_execution_end")
-        .expect("a tool_execution_end");
+    ]});
+    let redact = json!([{"event": "tool_result", "sleep_ms": 100,
+                         "result": {"content": [{"type": "text", "text": "[REDACTED]"}]}}]);
+    let run = run(sandbox, &[("redact", handlers(redact))], script, &[], &[]);
+    assert!(!run.stderr().contains("timed out"), "{}", run.dump());
+    let end = run.events_of("tool_execution_end")[0];
     assert_eq!(end["result"]["content"][0]["text"], "[REDACTED]", "{end}");
 }
 
@@ -1094,46 +1054,25 @@ fn a_call_waiting_for_a_plugin_that_gets_stuck_gives_up_instead_of_hanging() {
     // The first dispatch abandons it after hookTimeout; the second, waiting for the plugin,
     // must then give up too, and the host must finish.
     let sandbox = Sandbox::new();
-    std::fs::write(
-        sandbox.agent_dir().join("settings.json"),
-        r#"{"hookTimeout": 300}"#,
-    )
-    .unwrap();
-    let script = sandbox.script(&json!({"turns": [
+    user_settings(&sandbox, r#"{"hookTimeout": 300}"#);
+    let script = json!({"turns": [
         {"toolCalls": [
             {"name": "bash", "arguments": {"command": "echo one"}},
             {"name": "bash", "arguments": {"command": "echo two"}}
         ]},
         {"text": "done"}
-    ]}));
+    ]});
     let plugins = [(
         "hang",
         handlers(json!([{"event": "tool_result", "sleep_ms": 20000}])),
     )];
-    let started = std::time::Instant::now();
-    let output = pi_hooks_tests::behave_command(
-        &sandbox,
-        &plugins,
-        &[
-            "run",
-            "-p",
-            "--no-session",
-            "--script",
-            script.to_str().unwrap(),
-        ],
-    )
-    .output()
-    .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}");
+    let run = run(sandbox, &plugins, script, &[], &[]);
+    assert!(run.output.status.success(), "{}", run.dump());
+    let stderr = run.stderr();
     assert!(stderr.contains("timed out after 300ms"), "{stderr}");
     assert!(
         stderr.contains("still running an earlier call that timed out"),
         "{stderr}"
     );
-    assert!(
-        started.elapsed() < std::time::Duration::from_secs(15),
-        "took {:?}",
-        started.elapsed()
-    );
+    assert!(run.took < Duration::from_secs(15), "took {:?}", run.took);
 }
