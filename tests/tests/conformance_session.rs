@@ -313,3 +313,57 @@ fn walk(dir: &Path) -> Vec<String> {
     }
     out
 }
+
+/// Without `--session`, each run starts a new file in `<agentDir>/sessions/<cwd>/`;
+/// `--continue` appends to the most recent one.
+#[test]
+fn continue_appends_to_the_most_recent_session_of_the_directory() {
+    let sandbox = Sandbox::new();
+    let script = sandbox.script(&json!({"turns": [{"text": "reply to ${PROMPT}"}]}));
+    let run = |args: &[&str]| {
+        let mut all = vec!["run", "-p", "--script", script.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let output = sandbox.run(&all);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        output
+    };
+    let sessions = || -> Vec<std::path::PathBuf> {
+        let root = sandbox.agent_dir().join("sessions");
+        let mut files: Vec<_> = std::fs::read_dir(&root)
+            .map(|dirs| {
+                dirs.flatten()
+                    .flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten().flatten())
+                    .map(|f| f.path())
+                    .collect()
+            })
+            .unwrap_or_default();
+        files.sort();
+        files
+    };
+    run(&["first"]);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    run(&["second"]);
+    let files = sessions();
+    assert_eq!(files.len(), 2, "{files:?}");
+    run(&["--continue", "third"]);
+    assert_eq!(sessions(), files, "--continue must not start a new file");
+    let newest = files
+        .iter()
+        .max_by_key(|f| std::fs::metadata(f).unwrap().modified().unwrap())
+        .unwrap();
+    let texts: Vec<String> = session_lines(newest)
+        .iter()
+        .filter(|e| e["type"] == "message" && e["message"]["role"] == "user")
+        .map(|e| {
+            e["message"]["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(texts, ["second", "third"]);
+}
