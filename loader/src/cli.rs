@@ -58,9 +58,10 @@ enum Command {
 /// Options of `pi-hooks run`.
 #[derive(Debug, Args)]
 struct RunArgs {
-    /// Print mode: run the prompts and print the final assistant text (the default).
+    /// Print mode: run the prompts and print the final assistant text. It is the default
+    /// until the interactive mode exists; the flag is accepted as pi accepts it.
     #[arg(short = 'p', long = "print")]
-    print: bool,
+    _print: bool,
     /// Output: `text` (the final text) or `json` (the session header and every event as
     /// JSON lines).
     #[arg(long, value_enum, default_value = "text")]
@@ -233,7 +234,6 @@ fn run_inner(args: RunArgs) -> Result<u8, String> {
     } else {
         Output::Text
     };
-    let _ = args.print;
     let model: Box<dyn Model> = Box::new(model);
     let code = print::run(PrintRun {
         report,
