@@ -185,11 +185,6 @@ impl PluginState {
         }
     }
 
-    /// Takes the call lock: hold the guard for the duration of a call into the plugin.
-    pub fn lock_calls(&self) -> MutexGuard<'_, ()> {
-        self.call_lock.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Takes the call lock, waiting at most `limit` for a call in progress to return.
     pub fn lock_calls_within(&self, limit: std::time::Duration) -> Option<MutexGuard<'_, ()>> {
         let deadline = std::time::Instant::now() + limit;
