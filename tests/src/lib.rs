@@ -110,12 +110,17 @@ pub fn compile_c_text(dir: &Path, name: &str, code: &str, extra: &[&str]) -> Pat
 
 /// A C plugin from `tests/fixtures/<name>.c`, compiled into `dir`.
 pub fn c_fixture(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
+    c_fixture_as(dir, name, name, extra)
+}
+
+/// `tests/fixtures/<fixture>.c` compiled into `dir` as `<out_name>` plus the library suffix.
+pub fn c_fixture_as(dir: &Path, fixture: &str, out_name: &str, extra: &[&str]) -> PathBuf {
     let source = workspace_root()
         .join("tests/fixtures")
-        .join(format!("{name}.c"));
+        .join(format!("{fixture}.c"));
     compile_c(
         &source,
-        &dir.join(format!("{name}{}", std::env::consts::DLL_SUFFIX)),
+        &dir.join(format!("{out_name}{}", std::env::consts::DLL_SUFFIX)),
         extra,
     )
 }

@@ -19,9 +19,7 @@ use std::process::{Command, Output};
 
 use pi_hooks_abi::ffi::{PI_HOOKS_ABI_MAJOR, PI_HOOKS_ABI_MINOR};
 use pi_hooks_abi::layout::{AbiSizes, fingerprint_for_minor};
-use pi_hooks_tests::{
-    Sandbox, compile_c, loaded_names, parse_json_output, rust_plugin, workspace_root,
-};
+use pi_hooks_tests::{Sandbox, loaded_names, parse_json_output, rust_plugin};
 use serde_json::Value;
 
 // ---------------------------------------------------------------------------------------
@@ -30,14 +28,7 @@ use serde_json::Value;
 
 /// Compiles `tests/fixtures/<fixture>.c` into `<sandbox>/lib/<out_name>.so` with `flags`.
 fn build(sandbox: &Sandbox, fixture: &str, out_name: &str, flags: &[&str]) -> PathBuf {
-    let source = workspace_root()
-        .join("tests/fixtures")
-        .join(format!("{fixture}.c"));
-    compile_c(
-        &source,
-        &sandbox.lib().join(format!("{out_name}.so")),
-        flags,
-    )
+    pi_hooks_tests::c_fixture_as(&sandbox.lib(), fixture, out_name, flags)
 }
 
 /// The good plugin (`good.c`) built as `<lib>/<name>.so`, whose descriptor name is `name`.
@@ -189,6 +180,15 @@ impl Listing {
             .and_then(|p| p.iter().find(|p| p["name"] == name))
             .unwrap_or_else(|| panic!("{name} did not load, report:\n{:#}", self.json))
     }
+
+    /// The usual outcome of one bad input beside the good plugin: exactly one error, for
+    /// `file_name`, containing `reason`; the good plugin still loaded. Returns the error.
+    fn expect_only_error(&self, file_name: &str, reason: &str) -> String {
+        let error = self.expect_error(file_name, reason);
+        self.expect_error_count(1);
+        self.expect_loaded(&["good"]);
+        error
+    }
 }
 
 /// The effective user id of this process.
@@ -271,9 +271,7 @@ fn text_file_named_like_a_library() {
     )
     .unwrap();
     let listing = list(&sandbox, &[]);
-    listing.expect_error("x.so", "is a text file, not a compiled library");
-    listing.expect_error_count(1);
-    listing.expect_loaded(&["good"]);
+    listing.expect_only_error("x.so", "is a text file, not a compiled library");
 }
 
 /// Item 2: An empty file (an interrupted build).
@@ -282,9 +280,7 @@ fn empty_file() {
     let (sandbox, hooks) = sandbox_with_good();
     std::fs::write(hooks.join("empty.so"), b"").unwrap();
     let listing = list(&sandbox, &[]);
-    listing.expect_error("empty.so", "the file is empty (0 bytes)");
-    listing.expect_error_count(1);
-    listing.expect_loaded(&["good"]);
+    listing.expect_only_error("empty.so", "the file is empty (0 bytes)");
 }
 
 /// Copies the good plugin into `hooks/<name>`, keeping only its first `len` bytes.
@@ -340,15 +336,13 @@ fn library_for_another_cpu() {
     bytes[18..20].copy_from_slice(&machine.to_le_bytes());
     std::fs::write(hooks.join("foreign.so"), &bytes).unwrap();
     let listing = list(&sandbox, &[]);
-    listing.expect_error(
+    listing.expect_only_error(
         "foreign.so",
         &format!(
             "is built for {name}; this host is {}",
             std::env::consts::ARCH
         ),
     );
-    listing.expect_error_count(1);
-    listing.expect_loaded(&["good"]);
 }
 
 /// Item 5: A shared library that exports some other function but not the entry symbol.
@@ -361,12 +355,10 @@ fn library_without_entry_symbol() {
         "no_entry.so",
     );
     let listing = list(&sandbox, &[]);
-    listing.expect_error(
+    listing.expect_only_error(
         "no_entry.so",
         "does not export the entry symbol pi_hooks_plugin_v1",
     );
-    listing.expect_error_count(1);
-    listing.expect_loaded(&["good"]);
 }
 
 /// Item 6: ABI major too old (exports only `pi_hooks_plugin_v0`) and too new (only `_v2`).
@@ -521,12 +513,10 @@ fn c_init_returns_an_error() {
         "init_error.so",
     );
     let listing = list(&sandbox, &[]);
-    listing.expect_error(
+    listing.expect_only_error(
         "init_error.so",
         "its init failed (PI_ERR: the config file ~/.init-error.toml is missing)",
     );
-    listing.expect_error_count(1);
-    listing.expect_loaded(&["good"]);
 }
 
 /// Item 11: A Rust init that panics (`FIXTURE_INIT=panic`) or fails (`FIXTURE_INIT=error`); the
@@ -576,9 +566,7 @@ fn directory_named_like_a_library() {
     let (sandbox, hooks) = sandbox_with_good();
     std::fs::create_dir(hooks.join("x.so")).unwrap();
     let listing = list(&sandbox, &[]);
-    listing.expect_error("x.so", "is a directory, not a plugin library");
-    listing.expect_error_count(1);
-    listing.expect_loaded(&["good"]);
+    listing.expect_only_error("x.so", "is a directory, not a plugin library");
 }
 
 /// Item 13: A file the host may not read. Root reads anything, so as root `pi-hooks` runs as
@@ -615,9 +603,7 @@ fn unreadable_file() {
     } else {
         list(&sandbox, &[])
     };
-    listing.expect_error("locked.so", "permission denied");
-    listing.expect_error_count(1);
-    listing.expect_loaded(&["good"]);
+    listing.expect_only_error("locked.so", "permission denied");
 }
 
 /// Item 14: A symlink whose target does not exist.
@@ -627,15 +613,13 @@ fn dangling_symlink() {
     let target = sandbox.root().join("gone.so");
     symlink(&target, hooks.join("dangling.so")).unwrap();
     let listing = list(&sandbox, &[]);
-    listing.expect_error(
+    listing.expect_only_error(
         "dangling.so",
         &format!(
             "is a dangling symlink (its target {} does not exist)",
             target.display()
         ),
     );
-    listing.expect_error_count(1);
-    listing.expect_loaded(&["good"]);
 }
 
 /// Item 15a: The same plugin twice in one folder: the file and a symlink to it.
@@ -741,12 +725,10 @@ fn non_utf8_file_name() {
     std::fs::copy(hooks.join("good.so"), hooks.join(name)).unwrap();
     let listing = list(&sandbox, &[]);
     // Paths are reported lossily: each invalid byte becomes U+FFFD.
-    listing.expect_error(
+    listing.expect_only_error(
         "\u{FFFD}\u{FFFD}.so",
         "is not valid UTF-8, which plugin paths must be",
     );
-    listing.expect_error_count(1);
-    listing.expect_loaded(&["good"]);
 }
 
 /// Bad inputs in the project folder, where plugins wait for trust, are not dropped: what
@@ -826,7 +808,5 @@ fn named_folder_without_libraries() {
     std::fs::create_dir_all(&empty).unwrap();
     std::fs::write(empty.join("notes.txt"), "not a plugin").unwrap();
     let listing = list(&sandbox, &["--hook", empty.to_str().unwrap()]);
-    listing.expect_error("empty-plugins", "the folder holds no .so plugin library");
-    listing.expect_error_count(1);
-    listing.expect_loaded(&["good"]);
+    listing.expect_only_error("empty-plugins", "the folder holds no .so plugin library");
 }

@@ -136,6 +136,24 @@ fn text(t: &str) -> Value {
 }
 
 /// Every event a plugin can watch in a print-mode run, as logging handlers.
+/// The four events around one tool call.
+const TOOL_EVENTS: [&str; 4] = [
+    "tool_execution_start",
+    "tool_call",
+    "tool_result",
+    "tool_execution_end",
+];
+
+/// A behave config with one handler for each of [`TOOL_EVENTS`].
+fn watch_tool_events() -> Value {
+    handlers(
+        TOOL_EVENTS
+            .iter()
+            .map(|event| json!({"event": event}))
+            .collect(),
+    )
+}
+
 fn watch_everything() -> Value {
     let events = [
         "session_start",
@@ -587,15 +605,7 @@ fn parallel_calls_overlap_in_time() {
 fn an_unknown_tool_is_an_error_result_without_tool_call() {
     let run = run(
         Sandbox::new(),
-        &[(
-            "watch",
-            handlers(json!([
-                {"event": "tool_execution_start"},
-                {"event": "tool_call"},
-                {"event": "tool_result"},
-                {"event": "tool_execution_end"},
-            ])),
-        )],
+        &[("watch", watch_tool_events())],
         json!({"turns": [
             {"toolCalls": [{"id": "u1", "name": "no_such_tool", "arguments": {"x": 1}}]},
             {"text": "ok"}
@@ -608,15 +618,7 @@ fn an_unknown_tool_is_an_error_result_without_tool_call() {
     assert_eq!(results[0]["content"], text("Tool no_such_tool not found"));
     assert_eq!(results[0]["isError"], true);
     assert_eq!(
-        run.trace(
-            "watch",
-            &[
-                "tool_execution_start",
-                "tool_call",
-                "tool_result",
-                "tool_execution_end"
-            ]
-        ),
+        run.trace("watch", &TOOL_EVENTS),
         ["tool_execution_start u1", "tool_execution_end u1"]
     );
 }
@@ -861,15 +863,7 @@ fn invalid_arguments_are_an_error_result_without_tool_call() {
     // validation error is the tool's error result, with no tool_call and no tool_result.
     let run = run(
         Sandbox::new(),
-        &[(
-            "watch",
-            handlers(json!([
-                {"event": "tool_execution_start"},
-                {"event": "tool_call"},
-                {"event": "tool_result"},
-                {"event": "tool_execution_end"},
-            ])),
-        )],
+        &[("watch", watch_tool_events())],
         json!({"turns": [
             {"toolCalls": [{"id": "v1", "name": "bash", "arguments": {}}]},
             {"text": "ok"}
@@ -886,15 +880,7 @@ fn invalid_arguments_are_an_error_result_without_tool_call() {
     );
     assert_eq!(results[0]["isError"], true);
     assert_eq!(
-        run.trace(
-            "watch",
-            &[
-                "tool_execution_start",
-                "tool_call",
-                "tool_result",
-                "tool_execution_end"
-            ]
-        ),
+        run.trace("watch", &TOOL_EVENTS),
         ["tool_execution_start v1", "tool_execution_end v1"]
     );
 }

@@ -160,8 +160,7 @@ impl Agent {
         let core = &self.core;
         core.runner
             .emit(json!({"type": "session_start", "reason": "startup"}));
-        core.runner
-            .emit_legacy_session("start", core.session_fields());
+        core.emit_legacy_session("start");
         core.runner
             .emit_resources_discover(&core.config.cwd.to_string_lossy(), "startup");
         self.drain_runs();
@@ -172,8 +171,7 @@ impl Agent {
         let core = &self.core;
         core.runner
             .emit(json!({"type": "session_shutdown", "reason": "quit"}));
-        core.runner
-            .emit_legacy_session("shutdown", core.session_fields());
+        core.emit_legacy_session("shutdown");
     }
 
     /// Handles one prompt: a plugin command, or `input` and then an agent run. Runs what
@@ -374,6 +372,15 @@ impl Core {
             self.runner.emit(event.clone());
         }
         self.shared.sink(&event);
+    }
+
+    /// The legacy `session` event (seed 003) with the session's entries and file; the
+    /// entries are copied only when some plugin listens.
+    fn emit_legacy_session(&self, reason: &str) {
+        if self.runner.has_handlers("session") {
+            self.runner
+                .emit_legacy_session(reason, self.session_fields());
+        }
     }
 
     fn session_fields(&self) -> Map<String, Value> {
