@@ -11,6 +11,8 @@
 pub mod agent;
 pub mod cli;
 pub mod discover;
+pub mod display;
+pub mod event_names;
 pub mod host_api;
 pub mod library;
 pub mod load;

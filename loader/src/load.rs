@@ -35,6 +35,16 @@ impl From<SourceError> for LoadError {
     }
 }
 
+/// Something the user should know about a plugin source that did not stop it loading: a
+/// project entry set aside because it names one of the user's own plugins, say.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LoadWarning {
+    /// The file the warning is about.
+    pub path: String,
+    /// What happened, in one line.
+    pub warning: String,
+}
+
 /// A project plugin that was found but not loaded because it is not trusted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Untrusted {
@@ -60,6 +70,8 @@ pub struct LoadReport {
     pub errors: Vec<LoadError>,
     /// Project plugins waiting for trust.
     pub untrusted: Vec<Untrusted>,
+    /// Warnings about sources (a plugin's own warnings are on the plugin).
+    pub warnings: Vec<LoadWarning>,
     /// The settings files read (project first).
     pub settings: Vec<Settings>,
 }

@@ -25,6 +25,9 @@ pub struct LoadedPlugin {
     pub trust: TrustState,
     /// SHA-256 of the file.
     pub sha256: String,
+    /// What the user should know about this plugin although it loaded (an event name no
+    /// host version emits, say), one line each.
+    pub warnings: Vec<String>,
     state: Arc<PluginState>,
     library: OpenedLibrary,
 }
@@ -92,11 +95,19 @@ impl LoadedPlugin {
             origin,
             trust,
             sha256,
+            warnings: Vec::new(),
             state,
             library,
         };
         if status == PI_OK {
             plugin.state.set_phase(Phase::Active);
+            let mut plugin = plugin;
+            plugin.warnings = plugin
+                .registrations()
+                .event_names()
+                .iter()
+                .filter_map(|name| crate::event_names::unknown_event_warning(name))
+                .collect();
             return Ok(plugin);
         }
         let detail = plugin
