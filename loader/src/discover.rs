@@ -6,7 +6,7 @@
 //! files with this platform's library suffix in name order. Duplicates (same canonical path)
 //! keep their first place.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -91,6 +91,9 @@ pub struct Discovery {
     pub errors: Vec<SourceError>,
     /// The settings that were read (project first).
     pub settings: Vec<Settings>,
+    /// Project entries dropped because they name one of the user's own plugins (the user's
+    /// entry keeps its place and trust); `error` says so in one line.
+    pub shadowed: Vec<SourceError>,
 }
 
 /// Finds the candidates.
@@ -135,14 +138,47 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
     for entry in &options.explicit {
         explicit(&resolve(entry, &options.cwd), Origin::Cli, &mut raw);
     }
+    dedupe(raw, &mut found);
+    found
+}
+
+/// Keeps one candidate per file (canonical path). The first place wins, except that a project
+/// entry never takes a file from the user: when a project folder or the project's settings
+/// reach a file that the user's folders, the user's settings or the command line also name
+/// (a symlink in `.pi/hooks`, a linked folder, a path in `.pi/settings.json`), the user's
+/// entry keeps its place and needs no trust, and the project entry is dropped with a warning.
+fn dedupe(raw: Vec<Candidate>, found: &mut Discovery) {
+    let keys: Vec<PathBuf> = raw
+        .iter()
+        .map(|c| std::fs::canonicalize(&c.path).unwrap_or_else(|_| c.path.clone()))
+        .collect();
+    let users: HashMap<&Path, &Candidate> = raw
+        .iter()
+        .zip(&keys)
+        .rev()
+        .filter(|(c, _)| !c.origin.needs_trust())
+        .map(|(c, key)| (key.as_path(), c))
+        .collect();
     let mut seen = HashSet::new();
-    for candidate in raw {
-        let key = std::fs::canonicalize(&candidate.path).unwrap_or_else(|_| candidate.path.clone());
+    for (candidate, key) in raw.iter().zip(&keys) {
+        if candidate.origin.needs_trust()
+            && let Some(user) = users.get(key.as_path())
+        {
+            found.shadowed.push(SourceError {
+                path: candidate.path.display().to_string(),
+                error: format!(
+                    "the project's entry names {}, which is already your plugin ({}, {}); it loads once, in your place and with your trust",
+                    key.display(),
+                    user.origin.label(),
+                    user.path.display()
+                ),
+            });
+            continue;
+        }
         if seen.insert(key) {
-            found.candidates.push(candidate);
+            found.candidates.push(candidate.clone());
         }
     }
-    found
 }
 
 /// A path named in settings or on the command line: a file is taken whatever its name; a
@@ -211,6 +247,10 @@ fn check_file(path: PathBuf, origin: Origin) -> Candidate {
         Ok(meta) if meta.is_dir() => {
             Some("is a directory, not a plugin library; name the library file itself".to_owned())
         }
+        Ok(meta) if !meta.is_file() => Some(format!(
+            "is {}, not a plugin library; only regular files are loaded",
+            crate::files::kind_of(&meta.file_type())
+        )),
         Ok(_) => None,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::read_link(&path) {
             Ok(target) => Some(format!(

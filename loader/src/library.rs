@@ -1,5 +1,5 @@
-//! Opening a plugin library: read it, check it is a library for this machine, copy it to a
-//! content-addressed shadow path, open the copy, find the entry symbol and check the
+//! Opening a plugin library: read it, check it is a library for this machine, make a private
+//! shadow copy of the bytes that were read (see [`crate::shadow`]), open the copy, find the entry symbol and check the
 //! descriptor against the host's ABI. No plugin code runs before the entry symbol, and
 //! nothing but the entry symbol runs before the descriptor is accepted.
 
@@ -10,6 +10,8 @@ use pi_hooks_abi::ENTRY_SYMBOL;
 use pi_hooks_abi::ffi::*;
 use pi_hooks_abi::layout::{AbiSizes, fingerprint_for_minor};
 
+use crate::files::{MAX_PLUGIN_BYTES, read_regular};
+use crate::shadow::shadow_copy;
 use crate::trust::sha256_hex;
 
 /// A plugin file read into memory, with its hash.
@@ -22,16 +24,10 @@ pub struct PluginFile {
     pub sha256: String,
 }
 
-/// Reads a plugin file.
+/// Reads a plugin file: a regular file of at most [`MAX_PLUGIN_BYTES`], read once; the bytes
+/// hashed here are the bytes that are loaded.
 pub fn read_plugin_file(path: &Path) -> Result<PluginFile, String> {
-    let bytes = std::fs::read(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::PermissionDenied => {
-            "cannot read the file (permission denied); make it readable (chmod u+r) or remove it"
-                .to_owned()
-        }
-        std::io::ErrorKind::IsADirectory => "is a directory, not a plugin library".to_owned(),
-        _ => format!("cannot read the file: {e}"),
-    })?;
+    let bytes = read_regular(path, MAX_PLUGIN_BYTES).map_err(|e| e.to_string())?;
     if bytes.is_empty() {
         return Err(
             "the file is empty (0 bytes): an interrupted build? rebuild the plugin".to_owned(),
@@ -86,7 +82,8 @@ impl Drop for OpenedLibrary {
     }
 }
 
-/// The folder shadow copies go to: `$PI_HOOKS_CACHE_DIR`, else `<agentDir>/plugin-cache`.
+/// The folder file shadow copies go to (where no memfd is used, see [`crate::shadow`]):
+/// `$PI_HOOKS_CACHE_DIR`, else `<agentDir>/plugin-cache`.
 pub fn cache_dir(agent_dir: &Path) -> PathBuf {
     match std::env::var_os("PI_HOOKS_CACHE_DIR") {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir),
@@ -97,11 +94,14 @@ pub fn cache_dir(agent_dir: &Path) -> PathBuf {
 /// Opens `file` through a shadow copy in `cache` and checks its descriptor.
 pub fn open(file: &PluginFile, cache: &Path) -> Result<OpenedLibrary, String> {
     check_object_header(&file.bytes)?;
-    let shadow = shadow_copy(file, cache)?;
+    let copy = shadow_copy(file, cache)?;
+    let shadow = copy.path.clone();
     // SAFETY: opening a library runs its initialisers; the user chose to load this file (it
     // is global, explicit or trusted), which is the trust decision loading native code needs.
     let library =
         unsafe { open_now(&shadow) }.map_err(|e| loader_refusal(&e, &shadow, &file.path))?;
+    // The library is never closed, so what backs its copy stays too.
+    copy.keep_forever();
     let descriptor = read_descriptor(&library)?;
     // SAFETY: check_descriptor verified the sizes; the strings are the plugin's statics,
     // valid while the library is mapped; they are copied here.
@@ -178,36 +178,6 @@ unsafe fn copy_str(s: PiStr, field: &str) -> Result<String, String> {
                 "the descriptor's {field} is not valid UTF-8 (or has a NULL pointer with a length)"
             )
         })
-}
-
-/// Copies the library to `<cache>/<stem>-<sha256 prefix>.<ext>` unless that copy exists.
-/// The name changes with the content, so a rebuilt file is always opened as a new image
-/// (glibc and macOS hand back a cached image for a path they already opened).
-fn shadow_copy(file: &PluginFile, cache: &Path) -> Result<PathBuf, String> {
-    let stem = file
-        .path
-        .file_stem()
-        .map_or("plugin".into(), |s| s.to_string_lossy().into_owned());
-    let ext = file
-        .path
-        .extension()
-        .map_or(String::new(), |e| format!(".{}", e.to_string_lossy()));
-    let target = cache.join(format!("{stem}-{}{ext}", &file.sha256[..16]));
-    if std::fs::metadata(&target).is_ok_and(|m| m.len() == file.bytes.len() as u64) {
-        return Ok(target);
-    }
-    let fail =
-        |e: std::io::Error| format!("cannot write the shadow copy in {}: {e}", cache.display());
-    std::fs::create_dir_all(cache).map_err(fail)?;
-    // Write beside the target and rename, so a concurrent host never opens a partial copy.
-    let tmp = cache.join(format!(
-        ".{stem}-{}.{}.tmp",
-        &file.sha256[..16],
-        std::process::id()
-    ));
-    std::fs::write(&tmp, &file.bytes).map_err(fail)?;
-    std::fs::rename(&tmp, &target).map_err(fail)?;
-    Ok(target)
 }
 
 /// Refuses what the system loader would refuse with a worse message, or crash on: text,

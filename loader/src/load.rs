@@ -81,6 +81,14 @@ pub fn load_all(options: &DiscoveryOptions) -> LoadReport {
     let discovery = discover(options);
     let mut report = LoadReport {
         errors: discovery.errors.into_iter().map(LoadError::from).collect(),
+        warnings: discovery
+            .shadowed
+            .into_iter()
+            .map(|s| LoadWarning {
+                path: s.path,
+                warning: s.error,
+            })
+            .collect(),
         settings: discovery.settings,
         ..LoadReport::default()
     };

@@ -33,12 +33,17 @@ impl Settings {
 /// Reads a settings file: `Ok(None)` when it does not exist, `Err` with a message naming the
 /// file, the key and what to do when it cannot be used.
 pub fn read_settings(path: &Path) -> Result<Option<Settings>, String> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read settings file: {e}")),
+    use crate::files::{MAX_SETTINGS_BYTES, ReadError, read_regular};
+    let bytes = match read_regular(path, MAX_SETTINGS_BYTES) {
+        Ok(bytes) => bytes,
+        Err(ReadError::NotFound) => return Ok(None),
+        Err(e) => {
+            return Err(format!(
+                "settings file {e}; plugins it lists were not loaded"
+            ));
+        }
     };
-    let value: Value = serde_json::from_str(&text).map_err(|e| {
+    let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
         format!("settings file is not valid JSON ({e}); fix it or remove it. Plugins it lists were not loaded")
     })?;
     let Value::Object(map) = value else {
