@@ -11,6 +11,7 @@ use pi_hooks_abi::ffi::*;
 use pi_hooks_abi::layout::{AbiSizes, fingerprint_for_minor};
 
 use crate::files::{MAX_PLUGIN_BYTES, read_regular};
+use crate::plugin_memory;
 use crate::shadow::shadow_copy;
 use crate::trust::sha256_hex;
 
@@ -103,12 +104,16 @@ pub fn open(file: &PluginFile, cache: &Path) -> Result<OpenedLibrary, String> {
     // The library is never closed, so what backs its copy stays too.
     copy.keep_forever();
     let descriptor = read_descriptor(&library)?;
-    // SAFETY: check_descriptor verified the sizes; the strings are the plugin's statics,
-    // valid while the library is mapped; they are copied here.
-    let text = |s: PiStr, field: &str| unsafe { copy_str(s, field) };
+    let text = copy_str;
     let name = text(descriptor.name, "name")?;
     if name.trim().is_empty() {
         return Err("the descriptor's name is empty; give the plugin a name".to_owned());
+    }
+    if name.contains('\0') {
+        return Err(
+            "the descriptor's name contains a NUL character; give the plugin a plain name"
+                .to_owned(),
+        );
     }
     Ok(OpenedLibrary {
         version: text(descriptor.version, "version")?,
@@ -165,19 +170,28 @@ unsafe fn open_now(path: &Path) -> Result<Library, libloading::Error> {
     }
 }
 
-/// Copies a plugin string out of its library.
-///
-/// # Safety
-/// `s` must point to `len` bytes valid for the call, or be NULL.
-unsafe fn copy_str(s: PiStr, field: &str) -> Result<String, String> {
-    // SAFETY: forwarded contract.
-    unsafe { crate::host_api::read_str(s) }
-        .map(str::to_owned)
-        .map_err(|_| {
-            format!(
-                "the descriptor's {field} is not valid UTF-8 (or has a NULL pointer with a length)"
-            )
-        })
+/// The longest descriptor string (name, version, description) the host reads.
+const MAX_DESCRIPTOR_TEXT: usize = 64 * 1024;
+
+/// Copies a descriptor string out of the plugin's memory, without trusting its pointer.
+fn copy_str(s: PiStr, field: &str) -> Result<String, String> {
+    if s.ptr.is_null() && s.len == 0 {
+        return Ok(String::new());
+    }
+    if s.len > MAX_DESCRIPTOR_TEXT {
+        return Err(format!(
+            "the descriptor's {field} is {} bytes long, more than the {MAX_DESCRIPTOR_TEXT} the host reads; is its length right?",
+            s.len
+        ));
+    }
+    // SAFETY: checked on Linux; elsewhere the ABI's contract (static strings) is all there is.
+    let bytes = unsafe { plugin_memory::copy(s.ptr.cast(), s.len) }.ok_or_else(|| {
+        format!(
+            "the descriptor's {field} points to {:p}, which is not readable memory; point it at a static string",
+            s.ptr
+        )
+    })?;
+    String::from_utf8(bytes).map_err(|_| format!("the descriptor's {field} is not valid UTF-8"))
 }
 
 /// Refuses what the system loader would refuse with a worse message, or crash on: text,
@@ -314,16 +328,19 @@ fn read_descriptor(library: &Library) -> Result<PiPluginDescriptor, String> {
             "{ENTRY_SYMBOL}() returned NULL instead of a descriptor"
         ));
     }
-    // SAFETY: a descriptor starts with its u32 size and the two version words; every
-    // version of the ABI has at least these 12 bytes.
-    let (size, major, minor) = unsafe {
-        let words = ptr.cast::<u32>();
-        (
-            words.read_unaligned(),
-            words.add(1).read_unaligned(),
-            words.add(2).read_unaligned(),
+    // The pointer comes from plugin code: copy through the checked reader, never trust it.
+    let unreadable = || {
+        format!(
+            "{ENTRY_SYMBOL}() returned {ptr:p}, which does not point to a readable descriptor; return the address of a static PiPluginDescriptor (PI_HOOKS_PLUGIN does)"
         )
     };
+    // A descriptor starts with its u32 size and the two version words; every version of the
+    // ABI has at least these 12 bytes.
+    // SAFETY: checked on Linux; elsewhere the ABI's contract (a static descriptor) is all
+    // there is.
+    let head = unsafe { plugin_memory::copy(ptr.cast(), 12) }.ok_or_else(unreadable)?;
+    let word = |i: usize| u32::from_ne_bytes([head[i], head[i + 1], head[i + 2], head[i + 3]]);
+    let (size, major, minor) = (word(0), word(4), word(8));
     check_versions(major, minor)?;
     let Some(expected) = AbiSizes::for_minor(minor) else {
         return Err(format!("this host has no size table for ABI 1.{minor}"));
@@ -334,8 +351,14 @@ fn read_descriptor(library: &Library) -> Result<PiPluginDescriptor, String> {
             expected.descriptor
         ));
     }
-    // SAFETY: the plugin says, and the size confirms, that a whole descriptor is there.
-    let descriptor = unsafe { ptr.read() };
+    // SAFETY: as for the head.
+    let bytes = unsafe { plugin_memory::copy(ptr.cast(), size_of::<PiPluginDescriptor>()) }
+        .ok_or_else(unreadable)?;
+    // SAFETY: `bytes` holds a whole descriptor's worth of bytes (the size was checked), and
+    // every bit pattern is a valid PiPluginDescriptor: integers, PiStr (a raw pointer and a
+    // length) and optional function pointers (any non-zero value is `Some`, which is only
+    // called after the checks below).
+    let descriptor = unsafe { bytes.as_ptr().cast::<PiPluginDescriptor>().read_unaligned() };
     check_descriptor(&descriptor, &expected)?;
     Ok(descriptor)
 }

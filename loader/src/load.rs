@@ -2,6 +2,9 @@
 //! One bad plugin never stops the others: each failure becomes an entry in `errors`.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -102,18 +105,35 @@ pub fn load_all(options: &DiscoveryOptions) -> LoadReport {
         None
     };
     let cache = cache_dir(&options.agent_dir);
+    let (limit, _) = crate::settings::timeouts(&report.settings);
+    let mut loadable = Vec::new();
     for candidate in discovery.candidates {
-        let path = candidate.path.display().to_string();
-        if let Some(error) = candidate.problem {
-            report.errors.push(LoadError { path, error });
-            continue;
+        match candidate.problem {
+            Some(error) => report.errors.push(LoadError {
+                path: candidate.path.display().to_string(),
+                error,
+            }),
+            None => loadable.push((candidate.path, candidate.origin)),
         }
-        match load_candidate(&candidate.path, candidate.origin, trust.as_ref(), &cache) {
+    }
+    let loadable = Arc::new(loadable);
+    let trust = Arc::new(trust);
+    let work = {
+        let loadable = Arc::clone(&loadable);
+        move |i: usize| {
+            let (path, origin) = &loadable[i];
+            load_candidate(path, *origin, trust.as_ref().as_ref(), &cache)
+        }
+    };
+    let outcomes = each_within(loadable.len(), limit, work);
+    for ((path, origin), outcome) in loadable.iter().zip(outcomes) {
+        let path = path.display().to_string();
+        match outcome.unwrap_or_else(|| Err(overran(limit))) {
             Ok(Loaded::Plugin(plugin)) => report.plugins.push(*plugin),
             Ok(Loaded::Untrusted(state, sha256)) => report.untrusted.push(Untrusted {
                 trust_command: format!("pi-hooks trust {}", shell_quote(&path)),
                 path,
-                source: candidate.origin,
+                source: *origin,
                 sha256,
                 trust: state,
             }),
@@ -121,6 +141,64 @@ pub fn load_all(options: &DiscoveryOptions) -> LoadReport {
         }
     }
     report
+}
+
+/// The error of a plugin whose load overran `limit`.
+fn overran(limit: Duration) -> String {
+    format!(
+        "it did not finish loading within {} ms (hookTimeout): its init or a static initialiser never returned. The plugin was not loaded; its stuck code may keep running until the host exits",
+        limit.as_millis()
+    )
+}
+
+/// Runs `work(0)`, `work(1)`, ... in order on a worker thread and collects the results. One
+/// that does not finish within `limit` yields `None`: it is abandoned (left running on its
+/// thread, its result dropped when it returns), and a new worker goes on with the next. Plugin
+/// code runs during a load (static initialisers, init), and a load that never returns must not
+/// hang the host. One thread per call, not per item: a load costs microseconds.
+fn each_within<T: Send + 'static>(
+    count: usize,
+    limit: Duration,
+    work: impl Fn(usize) -> T + Send + Sync + 'static,
+) -> Vec<Option<T>> {
+    let work = Arc::new(work);
+    let mut results: Vec<Option<T>> = Vec::with_capacity(count);
+    while results.len() < count {
+        let start = results.len();
+        let (done, finished) = mpsc::channel();
+        let abandoned = Arc::new(AtomicBool::new(false));
+        let worker = {
+            let (work, abandoned) = (Arc::clone(&work), Arc::clone(&abandoned));
+            move || {
+                for i in start..count {
+                    if abandoned.load(Ordering::Acquire) || done.send(work(i)).is_err() {
+                        return;
+                    }
+                }
+            }
+        };
+        if let Err(e) = std::thread::Builder::new()
+            .name("pi-hooks-load".into())
+            .spawn(worker)
+        {
+            // No thread to be had: load here, unbounded, rather than not at all.
+            eprintln!("pi-hooks: cannot start a loader thread ({e}); loading without a time limit");
+            results.extend((start..count).map(|i| Some(work(i))));
+            break;
+        }
+        while results.len() < count {
+            match finished.recv_timeout(limit) {
+                Ok(result) => results.push(Some(result)),
+                Err(_) => {
+                    // Overran (or the worker died): skip this one, go on with a new worker.
+                    abandoned.store(true, Ordering::Release);
+                    results.push(None);
+                    break;
+                }
+            }
+        }
+    }
+    results
 }
 
 enum Loaded {
@@ -162,11 +240,19 @@ fn load_candidate(
     Ok(Loaded::Plugin(Box::new(plugin)))
 }
 
-/// Loads one named plugin file (no trust needed: the caller named it).
+/// Loads one named plugin file (no trust needed: the caller named it), within the default
+/// `hookTimeout`.
 pub fn load_file(path: &Path, cache: &Path) -> Result<LoadedPlugin, String> {
-    match load_candidate(path, Origin::Cli, None, cache)? {
-        Loaded::Plugin(plugin) => Ok(*plugin),
-        Loaded::Untrusted(..) => Err("not trusted".to_owned()),
+    let limit = crate::settings::DEFAULT_HOOK_TIMEOUT;
+    let (path, cache) = (path.to_path_buf(), cache.to_path_buf());
+    let outcome = each_within(1, limit, move |_| {
+        load_candidate(&path, Origin::Cli, None, &cache)
+    });
+    match outcome.into_iter().next().flatten() {
+        Some(Ok(Loaded::Plugin(plugin))) => Ok(*plugin),
+        Some(Ok(Loaded::Untrusted(..))) => Err("not trusted".to_owned()),
+        Some(Err(error)) => Err(error),
+        None => Err(overran(limit)),
     }
 }
 

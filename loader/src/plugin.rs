@@ -32,6 +32,14 @@ pub struct LoadedPlugin {
     library: OpenedLibrary,
 }
 
+/// The line for a plugin that tried to register more than the host takes.
+fn over_limit_warning() -> String {
+    format!(
+        "it tried to make more than {} registrations (handlers, commands, tools, renderers, flags and shortcuts together); those past the limit were refused with PI_ERR",
+        crate::registry::MAX_REGISTRATIONS
+    )
+}
+
 /// What one handler call produced.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HandlerOutcome {
@@ -78,11 +86,7 @@ impl LoadedPlugin {
         trust: TrustState,
         sha256: String,
     ) -> Result<Self, String> {
-        let state = Arc::new(PluginState::new(library.name.clone(), path.clone()));
-        // The state is never freed: a plugin thread may still hold its handle after the plugin
-        // is retired, and must then get PI_ERR_CANCELLED, not read freed memory. It costs a
-        // few hundred bytes per load; the library itself stays mapped anyway.
-        std::mem::forget(Arc::clone(&state));
+        let state = PluginState::create(library.name.clone(), path.clone())?;
         let init = library
             .descriptor
             .init
@@ -102,12 +106,15 @@ impl LoadedPlugin {
         if status == PI_OK {
             plugin.state.set_phase(Phase::Active);
             let mut plugin = plugin;
-            plugin.warnings = plugin
-                .registrations()
+            let registrations = plugin.registrations();
+            plugin.warnings = registrations
                 .event_names()
                 .iter()
                 .filter_map(|name| crate::event_names::unknown_event_warning(name))
                 .collect();
+            if registrations.over_limit {
+                plugin.warnings.push(over_limit_warning());
+            }
             return Ok(plugin);
         }
         let detail = plugin
@@ -119,8 +126,13 @@ impl LoadedPlugin {
         } else {
             "failed"
         };
+        let limit = if plugin.state.registrations().over_limit {
+            format!(" ({})", over_limit_warning())
+        } else {
+            String::new()
+        };
         Err(format!(
-            "its init {what} ({}: {detail}); the plugin was not loaded",
+            "its init {what} ({}: {detail}){limit}; the plugin was not loaded",
             pi_hooks_abi::sdk::status_name(status)
         ))
     }
@@ -287,7 +299,12 @@ fn invoke(
         }
         // The call starts now: time spent waiting for the plugin to be free is not its own.
         on_start();
-        let status = call(ctx.as_ptr(), result.as_ptr());
+        let handles = state
+            .call_slot()
+            .open(state.slot(), ctx.address(), result.address());
+        let status = call(handles.context, handles.result);
+        // From here on the plugin's handles of this call are refused.
+        state.call_slot().close(handles);
         // Whoever holds the lock is the only call a "stuck" mark can be about.
         state.set_stuck(false);
         status

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use pi_hooks_abi::ffi::*;
 use serde::Serialize;
 
+use crate::handles::{self, CallSlot};
 use crate::services::HostServices;
 
 /// A plugin's `user_data` pointer, kept as it was given and handed back on every call.
@@ -110,6 +111,26 @@ pub struct Shortcut {
     pub user_data: UserData,
 }
 
+/// The most registrations (handlers, commands, tools, renderers, flags and shortcuts
+/// together) one plugin may make. A plugin needs tens; the cap keeps a runaway init from
+/// making the host's memory and every listing grow without bound.
+pub const MAX_REGISTRATIONS: usize = 10_000;
+
+/// What a registration registers, for duplicate checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RegistrationKind {
+    /// A slash command.
+    Command,
+    /// A tool.
+    Tool,
+    /// A message renderer.
+    Renderer,
+    /// A flag.
+    Flag,
+    /// A shortcut.
+    Shortcut,
+}
+
 /// Everything a plugin registered, in registration order.
 #[derive(Debug, Default, Clone)]
 pub struct Registrations {
@@ -125,18 +146,51 @@ pub struct Registrations {
     pub flags: Vec<Flag>,
     /// Shortcuts.
     pub shortcuts: Vec<Shortcut>,
+    /// Names taken per kind (duplicate checks in constant time).
+    taken: rustc_hash::FxHashSet<(RegistrationKind, String)>,
+    /// Whether a registration was refused for passing [`MAX_REGISTRATIONS`].
+    pub over_limit: bool,
 }
 
 impl Registrations {
     /// The distinct event names subscribed to, in first-registration order.
     pub fn event_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = Vec::new();
-        for handler in &self.events {
-            if !names.contains(&handler.event) {
-                names.push(handler.event.clone());
-            }
+        let mut seen = rustc_hash::FxHashSet::default();
+        self.events
+            .iter()
+            .filter(|h| seen.insert(h.event.as_str()))
+            .map(|h| h.event.clone())
+            .collect()
+    }
+
+    /// How many registrations there are of every kind together.
+    pub fn count(&self) -> usize {
+        self.events.len()
+            + self.commands.len()
+            + self.tools.len()
+            + self.renderers.len()
+            + self.flags.len()
+            + self.shortcuts.len()
+    }
+
+    /// Checks that one more registration fits under [`MAX_REGISTRATIONS`] (`PI_ERR` past it,
+    /// remembered in `over_limit` for the load report).
+    pub fn reserve_one(&mut self) -> Result<(), PiStatus> {
+        if self.count() >= MAX_REGISTRATIONS {
+            self.over_limit = true;
+            return Err(PI_ERR);
         }
-        names
+        Ok(())
+    }
+
+    /// Reserves one registration named `name` of `kind`: `PI_ERR_DUPLICATE` when the plugin
+    /// already registered that name, `PI_ERR` past the limit.
+    pub fn claim(&mut self, kind: RegistrationKind, name: &str) -> Result<(), PiStatus> {
+        self.reserve_one()?;
+        if !self.taken.insert((kind, name.to_owned())) {
+            return Err(PI_ERR_DUPLICATE);
+        }
+        Ok(())
     }
 }
 
@@ -158,6 +212,8 @@ pub struct PluginState {
     pub name: String,
     /// The path it was loaded from (as discovered).
     pub path: String,
+    slot: u32,
+    calls: CallSlot,
     phase: AtomicU8,
     registrations: Mutex<Registrations>,
     cleanups: Mutex<Vec<(PiCleanupFn, UserData)>>,
@@ -170,9 +226,24 @@ pub struct PluginState {
 }
 
 impl PluginState {
-    /// A fresh state in the `Init` phase.
-    pub fn new(name: String, path: String) -> Self {
+    /// A fresh state in the `Init` phase, reachable through its handle. It is never freed: a
+    /// plugin thread may still hold the handle after the plugin is retired, and must then get
+    /// `PI_ERR_CANCELLED`, not read freed memory. It costs a few hundred bytes per load; the
+    /// library itself stays mapped anyway.
+    pub fn create(name: String, path: String) -> Result<Arc<PluginState>, String> {
+        let slot = handles::reserve_slot()?;
+        let state = Arc::new(PluginState::new(name, path, slot));
+        // SAFETY: the Arc leaked here is never released, so the state it points to lives for
+        // the rest of the process.
+        let forever: &'static PluginState = unsafe { &*Arc::into_raw(Arc::clone(&state)) };
+        handles::publish(slot, forever);
+        Ok(state)
+    }
+
+    fn new(name: String, path: String, slot: u32) -> Self {
         PluginState {
+            slot,
+            calls: CallSlot::default(),
             name,
             path,
             phase: AtomicU8::new(Phase::Init as u8),
@@ -257,19 +328,25 @@ impl PluginState {
             .clone()
     }
 
-    /// The handle given to the plugin.
+    /// The handle given to the plugin (a checked token, see [`crate::handles`]).
     pub fn as_handle(&self) -> *mut PiPlugin {
-        (self as *const PluginState).cast_mut().cast()
+        handles::plugin_handle(self.slot)
     }
 
-    /// The state behind a handle.
-    ///
-    /// # Safety
-    /// `plugin` must be NULL or a handle the host gave out whose state is still alive (the
-    /// host keeps it alive until the plugin is retired and its cleanups ran).
-    pub unsafe fn from_handle<'a>(plugin: *mut PiPlugin) -> Option<&'a PluginState> {
-        // SAFETY: by the caller's contract.
-        unsafe { plugin.cast::<PluginState>().cast_const().as_ref() }
+    /// The state behind a handle; `None` for NULL, a wild pointer or anything the host did
+    /// not hand out.
+    pub fn from_handle(plugin: *mut PiPlugin) -> Option<&'static PluginState> {
+        handles::plugin_from_handle(plugin)
+    }
+
+    /// The slot of this instance in the handle table.
+    pub fn slot(&self) -> u32 {
+        self.slot
+    }
+
+    /// The plugin's current call, as its context and result handles reach it.
+    pub fn call_slot(&self) -> &CallSlot {
+        &self.calls
     }
 
     /// The current phase.

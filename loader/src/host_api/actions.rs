@@ -27,13 +27,10 @@ fn log_threshold() -> u32 {
 /// Runs `f` with the plugin's state; a NULL handle gives `PI_ERR_INVALID_ARG`, a retired
 /// plugin `PI_ERR_CANCELLED`.
 fn with_plugin(plugin: *mut PiPlugin, f: impl FnOnce(&PluginState) -> PiStatus) -> PiStatus {
-    barrier(PI_ERR_PANIC, || {
-        // SAFETY: plugins pass the handle the host gave their init; it is alive while loaded.
-        match unsafe { PluginState::from_handle(plugin) } {
-            None => PI_ERR_INVALID_ARG,
-            Some(state) if state.phase() == crate::registry::Phase::Retired => PI_ERR_CANCELLED,
-            Some(state) => f(state),
-        }
+    barrier(PI_ERR_PANIC, || match PluginState::from_handle(plugin) {
+        None => PI_ERR_INVALID_ARG,
+        Some(state) if state.phase() == crate::registry::Phase::Retired => PI_ERR_CANCELLED,
+        Some(state) => f(state),
     })
 }
 
@@ -89,8 +86,10 @@ unsafe fn read_json(s: PiStr) -> Result<Option<Value>, PiStatus> {
 
 unsafe extern "C" fn log(plugin: *mut PiPlugin, level: u32, message: PiStr) {
     barrier((), || {
-        // SAFETY: as in `with_plugin`; `message` is a plugin string valid for the call.
-        let (state, text) = unsafe { (PluginState::from_handle(plugin), read_str(message)) };
+        // SAFETY: `message` is a plugin string valid for the call.
+        let (state, text) = (PluginState::from_handle(plugin), unsafe {
+            read_str(message)
+        });
         let (Some(state), Ok(text)) = (state, text) else {
             return;
         };

@@ -7,6 +7,7 @@ use pi_hooks_abi::ffi::*;
 
 use super::value::{CText, HostValue};
 use super::{barrier, read_str};
+use crate::handles;
 use crate::registry::PluginState;
 use crate::services::HostServices;
 
@@ -145,9 +146,10 @@ impl<'s> CallContext<'s> {
         self
     }
 
-    /// The pointer handed to the plugin.
-    pub fn as_ptr(&self) -> *mut PiContext {
-        (self as *const CallContext<'_>).cast_mut().cast()
+    /// Where this context lives, for the call slot (plugins get a token, see
+    /// [`crate::handles`]).
+    pub fn address(&self) -> *const std::os::raw::c_void {
+        (self as *const CallContext<'_>).cast()
     }
 
     /// After the call: the error message the plugin set and the system prompt it set with
@@ -164,18 +166,22 @@ impl<'s> CallContext<'s> {
     }
 }
 
-/// Runs `f` on the call context behind `ctx`; NULL or a panic yields `default`.
+/// Runs `f` on the call context behind `ctx`. NULL, a wild pointer, or the context of a call
+/// that has returned yields `default` (`PI_ERR_INVALID_ARG` for functions with a status); so
+/// does a panic.
 pub(crate) fn with_ctx<T: Copy>(
     ctx: *mut PiContext,
     default: T,
     f: impl FnOnce(&CallContext<'_>) -> T,
 ) -> T {
     barrier(default, || {
-        // SAFETY: plugins pass the context of the call in progress, which outlives the call.
-        match unsafe { ctx.cast::<CallContext<'_>>().cast_const().as_ref() } {
-            Some(c) => f(c),
-            None => default,
-        }
+        handles::with_context(ctx, |address, _| {
+            // SAFETY: the call slot hands out the address `invoke` opened the call with, the
+            // CallContext of a call that is still running, and keeps the call from returning
+            // (pinned) until this function is done with it.
+            f(unsafe { &*address.cast::<CallContext<'_>>() })
+        })
+        .unwrap_or(default)
     })
 }
 

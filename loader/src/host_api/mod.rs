@@ -35,6 +35,21 @@ pub unsafe fn read_str<'a>(s: PiStr) -> Result<&'a str, PiStatus> {
     std::str::from_utf8(bytes).map_err(|_| PI_ERR_UTF8)
 }
 
+/// Reads a required name (an event, command, tool, flag, key, ...): not blank and without NUL
+/// (a C author's `"tool_call\0x"` would otherwise register a name no event has).
+///
+/// # Safety
+/// As for [`read_str`].
+pub unsafe fn read_name(s: PiStr) -> Result<String, PiStatus> {
+    // SAFETY: forwarded contract.
+    let name = unsafe { read_str(s) }?;
+    if name.trim().is_empty() || name.contains('\0') {
+        Err(PI_ERR_INVALID_ARG)
+    } else {
+        Ok(name.to_owned())
+    }
+}
+
 /// Reads an optional string: `None` for a NULL pointer (the ABI's "absent").
 ///
 /// # Safety

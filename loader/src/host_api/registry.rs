@@ -4,9 +4,10 @@ use std::os::raw::c_void;
 
 use pi_hooks_abi::ffi::*;
 
-use super::{barrier, read_sized, read_str};
+use super::{barrier, read_name, read_sized, read_str};
 use crate::registry::{
-    Command, EventHandler, Flag, Phase, PluginState, Renderer, Shortcut, Tool, UserData,
+    Command, EventHandler, Flag, Phase, PluginState, RegistrationKind, Renderer, Shortcut, Tool,
+    UserData,
 };
 
 /// Runs `f` for a plugin that is still in its init; other phases get `PI_ERR_UNAVAILABLE`.
@@ -15,8 +16,7 @@ fn registering(
     f: impl FnOnce(&PluginState) -> Result<(), PiStatus>,
 ) -> PiStatus {
     barrier(PI_ERR_PANIC, || {
-        // SAFETY: plugins pass the handle the host gave their init; it is alive while loaded.
-        let Some(state) = (unsafe { PluginState::from_handle(plugin) }) else {
+        let Some(state) = PluginState::from_handle(plugin) else {
             return PI_ERR_INVALID_ARG;
         };
         if state.phase() != Phase::Init {
@@ -24,20 +24,6 @@ fn registering(
         }
         f(state).err().unwrap_or(PI_OK)
     })
-}
-
-/// Reads a required, non-empty name.
-///
-/// # Safety
-/// As for `read_str`.
-unsafe fn read_name(s: PiStr) -> Result<String, PiStatus> {
-    // SAFETY: forwarded contract.
-    let name = unsafe { read_str(s) }?;
-    if name.trim().is_empty() {
-        Err(PI_ERR_INVALID_ARG)
-    } else {
-        Ok(name.to_owned())
-    }
 }
 
 unsafe extern "C" fn on(
@@ -51,13 +37,14 @@ unsafe extern "C" fn on(
         let event = unsafe { read_name(event) }?;
         let handler = handler.ok_or(PI_ERR_INVALID_ARG)?;
         state.with_registrations(|r| {
+            r.reserve_one()?;
             r.events.push(EventHandler {
                 event,
                 handler,
                 user_data: UserData(user_data),
-            })
-        });
-        Ok(())
+            });
+            Ok(())
+        })
     })
 }
 
@@ -71,9 +58,7 @@ unsafe extern "C" fn register_command(plugin: *mut PiPlugin, def: *const PiComma
         let name = name.trim_start_matches('/').to_owned();
         let handler = def.handler.ok_or(PI_ERR_INVALID_ARG)?;
         state.with_registrations(|r| {
-            if r.commands.iter().any(|c| c.name == name) {
-                return Err(PI_ERR_DUPLICATE);
-            }
+            r.claim(RegistrationKind::Command, &name)?;
             r.commands.push(Command {
                 name,
                 description,
@@ -111,9 +96,7 @@ unsafe extern "C" fn register_tool(plugin: *mut PiPlugin, def: *const PiToolDef)
             label.to_owned()
         };
         state.with_registrations(|r| {
-            if r.tools.iter().any(|t| t.name == name) {
-                return Err(PI_ERR_DUPLICATE);
-            }
+            r.claim(RegistrationKind::Tool, &name)?;
             r.tools.push(Tool {
                 name,
                 label,
@@ -138,9 +121,7 @@ unsafe extern "C" fn register_message_renderer(
         let custom_type = unsafe { read_name(def.custom_type) }?;
         let render = def.render.ok_or(PI_ERR_INVALID_ARG)?;
         state.with_registrations(|r| {
-            if r.renderers.iter().any(|x| x.custom_type == custom_type) {
-                return Err(PI_ERR_DUPLICATE);
-            }
+            r.claim(RegistrationKind::Renderer, &custom_type)?;
             r.renderers.push(Renderer {
                 custom_type,
                 render,
@@ -175,9 +156,7 @@ unsafe extern "C" fn register_flag(plugin: *mut PiPlugin, def: *const PiFlagDef)
             Some(serde_json::from_str(default).map_err(|_| PI_ERR_INVALID_ARG)?)
         };
         state.with_registrations(|r| {
-            if r.flags.iter().any(|f| f.name == name) {
-                return Err(PI_ERR_DUPLICATE);
-            }
+            r.claim(RegistrationKind::Flag, &name)?;
             r.flags.push(Flag {
                 name,
                 kind,
@@ -205,9 +184,7 @@ unsafe extern "C" fn register_shortcut(
         };
         let handler = def.handler.ok_or(PI_ERR_INVALID_ARG)?;
         state.with_registrations(|r| {
-            if r.shortcuts.iter().any(|s| s.key == key) {
-                return Err(PI_ERR_DUPLICATE);
-            }
+            r.claim(RegistrationKind::Shortcut, &key)?;
             r.shortcuts.push(Shortcut {
                 key,
                 description,
@@ -225,8 +202,7 @@ unsafe extern "C" fn add_cleanup(
     data: *mut c_void,
 ) -> PiStatus {
     barrier(PI_ERR_PANIC, || {
-        // SAFETY: as in `registering`.
-        let Some(state) = (unsafe { PluginState::from_handle(plugin) }) else {
+        let Some(state) = PluginState::from_handle(plugin) else {
             return PI_ERR_INVALID_ARG;
         };
         let Some(cleanup) = cleanup else {
@@ -242,10 +218,10 @@ unsafe extern "C" fn add_cleanup(
 
 unsafe extern "C" fn set_init_error(plugin: *mut PiPlugin, message: PiStr) {
     barrier((), || {
-        // SAFETY: as in `registering`; `message` is a plugin string valid for the call.
-        if let (Some(state), Ok(text)) =
-            unsafe { (PluginState::from_handle(plugin), read_str(message)) }
-        {
+        // SAFETY: `message` is a plugin string valid for the call.
+        if let (Some(state), Ok(text)) = (PluginState::from_handle(plugin), unsafe {
+            read_str(message)
+        }) {
             state.set_init_error(text.to_owned());
         }
     })

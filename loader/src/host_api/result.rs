@@ -18,8 +18,9 @@ impl ResultBuilder {
         Self::default()
     }
 
-    /// The pointer handed to the plugin for this call.
-    pub fn as_ptr(&mut self) -> *mut PiResult {
+    /// Where this result lives, for the call slot (plugins get a token, see
+    /// [`crate::handles`]).
+    pub fn address(&mut self) -> *mut std::os::raw::c_void {
         (self as *mut ResultBuilder).cast()
     }
 
@@ -36,6 +37,16 @@ impl ResultBuilder {
     }
 }
 
+/// The builder behind a `PiResult *`, if it is the result of a call running on this thread;
+/// `None` for NULL, a wild pointer, a result kept past its call, or another thread.
+fn builder_of<'a>(result: *mut PiResult) -> Option<&'a mut ResultBuilder> {
+    let address = crate::handles::result_on_this_thread(result)?;
+    // SAFETY: the address is the ResultBuilder of a call that runs on this very thread and has
+    // not returned; `invoke` does not touch it while the plugin runs, and the setters are not
+    // re-entered, so this is the only reference.
+    unsafe { address.cast::<ResultBuilder>().as_mut() }
+}
+
 /// Runs `f` on the plugin's result with its key already read.
 fn with_field(
     result: *mut PiResult,
@@ -43,8 +54,7 @@ fn with_field(
     f: impl FnOnce(&mut Map<String, Value>, String) -> PiStatus,
 ) -> PiStatus {
     barrier(PI_ERR_PANIC, || {
-        // SAFETY: plugins pass the result the host gave them for the current call.
-        let Some(builder) = (unsafe { result.cast::<ResultBuilder>().as_mut() }) else {
+        let Some(builder) = builder_of(result) else {
             return PI_ERR_INVALID_ARG;
         };
         // SAFETY: `key` is a plugin string valid for the call.
@@ -83,8 +93,7 @@ fn insert_str(
 
 unsafe extern "C" fn set_json(result: *mut PiResult, json: PiStr) -> PiStatus {
     barrier(PI_ERR_PANIC, || {
-        // SAFETY: as in `with_field`.
-        let Some(builder) = (unsafe { result.cast::<ResultBuilder>().as_mut() }) else {
+        let Some(builder) = builder_of(result) else {
             return PI_ERR_INVALID_ARG;
         };
         // SAFETY: `json` is a plugin string valid for the call.

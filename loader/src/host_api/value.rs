@@ -1,7 +1,9 @@
 //! `PiValue` on the host side: an immutable JSON tree whose strings are NUL-terminated for C,
 //! read through the accessor table `PiValueApi`.
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
+
+use rustc_hash::{FxBuildHasher, FxHashSet};
 
 use pi_hooks_abi::ffi::*;
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
@@ -138,7 +140,9 @@ impl HostValue {
 
     /// Moves the value to the heap and hands ownership to the plugin (`values->free`).
     pub fn into_owned_ptr(self) -> *mut PiValue {
-        Box::into_raw(Box::new(self)).cast()
+        let ptr: *mut PiValue = Box::into_raw(Box::new(self)).cast();
+        owned_values().insert(ptr as usize);
+        ptr
     }
 
     /// Field `key` of an object.
@@ -385,12 +389,22 @@ unsafe extern "C" fn parse(json: PiStr, out: *mut *mut PiValue) -> PiStatus {
     })
 }
 
+/// The values handed to plugins as owned and not yet freed. `free` takes only these, so a
+/// borrowed value (a payload, a field of one) or one freed already is ignored instead of
+/// corrupting the host's memory.
+fn owned_values() -> std::sync::MutexGuard<'static, FxHashSet<usize>> {
+    static OWNED: Mutex<FxHashSet<usize>> = Mutex::new(FxHashSet::with_hasher(FxBuildHasher));
+    OWNED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 unsafe extern "C" fn free(value: *mut PiValue) {
     barrier((), || {
-        if !value.is_null() {
-            // SAFETY: plugins free only owned values, which were made by `into_owned_ptr`.
-            drop(unsafe { Box::from_raw(value.cast::<HostValue>()) });
+        if value.is_null() || !owned_values().remove(&(value as usize)) {
+            return;
         }
+        // SAFETY: the pointer was made by `into_owned_ptr` (it was in the owned set) and is
+        // freed once (it has just been taken out of the set).
+        drop(unsafe { Box::from_raw(value.cast::<HostValue>()) });
     })
 }
 
