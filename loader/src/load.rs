@@ -1,11 +1,13 @@
 //! The load pipeline: discover -> read -> trust -> open (shadow copy, ABI check) -> init.
 //! One bad plugin never stops the others: each failure becomes an entry in `errors`.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::discover::{DiscoveryOptions, Origin, SourceError, discover};
+use crate::display::escape;
 use crate::library::{cache_dir, open, read_plugin_file};
 use crate::plugin::LoadedPlugin;
 use crate::settings::Settings;
@@ -115,13 +117,18 @@ pub fn load_all(options: &DiscoveryOptions) -> LoadReport {
     report
 }
 
-enum Loaded {
+/// What [`load_candidate`] did with a file.
+pub enum Loaded {
+    /// It loaded.
     Plugin(Box<LoadedPlugin>),
+    /// It needs trust and is not trusted: its state and the SHA-256 of the bytes read. None
+    /// of its code ran.
     Untrusted(TrustState, String),
 }
 
-/// Reads a candidate once, checks trust on those bytes, and loads exactly those bytes.
-fn load_candidate(
+/// Reads a candidate once, checks trust on those bytes (when `origin` needs trust, against
+/// `store`), and loads exactly those bytes.
+pub fn load_candidate(
     path: &Path,
     origin: Origin,
     store: Option<&Result<TrustStore, String>>,
@@ -162,28 +169,73 @@ pub fn load_file(path: &Path, cache: &Path) -> Result<LoadedPlugin, String> {
     }
 }
 
-/// Quotes a path for a shell command line when it needs it.
+/// Quotes `text` as one shell word that is safe to paste and means exactly `text`.
+///
+/// Plain text stays as it is; text with spaces, quotes or other shell characters goes in
+/// single quotes. Text with a character [`escape`] would make visible (a control character,
+/// a bidirectional or invisible one) cannot be shown raw: it is written in ANSI-C quoting
+/// (`$'...'`, understood by bash, zsh and ksh), with those characters, the backslash, the
+/// quote and `!` (history expansion) as `\xNN` escapes of their UTF-8 bytes, so the
+/// command stays on one printable line and still names the exact file.
 pub fn shell_quote(text: &str) -> String {
-    if text
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@".contains(c))
+    if !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@".contains(c))
     {
-        text.to_owned()
-    } else {
-        format!("'{}'", text.replace('\'', r"'\''"))
+        return text.to_owned();
     }
+    if matches!(escape(text), Cow::Borrowed(_)) {
+        return format!("'{}'", text.replace('\'', r"'\''"));
+    }
+    let mut out = String::from("$'");
+    let mut buf = [0u8; 4];
+    for c in text.chars() {
+        let one = c.encode_utf8(&mut buf);
+        if matches!(c, '\\' | '\'' | '!') || matches!(escape(one), Cow::Owned(_)) {
+            for byte in one.bytes() {
+                out.push_str(&format!("\\x{byte:02x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out.push('\'');
+    out
 }
 
 /// Where discovery starts from in this process: the current directory and agent directory.
+/// Fails when the agent directory would be relative (see [`crate::paths::agent_dir`]).
 pub fn default_options(
     cwd: PathBuf,
     explicit: Vec<String>,
     no_discovery: bool,
-) -> DiscoveryOptions {
-    DiscoveryOptions {
+) -> Result<DiscoveryOptions, String> {
+    Ok(DiscoveryOptions {
         cwd,
-        agent_dir: crate::paths::agent_dir(),
+        agent_dir: crate::paths::agent_dir()?,
         explicit,
         no_discovery,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_quote_keeps_plain_words_and_never_shows_a_control_character() {
+        assert_eq!(
+            shell_quote("/p/.pi/hooks/lib-x_1.so"),
+            "/p/.pi/hooks/lib-x_1.so"
+        );
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell_quote("/p/a b$(x).so"), "'/p/a b$(x).so'");
+        assert_eq!(shell_quote("/p/it's.so"), r"'/p/it'\''s.so'");
+        assert_eq!(
+            shell_quote("/p/a\u{1b}[2J\r\n'!\\é.so"),
+            r"$'/p/a\x1b[2J\x0d\x0a\x27\x21\x5cé.so'"
+        );
+        assert_eq!(shell_quote("/p/x\u{202e}.so"), r"$'/p/x\xe2\x80\xae.so'");
     }
 }
