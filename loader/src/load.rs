@@ -1,6 +1,7 @@
 //! The load pipeline: discover -> read -> trust -> open (shadow copy, ABI check) -> init.
 //! One bad plugin never stops the others: each failure becomes an entry in `errors`.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
@@ -9,6 +10,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::discover::{DiscoveryOptions, Origin, SourceError, discover};
+use crate::display::escape;
 use crate::library::{cache_dir, open, read_plugin_file};
 use crate::plugin::LoadedPlugin;
 use crate::settings::Settings;
@@ -201,12 +203,17 @@ fn each_within<T: Send + 'static>(
     results
 }
 
-enum Loaded {
+/// What a load ([`load_one`]) did with a file.
+pub enum Loaded {
+    /// It loaded.
     Plugin(Box<LoadedPlugin>),
+    /// It needs trust and is not trusted: its state and the SHA-256 of the bytes read. None
+    /// of its code ran.
     Untrusted(TrustState, String),
 }
 
-/// Reads a candidate once, checks trust on those bytes, and loads exactly those bytes.
+/// Reads a candidate once, checks trust on those bytes (when `origin` needs trust, against
+/// `store`), and loads exactly those bytes.
 fn load_candidate(
     path: &Path,
     origin: Origin,
@@ -240,44 +247,102 @@ fn load_candidate(
     Ok(Loaded::Plugin(Box::new(plugin)))
 }
 
-/// Loads one named plugin file (no trust needed: the caller named it), within the default
-/// `hookTimeout`.
-pub fn load_file(path: &Path, cache: &Path) -> Result<LoadedPlugin, String> {
+/// Loads one file from `origin` (trust checked against `store` when the origin needs it)
+/// within the default `hookTimeout`.
+pub fn load_one(
+    path: &Path,
+    origin: Origin,
+    store: Option<Result<TrustStore, String>>,
+    cache: &Path,
+) -> Result<Loaded, String> {
     let limit = crate::settings::DEFAULT_HOOK_TIMEOUT;
     let (path, cache) = (path.to_path_buf(), cache.to_path_buf());
     let outcome = each_within(1, limit, move |_| {
-        load_candidate(&path, Origin::Cli, None, &cache)
+        load_candidate(&path, origin, store.as_ref(), &cache)
     });
-    match outcome.into_iter().next().flatten() {
-        Some(Ok(Loaded::Plugin(plugin))) => Ok(*plugin),
-        Some(Ok(Loaded::Untrusted(..))) => Err("not trusted".to_owned()),
-        Some(Err(error)) => Err(error),
-        None => Err(overran(limit)),
+    outcome
+        .into_iter()
+        .next()
+        .flatten()
+        .unwrap_or_else(|| Err(overran(limit)))
+}
+
+/// Loads one named plugin file (no trust needed: the caller named it), within the default
+/// `hookTimeout`.
+pub fn load_file(path: &Path, cache: &Path) -> Result<LoadedPlugin, String> {
+    match load_one(path, Origin::Cli, None, cache)? {
+        Loaded::Plugin(plugin) => Ok(*plugin),
+        Loaded::Untrusted(..) => Err("not trusted".to_owned()),
     }
 }
 
-/// Quotes a path for a shell command line when it needs it.
+/// Quotes `text` as one shell word that is safe to paste and means exactly `text`.
+///
+/// Plain text stays as it is; text with spaces, quotes or other shell characters goes in
+/// single quotes. Text with a character [`escape`] would make visible (a control character,
+/// a bidirectional or invisible one) cannot be shown raw: it is written in ANSI-C quoting
+/// (`$'...'`, understood by bash, zsh and ksh), with those characters, the backslash, the
+/// quote and `!` (history expansion) as `\xNN` escapes of their UTF-8 bytes, so the
+/// command stays on one printable line and still names the exact file.
 pub fn shell_quote(text: &str) -> String {
-    if text
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@".contains(c))
+    if !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@".contains(c))
     {
-        text.to_owned()
-    } else {
-        format!("'{}'", text.replace('\'', r"'\''"))
+        return text.to_owned();
     }
+    if matches!(escape(text), Cow::Borrowed(_)) {
+        return format!("'{}'", text.replace('\'', r"'\''"));
+    }
+    let mut out = String::from("$'");
+    let mut buf = [0u8; 4];
+    for c in text.chars() {
+        let one = c.encode_utf8(&mut buf);
+        if matches!(c, '\\' | '\'' | '!') || matches!(escape(one), Cow::Owned(_)) {
+            for byte in one.bytes() {
+                out.push_str(&format!("\\x{byte:02x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out.push('\'');
+    out
 }
 
 /// Where discovery starts from in this process: the current directory and agent directory.
+/// Fails when the agent directory would be relative (see [`crate::paths::agent_dir`]).
 pub fn default_options(
     cwd: PathBuf,
     explicit: Vec<String>,
     no_discovery: bool,
-) -> DiscoveryOptions {
-    DiscoveryOptions {
+) -> Result<DiscoveryOptions, String> {
+    Ok(DiscoveryOptions {
         cwd,
-        agent_dir: crate::paths::agent_dir(),
+        agent_dir: crate::paths::agent_dir()?,
         explicit,
         no_discovery,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_quote_keeps_plain_words_and_never_shows_a_control_character() {
+        assert_eq!(
+            shell_quote("/p/.pi/hooks/lib-x_1.so"),
+            "/p/.pi/hooks/lib-x_1.so"
+        );
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell_quote("/p/a b$(x).so"), "'/p/a b$(x).so'");
+        assert_eq!(shell_quote("/p/it's.so"), r"'/p/it'\''s.so'");
+        assert_eq!(
+            shell_quote("/p/a\u{1b}[2J\r\n'!\\é.so"),
+            r"$'/p/a\x1b[2J\x0d\x0a\x27\x21\x5cé.so'"
+        );
+        assert_eq!(shell_quote("/p/x\u{202e}.so"), r"$'/p/x\xe2\x80\xae.so'");
     }
 }

@@ -1,12 +1,54 @@
 //! Path rules shared by discovery, settings and the CLI.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
+use crate::display::escape;
+
 /// The agent directory: `$PI_CODING_AGENT_DIR`, else `~/.pi/agent`.
-pub fn agent_dir() -> PathBuf {
-    match std::env::var_os("PI_CODING_AGENT_DIR") {
-        Some(dir) if !dir.is_empty() => expand_home(Path::new(&dir)),
-        _ => home_dir().join(".pi").join("agent"),
+///
+/// A relative agent directory is refused: the trust store and the user's own ("global")
+/// plugins live there, so a relative one would put them inside whatever directory the command
+/// runs in, a cloned repository included, which could then trust or add plugins for itself.
+/// The error says which variable made it relative and what to set instead.
+pub fn agent_dir() -> Result<PathBuf, String> {
+    agent_dir_from(
+        std::env::var_os("PI_CODING_AGENT_DIR").as_deref(),
+        &home_dir(),
+    )
+}
+
+/// [`agent_dir`] for the given `PI_CODING_AGENT_DIR` value and home directory.
+fn agent_dir_from(variable: Option<&OsStr>, home: &Path) -> Result<PathBuf, String> {
+    const WHY: &str = "the trust store and your own plugins would then live inside whatever \
+                       directory pi-hooks runs in, such as a cloned repository";
+    match variable {
+        Some(dir) if !dir.is_empty() => {
+            let given = Path::new(dir);
+            let expanded = expand_home_in(given, home);
+            if expanded.is_absolute() {
+                Ok(expanded)
+            } else if expanded != given {
+                Err(format!(
+                    "PI_CODING_AGENT_DIR \"{}\" is relative because HOME \"{}\" is: {WHY}. \
+                     Set HOME, or PI_CODING_AGENT_DIR, to an absolute path",
+                    escape(&given.to_string_lossy()),
+                    escape(&home.to_string_lossy()),
+                ))
+            } else {
+                Err(format!(
+                    "PI_CODING_AGENT_DIR \"{}\" is a relative path: {WHY}. Set it to an \
+                     absolute path (or unset it to use ~/.pi/agent)",
+                    escape(&given.to_string_lossy()),
+                ))
+            }
+        }
+        _ if home.is_absolute() => Ok(home.join(".pi").join("agent")),
+        _ => Err(format!(
+            "HOME \"{}\" is not an absolute path, so the agent directory ~/.pi/agent would be \
+             relative: {WHY}. Set HOME (or PI_CODING_AGENT_DIR) to an absolute path",
+            escape(&home.to_string_lossy()),
+        )),
     }
 }
 
@@ -17,11 +59,16 @@ pub fn home_dir() -> PathBuf {
 
 /// Expands a leading `~` to the home directory (`~` alone, `~/x`, and `~x` as pi does).
 pub fn expand_home(path: &Path) -> PathBuf {
+    expand_home_in(path, &home_dir())
+}
+
+/// [`expand_home`] with `home` as the home directory.
+fn expand_home_in(path: &Path, home: &Path) -> PathBuf {
     let Some(text) = path.to_str() else {
         return path.to_path_buf();
     };
     match text.strip_prefix('~') {
-        Some(rest) => home_dir().join(rest.trim_start_matches('/')),
+        Some(rest) => home.join(rest.trim_start_matches('/')),
         None => path.to_path_buf(),
     }
 }
@@ -66,5 +113,39 @@ mod tests {
             resolve("a\u{00A0}b.so", base),
             PathBuf::from("/base/a b.so")
         );
+    }
+
+    #[test]
+    fn a_relative_agent_dir_is_refused_with_the_reason() {
+        let home = Path::new("/home/me");
+        let var = |s: &'static str| Some(OsStr::new(s));
+        assert_eq!(
+            agent_dir_from(None, home).unwrap(),
+            PathBuf::from("/home/me/.pi/agent")
+        );
+        assert_eq!(
+            agent_dir_from(var(""), home).unwrap(),
+            PathBuf::from("/home/me/.pi/agent")
+        );
+        assert_eq!(
+            agent_dir_from(var("/abs/agent"), Path::new("rel")).unwrap(),
+            PathBuf::from("/abs/agent")
+        );
+        assert_eq!(
+            agent_dir_from(var("~/agent"), home).unwrap(),
+            PathBuf::from("/home/me/agent")
+        );
+        let relative = agent_dir_from(var(".pi/agent"), home).unwrap_err();
+        assert!(relative.starts_with("PI_CODING_AGENT_DIR \".pi/agent\" is a relative path"));
+        assert!(relative.contains("inside whatever directory"), "{relative}");
+        assert!(relative.contains("absolute path"), "{relative}");
+        let via_home = agent_dir_from(var("~/agent"), Path::new("rel")).unwrap_err();
+        assert!(via_home.contains("because HOME \"rel\" is"), "{via_home}");
+        for home in ["rel", ""] {
+            let error = agent_dir_from(None, Path::new(home)).unwrap_err();
+            assert!(error.starts_with(&format!("HOME \"{home}\" is not an absolute path")));
+        }
+        let escaped = agent_dir_from(var("a\u{1b}[2Jb"), home).unwrap_err();
+        assert!(escaped.contains("a\\e[2Jb") && !escaped.contains('\u{1b}'));
     }
 }

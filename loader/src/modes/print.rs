@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::agent::model::Model;
 use crate::agent::{Agent, AgentConfig, DEFAULT_SYSTEM_PROMPT, EventSink};
+use crate::display::escape;
 use crate::load::LoadReport;
 use crate::runner::{Runner, RunnerConfig};
 use crate::session::SessionStore;
@@ -41,7 +42,8 @@ pub struct PrintRun {
     pub output: Output,
 }
 
-/// One JSON line on stdout (stdout is shared by the loop and the tool threads).
+/// One JSON line on stdout (stdout is shared by the loop and the tool threads). A failed
+/// write (a closed pipe: `| head`) is ignored, never a panic; the run goes on to its end.
 fn print_line(out: &Mutex<std::io::Stdout>, value: &Value) {
     let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
     let _ = writeln!(out, "{value}");
@@ -78,9 +80,12 @@ pub fn run(run: PrintRun) -> i32 {
     {
         let stdout = stdout.clone();
         runner.on_error(Arc::new(move |error| {
-            eprintln!(
+            // Escaped: the path and the message are the plugin's; a closed stderr is ignored.
+            let _ = writeln!(
+                std::io::stderr().lock(),
                 "Extension error ({}): {}",
-                error.extension_path, error.error
+                escape(&error.extension_path),
+                escape(&error.error)
             );
             if output == Output::Json {
                 let mut line = serde_json::to_value(error).unwrap_or_default();

@@ -1,0 +1,209 @@
+//! The command line: the commands and their options, and the dispatch to
+//! [`run`] (`pi-hooks run`), [`inspect`], [`trust_cmd`] (`trust`, `untrust`) and `list`, with
+//! [`render`] turning load reports into text and JSON.
+//!
+//! Every command writes its output through [`write_stdout`]: a reader that closes the pipe
+//! early (`pi-hooks list --json | head -c 10`) ends the command quietly, with success.
+//! Everything a repository or a plugin controls is escaped before it reaches a terminal.
+
+mod inspect;
+pub mod render;
+mod run;
+mod trust_cmd;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+pub use render::{plugin_json, report_json, report_text};
+
+use crate::load::load_all;
+use crate::paths::resolve;
+
+/// Native plugin host for the pi coding agent's hooks.
+#[derive(Debug, Parser)]
+#[command(name = "pi-hooks", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run prompts through the agent with the plugins loaded (print or JSON mode). Without
+    /// --script the embedded demo script plays: one harmless bash command, an `rm -rf` and a
+    /// write to `.env` in a scratch folder of its own.
+    Run(run::RunArgs),
+    /// List the plugins that would load, from where, their trust state and load result.
+    List {
+        #[command(flatten)]
+        sources: Sources,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Load one plugin file and show its ABI, name, version, registrations and warnings.
+    ///
+    /// Inspecting loads the plugin, which runs its initialiser: the plugin's own code. So a
+    /// project plugin that is not trusted is refused unless --run-code is given. A project
+    /// plugin here is a file inside a `.pi` folder (a project's `.pi/hooks/`, say) that is not
+    /// inside your agent directory, or a file the current directory's `.pi/settings.json`
+    /// lists. Trust it first (`pi-hooks trust FILE`) or pass --run-code.
+    Inspect {
+        /// The plugin library.
+        file: PathBuf,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Load the file even if it is an untrusted project plugin, running its code.
+        #[arg(long)]
+        run_code: bool,
+    },
+    /// Trust project plugins (pins their current SHA-256 in the user's trust store).
+    Trust {
+        /// Plugin files to trust.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// Withdraw trust from plugin files.
+    Untrust {
+        /// Plugin files to untrust.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+}
+
+/// Where plugins come from (shared by every command that loads plugins).
+#[derive(Debug, Args)]
+pub struct Sources {
+    /// Load this plugin file or folder too (repeatable).
+    #[arg(
+        long = "hook",
+        visible_alias = "extension",
+        short = 'e',
+        value_name = "PATH"
+    )]
+    pub hooks: Vec<String>,
+    /// Skip plugin folders and settings; only --hook paths load.
+    #[arg(long = "no-hooks", visible_alias = "no-extensions")]
+    pub no_hooks: bool,
+    /// The project directory (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+}
+
+impl Sources {
+    fn cwd(&self) -> PathBuf {
+        let here = current_dir();
+        match &self.cwd {
+            Some(dir) => resolve(&dir.to_string_lossy(), &here),
+            None => here,
+        }
+    }
+
+    /// The discovery options of these sources in this process.
+    fn options(&self) -> Result<crate::discover::DiscoveryOptions, CommandError> {
+        crate::load::default_options(self.cwd(), self.hooks.clone(), self.no_hooks)
+            .map_err(CommandError::setup)
+    }
+}
+
+/// Why a command ended early.
+#[derive(Debug)]
+enum CommandError {
+    /// The reader of stdout went away (a closed pipe): nothing more to say to anyone.
+    StdoutClosed,
+    /// A message for stderr (already escaped where it quotes outside text) and the exit code.
+    Failed {
+        /// The message, printed as `pi-hooks: <message>`.
+        message: String,
+        /// The exit code.
+        code: u8,
+    },
+}
+
+impl CommandError {
+    /// Exit code 1: the command ran and failed.
+    fn failed(message: impl Into<String>) -> Self {
+        CommandError::Failed {
+            message: message.into(),
+            code: 1,
+        }
+    }
+
+    /// Exit code 2: the command could not start (its environment is unusable, such as a
+    /// relative agent directory).
+    fn setup(message: impl Into<String>) -> Self {
+        CommandError::Failed {
+            message: message.into(),
+            code: 2,
+        }
+    }
+}
+
+impl From<std::io::Error> for CommandError {
+    fn from(error: std::io::Error) -> Self {
+        if error.kind() == std::io::ErrorKind::BrokenPipe {
+            CommandError::StdoutClosed
+        } else {
+            CommandError::failed(format!("cannot write the output: {error}"))
+        }
+    }
+}
+
+/// Writes `text` to stdout and flushes it. A closed pipe is an error of kind `BrokenPipe`
+/// (Rust ignores SIGPIPE), which the dispatch turns into a quiet, successful end.
+fn write_stdout(text: &str) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()
+}
+
+/// Writes one line to stderr. Nothing can be done when stderr itself is closed, so that is
+/// ignored rather than turned into a panic.
+fn write_stderr(line: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{line}");
+}
+
+/// The process's current directory (`.` if it cannot be read).
+fn current_dir() -> PathBuf {
+    std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))
+}
+
+/// Runs the command line.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::List { sources, json } => list(&sources, json),
+        Command::Inspect {
+            file,
+            json,
+            run_code,
+        } => inspect::inspect(&file, json, run_code),
+        Command::Trust { paths } => trust_cmd::change_trust(&paths, true),
+        Command::Untrust { paths } => trust_cmd::change_trust(&paths, false),
+    };
+    match result {
+        Ok(code) => code,
+        Err(CommandError::StdoutClosed) => ExitCode::SUCCESS,
+        Err(CommandError::Failed { message, code }) => {
+            write_stderr(&format!("pi-hooks: {message}"));
+            ExitCode::from(code)
+        }
+    }
+}
+
+/// `pi-hooks list`.
+fn list(sources: &Sources, json: bool) -> Result<ExitCode, CommandError> {
+    let report = load_all(&sources.options()?);
+    if json {
+        write_stdout(&format!("{}\n", report_json(&report)))?;
+    } else {
+        write_stdout(&report_text(&report))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

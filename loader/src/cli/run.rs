@@ -1,0 +1,139 @@
+//! `pi-hooks run`: the wiring of one session run. It picks the model (a script or the
+//! embedded demo), opens or creates the session, loads the plugins, reports what did not load
+//! on stderr, and hands everything to the print/JSON mode.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+
+use super::render::run_load_lines;
+use super::{CommandError, Sources, write_stderr};
+use crate::agent::model::{Model, ScriptedModel};
+use crate::display::escape;
+use crate::load::load_all;
+use crate::modes::print::{self, Output, PrintRun};
+use crate::paths::{agent_dir, resolve};
+use crate::session::{SessionStore, most_recent, new_session_path, session_dir};
+
+/// Options of `pi-hooks run`.
+#[derive(Debug, Args)]
+pub(super) struct RunArgs {
+    /// Print mode: run the prompts and print the final assistant text. It is the default
+    /// until the interactive mode exists; the flag is accepted as pi accepts it.
+    #[arg(short = 'p', long = "print")]
+    _print: bool,
+    /// Output: `text` (the final text) or `json` (the session header and every event as
+    /// JSON lines).
+    #[arg(long, value_enum, default_value = "text")]
+    mode: OutputMode,
+    /// A JSON script of assistant turns for the scripted model (default: the embedded demo).
+    #[arg(long, value_name = "FILE")]
+    script: Option<PathBuf>,
+    /// Keep the session in memory only.
+    #[arg(long, conflicts_with_all = ["session", "continue_session"])]
+    no_session: bool,
+    /// Use this session file (created when missing).
+    #[arg(long, value_name = "FILE", conflicts_with = "continue_session")]
+    session: Option<PathBuf>,
+    /// Continue the most recent session of this directory.
+    #[arg(short = 'c', long = "continue")]
+    continue_session: bool,
+    #[command(flatten)]
+    sources: Sources,
+    /// The prompts, run one after another (default: "Run the demo.").
+    messages: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum OutputMode {
+    Text,
+    Json,
+}
+
+/// Runs the session; the exit code is the mode's.
+pub(super) fn run(args: RunArgs) -> Result<ExitCode, CommandError> {
+    let cwd = args.sources.cwd();
+    let agent = agent_dir().map_err(CommandError::setup)?;
+    let options = args.sources.options()?;
+    // The demo works in a scratch folder of its own, removed at exit.
+    let scratch = tempfile::Builder::new()
+        .prefix("pi-hooks-demo-")
+        .tempdir()
+        .map_err(|e| CommandError::failed(format!("cannot create a scratch folder: {e}")))?;
+    std::fs::create_dir_all(scratch.path().join("build"))
+        .and_then(|()| std::fs::write(scratch.path().join("build/output.txt"), "built\n"))
+        .map_err(|e| CommandError::failed(format!("cannot fill the scratch folder: {e}")))?;
+    let mut model = match &args.script {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                CommandError::failed(format!(
+                    "cannot read the script {}: {e}",
+                    escape(&path.display().to_string())
+                ))
+            })?;
+            ScriptedModel::from_json(&text, &path.display().to_string())
+                .map_err(|e| CommandError::failed(escape(&e)))?
+        }
+        None => ScriptedModel::demo(),
+    };
+    model.set_variable("SCRATCH", &scratch.path().to_string_lossy());
+    model.set_variable("CWD", &cwd.to_string_lossy());
+    let session = open_session(&args, &agent, &cwd)?;
+    let report = load_all(&options);
+    for line in run_load_lines(&report) {
+        write_stderr(&line);
+    }
+    let prompts = if args.messages.is_empty() {
+        vec!["Run the demo.".to_owned()]
+    } else {
+        args.messages
+    };
+    let output = match args.mode {
+        OutputMode::Json => Output::Json,
+        OutputMode::Text => Output::Text,
+    };
+    let model: Box<dyn Model> = Box::new(model);
+    let code = print::run(PrintRun {
+        report,
+        model,
+        session,
+        cwd,
+        prompts,
+        output,
+    });
+    Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+/// The session of this run: in memory, the named file (created when missing), the most recent
+/// one of `cwd` (`--continue`), or a new file in the agent directory's sessions folder.
+fn open_session(
+    args: &RunArgs,
+    agent: &std::path::Path,
+    cwd: &std::path::Path,
+) -> Result<SessionStore, CommandError> {
+    let failed = |e: &dyn std::fmt::Display| CommandError::failed(escape(&e.to_string()));
+    let open = |path: &std::path::Path| {
+        let (store, warnings) = SessionStore::open(path).map_err(|e| failed(&e))?;
+        for warning in warnings {
+            write_stderr(&format!("pi-hooks: warning: {}", escape(&warning)));
+        }
+        Ok(store)
+    };
+    if args.no_session {
+        return Ok(SessionStore::in_memory(cwd));
+    }
+    if let Some(path) = &args.session {
+        let path = resolve(&path.to_string_lossy(), cwd);
+        return if path.exists() {
+            open(&path)
+        } else {
+            SessionStore::create(path, cwd).map_err(|e| failed(&e))
+        };
+    }
+    let dir = session_dir(agent, cwd);
+    match most_recent(&dir).filter(|_| args.continue_session) {
+        Some(path) => open(&path),
+        None => SessionStore::create(new_session_path(&dir), cwd).map_err(|e| failed(&e)),
+    }
+}
