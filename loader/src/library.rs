@@ -171,7 +171,7 @@ unsafe fn open_now(path: &Path) -> Result<Library, libloading::Error> {
 }
 
 /// The longest descriptor string (name, version, description) the host reads.
-const MAX_DESCRIPTOR_TEXT: usize = 64 * 1024;
+const MAX_DESCRIPTOR_TEXT: usize = 1 << 20;
 
 /// Copies a descriptor string out of the plugin's memory, without trusting its pointer.
 fn copy_str(s: PiStr, field: &str) -> Result<String, String> {
