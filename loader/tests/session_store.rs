@@ -33,6 +33,29 @@ fn append_raw(path: &Path, bytes: &str) {
         .unwrap();
 }
 
+/// What a store shows, to compare with the file reopened once the store is dropped (a store
+/// locks its file, so the two cannot be open at once).
+#[derive(Debug, PartialEq)]
+struct Shown {
+    header: Value,
+    id: String,
+    entries: Vec<Value>,
+    branch: Vec<Value>,
+    leaf: Option<String>,
+    context: Vec<Value>,
+}
+
+fn shown(session: &SessionStore) -> Shown {
+    Shown {
+        header: session.header().clone(),
+        id: session.id().to_owned(),
+        entries: session.entries().to_vec(),
+        branch: session.branch(),
+        leaf: session.leaf_id().map(str::to_owned),
+        context: session.context_messages(),
+    }
+}
+
 fn is_entry_id(id: &str) -> bool {
     id.len() == 8 && id.bytes().all(|b| b.is_ascii_hexdigit())
 }
@@ -85,17 +108,14 @@ fn round_trip_keeps_entries_branch_and_leaf() {
         dir.path().join("agent/sessions/--home-me-project--")
     );
 
+    let before = shown(&session);
+    drop(session);
     let (reopened, warnings) = SessionStore::open(&path).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
-    assert_eq!(reopened.header(), session.header());
-    assert_eq!(reopened.id(), session.id());
-    assert_eq!(reopened.entries(), session.entries());
-    assert_eq!(reopened.branch(), session.branch());
-    assert_eq!(reopened.leaf_id(), session.leaf_id());
+    assert_eq!(shown(&reopened), before);
     assert_eq!(reopened.leaf_id(), ids.last().map(String::as_str));
     assert_eq!(reopened.session_name().as_deref(), Some("My session"));
     assert_eq!(reopened.label(&ids[0]), Some("start"));
-    assert_eq!(reopened.context_messages(), session.context_messages());
     let branch_ids: Vec<_> = reopened.branch().iter().map(|e| e["id"].clone()).collect();
     assert_eq!(
         branch_ids,
@@ -200,27 +220,31 @@ fn a_torn_last_line_is_skipped_then_cut_off_before_the_next_append() {
         serde_json::from_str::<Value>(line).expect("every line is whole JSON");
     }
 
+    let before = shown(&reopened);
+    drop(reopened);
     let (again, warnings) = SessionStore::open(&path).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
-    assert_eq!(again.entries(), reopened.entries());
+    assert_eq!(shown(&again), before);
     assert_eq!(again.leaf_id(), Some(next.as_str()));
 }
 
 #[test]
-fn a_garbled_last_line_with_a_line_feed_is_also_crash_residue() {
+fn a_garbled_last_line_with_a_line_feed_is_an_error_not_crash_residue() {
     let dir = tempfile::tempdir().unwrap();
     let mut session = new_session(dir.path());
-    let first = session.append_custom("k", None).unwrap();
+    session.append_custom("k", None).unwrap();
     let path = session.path().unwrap().to_path_buf();
     drop(session);
+    // Every writer ends a line with its line feed in the same write: a complete line was
+    // written, and maybe acknowledged, so it is not skipped (or cut) as an interrupted write.
     append_raw(&path, "\0\0\0\0\n\n");
-    let (mut reopened, warnings) = SessionStore::open(&path).unwrap();
-    assert_eq!(warnings.len(), 1, "{warnings:?}");
-    let next = reopened.append_custom("k", None).unwrap();
-    assert_eq!(reopened.entry(&next).unwrap()["parentId"], json!(first));
-    let (again, warnings) = SessionStore::open(&path).unwrap();
-    assert!(warnings.is_empty(), "{warnings:?}");
-    assert_eq!(again.entries().len(), 2);
+    let damaged = fs::read(&path).unwrap();
+    let error = SessionStore::open(&path).unwrap_err();
+    assert!(
+        matches!(error, SessionError::Corrupt { line: 3, .. }),
+        "{error}"
+    );
+    assert_eq!(fs::read(&path).unwrap(), damaged, "the file is left alone");
 }
 
 #[test]
@@ -236,6 +260,7 @@ fn a_whole_last_line_without_a_line_feed_gets_one_before_the_next_entry() {
     let (mut reopened, warnings) = SessionStore::open(&path).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     reopened.append_custom("k", Some(json!(2))).unwrap();
+    drop(reopened);
     let (again, _) = SessionStore::open(&path).unwrap();
     assert_eq!(again.entries().len(), 2);
     assert_eq!(again.entries()[1]["data"], 2);
@@ -320,8 +345,10 @@ fn old_versions_are_migrated_without_rewriting_the_file() {
         fs::read_to_string(&path).unwrap().starts_with(v2),
         "old lines untouched"
     );
+    let before = session.entries().to_vec();
+    drop(session);
     let (again, _) = SessionStore::open(&path).unwrap();
-    assert_eq!(again.entries(), session.entries());
+    assert_eq!(again.entries(), before);
 }
 
 #[test]
@@ -467,11 +494,6 @@ fn branching_and_compaction_follow_the_current_branch() {
     let contents: Vec<_> = messages[1..].iter().map(|m| m["content"].clone()).collect();
     assert_eq!(contents, ["b", "c", "e"]);
 
-    // Reopening puts the leaf on the last entry of the file.
-    let (reopened, _) = SessionStore::open(session.path().unwrap()).unwrap();
-    assert_eq!(reopened.leaf_id(), Some(e.as_str()));
-    assert_eq!(reopened.context_messages(), messages);
-
     assert!(matches!(
         session.set_leaf(Some("nope")),
         Err(SessionError::UnknownEntry { .. })
@@ -480,6 +502,14 @@ fn branching_and_compaction_follow_the_current_branch() {
         session.append_label("nope", Some("x")),
         Err(SessionError::UnknownEntry { .. })
     ));
+
+    // Reopening puts the leaf on the last entry of the file.
+    session.set_leaf(Some(&a)).unwrap();
+    let path = session.path().unwrap().to_path_buf();
+    drop(session);
+    let (reopened, _) = SessionStore::open(&path).unwrap();
+    assert_eq!(reopened.leaf_id(), Some(e.as_str()));
+    assert_eq!(reopened.context_messages(), messages);
 }
 
 #[test]
@@ -509,22 +539,53 @@ fn synced_appends_work() {
 fn a_damaged_tail_is_not_cut_if_someone_else_wrote_since() {
     let dir = tempfile::tempdir().unwrap();
     let mut session = new_session(dir.path());
-    session.append_custom("k", None).unwrap();
+    let first = session.append_custom("k", None).unwrap();
     let path = session.path().unwrap().to_path_buf();
     drop(session);
     append_raw(&path, "{\"type\":");
     let (mut reopened, warnings) = SessionStore::open(&path).unwrap();
     assert_eq!(warnings.len(), 1);
-    append_raw(&path, "\"custom\"}\n");
+    // A writer that ignores the lock went on after the fragment, on a line of its own.
+    let theirs = r#"{"type":"custom","customType":"theirs","id":"0000beef","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z"}"#;
+    append_raw(&path, &format!("\n{theirs}\n"));
     let before = fs::read(&path).unwrap();
-    let error = reopened.append_custom("k", None).unwrap_err();
+    let ours = reopened.append_custom("k", None).unwrap();
+    let after = fs::read(&path).unwrap();
+    assert!(after.starts_with(&before), "nothing was cut");
+    drop(reopened);
+
+    let (again, warnings) = SessionStore::open(&path).unwrap();
+    assert_eq!(
+        warnings.len(),
+        1,
+        "the fragment, left in the file: {warnings:?}"
+    );
+    assert!(warnings[0].contains("line 3"), "{warnings:?}");
+    let ids: Vec<_> = again.entries().iter().map(|e| e["id"].clone()).collect();
+    assert_eq!(ids, [json!(first), json!("0000beef"), json!(ours)]);
+    assert_eq!(again.entry(&ours).unwrap()["parentId"], json!(first));
+}
+
+#[test]
+fn a_file_cut_shorter_by_someone_else_is_not_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = new_session(dir.path());
+    session.append_custom("k", None).unwrap();
+    let path = session.path().unwrap().to_path_buf();
+    let header = lines(&path)[0].clone() + "\n";
+    fs::write(&path, &header).unwrap();
+    let error = session.append_custom("k", None).unwrap_err();
     assert!(
         matches!(error, SessionError::ChangedOnDisk { .. }),
         "{error}"
     );
+    assert!(
+        error.to_string().contains(&path.display().to_string()),
+        "{error}"
+    );
     assert_eq!(
-        fs::read(&path).unwrap(),
-        before,
-        "nothing cut, nothing written"
+        fs::read_to_string(&path).unwrap(),
+        header,
+        "nothing written"
     );
 }

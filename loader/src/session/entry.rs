@@ -16,6 +16,13 @@ pub const HEADER_TYPE: &str = "session";
 /// The session format this host writes (pi's `CURRENT_SESSION_VERSION`).
 pub const CURRENT_VERSION: u64 = 3;
 
+/// The deepest a line may nest arrays and objects, the entry's own object counting as 1:
+/// serde_json's reader refuses a 128th level (its recursion limit, which keeps a hostile file
+/// from overflowing the stack), so this is what reading accepts, and appending refuses anything
+/// deeper ([`SessionError::TooDeep`](super::SessionError::TooDeep)) instead of writing a line no
+/// one could read back. A plugin's `data` may thus nest 126 levels in a `custom` entry.
+pub const MAX_DEPTH: usize = 127;
+
 /// The keys of an entry of type `entry_type`, in the order pi writes them.
 pub fn key_order(entry_type: &str) -> &'static [&'static str] {
     macro_rules! base_then {
@@ -58,6 +65,27 @@ pub fn to_line(entry: &Map<String, Value>) -> String {
     serde_json::to_string(&InPiOrder(entry)).expect("a JSON object with string keys serializes")
 }
 
+/// How deep arrays and objects nest in `value` (0 for a scalar, 1 for `{}` or `[1]`), counted
+/// with a loop rather than recursion, so that measuring cannot overflow the stack.
+pub fn nesting_depth(value: &Value) -> usize {
+    let mut deepest = 0;
+    let mut pending = vec![(value, 1)];
+    while let Some((value, depth)) = pending.pop() {
+        match value {
+            Value::Array(items) => {
+                deepest = deepest.max(depth);
+                pending.extend(items.iter().map(|item| (item, depth + 1)));
+            }
+            Value::Object(fields) => {
+                deepest = deepest.max(depth);
+                pending.extend(fields.values().map(|field| (field, depth + 1)));
+            }
+            _ => {}
+        }
+    }
+    deepest
+}
+
 struct InPiOrder<'a>(&'a Map<String, Value>);
 
 impl Serialize for InPiOrder<'_> {
@@ -86,6 +114,29 @@ mod tests {
 
     fn line(value: Value) -> String {
         to_line(value.as_object().unwrap())
+    }
+
+    fn nested(depth: usize) -> Value {
+        (0..depth).fold(json!(1), |inner, _| json!([inner]))
+    }
+
+    #[test]
+    fn max_depth_is_what_serde_json_reads() {
+        // An entry object around `depth - 1` levels of arrays nests `depth` levels.
+        let line = |depth: usize| line(json!({"type": "custom", "data": nested(depth - 1)}));
+        let at_limit = line(MAX_DEPTH);
+        let parsed: Value = serde_json::from_str(&at_limit).expect("the limit itself reads");
+        assert_eq!(nesting_depth(&parsed), MAX_DEPTH);
+        let error = serde_json::from_str::<Value>(&line(MAX_DEPTH + 1)).unwrap_err();
+        assert!(error.to_string().contains("recursion limit"), "{error}");
+    }
+
+    #[test]
+    fn nesting_depth_counts_containers() {
+        assert_eq!(nesting_depth(&json!(1)), 0);
+        assert_eq!(nesting_depth(&json!([])), 1);
+        assert_eq!(nesting_depth(&json!({"a": [1, {"b": []}], "c": 2})), 4);
+        assert_eq!(nesting_depth(&nested(1000)), 1000);
     }
 
     #[test]

@@ -35,10 +35,11 @@ pub enum SessionError {
     #[error("{} is not a pi session file: {reason}; open another file or start a new session", .path.display())]
     NotASession { path: PathBuf, reason: String },
 
-    /// A line before the last one is not a valid entry. Nothing was changed.
+    /// A complete line (one that ends in a line feed) is not a valid entry. Nothing was changed.
     #[error(
-        "session file {}, line {line}: {reason}. Only a damaged last line (an interrupted write) is skipped; this one is \
-         followed by more entries, so the file was not opened and not changed: repair or delete that line, or start a new session",
+        "session file {}, line {line}: {reason}. Only an interrupted write is skipped (a last line without its line \
+         feed, or a line that breaks off in the middle of its JSON); this line is complete, so the file was not \
+         opened and not changed: repair or delete that line, or start a new session",
         .path.display()
     )]
     Corrupt {
@@ -55,14 +56,38 @@ pub enum SessionError {
     )]
     UnsupportedVersion { path: PathBuf, version: String },
 
-    /// The file grew or shrank since it was opened, so cutting off its damaged last line could
-    /// destroy someone else's entries.
+    /// The file is shorter than this store left it: someone cut it, and acknowledged entries
+    /// may be gone, so nothing is written on top.
     #[error(
-        "session file {} changed on disk since it was opened (is another process writing it?); nothing was \
+        "session file {} is shorter than this host left it (did another program cut or rewrite it?); nothing was \
          written: open it again before appending",
         .path.display()
     )]
     ChangedOnDisk { path: PathBuf },
+
+    /// Another session store (in this or another process) has the file open: two hosts appending
+    /// to one session would interleave their entries and could damage each other's lines.
+    #[error(
+        "session file {} is in use by another pi-hooks{}; only one host may write a session at a time. Close the \
+         other one (or let it finish) and try again, or start a new session instead of continuing this one",
+        .path.display(),
+        .holder.map(|pid| format!(" (pid {pid})")).unwrap_or_default()
+    )]
+    Locked { path: PathBuf, holder: Option<u32> },
+
+    /// An entry nests arrays and objects deeper than a session file may hold: it was refused
+    /// before anything was written, because it could not be read back.
+    #[error(
+        "the {entry_type} entry for session {session} nests {depth} levels of arrays and objects (counting the entry \
+         itself); a session entry may nest at most {limit}, the most this host reads back. The entry was not saved: \
+         flatten the data, or store the deep part as a JSON string"
+    )]
+    TooDeep {
+        session: String,
+        entry_type: String,
+        depth: usize,
+        limit: usize,
+    },
 
     /// An operation named an entry id the session does not hold.
     #[error("no entry with id {id} in session {session}; pick an id from the session's entries")]

@@ -1,8 +1,20 @@
 //! Reading a session file: lines to entries, crash residue, and migration of old versions.
 //!
-//! pi skips every malformed line silently. Here only the last line may be damaged (that is what
-//! a crash in the middle of an append leaves); damage anywhere else is an error naming the line,
-//! because skipping it would silently drop acknowledged entries and break parent links.
+//! pi skips every malformed line silently. Here only what an interrupted write leaves is
+//! skipped, with a warning:
+//!
+//! * a last line without its line feed that does not parse (every writer ends a line with its
+//!   line feed in the same write, so such a line was never acknowledged): it is cut off before
+//!   the next append;
+//! * a line that breaks off in the middle of its JSON (serde_json reports the end of the input
+//!   inside a value) but does end in a line feed: the fragment of a writer that died, after which
+//!   another writer started its own entry on a new line (the store's guard before each append).
+//!   No complete entry ever looks like that, so nothing acknowledged is skipped; the line is left
+//!   in the file.
+//!
+//! Any other bad line, the last one included, is an error naming the line: it is complete, so
+//! someone wrote and acknowledged it, and skipping it would silently drop an entry and break
+//! parent links.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -10,7 +22,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::SessionError;
-use super::entry::{CURRENT_VERSION, HEADER_TYPE};
+use super::entry::{CURRENT_VERSION, HEADER_TYPE, MAX_DEPTH};
 
 /// A parsed session file.
 #[derive(Debug)]
@@ -25,20 +37,28 @@ pub struct Loaded {
     pub file_len: u64,
     /// Where the damaged last line starts, if there is one: it is cut off before the next append.
     pub damaged_tail_at: Option<u64>,
-    /// The file's last line is a good entry without a line feed: write one before the next entry.
-    pub needs_line_feed: bool,
 }
 
 struct Line {
     number: usize,
     start: usize,
     text: Vec<u8>,
+    /// A line feed follows the line.
+    terminated: bool,
+}
+
+/// Why a line is not an entry.
+struct BadLine {
+    reason: String,
+    /// The JSON breaks off before its end (what an interrupted write leaves).
+    broken_off: bool,
 }
 
 /// Parses the bytes of the session file at `path` (only used in messages).
 pub fn parse(path: &Path, bytes: &[u8]) -> Result<Loaded, SessionError> {
     let mut lines = Vec::new();
     let mut start = 0;
+    let segments = bytes.split(|b| *b == b'\n').count();
     for (index, raw) in bytes.split(|b| *b == b'\n').enumerate() {
         let text = raw.strip_suffix(b"\r").unwrap_or(raw);
         if !text.iter().all(u8::is_ascii_whitespace) {
@@ -46,6 +66,7 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Loaded, SessionError> {
                 number: index + 1,
                 start,
                 text: text.to_vec(),
+                terminated: index + 1 < segments,
             });
         }
         start += raw.len() + 1;
@@ -65,27 +86,41 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Loaded, SessionError> {
     for (index, line) in lines.iter().enumerate() {
         match parse_line(&line.text) {
             Ok(object) => parsed.push((line.number, object)),
-            Err(reason) if index == 0 && index == last => {
+            Err(bad) if index == 0 && index == last => {
                 return Err(not_a_session(format!(
-                    "its only line is not a complete session header ({reason}); the host probably stopped while \
-                     creating it, and it holds no entries"
+                    "its only line is not a complete session header ({}); the host probably stopped while \
+                     creating it, and it holds no entries",
+                    bad.reason
                 )));
             }
-            Err(reason) if index == last => {
+            Err(bad) if index == last && !line.terminated => {
                 warnings.push(format!(
-                    "{}: skipped damaged last line {} ({} bytes: {reason}); a write was probably interrupted, so the \
-                     entry was never acknowledged. It will be cut off before the next entry is appended",
+                    "{}: skipped damaged last line {} ({} bytes: {}); it has no line feed, so a write was \
+                     interrupted and the entry was never acknowledged. It will be cut off before the next entry \
+                     is appended",
                     path.display(),
                     line.number,
-                    line.text.len()
+                    line.text.len(),
+                    bad.reason
                 ));
                 damaged_tail_at = Some(line.start as u64);
             }
-            Err(reason) => {
+            Err(bad) if index > 0 && bad.broken_off => {
+                warnings.push(format!(
+                    "{}: skipped line {} ({} bytes: {}); it breaks off in the middle, the remains of a write that \
+                     was interrupted before another writer went on at the next line, so it never held an \
+                     acknowledged entry. It is left in the file",
+                    path.display(),
+                    line.number,
+                    line.text.len(),
+                    bad.reason
+                ));
+            }
+            Err(bad) => {
                 return Err(SessionError::Corrupt {
                     path: path.to_path_buf(),
                     line: line.number,
-                    reason,
+                    reason: bad.reason,
                 });
             }
         }
@@ -149,7 +184,6 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Loaded, SessionError> {
         ));
     }
 
-    let needs_line_feed = damaged_tail_at.is_none() && !bytes.ends_with(b"\n");
     Ok(Loaded {
         header,
         entries: entries
@@ -159,7 +193,6 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Loaded, SessionError> {
         warnings,
         file_len: bytes.len() as u64,
         damaged_tail_at,
-        needs_line_feed,
     })
 }
 
@@ -183,15 +216,50 @@ pub fn has_session_header(path: &Path) -> bool {
     })
 }
 
-fn parse_line(text: &[u8]) -> Result<Map<String, Value>, String> {
+fn parse_line(text: &[u8]) -> Result<Map<String, Value>, BadLine> {
+    let bad = |reason: String| BadLine {
+        reason,
+        broken_off: false,
+    };
     match serde_json::from_slice::<Value>(text) {
         Ok(Value::Object(object)) => match object.get("type") {
             Some(Value::String(_)) => Ok(object),
-            _ => Err("the object has no string \"type\"".into()),
+            _ => Err(bad("the object has no string \"type\"".into())),
         },
-        Ok(_) => Err("not a JSON object".into()),
-        Err(error) => Err(format!("not valid JSON: {error}")),
+        Ok(_) => Err(bad("not a JSON object".into())),
+        Err(error) if error.is_eof() => Err(BadLine {
+            reason: format!("the JSON breaks off: {error}"),
+            broken_off: true,
+        }),
+        Err(error) => match text_depth(text) {
+            depth if depth > MAX_DEPTH => Err(bad(format!(
+                "it nests {depth} levels of arrays and objects, more than the {MAX_DEPTH} a session entry may \
+                 have (this host never writes such a line; a host without the check did)"
+            ))),
+            _ => Err(bad(format!("not valid JSON: {error}"))),
+        },
     }
+}
+
+/// How deep `[` and `{` nest in JSON text, outside strings (for the message about a line too
+/// deep to read).
+fn text_depth(text: &[u8]) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0);
+    let (mut in_string, mut escaped) = (false, false);
+    for &byte in text {
+        match byte {
+            _ if escaped => escaped = false,
+            b'\\' if in_string => escaped = true,
+            b'"' => in_string = !in_string,
+            b'[' | b'{' if !in_string => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' if !in_string => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
 }
 
 fn header_version(path: &Path, header: &Map<String, Value>) -> Result<u64, SessionError> {
@@ -365,9 +433,95 @@ mod tests {
             "{:?}",
             loaded.warnings
         );
-        assert!(!loaded.needs_line_feed);
+        // Without its line feed, any damage is an interrupted write, not only a JSON prefix.
+        let garbled = load(&format!("{header}{good}\0\0\0")).unwrap();
+        assert_eq!(
+            garbled.damaged_tail_at,
+            Some((header.len() + good.len()) as u64)
+        );
+        // A whole entry without its line feed is an entry.
         let unterminated = load(&format!("{header}{}", good.trim_end())).unwrap();
-        assert!(unterminated.needs_line_feed && unterminated.damaged_tail_at.is_none());
+        assert_eq!(unterminated.entries.len(), 1);
+        assert!(unterminated.damaged_tail_at.is_none());
         assert!(unterminated.warnings.is_empty());
+    }
+
+    #[test]
+    fn a_complete_last_line_that_does_not_parse_is_an_error() {
+        let header = "{\"type\":\"session\",\"version\":3,\"id\":\"u\"}\n";
+        for last in ["{\"type\":\"custom\" oops}\n", "\0\0\0\0\n\n", "[1]\n"] {
+            let error = load(&format!("{header}{last}")).unwrap_err();
+            assert!(
+                matches!(error, SessionError::Corrupt { line: 2, .. }),
+                "{last:?}: {error}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_broken_off_line_followed_by_a_line_feed_is_skipped_and_kept() {
+        let header = "{\"type\":\"session\",\"version\":3,\"id\":\"u\"}\n";
+        let fragment = "{\"type\":\"custom\",\"data\":[1,\n";
+        let good = "{\"type\":\"custom\",\"customType\":\"k\",\"id\":\"a\",\"parentId\":null}\n";
+        for text in [
+            format!("{header}{fragment}{good}"),
+            format!("{header}{good}{fragment}"),
+        ] {
+            let loaded = load(&text).unwrap();
+            assert_eq!(loaded.entries.len(), 1, "{text}");
+            assert_eq!(
+                loaded.damaged_tail_at, None,
+                "a line with its line feed is never cut"
+            );
+            assert_eq!(loaded.warnings.len(), 1, "{:?}", loaded.warnings);
+            assert!(
+                loaded.warnings[0].contains("breaks off"),
+                "{:?}",
+                loaded.warnings
+            );
+        }
+        // A broken-off header is still not a session.
+        let error = load(&format!("{{\"type\":\"sess\n{good}")).unwrap_err();
+        assert!(
+            matches!(error, SessionError::Corrupt { line: 1, .. }),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn every_cut_of_a_line_breaks_off() {
+        let line = r#"{"type":"custom","customType":"k\"\\é\u00e9","data":{"n":-1.5e-3,"t":true,"f":false,"z":null,"a":[[],{}]},"id":"a","parentId":null}"#;
+        assert!(parse_line(line.as_bytes()).is_ok());
+        for end in 1..line.len() {
+            match parse_line(&line.as_bytes()[..end]) {
+                Err(bad) => assert!(bad.broken_off, "cut at {end}: {}", bad.reason),
+                Ok(_) => panic!("cut at {end} parsed"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_line_too_deep_to_read_is_named_as_such() {
+        let header = "{\"type\":\"session\",\"version\":3,\"id\":\"u\"}\n";
+        let deep = |depth: usize| {
+            let data = "[".repeat(depth - 1) + &"]".repeat(depth - 1);
+            format!(
+                "{{\"type\":\"custom\",\"customType\":\"k\",\"data\":{data},\"id\":\"d\",\"parentId\":null}}\n"
+            )
+        };
+        let loaded = load(&format!("{header}{}", deep(MAX_DEPTH))).unwrap();
+        assert_eq!(loaded.entries.len(), 1);
+        for text in [
+            format!("{header}{}", deep(MAX_DEPTH + 1)),
+            format!("{header}{}{}", deep(MAX_DEPTH + 1), deep(2)),
+        ] {
+            let error = load(&text).unwrap_err().to_string();
+            assert!(error.contains("line 2"), "{error}");
+            assert!(
+                error.contains(&format!("nests {} levels", MAX_DEPTH + 1))
+                    && error.contains(&MAX_DEPTH.to_string()),
+                "{error}"
+            );
+        }
     }
 }

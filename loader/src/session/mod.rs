@@ -33,11 +33,19 @@
 //! * **Append only.** The file is opened with `O_APPEND` and each entry goes out as one line
 //!   with one `write`; lines are never rewritten, not even to migrate an old version (pi
 //!   rewrites; here the migration is redone in memory at every opening, deterministically).
-//!   The one exception is bytes that were never acknowledged: a damaged last line (a write cut
-//!   short by a crash) is skipped when the file is opened and cut off (`ftruncate`) just before
-//!   the next append, so that the next entry does not continue the fragment and the file stays
-//!   valid JSONL. The cut is refused ([`SessionError::ChangedOnDisk`]) if the file changed size
-//!   since it was read. A failed write is cut off the same way.
+//!   The one exception is bytes that were never acknowledged: a last line without its line
+//!   feed that does not parse (a write cut short by a crash) is skipped when the file is opened
+//!   and cut off (`ftruncate`) just before the next append, so that the next entry does not
+//!   continue the fragment and the file stays valid JSONL. Nothing is cut if the file changed
+//!   size since it was read (someone else wrote after the fragment). A failed write is cut off
+//!   the same way.
+//! * **Only what can be read back.** serde_json's reader refuses a line nested deeper than
+//!   [`MAX_DEPTH`] (127) levels of arrays and objects, the entry's own object included, so an
+//!   append nested deeper is refused with [`SessionError::TooDeep`] before anything is written
+//!   (a plugin's `append_entry` gets an error status), instead of being acknowledged and then
+//!   making the file unreadable. The reader's limit stays: lifting it (serde_json's
+//!   `unbounded_depth`) would let a hostile file overflow the stack of every function that
+//!   walks, clones or drops its values.
 //! * **Written, not fsync'd.** An append returns once `write(2)` has handed the line to the
 //!   operating system, which keeps it if the host process crashes or is killed. It is not synced
 //!   to the disk, so a power loss or kernel crash may still lose the last entries (and leave a
@@ -49,14 +57,24 @@
 //!
 //! # Reading
 //!
-//! [`SessionStore::open`] is stricter than pi, which skips every malformed line silently:
-//! only the last line may be damaged (reported as a warning); any other bad line is an error
-//! naming the file and line, and the file is left alone. Versions 1 and 2 are migrated as pi
-//! migrates them (ids and parent links for v1, the `hookMessage` role renamed `custom` for v3);
-//! newer versions are refused.
+//! [`SessionStore::open`] is stricter than pi, which skips every malformed line silently: only
+//! what an interrupted write leaves is skipped with a warning, a last line without its line
+//! feed, or a line that breaks off in the middle of its JSON (`loader/src/session/load.rs` says
+//! why neither can be an acknowledged entry); any other bad line, the last one included, is an
+//! error naming the file and line, and the file is left alone. Versions 1 and 2 are migrated as
+//! pi migrates them (ids and parent links for v1, the `hookMessage` role renamed `custom` for
+//! v3); newer versions are refused.
 //!
-//! One store per file: two processes appending to the same session interleave their entries
-//! (as with pi).
+//! # One host per file
+//!
+//! A store locks its file (an exclusive `flock`, released when the store is dropped or its
+//! process dies) from [`SessionStore::create`] or [`SessionStore::open`] on, so a second store,
+//! in this process or another pi-hooks, is refused with [`SessionError::Locked`], which names
+//! the file and, on Linux, the pid holding it. Writers that ignore the lock (pi itself, another
+//! program) are guarded against at each append: a file shorter than the store left it is not
+//! written ([`SessionError::ChangedOnDisk`]), and the new line starts on a line of its own when
+//! the file does not end in a line feed, so it is never glued to the fragment of a writer that
+//! died mid-line; such entries interleave, as with pi.
 
 pub mod context;
 pub mod entry;
@@ -68,7 +86,7 @@ mod store;
 pub mod timestamp;
 
 pub use context::{ModelRef, SessionContext};
-pub use entry::CURRENT_VERSION;
+pub use entry::{CURRENT_VERSION, MAX_DEPTH};
 pub use error::SessionError;
 pub use paths::{encode_cwd, most_recent, new_session_path, session_dir};
 pub use store::SessionStore;

@@ -2,14 +2,14 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
 use super::SessionError;
 use super::context::{self, SessionContext};
-use super::entry::{CURRENT_VERSION, HEADER_TYPE, to_line};
+use super::entry::{CURRENT_VERSION, HEADER_TYPE, MAX_DEPTH, nesting_depth, to_line};
 use super::ids::{new_entry_id, new_uuid};
 use super::load;
 use super::paths::parse_session_file_name;
@@ -23,34 +23,38 @@ pub struct SessionStore {
     header: Value,
     id: String,
     path: Option<PathBuf>,
-    /// Opened for appending at creation, or at the first append after [`SessionStore::open`].
+    /// The file, opened (for reading and appending) by [`SessionStore::create`] or
+    /// [`SessionStore::open`], and locked for as long as the store lives.
     file: Option<File>,
+    /// `false` when the file could only be opened for reading: appends are refused.
+    writable: bool,
     entries: Vec<Value>,
     /// Entry id -> index in `entries` (the later entry wins a duplicate id, as in pi).
     by_id: HashMap<String, usize>,
     labels: HashMap<String, String>,
     leaf: Option<String>,
-    /// Bytes of the file that hold the header and acknowledged entries.
+    /// The file's length as this store last left it (read or written).
     written_len: u64,
-    /// Bytes past `written_len` to cut off before the next append.
+    /// Bytes that were never acknowledged, to cut off before the next append.
     pending_cut: Option<PendingCut>,
-    /// The file ends in a complete entry without a line feed.
-    needs_line_feed: bool,
     sync_each_append: bool,
 }
 
+/// Bytes from `at` to the end of the file were never acknowledged (a write cut short).
 #[derive(Debug, Clone, Copy)]
 struct PendingCut {
     at: u64,
-    /// The file length this cut was planned for; a different length means someone else wrote.
-    expected_len: Option<u64>,
+    /// The file length this cut was planned for; a different length means someone else wrote,
+    /// and then nothing is cut.
+    expected_len: u64,
 }
 
 impl SessionStore {
     /// A new session saved at `path` for `cwd`. The directory is created if needed and the
     /// header written at once (the file must not exist: a session file is never overwritten).
     /// When `path` is named as [`super::new_session_path`] names files, the header takes its uuid
-    /// as the session id and its time as the timestamp, as pi's headers do.
+    /// as the session id and its time as the timestamp, as pi's headers do. The file is locked
+    /// for the store's life, as by [`SessionStore::open`].
     pub fn create(path: PathBuf, cwd: &Path) -> Result<SessionStore, SessionError> {
         SessionStore::create_with_parent(path, cwd, None)
     }
@@ -72,13 +76,26 @@ impl SessionStore {
         if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
             fs::create_dir_all(dir).map_err(create_error)?;
         }
-        let mut file = match OpenOptions::new().append(true).create_new(true).open(&path) {
+        let mut file = match OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create_new(true)
+            .open(&path)
+        {
             Ok(file) => file,
             Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
                 return Err(SessionError::AlreadyExists { path });
             }
             Err(error) => return Err(create_error(error)),
         };
+        // Only a host that opened the new file by name in the moment since it was created can
+        // hold the lock; the file is still empty, so nothing is lost by removing it. A file system
+        // without locks is used without one (`lock` says so only where it can warn: `open`).
+        if let Err(error) = lock(&file, &path) {
+            drop(file);
+            let _ = fs::remove_file(&path);
+            return Err(error);
+        }
         let line = format!("{}\n", to_line(&header));
         if let Err(error) = file.write_all(line.as_bytes()) {
             drop(file);
@@ -88,6 +105,7 @@ impl SessionStore {
         }
         let mut store = SessionStore::empty(Value::Object(header), id, Some(path));
         store.file = Some(file);
+        store.writable = true;
         store.written_len = line.len() as u64;
         Ok(store)
     }
@@ -99,31 +117,50 @@ impl SessionStore {
         SessionStore::empty(Value::Object(header), id, None)
     }
 
-    /// Opens an existing session file; later appends go to its end. Returns the session and
-    /// warnings, one sentence each: a damaged last line (a write cut short by a crash) is
-    /// skipped, and cut off before the next append; a file of format version 1 or 2 is migrated
-    /// in memory, as pi migrates it, but not rewritten. A damaged line anywhere else, a file that
-    /// does not start with a session header, or a version newer than 3 is an error, and the
-    /// file is left untouched. The leaf is the last entry in the file.
+    /// Opens an existing session file to continue it; later appends go to its end. Returns the
+    /// session and warnings, one sentence each: a damaged last line without its line feed (a
+    /// write cut short by a crash) is skipped, and cut off before the next append; a line that
+    /// breaks off in the middle of its JSON (another writer died there) is skipped and left in
+    /// the file; a file of format version 1 or 2 is migrated in memory, as pi migrates it, but
+    /// not rewritten. Any other damaged line, a file that does not start with a session header,
+    /// or a version newer than 3 is an error, and the file is left untouched. The leaf is the
+    /// last entry in the file.
+    ///
+    /// The file is locked (an exclusive `flock`) until the store is dropped: while one store
+    /// has it, opening it again, in this process or another, fails with
+    /// [`SessionError::Locked`]. A file this user may read but not write opens, and every
+    /// append to it fails.
     pub fn open(path: &Path) -> Result<(SessionStore, Vec<String>), SessionError> {
-        let bytes = fs::read(path).map_err(|source| SessionError::Read {
+        let read_error = |source| SessionError::Read {
             path: path.to_path_buf(),
             source,
-        })?;
+        };
+        let (mut file, writable) = match OpenOptions::new().read(true).append(true).open(path) {
+            Ok(file) => (file, true),
+            Err(error) if error.kind() == io::ErrorKind::PermissionDenied => {
+                (File::open(path).map_err(read_error)?, false)
+            }
+            Err(error) => return Err(read_error(error)),
+        };
+        let mut warnings: Vec<String> = lock(&file, path)?.into_iter().collect();
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).map_err(read_error)?;
         let loaded = load::parse(path, &bytes)?;
+        warnings.extend(loaded.warnings);
         let id = loaded.header["id"].as_str().unwrap_or_default().to_owned();
         let mut store =
             SessionStore::empty(Value::Object(loaded.header), id, Some(path.to_path_buf()));
         for entry in loaded.entries {
             store.index(entry);
         }
+        store.file = Some(file);
+        store.writable = writable;
         store.written_len = loaded.damaged_tail_at.unwrap_or(loaded.file_len);
         store.pending_cut = loaded.damaged_tail_at.map(|at| PendingCut {
             at,
-            expected_len: Some(loaded.file_len),
+            expected_len: loaded.file_len,
         });
-        store.needs_line_feed = loaded.needs_line_feed;
-        Ok((store, loaded.warnings))
+        Ok((store, warnings))
     }
 
     fn empty(header: Value, id: String, path: Option<PathBuf>) -> SessionStore {
@@ -132,13 +169,13 @@ impl SessionStore {
             id,
             path,
             file: None,
+            writable: false,
             entries: Vec::new(),
             by_id: HashMap::new(),
             labels: HashMap::new(),
             leaf: None,
             written_len: 0,
             pending_cut: None,
-            needs_line_feed: false,
             sync_each_append: false,
         }
     }
@@ -344,7 +381,22 @@ impl SessionStore {
     }
 
     /// Fills in id, parentId (the leaf) and timestamp, writes the entry, and makes it the leaf.
+    /// An entry nested deeper than [`MAX_DEPTH`] is refused before anything is written: it
+    /// could not be read back.
     fn append(&mut self, mut entry: Map<String, Value>) -> Result<String, SessionError> {
+        let depth = 1 + entry.values().map(nesting_depth).max().unwrap_or(0);
+        if depth > MAX_DEPTH {
+            return Err(SessionError::TooDeep {
+                session: self.describe(),
+                entry_type: entry
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                depth,
+                limit: MAX_DEPTH,
+            });
+        }
         let id = new_entry_id(|id| self.by_id.contains_key(id));
         entry.insert("id".into(), Value::String(id.clone()));
         let parent = self.leaf.clone().map_or(Value::Null, Value::String);
@@ -380,6 +432,12 @@ impl SessionStore {
     /// Appends one line (and the line feed) with a single `write` on the `O_APPEND` file. On
     /// failure nothing is acknowledged, and whatever part reached the file is cut off before the
     /// next append.
+    ///
+    /// The guard against other writers (the lock keeps out other stores, not every program):
+    /// the file must not be shorter than this store left it, and the line starts on a line of
+    /// its own whatever the file ends with, so it is never glued to a fragment someone else left
+    /// when they died in the middle of a write (reading skips such a fragment: see
+    /// `loader/src/session/load.rs`).
     fn write_line(&mut self, line: &str) -> Result<(), SessionError> {
         let Some(path) = self.path.as_deref() else {
             return Ok(());
@@ -388,46 +446,48 @@ impl SessionStore {
             path: path.to_path_buf(),
             source,
         };
-        let file = match &mut self.file {
-            Some(file) => file,
-            empty => empty.insert(
-                OpenOptions::new()
-                    .append(true)
-                    .open(path)
-                    .map_err(write_error)?,
-            ),
+        let file = match &self.file {
+            Some(file) if self.writable => file,
+            _ => return Err(write_error(io::ErrorKind::PermissionDenied.into())),
         };
-        if let Some(cut) = self.pending_cut {
-            if let Some(expected) = cut.expected_len {
-                if file.metadata().map_err(write_error)?.len() != expected {
-                    return Err(SessionError::ChangedOnDisk {
-                        path: path.to_path_buf(),
-                    });
+        let mut len = file.metadata().map_err(write_error)?.len();
+        if let Some(cut) = self.pending_cut.take() {
+            if len == cut.expected_len {
+                if let Err(error) = file.set_len(cut.at) {
+                    self.pending_cut = Some(cut);
+                    return Err(write_error(error));
                 }
+                len = cut.at;
+                self.written_len = cut.at;
             }
-            file.set_len(cut.at).map_err(write_error)?;
-            self.pending_cut = None;
-            self.written_len = cut.at;
+        }
+        if len < self.written_len {
+            return Err(SessionError::ChangedOnDisk {
+                path: path.to_path_buf(),
+            });
         }
         let mut bytes = Vec::with_capacity(line.len() + 2);
-        if self.needs_line_feed {
+        if len > 0 && last_byte(file, len).map_err(write_error)? != b'\n' {
             bytes.push(b'\n');
         }
         bytes.extend_from_slice(line.as_bytes());
         bytes.push(b'\n');
+        let mut file = file;
         let mut written = file.write_all(&bytes);
         if written.is_ok() && self.sync_each_append {
             written = file.sync_data();
         }
         if let Err(error) = written {
-            self.pending_cut = Some(PendingCut {
-                at: self.written_len,
-                expected_len: None,
+            // What reached the file is ours and unacknowledged: cut it off next time, unless
+            // someone else wrote after it by then.
+            self.pending_cut = file.metadata().ok().map(|after| PendingCut {
+                at: len,
+                expected_len: after.len(),
             });
+            self.written_len = len;
             return Err(write_error(error));
         }
-        self.written_len += bytes.len() as u64;
-        self.needs_line_feed = false;
+        self.written_len = len + bytes.len() as u64;
         Ok(())
     }
 
@@ -532,16 +592,89 @@ impl SessionStore {
         context::build(branch.as_deref().unwrap_or_default())
     }
 
-    fn unknown_entry(&self, id: &str) -> SessionError {
-        let session = match &self.path {
+    /// The session for messages: its file, or its id for a session in memory.
+    fn describe(&self) -> String {
+        match &self.path {
             Some(path) => path.display().to_string(),
             None => format!("{} (in memory)", self.id),
-        };
+        }
+    }
+
+    fn unknown_entry(&self, id: &str) -> SessionError {
         SessionError::UnknownEntry {
-            session,
+            session: self.describe(),
             id: id.to_owned(),
         }
     }
+}
+
+/// Takes the session's lock: an exclusive `flock` on `file`, released when the file is closed
+/// (when the store is dropped, or by the kernel when the process dies). Another holder gives
+/// [`SessionError::Locked`]; a file system without locks gives a warning, and the file is used
+/// unlocked (the guard in `write_line` still keeps every line whole).
+#[cfg(unix)]
+fn lock(file: &File, path: &Path) -> Result<Option<String>, SessionError> {
+    use rustix::fs::{FlockOperation, flock};
+    match flock(file, FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(None),
+        Err(rustix::io::Errno::WOULDBLOCK) => Err(SessionError::Locked {
+            path: path.to_path_buf(),
+            holder: lock_holder(file),
+        }),
+        Err(error) => Ok(Some(unlocked_warning(path, &io::Error::from(error)))),
+    }
+}
+
+#[cfg(not(unix))]
+fn lock(_file: &File, path: &Path) -> Result<Option<String>, SessionError> {
+    let unsupported = io::Error::new(io::ErrorKind::Unsupported, "not on this platform");
+    Ok(Some(unlocked_warning(path, &unsupported)))
+}
+
+fn unlocked_warning(path: &Path, error: &io::Error) -> String {
+    format!(
+        "{}: cannot lock the session file ({error}), so nothing stops a second pi-hooks from writing it at the \
+         same time; do not continue this session from two places at once",
+        path.display()
+    )
+}
+
+/// The process holding the `flock` on `file`, from `/proc/locks` (whose lines read
+/// `1: FLOCK  ADVISORY  WRITE <pid> <major>:<minor>:<inode> 0 EOF`, in hexadecimal for the
+/// device numbers; a waiting lock has `->` before `FLOCK`).
+#[cfg(target_os = "linux")]
+fn lock_holder(file: &File) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let metadata = file.metadata().ok()?;
+    let dev = metadata.dev();
+    // glibc's `major`/`minor` for a `dev_t`.
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    let wanted = format!("{major:02x}:{minor:02x}:{}", metadata.ino());
+    let locks = fs::read_to_string("/proc/locks").ok()?;
+    locks.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        match fields[..] {
+            // A holder outside this pid namespace shows as pid 0.
+            [_, "FLOCK", _, _, pid, file_id, ..] if file_id == wanted => {
+                pid.parse().ok().filter(|pid| *pid != 0)
+            }
+            _ => None,
+        }
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn lock_holder(_file: &File) -> Option<u32> {
+    None
+}
+
+/// The byte at `len - 1`, the file's last when it is `len` bytes long.
+fn last_byte(mut file: &File, len: u64) -> io::Result<u8> {
+    let mut byte = [0];
+    file.seek(SeekFrom::Start(len - 1))?;
+    file.read_exact(&mut byte)?;
+    Ok(byte[0])
 }
 
 fn new_header(
