@@ -98,11 +98,17 @@ pub fn cache_dir(agent_dir: &Path) -> PathBuf {
 pub fn open(file: &PluginFile, cache: &Path) -> Result<OpenedLibrary, String> {
     check_object_header(&file.bytes)?;
     let shadow = shadow_copy(file, cache)?;
+    // The library's initialisers and its entry function are the plugin's code.
+    let shown = file.path.to_string_lossy();
+    let site =
+        crate::crash_guard::CallSite::new("", &shown, crate::crash_guard::Activity::Load, "");
+    let running = crate::crash_guard::enter(&site);
     // SAFETY: opening a library runs its initialisers; the user chose to load this file (it
     // is global, explicit or trusted), which is the trust decision loading native code needs.
     let library =
         unsafe { open_now(&shadow) }.map_err(|e| loader_refusal(&e, &shadow, &file.path))?;
     let descriptor = read_descriptor(&library)?;
+    drop(running);
     // SAFETY: check_descriptor verified the sizes; the strings are the plugin's statics,
     // valid while the library is mapped; they are copied here.
     let text = |s: PiStr, field: &str| unsafe { copy_str(s, field) };
