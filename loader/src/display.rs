@@ -15,19 +15,27 @@ pub fn escape(text: &str) -> Cow<'_, str> {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{1b}' => out.push_str("\\e"),
-            c if needs_escape(c) => {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
+    // Writing to a String cannot fail.
+    let _ = write_escaped(text, &mut out);
     Cow::Owned(out)
+}
+
+/// Writes `text` escaped as [`escape`] does to `out`, without allocating: the crash report
+/// of `crate::crash_guard` uses it inside a signal handler.
+pub fn write_escaped(text: &str, out: &mut impl Write) -> std::fmt::Result {
+    let mut plain = 0;
+    for (at, c) in text.char_indices().filter(|(_, c)| needs_escape(*c)) {
+        out.write_str(&text[plain..at])?;
+        match c {
+            '\n' => out.write_str("\\n")?,
+            '\r' => out.write_str("\\r")?,
+            '\t' => out.write_str("\\t")?,
+            '\u{1b}' => out.write_str("\\e")?,
+            c => write!(out, "\\u{{{:x}}}", c as u32)?,
+        }
+        plain = at + c.len_utf8();
+    }
+    out.write_str(&text[plain..])
 }
 
 /// Control characters, and the format characters that change how the text around them

@@ -10,6 +10,7 @@
 
 pub mod agent;
 pub mod cli;
+pub mod crash_guard;
 pub mod discover;
 pub mod display;
 pub mod event_names;

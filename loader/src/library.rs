@@ -97,6 +97,11 @@ pub fn open(file: &PluginFile, cache: &Path) -> Result<OpenedLibrary, String> {
     check_object_header(&file.bytes)?;
     let copy = shadow_copy(file, cache)?;
     let shadow = copy.path.clone();
+    // The library's initialisers and its entry function are the plugin's code.
+    let shown = file.path.to_string_lossy();
+    let site =
+        crate::crash_guard::CallSite::new("", &shown, crate::crash_guard::Activity::Load, "");
+    let running = crate::crash_guard::enter(&site);
     // SAFETY: opening a library runs its initialisers; the user chose to load this file (it
     // is global, explicit or trusted), which is the trust decision loading native code needs.
     let library =
@@ -104,6 +109,7 @@ pub fn open(file: &PluginFile, cache: &Path) -> Result<OpenedLibrary, String> {
     // The library is never closed, so what backs its copy stays too.
     copy.keep_forever();
     let descriptor = read_descriptor(&library)?;
+    drop(running);
     let text = copy_str;
     let name = text(descriptor.name, "name")?;
     if name.trim().is_empty() {

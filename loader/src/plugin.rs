@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use pi_hooks_abi::ffi::*;
 
+use crate::crash_guard::{self, Activity, CallSite};
 use crate::discover::Origin;
 use crate::host_api;
 use crate::host_api::context::{CallContext, CallScope};
@@ -91,9 +92,12 @@ impl LoadedPlugin {
             .descriptor
             .init
             .ok_or("its descriptor has no init function")?;
+        let site = CallSite::new(&state.name, &state.path, Activity::Init, "");
+        let running = crash_guard::enter(&site);
         // SAFETY: the descriptor was checked; init gets the host table, valid for the life of
         // the process, and the handle of `state`, which lives until the plugin is retired.
         let status = unsafe { init(host_api::host_api(), state.as_handle()) };
+        drop(running);
         let plugin = LoadedPlugin {
             path,
             origin,
@@ -217,6 +221,7 @@ pub fn call_handler(
 ) -> HandlerOutcome {
     invoke(
         state,
+        (Activity::Event, &handler.event),
         CallContext::new(scope, state),
         on_start,
         |ctx, result| {
@@ -238,6 +243,7 @@ pub fn call_command(
     let args = CText::new(args);
     invoke(
         state,
+        (Activity::Command, &command.name),
         CallContext::new(scope, state),
         || {},
         |ctx, _| {
@@ -259,6 +265,7 @@ pub fn call_tool(
     let id = CText::new(tool_call_id);
     invoke(
         state,
+        (Activity::Tool, &tool.name),
         CallContext::new(scope, state).with_tool_update(on_update),
         || {},
         |ctx, result| {
@@ -279,9 +286,10 @@ pub fn call_tool(
 /// The one way into a plugin: skips a plugin still busy with a call that timed out, takes
 /// the call lock (calls never overlap), checks the plugin is active, and collects the result
 /// and error message. (An `extern "C"` call cannot unwind: the plugin side stops panics, as
-/// the SDK does.)
+/// the SDK does.) While the plugin runs, `crash_guard` knows which plugin and `what` it runs.
 fn invoke(
     state: &PluginState,
+    what: (Activity, &str),
     ctx: CallContext<'_>,
     on_start: impl FnOnce(),
     call: impl FnOnce(*mut PiContext, *mut PiResult) -> PiStatus,
@@ -302,7 +310,10 @@ fn invoke(
         let handles = state
             .call_slot()
             .open(state.slot(), ctx.address(), result.address());
+        let site = CallSite::new(&state.name, &state.path, what.0, what.1);
+        let running = crash_guard::enter(&site);
         let status = call(handles.context, handles.result);
+        drop(running);
         // From here on the plugin's handles of this call are refused.
         state.call_slot().close(handles);
         // Whoever holds the lock is the only call a "stuck" mark can be about.
@@ -339,12 +350,17 @@ impl Drop for LoadedPlugin {
             );
             return;
         };
+        let (name, path) = (&self.state.name, &self.state.path);
         if was_active && let Some(shutdown) = self.library.descriptor.shutdown {
+            let site = CallSite::new(name, path, Activity::Shutdown, "");
+            let _running = crash_guard::enter(&site);
             // SAFETY: the plugin is loaded and its handle alive; shutdown runs once, with no
             // other call in flight (call lock held).
             unsafe { shutdown(self.state.as_handle()) };
         }
+        let site = CallSite::new(name, path, Activity::Cleanup, "");
         for (cleanup, data) in self.state.take_cleanups() {
+            let _running = crash_guard::enter(&site);
             // SAFETY: each cleanup was registered by the plugin for exactly this data and
             // runs once.
             unsafe { cleanup(data.0) };
