@@ -14,6 +14,7 @@ pub mod crash_guard;
 pub mod discover;
 pub mod display;
 pub mod event_names;
+pub mod exception_barrier;
 pub mod files;
 pub mod handles;
 pub mod host_api;

@@ -10,6 +10,7 @@ use pi_hooks_abi::ENTRY_SYMBOL;
 use pi_hooks_abi::ffi::*;
 use pi_hooks_abi::layout::{AbiSizes, fingerprint_for_minor};
 
+use crate::exception_barrier;
 use crate::files::{MAX_PLUGIN_BYTES, read_regular};
 use crate::plugin_memory;
 use crate::shadow::shadow_copy;
@@ -328,7 +329,8 @@ fn read_descriptor(library: &Library) -> Result<PiPluginDescriptor, String> {
         Err(_) => return Err(missing_entry(library)),
     };
     // SAFETY: the entry takes no arguments and returns a pointer to a static descriptor.
-    let ptr = unsafe { entry() };
+    let ptr = unsafe { exception_barrier::entry(entry) }
+        .map_err(|what| format!("{ENTRY_SYMBOL}() threw a C++ exception: {what}"))?;
     if ptr.is_null() {
         return Err(format!(
             "{ENTRY_SYMBOL}() returned NULL instead of a descriptor"

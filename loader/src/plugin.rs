@@ -7,6 +7,8 @@ use pi_hooks_abi::ffi::*;
 
 use crate::crash_guard::{self, Activity, CallSite};
 use crate::discover::Origin;
+use crate::display::escape;
+use crate::exception_barrier;
 use crate::host_api;
 use crate::host_api::context::{CallContext, CallScope};
 use crate::host_api::result::ResultBuilder;
@@ -96,8 +98,13 @@ impl LoadedPlugin {
         let running = crash_guard::enter(&site);
         // SAFETY: the descriptor was checked; init gets the host table, valid for the life of
         // the process, and the handle of `state`, which lives until the plugin is retired.
-        let status = unsafe { init(host_api::host_api(), state.as_handle()) };
+        let status =
+            unsafe { exception_barrier::init(init, host_api::host_api(), state.as_handle()) };
         drop(running);
+        let (status, thrown) = match status {
+            Ok(status) => (status, None),
+            Err(what) => (PI_ERR_PANIC, Some(what)),
+        };
         let plugin = LoadedPlugin {
             path,
             origin,
@@ -121,10 +128,13 @@ impl LoadedPlugin {
             }
             return Ok(plugin);
         }
-        let detail = plugin
-            .state
-            .init_error()
-            .unwrap_or_else(|| "no message".to_owned());
+        let detail = match thrown {
+            Some(what) => format!("threw a C++ exception: {what}"),
+            None => plugin
+                .state
+                .init_error()
+                .unwrap_or_else(|| "no message".to_owned()),
+        };
         let what = if status == PI_ERR_PANIC {
             "panicked"
         } else {
@@ -228,7 +238,15 @@ pub fn call_handler(
             // SAFETY: the handler and user data were registered by this plugin, which is active
             // (checked by `invoke` under the call lock); payload, context and result outlive the
             // call.
-            unsafe { (handler.handler)(handler.user_data.0, payload.as_ptr(), ctx, result) }
+            unsafe {
+                exception_barrier::event(
+                    handler.handler,
+                    handler.user_data.0,
+                    payload.as_ptr(),
+                    ctx,
+                    result,
+                )
+            }
         },
     )
 }
@@ -248,7 +266,14 @@ pub fn call_command(
         || {},
         |ctx, _| {
             // SAFETY: as in `call_handler`; `args` outlives the call.
-            unsafe { (command.handler)(command.user_data.0, args.as_pi_str(), ctx) }
+            unsafe {
+                exception_barrier::command(
+                    command.handler,
+                    command.user_data.0,
+                    args.as_pi_str(),
+                    ctx,
+                )
+            }
         },
     )
 }
@@ -271,7 +296,8 @@ pub fn call_tool(
         |ctx, result| {
             // SAFETY: as in `call_handler`; `id` and `params` outlive the call.
             unsafe {
-                (tool.execute)(
+                exception_barrier::tool(
+                    tool.execute,
                     tool.user_data.0,
                     id.as_pi_str(),
                     params.as_ptr(),
@@ -292,7 +318,7 @@ fn invoke(
     what: (Activity, &str),
     ctx: CallContext<'_>,
     on_start: impl FnOnce(),
-    call: impl FnOnce(*mut PiContext, *mut PiResult) -> PiStatus,
+    call: impl FnOnce(*mut PiContext, *mut PiResult) -> Result<PiStatus, String>,
 ) -> HandlerOutcome {
     let mut result = ResultBuilder::new();
     let status = {
@@ -321,6 +347,10 @@ fn invoke(
         status
     };
     let (error, system_prompt) = ctx.finish();
+    let (status, error) = match status {
+        Ok(status) => (status, error),
+        Err(what) => (PI_ERR_PANIC, Some(format!("threw a C++ exception: {what}"))),
+    };
     HandlerOutcome {
         status,
         result: result.into_value(),
@@ -356,14 +386,30 @@ impl Drop for LoadedPlugin {
             let _running = crash_guard::enter(&site);
             // SAFETY: the plugin is loaded and its handle alive; shutdown runs once, with no
             // other call in flight (call lock held).
-            unsafe { shutdown(self.state.as_handle()) };
+            if let Err(what) =
+                unsafe { exception_barrier::shutdown(shutdown, self.state.as_handle()) }
+            {
+                eprintln!(
+                    "pi-hooks: plugin {} ({}): its shutdown threw a C++ exception: {}",
+                    escape(&self.state.name),
+                    escape(&self.path),
+                    escape(&what)
+                );
+            }
         }
         let site = CallSite::new(name, path, Activity::Cleanup, "");
         for (cleanup, data) in self.state.take_cleanups() {
             let _running = crash_guard::enter(&site);
             // SAFETY: each cleanup was registered by the plugin for exactly this data and
             // runs once.
-            unsafe { cleanup(data.0) };
+            if let Err(what) = unsafe { exception_barrier::cleanup(cleanup, data.0) } {
+                eprintln!(
+                    "pi-hooks: plugin {} ({}): a cleanup threw a C++ exception: {}",
+                    escape(&self.state.name),
+                    escape(&self.path),
+                    escape(&what)
+                );
+            }
         }
     }
 }
