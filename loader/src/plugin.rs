@@ -222,6 +222,7 @@ impl LoadedPlugin {
 ///
 /// `on_start` runs once the plugin is free and the call begins (the timed runner starts the
 /// handler's clock there).
+#[inline]
 pub fn call_handler(
     state: &PluginState,
     handler: &EventHandler,
@@ -313,6 +314,7 @@ pub fn call_tool(
 /// the call lock (calls never overlap), checks the plugin is active, and collects the result
 /// and error message. (An `extern "C"` call cannot unwind: the plugin side stops panics, as
 /// the SDK does.) While the plugin runs, `crash_guard` knows which plugin and `what` it runs.
+#[inline(always)]
 fn invoke(
     state: &PluginState,
     what: (Activity, &str),
@@ -323,13 +325,10 @@ fn invoke(
     let mut result = ResultBuilder::new();
     let status = {
         let Some(_serialised) = state.lock_calls_unless_stuck() else {
-            return HandlerOutcome::refused(
-                PI_ERR_TIMEOUT,
-                "not called: the plugin is still running an earlier call that timed out",
-            );
+            return not_called_stuck();
         };
         if state.phase() != Phase::Active {
-            return HandlerOutcome::refused(PI_ERR_CANCELLED, "not called: the plugin was retired");
+            return not_called_retired();
         }
         // The call starts now: time spent waiting for the plugin to be free is not its own.
         on_start();
@@ -357,6 +356,21 @@ fn invoke(
         error,
         system_prompt,
     }
+}
+
+#[cold]
+#[inline(never)]
+fn not_called_stuck() -> HandlerOutcome {
+    HandlerOutcome::refused(
+        PI_ERR_TIMEOUT,
+        "not called: the plugin is still running an earlier call that timed out",
+    )
+}
+
+#[cold]
+#[inline(never)]
+fn not_called_retired() -> HandlerOutcome {
+    HandlerOutcome::refused(PI_ERR_CANCELLED, "not called: the plugin was retired")
 }
 
 /// How long retiring a plugin waits for a call still running inside it.

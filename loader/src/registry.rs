@@ -278,7 +278,18 @@ impl PluginState {
     /// Takes the call lock, waiting while another call runs, unless that call is marked stuck
     /// (it overran its time and was abandoned): then `None`, so no caller waits on a plugin
     /// that may never return.
+    #[inline]
     pub fn lock_calls_unless_stuck(&self) -> Option<MutexGuard<'_, ()>> {
+        match self.call_lock.try_lock() {
+            Ok(guard) => Some(guard),
+            Err(_) => self.wait_for_calls_unless_stuck(),
+        }
+    }
+
+    /// The slow path of [`PluginState::lock_calls_unless_stuck`]: another call is running.
+    #[cold]
+    #[inline(never)]
+    fn wait_for_calls_unless_stuck(&self) -> Option<MutexGuard<'_, ()>> {
         let mut backoff = std::time::Duration::from_micros(20);
         loop {
             match self.call_lock.try_lock() {
@@ -311,6 +322,7 @@ impl PluginState {
     }
 
     /// Marks (or clears) a call that timed out and is still running.
+    #[inline]
     pub fn set_stuck(&self, stuck: bool) {
         self.stuck.store(stuck, Ordering::Release);
     }
@@ -350,6 +362,7 @@ impl PluginState {
     }
 
     /// The current phase.
+    #[inline]
     pub fn phase(&self) -> Phase {
         match self.phase.load(Ordering::Acquire) {
             0 => Phase::Init,

@@ -79,6 +79,7 @@ impl Slot {
         &self.state.path
     }
 
+    #[inline]
     pub(crate) fn call(
         &self,
         payload: &HostValue,
@@ -280,6 +281,7 @@ fn run_inline<C: Chain>(
 }
 
 /// Feeds one outcome to the chain.
+#[inline]
 pub(crate) fn step<C: Chain>(
     chain: &mut C,
     slot: &Slot,
