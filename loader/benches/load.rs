@@ -93,11 +93,7 @@ fn child_phases() {
         mark(1);
         check_object_header(&bytes).expect("ELF check");
         mark(2);
-        let file = PluginFile {
-            path: PathBuf::from(path),
-            bytes,
-            sha256: sha256.clone(),
-        };
+        let file = PluginFile::new(PathBuf::from(path), bytes);
         let library = open(&file, &cache).expect("open");
         mark(3);
         let plugin = LoadedPlugin::init(
@@ -105,7 +101,7 @@ fn child_phases() {
             path.to_owned(),
             Origin::Cli,
             TrustState::NotRequired,
-            sha256,
+            Some(sha256),
         )
         .expect("init");
         mark(4);

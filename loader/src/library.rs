@@ -4,6 +4,7 @@
 //! nothing but the entry symbol runs before the descriptor is accepted.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use libloading::Library;
 use pi_hooks_abi::ENTRY_SYMBOL;
@@ -22,8 +23,29 @@ pub struct PluginFile {
     pub path: PathBuf,
     /// Its bytes.
     pub bytes: Vec<u8>,
-    /// SHA-256 of the bytes, hex.
-    pub sha256: String,
+    sha256: OnceLock<String>,
+}
+
+impl PluginFile {
+    /// A plugin file read from `path`.
+    pub fn new(path: PathBuf, bytes: Vec<u8>) -> Self {
+        PluginFile {
+            path,
+            bytes,
+            sha256: OnceLock::new(),
+        }
+    }
+
+    /// SHA-256 of the bytes, hex; computed on first use (only plugins that need a trust pin,
+    /// and the file cache, need it at load).
+    pub fn sha256(&self) -> &str {
+        self.sha256.get_or_init(|| sha256_hex(&self.bytes))
+    }
+
+    /// The SHA-256 if something already needed it.
+    pub fn sha256_if_computed(&self) -> Option<&str> {
+        self.sha256.get().map(String::as_str)
+    }
 }
 
 /// Reads a plugin file: a regular file of at most [`MAX_PLUGIN_BYTES`], read once; the bytes
@@ -35,12 +57,7 @@ pub fn read_plugin_file(path: &Path) -> Result<PluginFile, String> {
             "the file is empty (0 bytes): an interrupted build? rebuild the plugin".to_owned(),
         );
     }
-    let sha256 = sha256_hex(&bytes);
-    Ok(PluginFile {
-        path: path.to_path_buf(),
-        bytes,
-        sha256,
-    })
+    Ok(PluginFile::new(path.to_path_buf(), bytes))
 }
 
 /// An opened library whose descriptor the host accepted.

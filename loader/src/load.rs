@@ -229,9 +229,9 @@ fn load_candidate(
         };
         let canonical =
             std::fs::canonicalize(path).map_err(|e| format!("cannot resolve the path: {e}"))?;
-        match store.state(&canonical, &file.sha256) {
+        match store.state(&canonical, file.sha256()) {
             TrustState::Trusted => TrustState::Trusted,
-            state => return Ok(Loaded::Untrusted(state, file.sha256)),
+            state => return Ok(Loaded::Untrusted(state, file.sha256().to_owned())),
         }
     } else {
         TrustState::NotRequired
@@ -242,7 +242,7 @@ fn load_candidate(
         path.display().to_string(),
         origin,
         trust,
-        file.sha256,
+        file.sha256_if_computed().map(str::to_owned),
     )?;
     Ok(Loaded::Plugin(Box::new(plugin)))
 }

@@ -1,7 +1,7 @@
 //! One loaded plugin instance: its library, its host-side state, its init, its calls and its
 //! retirement.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use pi_hooks_abi::ffi::*;
 
@@ -26,8 +26,7 @@ pub struct LoadedPlugin {
     pub origin: Origin,
     /// Trust state when it was loaded.
     pub trust: TrustState,
-    /// SHA-256 of the file.
-    pub sha256: String,
+    sha256: OnceLock<String>,
     /// What the user should know about this plugin although it loaded (an event name no
     /// host version emits, say), one line each.
     pub warnings: Vec<String>,
@@ -87,7 +86,7 @@ impl LoadedPlugin {
         path: String,
         origin: Origin,
         trust: TrustState,
-        sha256: String,
+        sha256: Option<String>,
     ) -> Result<Self, String> {
         let state = PluginState::create(library.name.clone(), path.clone())?;
         let init = library
@@ -109,7 +108,7 @@ impl LoadedPlugin {
             path,
             origin,
             trust,
-            sha256,
+            sha256: sha256.map(OnceLock::from).unwrap_or_default(),
             warnings: Vec::new(),
             state,
             library,
@@ -149,6 +148,17 @@ impl LoadedPlugin {
             "its init {what} ({}: {detail}){limit}; the plugin was not loaded",
             pi_hooks_abi::sdk::status_name(status)
         ))
+    }
+
+    /// SHA-256 of the bytes that were loaded, hex. Computed at load only where trust needs
+    /// it; otherwise on first use, from the private copy the library was loaded from (the
+    /// same bytes: a sealed memfd, or the verified file copy).
+    pub fn sha256(&self) -> &str {
+        self.sha256.get_or_init(|| {
+            std::fs::read(&self.library.shadow_path)
+                .map(|bytes| crate::trust::sha256_hex(&bytes))
+                .unwrap_or_default()
+        })
     }
 
     /// The plugin's name.

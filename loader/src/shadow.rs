@@ -116,9 +116,10 @@ fn file_copy(file: &PluginFile, cache: &Path) -> Result<ShadowCopy, String> {
         .extension()
         .map_or(String::new(), |e| format!(".{}", e.to_string_lossy()));
     let stem = safe_stem(file);
-    let target = cache.join(format!("{stem}-{}{ext}", &file.sha256[..16]));
-    let intact = read_regular(&target, MAX_PLUGIN_BYTES)
-        .is_ok_and(|bytes| sha256_hex(&bytes) == file.sha256);
+    let sha256 = file.sha256();
+    let target = cache.join(format!("{stem}-{}{ext}", &sha256[..16]));
+    let intact =
+        read_regular(&target, MAX_PLUGIN_BYTES).is_ok_and(|bytes| sha256_hex(&bytes) == sha256);
     if !intact {
         write_copy(file, cache, &stem, &target)?;
     }
@@ -182,11 +183,7 @@ mod tests {
     use super::*;
 
     fn plugin_file(dir: &Path, bytes: &[u8]) -> PluginFile {
-        PluginFile {
-            path: dir.join("libx.so"),
-            bytes: bytes.to_vec(),
-            sha256: sha256_hex(bytes),
-        }
+        PluginFile::new(dir.join("libx.so"), bytes.to_vec())
     }
 
     #[test]

@@ -419,3 +419,48 @@ fn get_system_prompt_outside_before_agent_start_is_the_run_s_system_prompt() {
         assert_eq!(prompt, "CUSTOM PROMPT", "in {event}: {prompts:?}");
     }
 }
+
+#[test]
+fn a_scratch_folder_is_made_only_for_a_script_that_names_it_and_removed_after() {
+    let sandbox = Sandbox::new();
+    let tmp = sandbox.root().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let count = || std::fs::read_dir(&tmp).unwrap().count();
+    let plain = sandbox.script(&json!({"turns": [{"text": "no scratch here"}]}));
+    let output = sandbox
+        .command(&["run", "--no-session", "--script", plain.to_str().unwrap()])
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    assert_eq!(
+        count(),
+        0,
+        "a run whose script never names ${{SCRATCH}} made a folder"
+    );
+    let uses = sandbox.script(&json!({"turns": [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "ls ${SCRATCH}/build > ${CWD}/seen.txt"}}]},
+        {"text": "done"}
+    ]}));
+    let output = sandbox
+        .command(&["run", "--no-session", "--script", uses.to_str().unwrap()])
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let seen = std::fs::read_to_string(sandbox.project().join("seen.txt")).unwrap();
+    assert_eq!(
+        seen.trim(),
+        "output.txt",
+        "the script saw its scratch folder"
+    );
+    assert_eq!(
+        count(),
+        0,
+        "the scratch folder is removed when the run ends"
+    );
+}

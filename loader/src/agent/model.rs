@@ -91,6 +91,8 @@ struct ScriptedCall {
 /// A model that plays a script.
 pub struct ScriptedModel {
     script: Script,
+    /// The script as written, for [`ScriptedModel::uses_variable`].
+    raw: Value,
     next: usize,
     prompt_count: usize,
     variables: HashMap<String, String>,
@@ -100,10 +102,12 @@ pub struct ScriptedModel {
 impl ScriptedModel {
     /// Parses a script; the error names what is wrong.
     pub fn from_json(text: &str, name: &str) -> Result<Self, String> {
-        let script: Script =
-            serde_json::from_str(text).map_err(|e| format!("invalid model script {name}: {e}"))?;
+        let invalid = |e: serde_json::Error| format!("invalid model script {name}: {e}");
+        let raw: Value = serde_json::from_str(text).map_err(invalid)?;
+        let script = Script::deserialize(&raw).map_err(invalid)?;
         Ok(ScriptedModel {
             script,
+            raw,
             next: 0,
             prompt_count: 0,
             variables: HashMap::new(),
@@ -114,6 +118,20 @@ impl ScriptedModel {
     /// The embedded demo.
     pub fn demo() -> Self {
         Self::from_json(DEMO_SCRIPT, "demo").expect("the embedded demo script is valid")
+    }
+
+    /// Whether any string of the script names `${name}` (a run creates the scratch folder
+    /// only for a script that uses it).
+    pub fn uses_variable(&self, name: &str) -> bool {
+        fn names(value: &Value, pattern: &str) -> bool {
+            match value {
+                Value::String(s) => s.contains(pattern),
+                Value::Array(items) => items.iter().any(|v| names(v, pattern)),
+                Value::Object(map) => map.values().any(|v| names(v, pattern)),
+                _ => false,
+            }
+        }
+        names(&self.raw, &format!("${{{name}}}"))
     }
 
     /// Sets a `${NAME}` variable.

@@ -51,7 +51,7 @@ pub(super) fn inspect(file: &Path, json: bool, run_code: bool) -> Result<ExitCod
             if project && run_code {
                 plugin.origin = Origin::Project;
                 plugin.trust = TrustStore::load(&agent)
-                    .map_or(TrustState::New, |s| s.state(&canonical, &plugin.sha256));
+                    .map_or(TrustState::New, |s| s.state(&canonical, plugin.sha256()));
             }
             report.plugins.push(*plugin);
         }

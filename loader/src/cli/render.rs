@@ -24,7 +24,7 @@ pub fn plugin_json(plugin: &LoadedPlugin) -> Value {
         "abi": plugin.abi(),
         "source": plugin.origin,
         "trust": plugin.trust,
-        "sha256": plugin.sha256,
+        "sha256": plugin.sha256(),
         "events": r.event_names(),
         "commands": r.commands,
         "tools": r.tools,
@@ -109,7 +109,7 @@ pub fn inspect_text(plugin: &LoadedPlugin) -> String {
         escape(plugin.version()),
         plugin.abi(),
         escape(&plugin.path),
-        plugin.sha256,
+        plugin.sha256(),
     );
     if !plugin.description().is_empty() {
         let _ = writeln!(out, "  description: {}", escape(plugin.description()));

@@ -51,12 +51,8 @@ enum OutputMode {
     Json,
 }
 
-/// Runs the session; the exit code is the mode's.
-pub(super) fn run(args: RunArgs) -> Result<ExitCode, CommandError> {
-    let cwd = args.sources.cwd();
-    let agent = agent_dir().map_err(CommandError::setup)?;
-    let options = args.sources.options()?;
-    // The demo works in a scratch folder of its own, removed at exit.
+/// The run's scratch folder, with the `build/output.txt` the demo looks at.
+fn scratch_folder() -> Result<tempfile::TempDir, CommandError> {
     let scratch = tempfile::Builder::new()
         .prefix("pi-hooks-demo-")
         .tempdir()
@@ -64,6 +60,14 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, CommandError> {
     std::fs::create_dir_all(scratch.path().join("build"))
         .and_then(|()| std::fs::write(scratch.path().join("build/output.txt"), "built\n"))
         .map_err(|e| CommandError::failed(format!("cannot fill the scratch folder: {e}")))?;
+    Ok(scratch)
+}
+
+/// Runs the session; the exit code is the mode's.
+pub(super) fn run(args: RunArgs) -> Result<ExitCode, CommandError> {
+    let cwd = args.sources.cwd();
+    let agent = agent_dir().map_err(CommandError::setup)?;
+    let options = args.sources.options()?;
     let mut model = match &args.script {
         Some(path) => {
             let text = std::fs::read_to_string(path).map_err(|e| {
@@ -77,7 +81,15 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, CommandError> {
         }
         None => ScriptedModel::demo(),
     };
-    model.set_variable("SCRATCH", &scratch.path().to_string_lossy());
+    // A script that names ${SCRATCH} (the demo does) works in a scratch folder of its own,
+    // removed when the run ends; other runs create none.
+    let _scratch = if model.uses_variable("SCRATCH") {
+        let scratch = scratch_folder()?;
+        model.set_variable("SCRATCH", &scratch.path().to_string_lossy());
+        Some(scratch)
+    } else {
+        None
+    };
     model.set_variable("CWD", &cwd.to_string_lossy());
     let session = open_session(&args, &agent, &cwd)?;
     let report = load_all(&options);
