@@ -262,21 +262,26 @@
 
 /**
  * An opaque context, valid until the handler, command, tool, timer or callback it was given
- * to returns. Do not keep it; keep the `PiPlugin` handle instead.
+ * to returns. Do not keep it; keep the `PiPlugin` handle instead. The host checks every
+ * context it is given: one kept past its call (used in a later event, or from a thread after
+ * the handler returned), or one the host never handed out, answers `PI_ERR_INVALID_ARG` (or
+ * an empty string / false / NULL where a function returns no status), never a crash.
  */
 typedef struct PiContext PiContext;
 
 /**
  * An opaque handle for one loaded instance of a plugin, handed to `init`. Valid until the
  * plugin's shutdown returns; pass it to registrations and actions (also from timers and
- * threads the plugin started).
+ * threads the plugin started). After the plugin is retired, calls through it answer
+ * `PI_ERR_CANCELLED`; a pointer the host never handed out answers `PI_ERR_INVALID_ARG`.
  */
 typedef struct PiPlugin PiPlugin;
 
 /**
  * An opaque result under construction, owned by the host and valid until the call returns.
  * Unlike the other host functions, the setters are not thread-safe: use a result only from
- * the thread that runs the handler it was given to.
+ * the thread that runs the handler it was given to. A result used from another thread, after
+ * its call returned, or one the host never handed out answers `PI_ERR_INVALID_ARG`.
  *
  * It starts out as "no result" (the handler returned nothing). Either give it a whole JSON
  * document with `set_json`, or set fields one by one, which makes it an object. For example a
@@ -678,7 +683,8 @@ typedef struct PiValueApi {
     PiStatus (*parse)(struct PiStr json, struct PiValue **out);
     /**
      * Frees an owned value (one handed out through a `PiValue **out` parameter). NULL is
-     * ignored. Never pass a borrowed value.
+     * ignored. Never pass a borrowed value: the host ignores one (and a second free of the
+     * same value), but a plugin that does so has a bug.
      */
     void (*free)(struct PiValue *value);
 } PiValueApi;
@@ -963,7 +969,11 @@ typedef void (*PiCleanupFn)(void *data);
  * copies the strings and definitions it is given; `user_data` pointers are kept as they are
  * and handed back on every call. A duplicate name from the same plugin answers
  * `PI_ERR_DUPLICATE`; conflicts between plugins are resolved by the host (first wins) and
- * reported.
+ * reported. A name (event, command, tool, custom type, flag, key) must not be blank nor
+ * contain NUL (`PI_ERR_INVALID_ARG`). An event name the host never emits is accepted (a newer
+ * plugin on an older host still loads) but reported at load with the nearest known name. A
+ * plugin may make at most 10 000 registrations of all kinds together; past that each
+ * registration answers `PI_ERR` and the load reports it.
  */
 typedef struct PiRegistryApi {
     /**
@@ -1034,7 +1044,10 @@ typedef struct PiDialogOptions {
 
 /**
  * UI functions, all on a `PiContext`. Without a UI (print and JSON modes, `has_ui` false) the
- * dialogs return their default answer at once with `PI_OK`, and the setters do nothing. A
+ * dialogs return their default answer at once with `PI_OK`, and the setters do nothing. The
+ * arguments are checked in every mode, as a UI checks them: NULL `options`, a dialog struct
+ * smaller than this header's, an unknown notify level or widget placement, a blank or
+ * NUL-containing key answer `PI_ERR_INVALID_ARG`; text that is not UTF-8 `PI_ERR_UTF8`. A
  * dialog blocks only the calling plugin; time spent in it does not count against the handler's
  * timeout.
  */

@@ -8,7 +8,10 @@ use super::strings::PiStr;
 use super::value::PiValue;
 
 /// An opaque context, valid until the handler, command, tool, timer or callback it was given
-/// to returns. Do not keep it; keep the `PiPlugin` handle instead.
+/// to returns. Do not keep it; keep the `PiPlugin` handle instead. The host checks every
+/// context it is given: one kept past its call (used in a later event, or from a thread after
+/// the handler returned), or one the host never handed out, answers `PI_ERR_INVALID_ARG` (or
+/// an empty string / false / NULL where a function returns no status), never a crash.
 pub struct PiContext {
     _opaque: [u8; 0],
     _not_send_sync_or_movable: PhantomData<(*mut u8, PhantomPinned)>,

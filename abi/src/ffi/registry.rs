@@ -11,7 +11,8 @@ use super::value::PiValue;
 
 /// An opaque handle for one loaded instance of a plugin, handed to `init`. Valid until the
 /// plugin's shutdown returns; pass it to registrations and actions (also from timers and
-/// threads the plugin started).
+/// threads the plugin started). After the plugin is retired, calls through it answer
+/// `PI_ERR_CANCELLED`; a pointer the host never handed out answers `PI_ERR_INVALID_ARG`.
 pub struct PiPlugin {
     _opaque: [u8; 0],
     _not_send_sync_or_movable: PhantomData<(*mut u8, PhantomPinned)>,
@@ -175,7 +176,11 @@ pub struct PiShortcutDef {
 /// copies the strings and definitions it is given; `user_data` pointers are kept as they are
 /// and handed back on every call. A duplicate name from the same plugin answers
 /// `PI_ERR_DUPLICATE`; conflicts between plugins are resolved by the host (first wins) and
-/// reported.
+/// reported. A name (event, command, tool, custom type, flag, key) must not be blank nor
+/// contain NUL (`PI_ERR_INVALID_ARG`). An event name the host never emits is accepted (a newer
+/// plugin on an older host still loads) but reported at load with the nearest known name. A
+/// plugin may make at most 10 000 registrations of all kinds together; past that each
+/// registration answers `PI_ERR` and the load reports it.
 #[repr(C)]
 pub struct PiRegistryApi {
     /// `sizeof(PiRegistryApi)` in the host.

@@ -8,7 +8,8 @@ use super::value::PiValue;
 
 /// An opaque result under construction, owned by the host and valid until the call returns.
 /// Unlike the other host functions, the setters are not thread-safe: use a result only from
-/// the thread that runs the handler it was given to.
+/// the thread that runs the handler it was given to. A result used from another thread, after
+/// its call returned, or one the host never handed out answers `PI_ERR_INVALID_ARG`.
 ///
 /// It starts out as "no result" (the handler returned nothing). Either give it a whole JSON
 /// document with `set_json`, or set fields one by one, which makes it an object. For example a

@@ -29,7 +29,10 @@ pub struct PiDialogOptions {
 }
 
 /// UI functions, all on a `PiContext`. Without a UI (print and JSON modes, `has_ui` false) the
-/// dialogs return their default answer at once with `PI_OK`, and the setters do nothing. A
+/// dialogs return their default answer at once with `PI_OK`, and the setters do nothing. The
+/// arguments are checked in every mode, as a UI checks them: NULL `options`, a dialog struct
+/// smaller than this header's, an unknown notify level or widget placement, a blank or
+/// NUL-containing key answer `PI_ERR_INVALID_ARG`; text that is not UTF-8 `PI_ERR_UTF8`. A
 /// dialog blocks only the calling plugin; time spent in it does not count against the handler's
 /// timeout.
 #[repr(C)]

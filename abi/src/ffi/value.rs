@@ -80,6 +80,7 @@ pub struct PiValueApi {
     /// `PI_ERR_INVALID_ARG` when the text is not valid JSON.
     pub parse: unsafe extern "C" fn(json: PiStr, out: *mut *mut PiValue) -> PiStatus,
     /// Frees an owned value (one handed out through a `PiValue **out` parameter). NULL is
-    /// ignored. Never pass a borrowed value.
+    /// ignored. Never pass a borrowed value: the host ignores one (and a second free of the
+    /// same value), but a plugin that does so has a bug.
     pub free: unsafe extern "C" fn(value: *mut PiValue),
 }
