@@ -51,7 +51,10 @@
  * Threading
  * - The host never calls one plugin concurrently with itself: its handlers, commands, tools
  *   and timer callbacks are serialised, so plugin state needs no lock unless the plugin starts
- *   threads of its own. Host functions may be called from any thread.
+ *   threads of its own. Host functions may be called from any thread, with one exception: a
+ *   PiContext and a PiResult belong to one call and work only on the thread running that call
+ *   (elsewhere, or after the call returned, they answer PI_ERR_INVALID_ARG). From a thread of
+ *   your own, use the PiPlugin handle's actions.
  * - A host function never calls back into the plugin: actions that lead to events
  *   (send_user_message, a triggered turn, reload) are queued and run after the call returns.
  *
@@ -262,10 +265,11 @@
 
 /**
  * An opaque context, valid until the handler, command, tool, timer or callback it was given
- * to returns. Do not keep it; keep the `PiPlugin` handle instead. The host checks every
- * context it is given: one kept past its call (used in a later event, or from a thread after
- * the handler returned), or one the host never handed out, answers `PI_ERR_INVALID_ARG` (or
- * an empty string / false / NULL where a function returns no status), never a crash.
+ * to returns, on the thread running that call. Do not keep it, nor hand it to another
+ * thread; keep the `PiPlugin` handle instead. The host checks every context it is given: one
+ * kept past its call (used in a later event), used from another thread, or never handed out
+ * answers `PI_ERR_INVALID_ARG` (or an empty string / false / NULL where a function returns no
+ * status), never a crash.
  */
 typedef struct PiContext PiContext;
 

@@ -8,7 +8,7 @@
 //! a tag no user-space address has (the pointer is non-canonical on x86-64 and AArch64), so a
 //! token can never alias real memory. The slot indexes a table of plugin states; states are
 //! never freed, so the table only grows. A call's generation is live from the moment the host
-//! opens the call until the plugin returns; see [`CallSlot`].
+//! opens the call until the plugin returns, on the thread that runs it; see [`CallSlot`].
 
 use std::os::raw::c_void;
 use std::ptr::null_mut;
@@ -91,27 +91,40 @@ fn state_in(slot: u32) -> Option<&'static PluginState> {
     unsafe { state.as_ref() }
 }
 
-/// A plugin's current call, as plugins reach it through their context and result handles.
+/// A plugin's call lock and its current call, as plugins reach it through their context and
+/// result handles.
 ///
-/// `state` packs the live generation (high 32 bits, 0 while no call is open) and the number
-/// of host functions using the call's context right now (low 32 bits). A context function
-/// pins the call (adds one user, only if the generation still matches); closing the call
-/// waits until it is no longer pinned and clears the generation in one step. So a context
-/// used from a plugin's own thread after its handler returned is refused, and one used while
-/// the call closes keeps the context alive until it is done.
+/// `state` holds, in one word: bit 0, the lock (a call is being made, or the plugin is being
+/// retired: calls never overlap); bit 1, the stuck mark (the call holding the lock overran
+/// its time and was abandoned); bits 32 and up, the generation of the call whose handles are
+/// live (0: none). Taking the lock is one compare-and-swap; releasing it, which also retires
+/// the call's handles and clears the stuck mark, is one store. A context or result is honoured
+/// only on the thread running its call, while that call has not returned: that thread cannot
+/// be inside the host function and past the call's end at once, so the call's context and
+/// result are alive for as long as the host function runs.
 #[derive(Debug, Default)]
 pub struct CallSlot {
     state: AtomicU64,
+    /// The last generation handed out; written only by the lock holder.
     last_generation: AtomicU32,
     context: AtomicPtr<c_void>,
     result: AtomicPtr<c_void>,
     thread: AtomicUsize,
 }
 
-/// A call opened on a [`CallSlot`]: the handles the plugin gets for it.
+const LOCKED: u64 = 1;
+const STUCK: u64 = 2;
+
+/// The call lock of one plugin, held; dropping it releases the lock, retires the handles of
+/// the call made under it and clears the stuck mark.
+#[must_use = "the plugin's call lock is held only while this lives"]
+pub struct CallLock<'a> {
+    slot: &'a CallSlot,
+}
+
+/// A call opened under a [`CallLock`]: the handles the plugin gets for it.
 #[derive(Debug, Clone, Copy)]
 pub struct OpenCall {
-    generation: u32,
     /// The `PiContext *` of the call.
     pub context: *mut PiContext,
     /// The `PiResult *` of the call.
@@ -123,90 +136,92 @@ thread_local! {
 }
 
 /// An identifier of the current thread that costs one TLS address computation.
+#[inline]
 fn thread_token() -> usize {
     THREAD_TOKEN.with(|t| t as *const u8 as usize)
 }
 
 impl CallSlot {
-    /// Opens a call of the plugin in `slot` whose context and result live at `context` and
-    /// `result` until [`CallSlot::close`]. The caller holds the plugin's call lock, so calls
-    /// never overlap on one slot.
+    /// Takes the lock if it is free.
     #[inline]
-    pub fn open(&self, slot: u32, context: *const c_void, result: *mut c_void) -> OpenCall {
-        let mut generation =
-            self.last_generation.load(Ordering::Relaxed).wrapping_add(1) & GEN_MASK;
-        if generation == 0 {
-            generation = 1;
-        }
-        self.last_generation.store(generation, Ordering::Relaxed);
-        self.context.store(context.cast_mut(), Ordering::Relaxed);
-        self.result.store(result, Ordering::Relaxed);
-        self.thread.store(thread_token(), Ordering::Relaxed);
+    pub fn try_lock(&self) -> Option<CallLock<'_>> {
         self.state
-            .store(u64::from(generation) << 32, Ordering::Release);
-        OpenCall {
-            generation,
-            context: encode(CONTEXT_TAG, slot, generation) as *mut PiContext,
-            result: encode(RESULT_TAG, slot, generation) as *mut PiResult,
-        }
+            .compare_exchange(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            .ok()
+            .map(|_| CallLock { slot: self })
     }
 
-    /// Closes `call`: from here on its handles are refused. Waits for host functions that
-    /// are still using its context on other threads (they hold it for microseconds).
-    #[inline]
-    pub fn close(&self, call: OpenCall) {
-        let open = u64::from(call.generation) << 32;
-        if self
-            .state
-            .compare_exchange(open, 0, Ordering::AcqRel, Ordering::Relaxed)
-            .is_err()
-        {
-            self.close_when_unpinned(open);
-        }
+    /// Whether the call holding the lock overran its time and was abandoned.
+    pub fn is_stuck(&self) -> bool {
+        self.state.load(Ordering::Acquire) & STUCK != 0
     }
 
-    #[cold]
-    fn close_when_unpinned(&self, open: u64) {
-        while self
-            .state
-            .compare_exchange_weak(open, 0, Ordering::AcqRel, Ordering::Relaxed)
-            .is_err()
-        {
-            std::thread::yield_now();
-        }
-    }
-
-    /// Pins the call with `generation` if it is still open; the context pointer stays valid
-    /// while the pin lives.
-    fn pin(&self, generation: u32) -> Option<Pin<'_>> {
+    /// Marks the call holding the lock as stuck; nothing when the lock is free (the call
+    /// already returned). The holder's release clears the mark.
+    pub fn mark_stuck_if_locked(&self) {
         let mut current = self.state.load(Ordering::Acquire);
-        loop {
-            if generation == 0 || (current >> 32) as u32 != generation {
-                return None;
-            }
+        while current & LOCKED != 0 {
             match self.state.compare_exchange_weak(
                 current,
-                current + 1,
-                Ordering::Acquire,
+                current | STUCK,
+                Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => return Some(Pin(self)),
+                Ok(_) => return,
                 Err(now) => current = now,
             }
         }
     }
+
+    /// Whether the call with `generation` is live and runs on this thread.
+    #[inline]
+    fn live_here(&self, generation: u32) -> bool {
+        generation != 0
+            && (self.state.load(Ordering::Acquire) >> 32) as u32 == generation
+            && self.thread.load(Ordering::Relaxed) == thread_token()
+    }
 }
 
-struct Pin<'a>(&'a CallSlot);
+impl CallLock<'_> {
+    /// Opens a call of the plugin in `slot` whose context and result live at `context` and
+    /// `result` until this lock is released; the handles are valid on this thread only.
+    #[inline]
+    pub fn open(&self, slot: u32, context: *const c_void, result: *mut c_void) -> OpenCall {
+        let calls = self.slot;
+        let mut generation = calls
+            .last_generation
+            .load(Ordering::Relaxed)
+            .wrapping_add(1)
+            & GEN_MASK;
+        if generation == 0 {
+            generation = 1;
+        }
+        calls.last_generation.store(generation, Ordering::Relaxed);
+        calls.context.store(context.cast_mut(), Ordering::Relaxed);
+        calls.result.store(result, Ordering::Relaxed);
+        calls.thread.store(thread_token(), Ordering::Relaxed);
+        // Published last (Release): whoever sees the generation sees the fields above.
+        calls
+            .state
+            .store((u64::from(generation) << 32) | LOCKED, Ordering::Release);
+        OpenCall {
+            context: encode(CONTEXT_TAG, slot, generation) as *mut PiContext,
+            result: encode(RESULT_TAG, slot, generation) as *mut PiResult,
+        }
+    }
+}
 
-impl Drop for Pin<'_> {
+impl Drop for CallLock<'_> {
+    #[inline]
     fn drop(&mut self) {
-        self.0.state.fetch_sub(1, Ordering::Release);
+        self.slot.state.store(0, Ordering::Release);
     }
 }
 
 /// Runs `f` with the context pointer behind a `PiContext *` token and its plugin, if the call
-/// it belongs to is still running; `None` for NULL, a wild pointer or a finished call.
+/// it belongs to is running on this thread; `None` for NULL, a wild pointer, a finished call
+/// or another thread.
+#[inline]
 pub fn with_context<T>(
     token: *mut PiContext,
     f: impl FnOnce(*const c_void, &'static PluginState) -> T,
@@ -214,26 +229,21 @@ pub fn with_context<T>(
     let (slot, generation) = decode(CONTEXT_TAG, token as usize)?;
     let state = state_in(slot)?;
     let calls = state.call_slot();
-    let _pin = calls.pin(generation)?;
+    if !calls.live_here(generation) {
+        return None;
+    }
     Some(f(calls.context.load(Ordering::Relaxed), state))
 }
 
-/// The result pointer behind a `PiResult *` token, if its call is running on this thread (the
-/// result setters are single-threaded by the ABI); `None` otherwise.
+/// The result pointer behind a `PiResult *` token, if its call is running on this thread;
+/// `None` otherwise.
+#[inline]
 pub fn result_on_this_thread(token: *mut PiResult) -> Option<*mut c_void> {
     let (slot, generation) = decode(RESULT_TAG, token as usize)?;
     let calls = state_in(slot)?.call_slot();
-    let live = (calls.state.load(Ordering::Acquire) >> 32) as u32;
-    if generation == 0
-        || live != generation
-        || calls.thread.load(Ordering::Relaxed) != thread_token()
-    {
-        return None;
-    }
-    // The call runs on this thread and has not returned (it closes on this thread after the
-    // plugin returns), so the result it points to is alive for as long as this host function
-    // runs.
-    Some(calls.result.load(Ordering::Relaxed))
+    calls
+        .live_here(generation)
+        .then(|| calls.result.load(Ordering::Relaxed))
 }
 
 #[cfg(test)]
@@ -253,19 +263,26 @@ mod tests {
     }
 
     #[test]
-    fn a_closed_call_refuses_its_pins() {
+    fn a_released_call_and_another_thread_are_refused() {
         let slot = CallSlot::default();
-        let call = slot.open(0, std::ptr::null(), null_mut());
-        assert!(slot.pin(call.generation).is_some());
-        {
-            let _held = slot.pin(call.generation).unwrap();
-            assert_eq!(slot.state.load(Ordering::Relaxed) & 0xffff_ffff, 1);
-        }
-        slot.close(call);
-        assert!(slot.pin(call.generation).is_none());
-        let next = slot.open(0, std::ptr::null(), null_mut());
-        assert_ne!(next.generation, call.generation);
-        assert!(slot.pin(call.generation).is_none());
-        assert!(slot.pin(next.generation).is_some());
+        let lock = slot.try_lock().unwrap();
+        assert!(slot.try_lock().is_none(), "calls never overlap");
+        let call = lock.open(0, std::ptr::null(), null_mut());
+        let (_, generation) = decode(CONTEXT_TAG, call.context as usize).unwrap();
+        assert!(slot.live_here(generation));
+        std::thread::scope(|s| {
+            s.spawn(|| assert!(!slot.live_here(generation), "another thread"));
+        });
+        slot.mark_stuck_if_locked();
+        assert!(slot.is_stuck());
+        drop(lock);
+        assert!(!slot.live_here(generation), "released");
+        assert!(!slot.is_stuck(), "the release clears the stuck mark");
+        slot.mark_stuck_if_locked();
+        assert!(!slot.is_stuck(), "nothing to mark when free");
+        let next = slot.try_lock().unwrap();
+        let again = next.open(0, std::ptr::null(), null_mut());
+        assert_ne!(again.context, call.context);
+        assert!(!slot.live_here(generation));
     }
 }

@@ -334,25 +334,22 @@ fn invoke(
 ) -> HandlerOutcome {
     let mut result = ResultBuilder::new();
     let status = {
-        let Some(_serialised) = state.lock_calls_unless_stuck() else {
+        let Some(serialised) = state.lock_calls_unless_stuck() else {
             return not_called_stuck();
         };
         if state.phase() != Phase::Active {
             return not_called_retired();
         }
+        let handles = serialised.open(state.slot(), ctx.address(), result.address());
         // The call starts now: time spent waiting for the plugin to be free is not its own.
         on_start();
-        let handles = state
-            .call_slot()
-            .open(state.slot(), ctx.address(), result.address());
         let site = CallSite::new(&state.name, &state.path, what.0, what.1);
         let running = crash_guard::enter(&site);
         let status = call(handles.context, handles.result);
         drop(running);
-        // From here on the plugin's handles of this call are refused.
-        state.call_slot().close(handles);
-        // Whoever holds the lock is the only call a "stuck" mark can be about.
-        state.set_stuck(false);
+        // Releasing the lock retires this call's handles and clears a stuck mark (whoever
+        // holds the lock is the only call such a mark can be about).
+        drop(serialised);
         status
     };
     let (error, system_prompt) = ctx.finish();

@@ -2,13 +2,13 @@
 //! plugin holds is a pointer to its [`PluginState`].
 
 use std::os::raw::c_void;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 
 use pi_hooks_abi::ffi::*;
 use serde::Serialize;
 
-use crate::handles::{self, CallSlot};
+use crate::handles::{self, CallLock, CallSlot};
 use crate::services::HostServices;
 
 /// A plugin's `user_data` pointer, kept as it was given and handed back on every call.
@@ -213,15 +213,12 @@ pub struct PluginState {
     /// The path it was loaded from (as discovered).
     pub path: String,
     slot: u32,
+    /// The call lock (calls never overlap), the stuck mark and the call in progress.
     calls: CallSlot,
     phase: AtomicU8,
     registrations: Mutex<Registrations>,
     cleanups: Mutex<Vec<(PiCleanupFn, UserData)>>,
     init_error: Mutex<Option<String>>,
-    /// Held during every call into the plugin: calls never overlap.
-    call_lock: Mutex<()>,
-    /// Set while a call that timed out is still running inside the plugin.
-    stuck: AtomicBool,
     services: RwLock<Option<Arc<dyn HostServices>>>,
 }
 
@@ -250,28 +247,21 @@ impl PluginState {
             registrations: Mutex::new(Registrations::default()),
             cleanups: Mutex::new(Vec::new()),
             init_error: Mutex::new(None),
-            call_lock: Mutex::new(()),
-            stuck: AtomicBool::new(false),
             services: RwLock::new(None),
         }
     }
 
     /// Takes the call lock, waiting at most `limit` for a call in progress to return.
-    pub fn lock_calls_within(&self, limit: std::time::Duration) -> Option<MutexGuard<'_, ()>> {
+    pub fn lock_calls_within(&self, limit: std::time::Duration) -> Option<CallLock<'_>> {
         let deadline = std::time::Instant::now() + limit;
         loop {
-            match self.call_lock.try_lock() {
-                Ok(guard) => return Some(guard),
-                Err(std::sync::TryLockError::Poisoned(poisoned)) => {
-                    return Some(poisoned.into_inner());
-                }
-                Err(std::sync::TryLockError::WouldBlock)
-                    if std::time::Instant::now() < deadline =>
-                {
-                    std::thread::sleep(std::time::Duration::from_millis(5));
-                }
-                Err(std::sync::TryLockError::WouldBlock) => return None,
+            if let Some(lock) = self.calls.try_lock() {
+                return Some(lock);
             }
+            if std::time::Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
         }
     }
 
@@ -279,52 +269,40 @@ impl PluginState {
     /// (it overran its time and was abandoned): then `None`, so no caller waits on a plugin
     /// that may never return.
     #[inline]
-    pub fn lock_calls_unless_stuck(&self) -> Option<MutexGuard<'_, ()>> {
-        match self.call_lock.try_lock() {
-            Ok(guard) => Some(guard),
-            Err(_) => self.wait_for_calls_unless_stuck(),
+    pub fn lock_calls_unless_stuck(&self) -> Option<CallLock<'_>> {
+        match self.calls.try_lock() {
+            Some(lock) => Some(lock),
+            None => self.wait_for_calls_unless_stuck(),
         }
     }
 
     /// The slow path of [`PluginState::lock_calls_unless_stuck`]: another call is running.
     #[cold]
     #[inline(never)]
-    fn wait_for_calls_unless_stuck(&self) -> Option<MutexGuard<'_, ()>> {
+    fn wait_for_calls_unless_stuck(&self) -> Option<CallLock<'_>> {
         let mut backoff = std::time::Duration::from_micros(20);
         loop {
-            match self.call_lock.try_lock() {
-                Ok(guard) => return Some(guard),
-                Err(std::sync::TryLockError::Poisoned(poisoned)) => {
-                    return Some(poisoned.into_inner());
-                }
-                Err(std::sync::TryLockError::WouldBlock) if self.is_stuck() => return None,
-                Err(std::sync::TryLockError::WouldBlock) => {
-                    std::thread::sleep(backoff);
-                    backoff = (backoff * 2).min(std::time::Duration::from_millis(2));
-                }
+            if let Some(lock) = self.calls.try_lock() {
+                return Some(lock);
             }
+            if self.calls.is_stuck() {
+                return None;
+            }
+            std::thread::sleep(backoff);
+            backoff = (backoff * 2).min(std::time::Duration::from_millis(2));
         }
     }
 
-    /// Marks the call holding the lock as stuck. The mark is set first and then checked
-    /// against the lock: a call clears it (under the lock) when it returns, so if the call
-    /// already returned, taking the lock here proves it and the mark is cleared again.
+    /// Marks the call in progress as stuck (it overran its time and was abandoned); nothing
+    /// when no call is in progress (it already returned). The call clears the mark when it
+    /// returns.
     pub fn mark_stuck_if_busy(&self) {
-        self.set_stuck(true);
-        if let Ok(_free) = self.call_lock.try_lock() {
-            self.set_stuck(false);
-        }
+        self.calls.mark_stuck_if_locked();
     }
 
     /// Whether a call that timed out is still running inside the plugin.
     pub fn is_stuck(&self) -> bool {
-        self.stuck.load(Ordering::Acquire)
-    }
-
-    /// Marks (or clears) a call that timed out and is still running.
-    #[inline]
-    pub fn set_stuck(&self, stuck: bool) {
-        self.stuck.store(stuck, Ordering::Release);
+        self.calls.is_stuck()
     }
 
     /// Binds the session services the plugin's actions use.

@@ -8,10 +8,11 @@ use super::strings::PiStr;
 use super::value::PiValue;
 
 /// An opaque context, valid until the handler, command, tool, timer or callback it was given
-/// to returns. Do not keep it; keep the `PiPlugin` handle instead. The host checks every
-/// context it is given: one kept past its call (used in a later event, or from a thread after
-/// the handler returned), or one the host never handed out, answers `PI_ERR_INVALID_ARG` (or
-/// an empty string / false / NULL where a function returns no status), never a crash.
+/// to returns, on the thread running that call. Do not keep it, nor hand it to another
+/// thread; keep the `PiPlugin` handle instead. The host checks every context it is given: one
+/// kept past its call (used in a later event), used from another thread, or never handed out
+/// answers `PI_ERR_INVALID_ARG` (or an empty string / false / NULL where a function returns no
+/// status), never a crash.
 pub struct PiContext {
     _opaque: [u8; 0],
     _not_send_sync_or_movable: PhantomData<(*mut u8, PhantomPinned)>,
