@@ -1,6 +1,7 @@
 //! `PiContext` on the host side: the context of one call into a plugin.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::cell::{Cell, RefCell};
 use std::sync::{Arc, Mutex};
 
 use pi_hooks_abi::ffi::*;
@@ -116,15 +117,17 @@ impl CallScope {
     }
 }
 
-/// The context of one call into one plugin. `*mut PiContext` points here for the call.
+/// The context of one call into one plugin; the plugin's `PiContext *` token leads here for
+/// the call. It is used only on the thread running the call (the token is refused elsewhere,
+/// see [`crate::handles`]), one host function at a time, so its cells need no lock.
 pub struct CallContext<'s> {
     scope: &'s CallScope,
     plugin: &'s PluginState,
-    error: Mutex<Option<String>>,
+    error: RefCell<Option<String>>,
     tool_update: Option<&'s (dyn Fn(serde_json::Value) + Sync)>,
     /// Prompts this call read or set, newest last; kept so earlier reads stay valid.
-    prompts: Mutex<Vec<Arc<CText>>>,
-    prompt_set: AtomicBool,
+    prompts: RefCell<Vec<Arc<CText>>>,
+    prompt_set: Cell<bool>,
 }
 
 impl<'s> CallContext<'s> {
@@ -133,10 +136,10 @@ impl<'s> CallContext<'s> {
         CallContext {
             scope,
             plugin,
-            error: Mutex::new(None),
+            error: RefCell::new(None),
             tool_update: None,
-            prompts: Mutex::new(Vec::new()),
-            prompt_set: AtomicBool::new(false),
+            prompts: RefCell::new(Vec::new()),
+            prompt_set: Cell::new(false),
         }
     }
 
@@ -153,16 +156,15 @@ impl<'s> CallContext<'s> {
     }
 
     /// After the call: the error message the plugin set and the system prompt it set with
-    /// `set_system_prompt`, if any. Consuming the context needs no lock (the hot path).
+    /// `set_system_prompt`, if any.
+    #[inline]
     pub fn finish(self) -> (Option<String>, Option<String>) {
-        let error = self.error.into_inner().unwrap_or_else(|e| e.into_inner());
-        let prompt = if self.prompt_set.into_inner() {
-            let prompts = self.prompts.into_inner().unwrap_or_else(|e| e.into_inner());
-            prompts.last().map(|p| p.as_str().to_owned())
+        let prompt = if self.prompt_set.get() {
+            self.prompts.into_inner().last().map(|p| p.as_str().to_owned())
         } else {
             None
         };
-        (error, prompt)
+        (self.error.into_inner(), prompt)
     }
 }
 
@@ -240,13 +242,13 @@ unsafe extern "C" fn set_error(ctx: *mut PiContext, message: PiStr) {
     with_ctx(ctx, (), |c| {
         // SAFETY: `message` is a plugin string valid for the call.
         let text = unsafe { read_str(message) }.unwrap_or("(error message was not UTF-8)");
-        *c.error.lock().unwrap_or_else(|e| e.into_inner()) = Some(text.to_owned());
+        *c.error.borrow_mut() = Some(text.to_owned());
     })
 }
 
 unsafe extern "C" fn get_system_prompt(ctx: *mut PiContext) -> PiStr {
     with_ctx(ctx, NO_STR, |c| {
-        let mut prompts = c.prompts.lock().unwrap_or_else(|e| e.into_inner());
+        let mut prompts = c.prompts.borrow_mut();
         if prompts.is_empty() {
             prompts.push(c.scope.system_prompt());
         }
@@ -265,11 +267,8 @@ unsafe extern "C" fn set_system_prompt(ctx: *mut PiContext, prompt: PiStr) -> Pi
             Ok(text) => {
                 // Kept in this call's context: a call that is abandoned for overrunning its
                 // time cannot change the prompt other handlers see.
-                c.prompts
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(Arc::new(CText::new(text)));
-                c.prompt_set.store(true, Ordering::Release);
+                c.prompts.borrow_mut().push(Arc::new(CText::new(text)));
+                c.prompt_set.set(true);
                 PI_OK
             }
             Err(status) => status,
