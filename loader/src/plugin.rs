@@ -55,6 +55,75 @@ pub struct HandlerOutcome {
     pub system_prompt: Option<String>,
 }
 
+/// What one call into a plugin produced, as the dispatch loop carries it from handler to
+/// chain: 24 bytes, with the result and the rare error message and system prompt boxed, so
+/// the hot path moves three words per handler, not a whole [`HandlerOutcome`].
+#[derive(Debug)]
+pub struct CallOutcome {
+    /// The status it returned.
+    pub status: PiStatus,
+    /// The result it built, if any.
+    pub result: Option<Box<serde_json::Value>>,
+    /// The error message it set and the system prompt it set, if either.
+    pub detail: Option<Box<CallDetail>>,
+}
+
+/// The rarely present parts of a [`CallOutcome`].
+#[derive(Debug, Default)]
+pub struct CallDetail {
+    /// The error message the plugin set (or the host's reason for not calling it).
+    pub error: Option<String>,
+    /// The system prompt it set through `set_system_prompt` (before_agent_start).
+    pub system_prompt: Option<String>,
+}
+
+impl CallOutcome {
+    /// The result, unboxed.
+    #[inline]
+    pub fn take_result(&mut self) -> Option<serde_json::Value> {
+        self.result.take().map(|b| *b)
+    }
+
+    /// The system prompt the plugin set, if any.
+    pub fn take_system_prompt(&mut self) -> Option<String> {
+        self.detail.as_mut().and_then(|d| d.system_prompt.take())
+    }
+
+    /// The error text of a failed call: the plugin's message, or the status name.
+    pub fn error_text(&self) -> String {
+        match self.detail.as_ref().and_then(|d| d.error.as_ref()) {
+            Some(message) => message.clone(),
+            None => format!(
+                "handler returned {}",
+                pi_hooks_abi::sdk::status_name(self.status)
+            ),
+        }
+    }
+
+    fn refused(status: PiStatus, message: &str) -> Self {
+        CallOutcome {
+            status,
+            result: None,
+            detail: Some(Box::new(CallDetail {
+                error: Some(message.to_owned()),
+                system_prompt: None,
+            })),
+        }
+    }
+}
+
+impl From<CallOutcome> for HandlerOutcome {
+    fn from(outcome: CallOutcome) -> Self {
+        let detail = outcome.detail.map(|d| *d).unwrap_or_default();
+        HandlerOutcome {
+            status: outcome.status,
+            result: outcome.result.map(|b| *b),
+            error: detail.error,
+            system_prompt: detail.system_prompt,
+        }
+    }
+}
+
 impl HandlerOutcome {
     /// An outcome the host decided without calling the plugin.
     pub fn refused(status: PiStatus, message: impl Into<String>) -> Self {
@@ -203,7 +272,7 @@ impl LoadedPlugin {
         payload: &HostValue,
         scope: &CallScope,
     ) -> HandlerOutcome {
-        call_handler(&self.state, handler, payload, scope, || {})
+        call_handler(&self.state, handler, payload, scope, || {}).into()
     }
 
     /// Calls every handler this plugin registered for `event`, in registration order, with
@@ -239,7 +308,7 @@ pub fn call_handler(
     payload: &HostValue,
     scope: &CallScope,
     on_start: impl FnOnce(),
-) -> HandlerOutcome {
+) -> CallOutcome {
     invoke(
         state,
         (Activity::Event, &handler.event),
@@ -270,7 +339,7 @@ pub fn call_command(
     scope: &CallScope,
 ) -> HandlerOutcome {
     let args = CText::new(args);
-    invoke(
+    HandlerOutcome::from(invoke(
         state,
         (Activity::Command, &command.name),
         CallContext::new(scope, state),
@@ -286,7 +355,7 @@ pub fn call_command(
                 )
             }
         },
-    )
+    ))
 }
 
 /// Runs a plugin's tool. `on_update` receives the partial results it streams.
@@ -299,7 +368,7 @@ pub fn call_tool(
     on_update: &(dyn Fn(serde_json::Value) + Sync),
 ) -> HandlerOutcome {
     let id = CText::new(tool_call_id);
-    invoke(
+    HandlerOutcome::from(invoke(
         state,
         (Activity::Tool, &tool.name),
         CallContext::new(scope, state).with_tool_update(on_update),
@@ -317,7 +386,7 @@ pub fn call_tool(
                 )
             }
         },
-    )
+    ))
 }
 
 /// The one way into a plugin: skips a plugin still busy with a call that timed out, takes
@@ -331,7 +400,7 @@ fn invoke(
     ctx: CallContext<'_>,
     on_start: impl FnOnce(),
     call: impl FnOnce(*mut PiContext, *mut PiResult) -> Result<PiStatus, String>,
-) -> HandlerOutcome {
+) -> CallOutcome {
     let mut result = ResultBuilder::new();
     let status = {
         let Some(serialised) = state.lock_calls_unless_stuck() else {
@@ -352,23 +421,26 @@ fn invoke(
         drop(serialised);
         status
     };
-    let (error, system_prompt) = ctx.finish();
-    let (status, error) = match status {
-        Ok(status) => (status, error),
-        Err(what) => (PI_ERR_PANIC, Some(format!("threw a C++ exception: {what}"))),
+    let mut detail = ctx.finish();
+    let status = match status {
+        Ok(status) => status,
+        Err(what) => {
+            let detail = detail.get_or_insert_with(Box::default);
+            detail.error = Some(format!("threw a C++ exception: {what}"));
+            PI_ERR_PANIC
+        }
     };
-    HandlerOutcome {
+    CallOutcome {
         status,
         result: result.into_value(),
-        error,
-        system_prompt,
+        detail,
     }
 }
 
 #[cold]
 #[inline(never)]
-fn not_called_stuck() -> HandlerOutcome {
-    HandlerOutcome::refused(
+fn not_called_stuck() -> CallOutcome {
+    CallOutcome::refused(
         PI_ERR_TIMEOUT,
         "not called: the plugin is still running an earlier call that timed out",
     )
@@ -376,8 +448,8 @@ fn not_called_stuck() -> HandlerOutcome {
 
 #[cold]
 #[inline(never)]
-fn not_called_retired() -> HandlerOutcome {
-    HandlerOutcome::refused(PI_ERR_CANCELLED, "not called: the plugin was retired")
+fn not_called_retired() -> CallOutcome {
+    CallOutcome::refused(PI_ERR_CANCELLED, "not called: the plugin was retired")
 }
 
 /// How long retiring a plugin waits for a call still running inside it.

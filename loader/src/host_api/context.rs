@@ -1,7 +1,7 @@
 //! `PiContext` on the host side: the context of one call into a plugin.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use pi_hooks_abi::ffi::*;
@@ -9,6 +9,7 @@ use pi_hooks_abi::ffi::*;
 use super::value::{CText, HostValue};
 use super::{barrier, read_str};
 use crate::handles;
+use crate::plugin::CallDetail;
 use crate::registry::PluginState;
 use crate::services::HostServices;
 
@@ -156,15 +157,22 @@ impl<'s> CallContext<'s> {
     }
 
     /// After the call: the error message the plugin set and the system prompt it set with
-    /// `set_system_prompt`, if any.
+    /// `set_system_prompt`, if either (`None` in the common case, at no cost).
     #[inline]
-    pub fn finish(self) -> (Option<String>, Option<String>) {
-        let prompt = if self.prompt_set.get() {
-            self.prompts.into_inner().last().map(|p| p.as_str().to_owned())
+    pub fn finish(self) -> Option<Box<CallDetail>> {
+        let error = self.error.take();
+        let system_prompt = if self.prompt_set.get() {
+            self.prompts.take().last().map(|p| p.as_str().to_owned())
         } else {
             None
         };
-        (self.error.into_inner(), prompt)
+        if error.is_none() && system_prompt.is_none() {
+            return None;
+        }
+        Some(Box::new(CallDetail {
+            error,
+            system_prompt,
+        }))
     }
 }
 

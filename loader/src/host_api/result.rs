@@ -25,8 +25,9 @@ impl ResultBuilder {
     }
 
     /// What the plugin returned.
-    pub fn into_value(self) -> Option<Value> {
-        self.value
+    #[inline]
+    pub fn into_value(self) -> Option<Box<Value>> {
+        self.value.map(Box::new)
     }
 
     fn object(&mut self) -> Result<&mut Map<String, Value>, PiStatus> {

@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 use super::{Chain, ExtensionError, Flow, Runner, Slot, truthy};
 use crate::host_api::context::{CallKind, CallScope};
 use crate::host_api::value::HostValue;
-use crate::plugin::HandlerOutcome;
+use crate::plugin::CallOutcome;
 
 /// A payload that is built once and rebuilt only when the chain state changes.
 #[derive(Default)]
@@ -40,7 +40,7 @@ impl Chain for Notify {
         &self.0
     }
 
-    fn absorb(&mut self, _: &Slot, _: HandlerOutcome, _: &CallScope) -> Flow {
+    fn absorb(&mut self, _: &Slot, _: CallOutcome, _: &CallScope) -> Flow {
         Flow::Continue
     }
 }
@@ -84,8 +84,8 @@ impl Chain for InputChain {
         })
     }
 
-    fn absorb(&mut self, _: &Slot, outcome: HandlerOutcome, _: &CallScope) -> Flow {
-        let result = outcome.result;
+    fn absorb(&mut self, _: &Slot, mut outcome: CallOutcome, _: &CallScope) -> Flow {
+        let result = outcome.take_result();
         match truthy_result(result) {
             // Alternative form: a plain string is a transform.
             Some(Value::String(text)) => {
@@ -157,12 +157,12 @@ impl Chain for BeforeAgentStartChain {
         })
     }
 
-    fn absorb(&mut self, _: &Slot, outcome: HandlerOutcome, scope: &CallScope) -> Flow {
+    fn absorb(&mut self, _: &Slot, mut outcome: CallOutcome, scope: &CallScope) -> Flow {
         // `ctx.set_system_prompt` first, then a returned `systemPrompt` on top of it.
-        if let Some(prompt) = outcome.system_prompt {
+        if let Some(prompt) = outcome.take_system_prompt() {
             self.set_prompt(prompt, scope);
         }
-        if let Some(Value::Object(map)) = truthy_result(outcome.result) {
+        if let Some(Value::Object(map)) = truthy_result(outcome.take_result()) {
             if let Some(message) = map.get("message").filter(|m| truthy(m)) {
                 self.messages.push(message.clone());
             }
@@ -189,8 +189,8 @@ impl Chain for ContextChain {
             .get(|| json!({"type": "context", "messages": messages}))
     }
 
-    fn absorb(&mut self, _: &Slot, outcome: HandlerOutcome, _: &CallScope) -> Flow {
-        let result = outcome.result;
+    fn absorb(&mut self, _: &Slot, mut outcome: CallOutcome, _: &CallScope) -> Flow {
+        let result = outcome.take_result();
         if let Some(Value::Object(mut map)) = truthy_result(result)
             && let Some(Value::Array(messages)) = map.remove("messages")
         {
@@ -230,8 +230,8 @@ impl Chain for ToolCallChain {
         &self.payload
     }
 
-    fn absorb(&mut self, _: &Slot, outcome: HandlerOutcome, _: &CallScope) -> Flow {
-        let result = outcome.result;
+    fn absorb(&mut self, _: &Slot, mut outcome: CallOutcome, _: &CallScope) -> Flow {
+        let result = outcome.take_result();
         let Some(result) = truthy_result(result) else {
             return Flow::Continue;
         };
@@ -309,8 +309,8 @@ impl Chain for ToolResultChain {
         self.cache.get(|| event)
     }
 
-    fn absorb(&mut self, _: &Slot, outcome: HandlerOutcome, _: &CallScope) -> Flow {
-        let result = outcome.result;
+    fn absorb(&mut self, _: &Slot, mut outcome: CallOutcome, _: &CallScope) -> Flow {
+        let result = outcome.take_result();
         let Some(Value::Object(map)) = truthy_result(result) else {
             return Flow::Continue;
         };
@@ -358,8 +358,8 @@ impl Chain for RuleChain {
         &self.payload
     }
 
-    fn absorb(&mut self, _: &Slot, outcome: HandlerOutcome, _: &CallScope) -> Flow {
-        let result = outcome.result;
+    fn absorb(&mut self, _: &Slot, mut outcome: CallOutcome, _: &CallScope) -> Flow {
+        let result = outcome.take_result();
         let Some(mut result) = truthy_result(result) else {
             return Flow::Continue;
         };
@@ -402,8 +402,8 @@ impl Chain for ResourcesChain {
         &self.payload
     }
 
-    fn absorb(&mut self, slot: &Slot, outcome: HandlerOutcome, _: &CallScope) -> Flow {
-        let result = outcome.result;
+    fn absorb(&mut self, slot: &Slot, mut outcome: CallOutcome, _: &CallScope) -> Flow {
+        let result = outcome.take_result();
         let Some(Value::Object(map)) = truthy_result(result) else {
             return Flow::Continue;
         };

@@ -31,7 +31,7 @@ use serde_json::Value;
 
 use crate::host_api::context::{CallKind, CallScope};
 use crate::host_api::value::HostValue;
-use crate::plugin::{HandlerOutcome, LoadedPlugin, call_handler};
+use crate::plugin::{CallOutcome, LoadedPlugin, call_handler};
 use crate::registry::{EventHandler, PluginState};
 use crate::services::HostServices;
 
@@ -85,7 +85,7 @@ impl Slot {
         payload: &HostValue,
         scope: &CallScope,
         on_start: impl FnOnce(),
-    ) -> HandlerOutcome {
+    ) -> CallOutcome {
         call_handler(&self.state, &self.handler, payload, scope, on_start)
     }
 }
@@ -104,7 +104,7 @@ pub(crate) trait Chain: Send + 'static {
     /// The payload the next handler sees (rebuild it only when the state changed).
     fn payload(&mut self) -> &Arc<HostValue>;
     /// Takes a successful handler's outcome (`outcome.result` `None`: it returned nothing).
-    fn absorb(&mut self, slot: &Slot, outcome: HandlerOutcome, scope: &CallScope) -> Flow;
+    fn absorb(&mut self, slot: &Slot, outcome: CallOutcome, scope: &CallScope) -> Flow;
     /// Takes a failed call (error status, panic, timeout). The default reports it and goes
     /// on with the state unchanged.
     fn fail(
@@ -285,7 +285,7 @@ fn run_inline<C: Chain>(
 pub(crate) fn step<C: Chain>(
     chain: &mut C,
     slot: &Slot,
-    outcome: HandlerOutcome,
+    outcome: CallOutcome,
     scope: &CallScope,
     errors: &mut Vec<ExtensionError>,
     event: &str,
