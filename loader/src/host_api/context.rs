@@ -1,6 +1,6 @@
 //! `PiContext` on the host side: the context of one call into a plugin.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -120,27 +120,34 @@ impl CallScope {
 
 /// The context of one call into one plugin; the plugin's `PiContext *` token leads here for
 /// the call. It is used only on the thread running the call (the token is refused elsewhere,
-/// see [`crate::handles`]), one host function at a time, so its cells need no lock.
+/// see [`crate::handles`]), one host function at a time, so its cells need no lock. What a
+/// call rarely leaves (an error message, system prompts) lives in a box made on first use, so
+/// a context costs a few stores to make and nothing to finish.
 pub struct CallContext<'s> {
     scope: &'s CallScope,
     plugin: &'s PluginState,
-    error: RefCell<Option<String>>,
     tool_update: Option<&'s (dyn Fn(serde_json::Value) + Sync)>,
+    left: RefCell<Option<Box<LeftByCall>>>,
+}
+
+/// What a call left in its context besides its result.
+#[derive(Default)]
+struct LeftByCall {
+    error: Option<String>,
     /// Prompts this call read or set, newest last; kept so earlier reads stay valid.
-    prompts: RefCell<Vec<Arc<CText>>>,
-    prompt_set: Cell<bool>,
+    prompts: Vec<Arc<CText>>,
+    prompt_set: bool,
 }
 
 impl<'s> CallContext<'s> {
     /// A context for a call into `plugin` within `scope`.
+    #[inline]
     pub fn new(scope: &'s CallScope, plugin: &'s PluginState) -> Self {
         CallContext {
             scope,
             plugin,
-            error: RefCell::new(None),
             tool_update: None,
-            prompts: RefCell::new(Vec::new()),
-            prompt_set: Cell::new(false),
+            left: RefCell::new(None),
         }
     }
 
@@ -152,28 +159,35 @@ impl<'s> CallContext<'s> {
 
     /// Where this context lives, for the call slot (plugins get a token, see
     /// [`crate::handles`]).
+    #[inline]
     pub fn address(&self) -> *const std::os::raw::c_void {
         (self as *const CallContext<'_>).cast()
     }
 
     /// After the call: the error message the plugin set and the system prompt it set with
     /// `set_system_prompt`, if either (`None` in the common case, at no cost).
-    #[inline]
+    #[inline(always)]
     pub fn finish(self) -> Option<Box<CallDetail>> {
-        let error = self.error.take();
-        let system_prompt = if self.prompt_set.get() {
-            self.prompts.take().last().map(|p| p.as_str().to_owned())
+        let left = self.left.into_inner()?;
+        Some(left_detail(*left))
+    }
+
+    /// Runs `f` on what the call left, making the box on first use.
+    fn left_mut<T>(&self, f: impl FnOnce(&mut LeftByCall) -> T) -> T {
+        f(self.left.borrow_mut().get_or_insert_with(Box::default))
+    }
+}
+
+#[cold]
+fn left_detail(left: LeftByCall) -> Box<CallDetail> {
+    Box::new(CallDetail {
+        error: left.error,
+        system_prompt: if left.prompt_set {
+            left.prompts.last().map(|p| p.as_str().to_owned())
         } else {
             None
-        };
-        if error.is_none() && system_prompt.is_none() {
-            return None;
-        }
-        Some(Box::new(CallDetail {
-            error,
-            system_prompt,
-        }))
-    }
+        },
+    })
 }
 
 /// Runs `f` on the call context behind `ctx`. NULL, a wild pointer, or the context of a call
@@ -250,18 +264,20 @@ unsafe extern "C" fn set_error(ctx: *mut PiContext, message: PiStr) {
     with_ctx(ctx, (), |c| {
         // SAFETY: `message` is a plugin string valid for the call.
         let text = unsafe { read_str(message) }.unwrap_or("(error message was not UTF-8)");
-        *c.error.borrow_mut() = Some(text.to_owned());
+        c.left_mut(|left| left.error = Some(text.to_owned()));
     })
 }
 
 unsafe extern "C" fn get_system_prompt(ctx: *mut PiContext) -> PiStr {
     with_ctx(ctx, NO_STR, |c| {
-        let mut prompts = c.prompts.borrow_mut();
-        if prompts.is_empty() {
-            prompts.push(c.scope.system_prompt());
-        }
-        // The Arc stays in the context until the call returns, so the text does too.
-        prompts.last().map_or(NO_STR, |p| p.as_pi_str())
+        c.left_mut(|left| {
+            if left.prompts.is_empty() {
+                left.prompts.push(c.scope.system_prompt());
+            }
+            // The Arc stays in the context until the call returns, so the text does too (the
+            // box it is in is not moved or freed before then).
+            left.prompts.last().map_or(NO_STR, |p| p.as_pi_str())
+        })
     })
 }
 
@@ -275,8 +291,10 @@ unsafe extern "C" fn set_system_prompt(ctx: *mut PiContext, prompt: PiStr) -> Pi
             Ok(text) => {
                 // Kept in this call's context: a call that is abandoned for overrunning its
                 // time cannot change the prompt other handlers see.
-                c.prompts.borrow_mut().push(Arc::new(CText::new(text)));
-                c.prompt_set.set(true);
+                c.left_mut(|left| {
+                    left.prompts.push(Arc::new(CText::new(text)));
+                    left.prompt_set = true;
+                });
                 PI_OK
             }
             Err(status) => status,

@@ -226,10 +226,12 @@ struct ToolCallChain {
 }
 
 impl Chain for ToolCallChain {
+    #[inline]
     fn payload(&mut self) -> &Arc<HostValue> {
         &self.payload
     }
 
+    #[inline]
     fn absorb(&mut self, _: &Slot, mut outcome: CallOutcome, _: &CallScope) -> Flow {
         let result = outcome.take_result();
         let Some(result) = truthy_result(result) else {
