@@ -73,42 +73,70 @@ unsafe extern "C" {
     ) -> PiStatus;
 }
 
+/// Where the barrier writes the `what()` text of an exception, and how to read it back.
+pub struct Thrown(MaybeUninit<[c_char; WHAT_CAP]>);
+
+impl Thrown {
+    /// An empty buffer (nothing written until an exception is caught).
+    #[inline(always)]
+    pub fn new() -> Self {
+        Thrown(MaybeUninit::uninit())
+    }
+
+    #[inline(always)]
+    fn as_ptr(&mut self) -> *mut c_char {
+        self.0.as_mut_ptr().cast()
+    }
+
+    /// `Err(text)` when `status` says the plugin threw, else `Ok(status)`.
+    #[inline(always)]
+    pub fn check(&self, status: PiStatus) -> Result<PiStatus, String> {
+        if status == THREW {
+            return Err(self.text());
+        }
+        Ok(status)
+    }
+
+    #[cold]
+    fn text(&self) -> String {
+        // SAFETY: the barrier wrote a NUL-terminated text of at most WHAT_CAP bytes before
+        // returning THREW, which is the only case this is called in.
+        let text = unsafe { CStr::from_ptr(self.0.as_ptr().cast()) };
+        text.to_string_lossy().into_owned()
+    }
+}
+
+impl Default for Thrown {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// Runs `call` with a buffer for the exception text; `Err(text)` when the plugin threw.
 #[inline(always)]
 fn caught(call: impl FnOnce(*mut c_char, usize) -> PiStatus) -> Result<PiStatus, String> {
-    let mut what = MaybeUninit::<[c_char; WHAT_CAP]>::uninit();
-    let status = call(what.as_mut_ptr().cast(), WHAT_CAP);
-    if status == THREW {
-        return Err(thrown_text(&what));
-    }
-    Ok(status)
+    let mut thrown = Thrown::new();
+    let status = call(thrown.as_ptr(), WHAT_CAP);
+    thrown.check(status)
 }
 
-#[cold]
-fn thrown_text(what: &MaybeUninit<[c_char; WHAT_CAP]>) -> String {
-    // SAFETY: the barrier wrote a NUL-terminated text of at most WHAT_CAP bytes before
-    // returning THREW.
-    let text = unsafe { CStr::from_ptr(what.as_ptr().cast()) };
-    text.to_string_lossy().into_owned()
-}
-
-/// Calls an event handler.
+/// Calls an event handler; [`THREW`] (check it with `thrown.check`) when it threw, with the
+/// text in `thrown`. This is the hot path: no `Result` is built here.
 ///
 /// # Safety
 /// The plugin's contract for `f`: registered by a loaded plugin with `user_data`; the other
 /// arguments are valid for the call.
-#[inline]
+#[inline(always)]
 pub unsafe fn event(
     f: PiEventHandler,
     user_data: *mut c_void,
     event: *const PiValue,
     ctx: *mut PiContext,
     result: *mut PiResult,
-) -> Result<PiStatus, String> {
+    thrown: &mut Thrown,
+) -> PiStatus {
     // SAFETY: forwarded contract; the buffer is WHAT_CAP bytes.
-    caught(|what, cap| unsafe {
-        pi_hooks_barrier_event(f, user_data, event, ctx, result, what, cap)
-    })
+    unsafe { pi_hooks_barrier_event(f, user_data, event, ctx, result, thrown.as_ptr(), WHAT_CAP) }
 }
 
 /// Calls a command handler.

@@ -38,6 +38,8 @@ const TAG_SHIFT: u32 = usize::BITS - TAG_BITS;
 const PLUGIN_TAG: usize = 0x9e;
 const CONTEXT_TAG: usize = 0xc7;
 const RESULT_TAG: usize = 0xd3;
+const CONTEXT_BASE: usize = CONTEXT_TAG << TAG_SHIFT;
+const RESULT_BASE: usize = RESULT_TAG << TAG_SHIFT;
 
 static PLUGINS: [AtomicPtr<PluginState>; MAX_PLUGIN_INSTANCES] =
     [const { AtomicPtr::new(null_mut()) }; MAX_PLUGIN_INSTANCES];
@@ -204,9 +206,11 @@ impl CallLock<'_> {
         calls
             .state
             .store((u64::from(generation) << 32) | LOCKED, Ordering::Release);
+        let slot_bits = (slot as usize) << GEN_BITS;
+        let generation = generation as usize;
         OpenCall {
-            context: encode(CONTEXT_TAG, slot, generation) as *mut PiContext,
-            result: encode(RESULT_TAG, slot, generation) as *mut PiResult,
+            context: (CONTEXT_BASE | slot_bits | generation) as *mut PiContext,
+            result: (RESULT_BASE | slot_bits | generation) as *mut PiResult,
         }
     }
 }

@@ -315,18 +315,21 @@ pub fn call_handler(
         CallContext::new(scope, state),
         on_start,
         |ctx, result| {
+            let mut thrown = exception_barrier::Thrown::new();
             // SAFETY: the handler and user data were registered by this plugin, which is active
             // (checked by `invoke` under the call lock); payload, context and result outlive the
             // call.
-            unsafe {
+            let status = unsafe {
                 exception_barrier::event(
                     handler.handler,
                     handler.user_data.0,
                     payload.as_ptr(),
                     ctx,
                     result,
+                    &mut thrown,
                 )
-            }
+            };
+            thrown.check(status)
         },
     )
 }
