@@ -3,7 +3,7 @@
 use serde::de::DeserializeOwned;
 
 use super::error::{Error, Result, check};
-use super::strings::{from_pi_str, pi_str};
+use super::strings::{from_host_str, pi_str};
 use crate::ffi::*;
 
 /// A borrowed view of a host value (an event payload or part of one), valid for `'a`.
@@ -87,8 +87,8 @@ impl<'a> Value<'a> {
             };
             // SAFETY: as in `kind`; `key` is a valid out-pointer.
             let ptr = unsafe { (this.api.entry)(this.ptr, i, &mut key) };
-            // SAFETY: the host's key lives as long as the value, so for 'a.
-            (unsafe { from_pi_str(key) }, Value { api: this.api, ptr })
+            // SAFETY: the host's key is UTF-8 and lives as long as the value, so for 'a.
+            (unsafe { from_host_str(key) }, Value { api: this.api, ptr })
         })
     }
 
@@ -100,8 +100,8 @@ impl<'a> Value<'a> {
         };
         // SAFETY: as in `kind`; `out` is a valid out-pointer.
         let status = unsafe { (self.api.as_str)(self.ptr, &mut out) };
-        // SAFETY: the host's string lives as long as the value, so for 'a.
-        (status == PI_OK).then(|| unsafe { from_pi_str(out) })
+        // SAFETY: the host's string is UTF-8 and lives as long as the value, so for 'a.
+        (status == PI_OK).then(|| unsafe { from_host_str(out) })
     }
 
     /// The number as an integer, if it is a whole number.
@@ -136,8 +136,8 @@ impl<'a> Value<'a> {
         };
         // SAFETY: as in `kind`; `out` is a valid out-pointer.
         let status = unsafe { (self.api.to_json)(self.ptr, &mut out) };
-        // SAFETY: the host's text lives as long as the value, so for 'a.
-        (status == PI_OK).then(|| unsafe { from_pi_str(out) })
+        // SAFETY: the host's JSON text is UTF-8 and lives as long as the value, so for 'a.
+        (status == PI_OK).then(|| unsafe { from_host_str(out) })
     }
 
     /// Deserialises the value into `T` (through its JSON text).

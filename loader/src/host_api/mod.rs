@@ -23,16 +23,28 @@ pub fn barrier<T>(on_panic: T, body: impl FnOnce() -> T) -> T {
 /// # Safety
 /// `s.ptr` must point to `s.len` readable bytes for the duration of the call, or be NULL.
 pub unsafe fn read_str<'a>(s: PiStr) -> Result<&'a str, PiStatus> {
+    // SAFETY: forwarded contract.
+    let bytes = unsafe { read_bytes(s) }?;
+    std::str::from_utf8(bytes).map_err(|_| PI_ERR_UTF8)
+}
+
+/// Reads the bytes of a string a plugin passed, without checking that they are UTF-8: for
+/// uses where any bytes are harmless, such as a key compared byte-wise against the host's own
+/// (always UTF-8) keys, which invalid UTF-8 simply never matches. `{NULL, 0}` reads as empty.
+///
+/// # Safety
+/// As for [`read_str`].
+#[inline]
+pub unsafe fn read_bytes<'a>(s: PiStr) -> Result<&'a [u8], PiStatus> {
     if s.ptr.is_null() {
         return if s.len == 0 {
-            Ok("")
+            Ok(&[])
         } else {
             Err(PI_ERR_INVALID_ARG)
         };
     }
     // SAFETY: the caller guarantees `len` readable bytes at `ptr`.
-    let bytes = unsafe { std::slice::from_raw_parts(s.ptr.cast::<u8>(), s.len) };
-    std::str::from_utf8(bytes).map_err(|_| PI_ERR_UTF8)
+    Ok(unsafe { std::slice::from_raw_parts(s.ptr.cast::<u8>(), s.len) })
 }
 
 /// Reads a required name (an event, command, tool, flag, key, ...): not blank and without NUL

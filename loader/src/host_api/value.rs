@@ -8,7 +8,7 @@ use rustc_hash::{FxBuildHasher, FxHashSet};
 use pi_hooks_abi::ffi::*;
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 
-use super::{barrier, read_str};
+use super::{barrier, read_bytes, read_str};
 
 /// A NUL-terminated UTF-8 string; `as_str` excludes the terminator.
 pub struct CText(Box<str>);
@@ -25,6 +25,26 @@ impl CText {
     /// The text without its terminator.
     pub fn as_str(&self) -> &str {
         &self.0[..self.0.len() - 1]
+    }
+
+    /// The bytes of the text without its terminator.
+    pub fn as_bytes(&self) -> &[u8] {
+        self.0
+            .as_bytes()
+            .split_last()
+            .map_or(&[][..], |(_nul, text)| text)
+    }
+
+    /// Whether the text is `key`, byte for byte. The stored length (terminator included) is
+    /// compared first, so a lookup skips a key of another length with one comparison.
+    #[inline]
+    pub fn is(&self, key: &[u8]) -> bool {
+        let stored = self.0.as_bytes();
+        // `key.len() + 1` cannot overflow: a slice is at most `isize::MAX` bytes long.
+        stored.len() == key.len() + 1
+            && stored
+                .get(..key.len())
+                .is_some_and(|text| same_bytes(text, key))
     }
 
     /// The text as a `PiStr` (NUL-terminated, borrowed from `self`).
@@ -147,33 +167,71 @@ impl HostValue {
 
     /// Field `key` of an object.
     pub fn field(&self, key: &str) -> Option<&HostValue> {
+        self.field_bytes(key.as_bytes())
+    }
+
+    /// Field `key` of an object, the key given as bytes. Keys are compared byte-wise (a
+    /// linear scan: payloads have a handful of fields), so the key needs no UTF-8 check: the
+    /// host's keys are UTF-8, and bytes that are not never match one.
+    pub fn field_bytes(&self, key: &[u8]) -> Option<&HostValue> {
         match &self.node {
-            Node::Object(fields) => fields
-                .iter()
-                .find(|(k, _)| k.as_str() == key)
-                .map(|(_, v)| v),
+            Node::Object(fields) => fields.iter().find(|(k, _)| k.is(key)).map(|(_, v)| v),
             _ => None,
         }
     }
 
     /// The value at an RFC 6901 JSON Pointer.
     pub fn pointer(&self, path: &str) -> Option<&HostValue> {
-        if path.is_empty() {
-            return Some(self);
-        }
-        let rest = path.strip_prefix('/')?;
-        rest.split('/').try_fold(self, |value, token| {
-            let token: std::borrow::Cow<'_, str> = if token.contains('~') {
-                token.replace("~1", "/").replace("~0", "~").into()
-            } else {
-                token.into()
+        self.pointer_bytes(path.as_bytes())
+    }
+
+    /// The value at an RFC 6901 JSON Pointer given as bytes: `""` is the value itself, every
+    /// other path starts with `/`; in a token `~1` stands for `/` and `~0` for `~` (any other
+    /// `~` is kept as it is); an array index is `0` or digits without a leading zero or sign.
+    /// Walks the path in place, allocating nothing. As in [`HostValue::field_bytes`], the
+    /// path needs no UTF-8 check: `/` and the escapes are ASCII, which never occurs inside a
+    /// multi-byte UTF-8 sequence, so an invalid path only yields tokens that match no key.
+    pub fn pointer_bytes(&self, path: &[u8]) -> Option<&HostValue> {
+        let mut rest = match path.split_first() {
+            None => return Some(self),
+            Some((b'/', rest)) => rest,
+            Some(_) => return None,
+        };
+        let mut value = self;
+        loop {
+            let (slash, escaped) = first_token(rest);
+            let Some(end) = slash else {
+                return value.pointer_step(rest, escaped);
             };
-            match &value.node {
-                Node::Object(_) => value.field(&token),
-                Node::Array(items) => token.parse::<usize>().ok().and_then(|i| items.get(i)),
-                _ => None,
-            }
-        })
+            value = value.pointer_step(rest.get(..end)?, escaped)?;
+            rest = rest.get(end + 1..)?;
+        }
+    }
+
+    /// One step of a JSON Pointer: the field or element that `token` names (`escaped`: it
+    /// holds a `~`, so it is compared unescaped).
+    #[inline]
+    fn pointer_step(&self, token: &[u8], escaped: bool) -> Option<&HostValue> {
+        match &self.node {
+            Node::Object(_) if escaped => self.field_escaped(token),
+            Node::Object(_) => self.field_bytes(token),
+            Node::Array(items) => array_index(token).and_then(|i| items.get(i)),
+            _ => None,
+        }
+    }
+
+    /// Field of an object named by a JSON Pointer token with escapes (rare, so kept out of
+    /// the common path).
+    #[cold]
+    #[inline(never)]
+    fn field_escaped(&self, token: &[u8]) -> Option<&HostValue> {
+        match &self.node {
+            Node::Object(fields) => fields
+                .iter()
+                .find(|(k, _)| unescape_token(token).eq(k.as_bytes().iter().copied()))
+                .map(|(_, v)| v),
+            _ => None,
+        }
     }
 
     /// The string, if this is one.
@@ -188,6 +246,131 @@ impl HostValue {
         self.json.get_or_init(|| {
             CText::new(&serde_json::to_string(self).unwrap_or_else(|_| "null".to_owned()))
         })
+    }
+}
+
+/// Whether `a` and `b`, of the same length, hold the same bytes. Keys are short, so this
+/// compares a few (overlapping) words in place instead of calling `memcmp`; with no call in
+/// it, a lookup loop needs no registers saved.
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    debug_assert_eq!(a.len(), b.len());
+    let n = a.len();
+    match n {
+        0..4 => a.first() == b.first() && a.get(n / 2) == b.get(n / 2) && a.last() == b.last(),
+        4..8 => {
+            a.first_chunk::<4>().map(|w| u32::from_ne_bytes(*w))
+                == b.first_chunk::<4>().map(|w| u32::from_ne_bytes(*w))
+                && a.last_chunk::<4>().map(|w| u32::from_ne_bytes(*w))
+                    == b.last_chunk::<4>().map(|w| u32::from_ne_bytes(*w))
+        }
+        _ => {
+            let word = |w: &[u8; 8]| u64::from_ne_bytes(*w);
+            a.chunks_exact(8)
+                .zip(b.chunks_exact(8))
+                .all(|(x, y)| x.first_chunk().map(word) == y.first_chunk().map(word))
+                && a.last_chunk().map(word) == b.last_chunk().map(word)
+        }
+    }
+}
+
+/// Where the first `/` in `path` is, if anywhere, and whether the token before it (or all of
+/// `path`) holds a `~`. Looks at eight bytes at a time (tokens are short: a byte-by-byte
+/// loop was a third of the cost of a `pointer` call).
+fn first_token(path: &[u8]) -> (Option<usize>, bool) {
+    let mut escaped = false;
+    let mut offset = 0;
+    let mut chunks = path.chunks_exact(8);
+    for chunk in chunks.by_ref() {
+        let word = chunk.first_chunk().map_or(0, |w| u64::from_le_bytes(*w));
+        if let Some(at) = find_slash(word, &mut escaped) {
+            return (Some(offset + at), escaped);
+        }
+        offset += 8;
+    }
+    let word = load_short(chunks.remainder());
+    (
+        find_slash(word, &mut escaped).map(|at| offset + at),
+        escaped,
+    )
+}
+
+/// The index of the first `/` among the eight bytes of `word` (little-endian); sets `escaped`
+/// when a `~` comes before it (or anywhere in `word` when there is no `/`).
+#[inline]
+fn find_slash(word: u64, escaped: &mut bool) -> Option<usize> {
+    const ONES: u64 = u64::from_le_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
+    // The high bit of every byte of `word` that equals `byte`: exact up to the lowest match
+    // (a borrow may also mark bytes above it), so only the lowest match is used.
+    let matches = |byte: u8| {
+        let x = word ^ (ONES * u64::from(byte));
+        x.wrapping_sub(ONES) & !x & HIGHS
+    };
+    let (slash, tilde) = (matches(b'/'), matches(b'~'));
+    if slash == 0 {
+        *escaped |= tilde != 0;
+        return None;
+    }
+    // The bits below the lowest `/`: a `~` there (its lowest mark is exact) comes before it.
+    let below_slash = (slash & slash.wrapping_neg()) - 1;
+    *escaped |= tilde & below_slash != 0;
+    Some((slash.trailing_zeros() / 8) as usize)
+}
+
+/// The bytes of `bytes` (fewer than eight) as a little-endian word padded with zeros (NUL is
+/// neither `/` nor `~`), read as two overlapping halves or three single bytes.
+#[inline]
+fn load_short(bytes: &[u8]) -> u64 {
+    let n = bytes.len();
+    // `i` is below 8; `% 8` only shows the compiler that the shift stays in range.
+    let byte_at = |i: usize| bytes.get(i).map_or(0, |&b| u64::from(b) << (8 * (i % 8)));
+    let half = |w: &[u8; 4]| u64::from(u32::from_le_bytes(*w));
+    match n {
+        0 => 0,
+        1..4 => byte_at(0) | byte_at(n / 2) | byte_at(n - 1),
+        _ => {
+            let low = bytes.first_chunk().map_or(0, half);
+            let high = bytes.last_chunk().map_or(0, half);
+            low | high << (8 * (n.saturating_sub(4) % 8))
+        }
+    }
+}
+
+/// The bytes of a JSON Pointer token with `~1` read as `/` and `~0` as `~` (left to right,
+/// so `~01` is `~1`; a `~` before anything else stays), without building a string.
+fn unescape_token(token: &[u8]) -> impl Iterator<Item = u8> + '_ {
+    let mut bytes = token.iter().copied().peekable();
+    std::iter::from_fn(move || {
+        let byte = bytes.next()?;
+        if byte != b'~' {
+            return Some(byte);
+        }
+        match bytes.peek() {
+            Some(b'0') => {
+                bytes.next();
+                Some(b'~')
+            }
+            Some(b'1') => {
+                bytes.next();
+                Some(b'/')
+            }
+            _ => Some(b'~'),
+        }
+    })
+}
+
+/// An RFC 6901 array index: `0`, or ASCII digits not starting with `0` (no sign, no leading
+/// zero, as `serde_json::Value::pointer` reads them); `None` when it overflows `usize`.
+fn array_index(token: &[u8]) -> Option<usize> {
+    match token {
+        [] => None,
+        [b'0'] => Some(0),
+        [b'0', ..] => None,
+        digits => digits.iter().try_fold(0usize, |n, &b| {
+            let digit = b.checked_sub(b'0').filter(|d| *d <= 9)?;
+            n.checked_mul(10)?.checked_add(usize::from(digit))
+        }),
     }
 }
 
@@ -241,12 +424,16 @@ unsafe extern "C" fn kind(value: *const PiValue) -> u32 {
     })
 }
 
+// `get`, `pointer` and `as_str` run on every payload read, so in a release build their bodies
+// have no panic path (no indexing, no allocation, no UTF-8 check): the barrier stays, as on
+// every export, and costs nothing there, because the compiler drops a catch around code that
+// cannot unwind.
 unsafe extern "C" fn get(value: *const PiValue, key: PiStr) -> *const PiValue {
     barrier(std::ptr::null(), || {
         // SAFETY: as in `kind`; `key` is a plugin string valid for the call.
-        let (value, key) = unsafe { (host_value(value), read_str(key)) };
+        let (value, key) = unsafe { (host_value(value), read_bytes(key)) };
         match (value, key) {
-            (Some(v), Ok(k)) => v.field(k).map_or(std::ptr::null(), HostValue::as_ptr),
+            (Some(v), Ok(k)) => v.field_bytes(k).map_or(std::ptr::null(), HostValue::as_ptr),
             _ => std::ptr::null(),
         }
     })
@@ -255,9 +442,11 @@ unsafe extern "C" fn get(value: *const PiValue, key: PiStr) -> *const PiValue {
 unsafe extern "C" fn pointer(value: *const PiValue, path: PiStr) -> *const PiValue {
     barrier(std::ptr::null(), || {
         // SAFETY: as in `get`.
-        let (value, path) = unsafe { (host_value(value), read_str(path)) };
+        let (value, path) = unsafe { (host_value(value), read_bytes(path)) };
         match (value, path) {
-            (Some(v), Ok(p)) => v.pointer(p).map_or(std::ptr::null(), HostValue::as_ptr),
+            (Some(v), Ok(p)) => v
+                .pointer_bytes(p)
+                .map_or(std::ptr::null(), HostValue::as_ptr),
             _ => std::ptr::null(),
         }
     })
@@ -502,6 +691,195 @@ mod tests {
                 std::slice::from_raw_parts(j.ptr.cast::<u8>(), j.len),
                 b"[1.5,true]"
             );
+        }
+    }
+
+    /// A plugin string over `bytes` (any bytes, as a C plugin may pass).
+    fn pi(bytes: &[u8]) -> PiStr {
+        PiStr {
+            ptr: bytes.as_ptr().cast(),
+            len: bytes.len(),
+        }
+    }
+
+    /// The JSON at `ptr` (`None` for NULL).
+    fn json_at(ptr: *const PiValue) -> Option<serde_json::Value> {
+        // SAFETY: the callers pass NULL or pointers into a value they keep alive.
+        unsafe { host_value(ptr) }.map(HostValue::to_json_value)
+    }
+
+    fn sample() -> serde_json::Value {
+        json!({
+            "a/b": 1, "m~n": 2, "~1": 3, "": 4, "é": "accent",
+            "x": {"y": [10, 20, {"z": "deep"}]},
+            "a_key_longer_than_eight": {"another_long_key_name": true, "k": "short"},
+        })
+    }
+
+    #[test]
+    fn pointer_unescapes_tokens_and_reads_array_indexes() {
+        let v = HostValue::from_json(sample());
+        let at = |path: &str| v.pointer(path).map(HostValue::to_json_value);
+        assert_eq!(at(""), Some(sample()));
+        assert_eq!(at("/a~1b"), Some(json!(1)));
+        assert_eq!(at("/m~0n"), Some(json!(2)));
+        assert_eq!(at("/~01"), Some(json!(3)), "~01 is ~1, not /");
+        assert_eq!(at("/m~n"), Some(json!(2)), "a ~ before another byte stays");
+        assert_eq!(at("/"), Some(json!(4)), "/ names the empty key");
+        assert_eq!(at("/é"), Some(json!("accent")));
+        assert_eq!(at("/x/y/0"), Some(json!(10)));
+        assert_eq!(at("/x/y/1"), Some(json!(20)));
+        assert_eq!(at("/x/y/2/z"), Some(json!("deep")));
+        assert_eq!(
+            at("/a_key_longer_than_eight/another_long_key_name"),
+            Some(json!(true))
+        );
+        assert_eq!(at("/a_key_longer_than_eight/k"), Some(json!("short")));
+        for missing in [
+            "x",
+            "/a/b",
+            "/x/",
+            "/x/y/3",
+            "/x/y/01",
+            "/x/y/+1",
+            "/x/y/-",
+            "/x/y/-0",
+            "/x/y/1a",
+            "/x/y/99999999999999999999999",
+            "/x/y/0/z",
+            "/nope",
+            "/x/y/2/z/more",
+        ] {
+            assert_eq!(at(missing), None, "{missing}");
+        }
+    }
+
+    #[test]
+    fn pointer_agrees_with_serde_json_on_every_short_path() {
+        // Every path of up to three tokens from these (escapes, indexes, keys that cross the
+        // 8-byte scan's chunk borders); serde_json's `Value::pointer` reads RFC 6901 the same
+        // way, so both must find the same value or both nothing.
+        let json = sample();
+        let v = HostValue::from_json(json.clone());
+        let tokens = [
+            "",
+            "a",
+            "b",
+            "a~1b",
+            "m~0n",
+            "m~n",
+            "~01",
+            "~1",
+            "~0",
+            "~",
+            "é",
+            "x",
+            "y",
+            "z",
+            "0",
+            "1",
+            "2",
+            "3",
+            "01",
+            "+1",
+            "-",
+            "k",
+            "a_key_longer_than_eight",
+            "another_long_key_name",
+        ];
+        let mut paths = vec![String::new()];
+        let mut last_level = vec![String::new()];
+        for _ in 0..3 {
+            let level: Vec<String> = last_level
+                .iter()
+                .flat_map(|p| tokens.iter().map(move |t| format!("{p}/{t}")))
+                .collect();
+            paths.extend(level.iter().cloned());
+            last_level = level;
+        }
+        let mut found = 0;
+        for path in &paths {
+            let ours = v.pointer(path).map(HostValue::to_json_value);
+            assert_eq!(ours, json.pointer(path).cloned(), "{path}");
+            found += usize::from(ours.is_some());
+        }
+        assert!(
+            found >= 15,
+            "the paths reach into the sample ({found} found)"
+        );
+    }
+
+    #[test]
+    fn token_scan_matches_a_byte_by_byte_scan() {
+        let alphabet = b"a/~0\xff";
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        for _ in 0..50_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let len = (state % 26) as usize;
+            let path: Vec<u8> = (0..len)
+                .map(|i| alphabet[((state >> (i % 48)) % alphabet.len() as u64) as usize])
+                .collect();
+            let slash = path.iter().position(|&b| b == b'/');
+            let token = &path[..slash.unwrap_or(path.len())];
+            assert_eq!(
+                first_token(&path),
+                (slash, token.contains(&b'~')),
+                "{path:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn same_bytes_compares_every_byte_at_every_length() {
+        for n in 0..=40 {
+            let a: Vec<u8> = (0..n as u8).map(|i| i.wrapping_mul(37) ^ 0x5a).collect();
+            assert!(same_bytes(&a, &a.clone()), "length {n}");
+            for flip in 0..n {
+                let mut b = a.clone();
+                b[flip] ^= 0x01;
+                assert!(!same_bytes(&a, &b), "length {n}, byte {flip}");
+            }
+        }
+    }
+
+    #[test]
+    fn lookups_take_any_bytes_and_invalid_utf8_matches_nothing() {
+        let v = HostValue::from_json(sample());
+        let p = v.as_ptr();
+        // SAFETY: `p` and every pointer derived from it are alive while `v` is; every PiStr
+        // points to bytes alive for the call.
+        unsafe {
+            assert_eq!(json_at(get(p, pi("é".as_bytes()))), Some(json!("accent")));
+            assert_eq!(json_at(get(p, pi(b"\xc3"))), None, "truncated UTF-8");
+            assert_eq!(json_at(get(p, pi(b"\xff"))), None);
+            assert_eq!(
+                json_at(get(p, pi(b"x\0"))),
+                None,
+                "a NUL is part of the key"
+            );
+            assert_eq!(json_at(get(p, pi(b""))), Some(json!(4)));
+            let null_empty = PiStr {
+                ptr: std::ptr::null(),
+                len: 0,
+            };
+            let null_long = PiStr {
+                ptr: std::ptr::null(),
+                len: 3,
+            };
+            assert_eq!(json_at(get(p, null_empty)), Some(json!(4)));
+            assert!(get(p, null_long).is_null());
+            assert_eq!(json_at(pointer(p, null_empty)), Some(sample()));
+            assert!(pointer(p, null_long).is_null());
+            assert_eq!(json_at(pointer(p, pi(b"/x/y/1"))), Some(json!(20)));
+            assert_eq!(json_at(pointer(p, pi(b"/\xc3\xa9"))), Some(json!("accent")));
+            assert_eq!(json_at(pointer(p, pi(b"/\xc3"))), None);
+            assert_eq!(json_at(pointer(p, pi(b"/x\xff/y"))), None);
+            assert_eq!(json_at(pointer(p, pi(b"/~\xff"))), None);
+            let y = pointer(p, pi(b"/x/y"));
+            assert!(get(y, pi(b"0")).is_null(), "get does not index arrays");
+            assert_eq!(json_at(pointer(y, pi(b"/2/z"))), Some(json!("deep")));
         }
     }
 }
