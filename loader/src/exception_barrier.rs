@@ -120,7 +120,7 @@ fn caught(call: impl FnOnce(*mut c_char, usize) -> PiStatus) -> Result<PiStatus,
     thrown.check(status)
 }
 
-/// Calls an event handler; [`THREW`] (check it with `thrown.check`) when it threw, with the
+/// Calls an event handler; a status that `thrown.check` turns into `Err` when it threw, with the
 /// text in `thrown`. This is the hot path: no `Result` is built here.
 ///
 /// # Safety

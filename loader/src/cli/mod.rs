@@ -1,8 +1,8 @@
 //! The command line: the commands and their options, and the dispatch to
-//! [`run`] (`pi-hooks run`), [`inspect`], [`trust_cmd`] (`trust`, `untrust`) and `list`, with
+//! `run` (`pi-hooks run`), `inspect`, `trust_cmd` (`trust`, `untrust`) and `list`, with
 //! [`render`] turning load reports into text and JSON.
 //!
-//! Every command writes its output through [`write_stdout`]: a reader that closes the pipe
+//! Every command writes its output through one writer: a reader that closes the pipe
 //! early (`pi-hooks list --json | head -c 10`) ends the command quietly, with success.
 //! Everything a repository or a plugin controls is escaped before it reaches a terminal.
 
