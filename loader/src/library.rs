@@ -4,7 +4,7 @@
 //! nothing but the entry symbol runs before the descriptor is accepted.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use libloading::Library;
 use pi_hooks_abi::ENTRY_SYMBOL;
@@ -110,9 +110,40 @@ pub fn cache_dir(agent_dir: &Path) -> PathBuf {
     }
 }
 
+/// The plugin the system loader is opening right now, and the one found stuck there.
+///
+/// `dlopen` holds a process-wide lock while a library's static initialisers run, so an
+/// initialiser that never returns blocks every later `dlopen` in the process, and the C
+/// library's `exit` too (it takes the same lock). Once a load overran inside the system
+/// loader ([`note_overrun`]), later opens fail at once, naming the culprit, instead of each
+/// waiting out its time limit, and the `pi-hooks` binary ends with `_exit`
+/// ([`system_loader_stuck`]).
+static OPENING: Mutex<Option<PathBuf>> = Mutex::new(None);
+static STUCK_IN_LOADER: OnceLock<PathBuf> = OnceLock::new();
+
+/// Records that a load overran its time limit: if it is inside the system loader (a static
+/// initialiser that never returns), no further library can be opened in this process.
+pub fn note_overrun() {
+    if let Some(path) = OPENING.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        let _ = STUCK_IN_LOADER.set(path);
+    }
+}
+
+/// Whether a plugin's static initialiser never returned: the system loader's lock is held
+/// for good, so `exit` would wait forever (end the process with `_exit` instead).
+pub fn system_loader_stuck() -> bool {
+    STUCK_IN_LOADER.get().is_some()
+}
+
 /// Opens `file` through a shadow copy in `cache` and checks its descriptor.
 pub fn open(file: &PluginFile, cache: &Path) -> Result<OpenedLibrary, String> {
     check_object_header(&file.bytes)?;
+    if let Some(stuck) = STUCK_IN_LOADER.get() {
+        return Err(format!(
+            "not opened: the plugin {} never returned from its static initialisers and holds the system loader's lock, so this process cannot open another library; remove or fix that plugin",
+            stuck.display()
+        ));
+    }
     let copy = shadow_copy(file, cache)?;
     let shadow = copy.path.clone();
     // The library's initialisers and its entry function are the plugin's code.
@@ -120,10 +151,12 @@ pub fn open(file: &PluginFile, cache: &Path) -> Result<OpenedLibrary, String> {
     let site =
         crate::crash_guard::CallSite::new("", &shown, crate::crash_guard::Activity::Load, "");
     let running = crate::crash_guard::enter(&site);
+    *OPENING.lock().unwrap_or_else(|e| e.into_inner()) = Some(file.path.clone());
     // SAFETY: opening a library runs its initialisers; the user chose to load this file (it
     // is global, explicit or trusted), which is the trust decision loading native code needs.
-    let library =
-        unsafe { open_now(&shadow) }.map_err(|e| loader_refusal(&e, &shadow, &file.path))?;
+    let opened = unsafe { open_now(&shadow) };
+    *OPENING.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    let library = opened.map_err(|e| loader_refusal(&e, &shadow, &file.path))?;
     // The library is never closed, so what backs its copy stays too.
     copy.keep_forever();
     let descriptor = read_descriptor(&library)?;

@@ -2,9 +2,9 @@
 //! One bad plugin never stops the others: each failure becomes an entry in `errors`.
 
 use std::borrow::Cow;
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, mpsc};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -158,6 +158,11 @@ fn overran(limit: Duration) -> String {
 /// thread, its result dropped when it returns), and a new worker goes on with the next. Plugin
 /// code runs during a load (static initialisers, init), and a load that never returns must not
 /// hang the host. One thread per call, not per item: a load costs microseconds.
+///
+/// The results come back through a mutex and a condition variable, not a channel: a channel's
+/// first blocking receive registers a thread-local destructor, which glibc does under the
+/// system loader's lock, and a static initialiser that never returns holds that lock for good
+/// (see [`crate::library::system_loader_stuck`]).
 fn each_within<T: Send + 'static>(
     count: usize,
     limit: Duration,
@@ -167,13 +172,13 @@ fn each_within<T: Send + 'static>(
     let mut results: Vec<Option<T>> = Vec::with_capacity(count);
     while results.len() < count {
         let start = results.len();
-        let (done, finished) = mpsc::channel();
-        let abandoned = Arc::new(AtomicBool::new(false));
+        let finished = Arc::new(Finished::<T>::default());
         let worker = {
-            let (work, abandoned) = (Arc::clone(&work), Arc::clone(&abandoned));
+            let (work, finished) = (Arc::clone(&work), Arc::clone(&finished));
             move || {
                 for i in start..count {
-                    if abandoned.load(Ordering::Acquire) || done.send(work(i)).is_err() {
+                    let result = work(i);
+                    if !finished.push(result) {
                         return;
                     }
                 }
@@ -189,18 +194,67 @@ fn each_within<T: Send + 'static>(
             break;
         }
         while results.len() < count {
-            match finished.recv_timeout(limit) {
-                Ok(result) => results.push(Some(result)),
-                Err(_) => {
-                    // Overran (or the worker died): skip this one, go on with a new worker.
-                    abandoned.store(true, Ordering::Release);
+            match finished.pop_within(limit) {
+                Some(result) => results.push(Some(result)),
+                None => {
+                    // Overran: skip this one, go on with a new worker.
+                    crate::library::note_overrun();
                     results.push(None);
+                    if crate::library::system_loader_stuck() {
+                        // A new thread would block on the loader's lock (glibc takes it to
+                        // register thread-local destructors), and no plugin code can run any
+                        // more (every open is refused at once): finish here.
+                        let next = results.len();
+                        results.extend((next..count).map(|i| Some(work(i))));
+                    }
                     break;
                 }
             }
         }
     }
     results
+}
+
+/// The results a load worker hands back, in order; see [`each_within`].
+struct Finished<T> {
+    state: Mutex<(VecDeque<T>, bool)>,
+    ready: Condvar,
+}
+
+impl<T> Default for Finished<T> {
+    fn default() -> Self {
+        Finished {
+            state: Mutex::new((VecDeque::new(), false)),
+            ready: Condvar::new(),
+        }
+    }
+}
+
+impl<T> Finished<T> {
+    /// Hands one result over; `false` once the worker was abandoned (it should stop).
+    fn push(&self, result: T) -> bool {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if state.1 {
+            return false;
+        }
+        state.0.push_back(result);
+        self.ready.notify_one();
+        true
+    }
+
+    /// The next result, waiting at most `limit`; `None` abandons the worker.
+    fn pop_within(&self, limit: Duration) -> Option<T> {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let (mut state, _) = self
+            .ready
+            .wait_timeout_while(state, limit, |(queue, _)| queue.is_empty())
+            .unwrap_or_else(|e| e.into_inner());
+        let next = state.0.pop_front();
+        if next.is_none() {
+            state.1 = true;
+        }
+        next
+    }
 }
 
 /// What a load ([`load_one`]) did with a file.

@@ -1,8 +1,23 @@
 //! The `pi-hooks` command.
 
-fn main() -> std::process::ExitCode {
+use std::io::Write;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
     // Before any plugin is loaded: crashes, exit() and fork() in plugin code are reported and
     // end the process the honest way (loader/src/crash_guard.rs).
     pi_hooks::crash_guard::install();
-    pi_hooks::cli::main()
+    let code = pi_hooks::cli::main();
+    if pi_hooks::library::system_loader_stuck() {
+        // A plugin's static initialiser never returned and holds the system loader's lock,
+        // which the C library's `exit` takes too: end without it, or the process never ends.
+        let _ = std::io::stdout().flush();
+        let _ = std::io::stderr().flush();
+        let status = (0..=u8::MAX)
+            .find(|n| ExitCode::from(*n) == code)
+            .map_or(1, i32::from);
+        // SAFETY: `_exit` ends the process at once; everything this binary writes is flushed.
+        unsafe { libc::_exit(status) };
+    }
+    code
 }

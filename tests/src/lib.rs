@@ -506,3 +506,71 @@ impl Sandbox {
         path
     }
 }
+
+/// Runs `command` with at most `limit` of time, stdin a pipe that is never written (a
+/// program that reads it waits forever), stdout and stderr captured. A command still
+/// running at the deadline is killed and the test fails with what it printed so far, so a
+/// hang becomes a failure instead of a stuck test run.
+pub fn output_within(mut command: Command, limit: std::time::Duration) -> Output {
+    use std::io::Read;
+    use std::process::Stdio;
+
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the command");
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        let (done, received) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            let _ = done.send(bytes);
+        });
+        received
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    // Held open, never written, until the command has ended.
+    let stdin = child.stdin.take();
+    let deadline = std::time::Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the command") {
+            break status;
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            let grace = std::time::Duration::from_secs(1);
+            let text = |r: std::sync::mpsc::Receiver<Vec<u8>>| {
+                String::from_utf8_lossy(&r.recv_timeout(grace).unwrap_or_default()).into_owned()
+            };
+            panic!(
+                "{:?} did not finish within {limit:?} and was killed\nstdout: {}\nstderr: {}",
+                command,
+                text(stdout),
+                text(stderr)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    drop(stdin);
+    Output {
+        status,
+        stdout: stdout.recv().unwrap_or_default(),
+        stderr: stderr.recv().unwrap_or_default(),
+    }
+}

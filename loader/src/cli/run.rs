@@ -96,6 +96,14 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, CommandError> {
     for line in run_load_lines(&report) {
         write_stderr(&line);
     }
+    if crate::library::system_loader_stuck() {
+        // The stuck initialiser holds the system loader's lock, which every new thread needs
+        // (glibc takes it to register thread-local destructors): tools and timed events would
+        // hang. Say so instead of starting a session that cannot finish.
+        return Err(CommandError::failed(
+            "a plugin's static initialiser never returned (see above), so this process cannot start threads any more; the session was not started. Remove or fix that plugin",
+        ));
+    }
     let prompts = if args.messages.is_empty() {
         vec!["Run the demo.".to_owned()]
     } else {

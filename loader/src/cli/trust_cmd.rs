@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use super::{CommandError, current_dir, write_stderr, write_stdout};
 use crate::display::escape;
+use crate::files::{MAX_PLUGIN_BYTES, read_regular};
 use crate::paths::{agent_dir, resolve};
 use crate::trust::{TrustStore, sha256_hex};
 
@@ -35,17 +36,16 @@ pub(super) fn change_trust(paths: &[PathBuf], trust: bool) -> Result<ExitCode, C
         let name = canonical.display().to_string();
         let name = escape(&name);
         if trust {
-            match std::fs::read(&canonical) {
+            // Read as a load reads it: a regular file, opened without blocking, capped (a
+            // link to /dev/zero or a FIFO must not hang or fill memory).
+            match read_regular(&canonical, MAX_PLUGIN_BYTES) {
                 Ok(bytes) => {
                     let sha = sha256_hex(&bytes);
                     store.trust(&canonical, &sha);
                     out.push_str(&format!("trusted {name} (sha256 {sha})\n"));
                 }
                 Err(e) => {
-                    write_stderr(&format!(
-                        "pi-hooks: {}: cannot read the file: {e}",
-                        escape(&shown)
-                    ));
+                    write_stderr(&format!("pi-hooks: {}: {e}", escape(&shown)));
                     failed = true;
                 }
             }
