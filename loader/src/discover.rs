@@ -58,6 +58,8 @@ pub struct Candidate {
     pub origin: Origin,
     /// Why it cannot be loaded, when discovery already knows.
     pub problem: Option<String>,
+    /// Device and inode (Unix), when the file exists: what duplicates are recognised by.
+    pub identity: Option<(u64, u64)>,
 }
 
 /// A problem with a plugin source that is not a candidate (a broken settings file).
@@ -142,33 +144,51 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
     found
 }
 
-/// Keeps one candidate per file (canonical path). The first place wins, except that a project
+/// What makes two candidates the same file: device and inode where the platform has them,
+/// else the canonical path (or the path itself for a file that does not exist).
+#[derive(Debug, PartialEq, Eq, Hash)]
+enum FileKey {
+    Identity(u64, u64),
+    Path(PathBuf),
+}
+
+impl FileKey {
+    fn of(candidate: &Candidate) -> FileKey {
+        match candidate.identity {
+            Some((dev, ino)) => FileKey::Identity(dev, ino),
+            None => FileKey::Path(
+                std::fs::canonicalize(&candidate.path).unwrap_or_else(|_| candidate.path.clone()),
+            ),
+        }
+    }
+}
+
+/// Keeps one candidate per file (same device and inode, or canonical path). The first place wins, except that a project
 /// entry never takes a file from the user: when a project folder or the project's settings
 /// reach a file that the user's folders, the user's settings or the command line also name
 /// (a symlink in `.pi/hooks`, a linked folder, a path in `.pi/settings.json`), the user's
 /// entry keeps its place and needs no trust, and the project entry is dropped with a warning.
 fn dedupe(raw: Vec<Candidate>, found: &mut Discovery) {
-    let keys: Vec<PathBuf> = raw
-        .iter()
-        .map(|c| std::fs::canonicalize(&c.path).unwrap_or_else(|_| c.path.clone()))
-        .collect();
-    let users: HashMap<&Path, &Candidate> = raw
+    let keys: Vec<FileKey> = raw.iter().map(FileKey::of).collect();
+    let users: HashMap<&FileKey, &Candidate> = raw
         .iter()
         .zip(&keys)
         .rev()
         .filter(|(c, _)| !c.origin.needs_trust())
-        .map(|(c, key)| (key.as_path(), c))
+        .map(|(c, key)| (key, c))
         .collect();
     let mut seen = HashSet::new();
     for (candidate, key) in raw.iter().zip(&keys) {
         if candidate.origin.needs_trust()
-            && let Some(user) = users.get(key.as_path())
+            && let Some(user) = users.get(key)
         {
             found.shadowed.push(SourceError {
                 path: candidate.path.display().to_string(),
                 error: format!(
                     "the project's entry names {}, which is already your plugin ({}, {}); it loads once, in your place and with your trust",
-                    key.display(),
+                    std::fs::canonicalize(&candidate.path)
+                        .unwrap_or_else(|_| candidate.path.clone())
+                        .display(),
                     user.origin.label(),
                     user.path.display()
                 ),
@@ -186,7 +206,7 @@ fn dedupe(raw: Vec<Candidate>, found: &mut Discovery) {
 fn explicit(path: &Path, origin: Origin, out: &mut Vec<Candidate>) {
     match std::fs::metadata(path) {
         Ok(meta) if meta.is_dir() && !has_library_suffix(path) => scan_dir(path, origin, true, out),
-        _ => out.push(check_file(path.to_path_buf(), origin)),
+        meta => out.push(check_file_with(path.to_path_buf(), origin, meta)),
     }
 }
 
@@ -201,6 +221,7 @@ fn scan_dir(dir: &Path, origin: Origin, named: bool, out: &mut Vec<Candidate>) {
                 path: dir.to_path_buf(),
                 origin,
                 problem: Some(format!("cannot read plugin folder: {e}")),
+                identity: None,
             });
             return;
         }
@@ -221,6 +242,7 @@ fn scan_dir(dir: &Path, origin: Origin, named: bool, out: &mut Vec<Candidate>) {
                     )),
                     path,
                     origin,
+                    identity: None,
                 });
             }
             continue;
@@ -237,13 +259,25 @@ fn scan_dir(dir: &Path, origin: Origin, named: bool, out: &mut Vec<Candidate>) {
             problem: Some(format!(
                 "the folder holds no .{LIBRARY_SUFFIX} plugin library; name a library file or a folder that has some"
             )),
+            identity: None,
         });
     }
 }
 
 /// Checks what discovery can know about a file without reading it.
 fn check_file(path: PathBuf, origin: Origin) -> Candidate {
-    let problem = match std::fs::metadata(&path) {
+    let meta = std::fs::metadata(&path);
+    check_file_with(path, origin, meta)
+}
+
+/// [`check_file`] with the file's metadata already read (symlinks followed).
+fn check_file_with(
+    path: PathBuf,
+    origin: Origin,
+    meta: std::io::Result<std::fs::Metadata>,
+) -> Candidate {
+    let identity = meta.as_ref().ok().and_then(file_identity);
+    let problem = match meta {
         Ok(meta) if meta.is_dir() => {
             Some("is a directory, not a plugin library; name the library file itself".to_owned())
         }
@@ -265,5 +299,21 @@ fn check_file(path: PathBuf, origin: Origin) -> Candidate {
         path,
         origin,
         problem,
+        identity,
+    }
+}
+
+/// The device and inode of a file (Unix): the same file however it was reached (symlinks,
+/// `./`, `..`), at the cost of the `stat` discovery makes anyway.
+fn file_identity(meta: &std::fs::Metadata) -> Option<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some((meta.dev(), meta.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        None
     }
 }

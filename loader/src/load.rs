@@ -2,10 +2,9 @@
 //! One bad plugin never stops the others: each failure becomes an entry in `errors`.
 
 use std::borrow::Cow;
-use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -159,7 +158,9 @@ fn overran(limit: Duration) -> String {
 /// code runs during a load (static initialisers, init), and a load that never returns must not
 /// hang the host. One thread per call, not per item: a load costs microseconds.
 ///
-/// The results come back through a mutex and a condition variable, not a channel: a channel's
+/// The waiting thread wakes once, when the worker is done (or when the item in progress
+/// overruns), not once per item. The results come back through a mutex and a condition
+/// variable, not a channel: a channel's
 /// first blocking receive registers a thread-local destructor, which glibc does under the
 /// system loader's lock, and a static initialiser that never returns holds that lock for good
 /// (see [`crate::library::system_loader_stuck`]).
@@ -172,13 +173,12 @@ fn each_within<T: Send + 'static>(
     let mut results: Vec<Option<T>> = Vec::with_capacity(count);
     while results.len() < count {
         let start = results.len();
-        let finished = Arc::new(Finished::<T>::default());
+        let progress = Arc::new(Progress::<T>::new());
         let worker = {
-            let (work, finished) = (Arc::clone(&work), Arc::clone(&finished));
+            let (work, progress) = (Arc::clone(&work), Arc::clone(&progress));
             move || {
                 for i in start..count {
-                    let result = work(i);
-                    if !finished.push(result) {
+                    if !progress.start(i) || !progress.finish_one(work(i), i + 1 == count) {
                         return;
                     }
                 }
@@ -193,67 +193,102 @@ fn each_within<T: Send + 'static>(
             results.extend((start..count).map(|i| Some(work(i))));
             break;
         }
-        while results.len() < count {
-            match finished.pop_within(limit) {
-                Some(result) => results.push(Some(result)),
-                None => {
-                    // Overran: skip this one, go on with a new worker.
-                    crate::library::note_overrun();
-                    results.push(None);
-                    if crate::library::system_loader_stuck() {
-                        // A new thread would block on the loader's lock (glibc takes it to
-                        // register thread-local destructors), and no plugin code can run any
-                        // more (every open is refused at once): finish here.
-                        let next = results.len();
-                        results.extend((next..count).map(|i| Some(work(i))));
-                    }
-                    break;
-                }
+        let (done, abandoned) = progress.wait(limit);
+        results.extend(done.into_iter().map(Some));
+        if abandoned {
+            // Overran: skip this one, go on with a new worker.
+            crate::library::note_overrun();
+            results.push(None);
+            if crate::library::system_loader_stuck() {
+                // A new thread would block on the loader's lock (glibc takes it to register
+                // thread-local destructors), and no plugin code can run any more (every open
+                // is refused at once): finish here.
+                let next = results.len();
+                results.extend((next..count).map(|i| Some(work(i))));
             }
         }
     }
     results
 }
 
-/// The results a load worker hands back, in order; see [`each_within`].
-struct Finished<T> {
-    state: Mutex<(VecDeque<T>, bool)>,
-    ready: Condvar,
+/// What a loader worker and the thread waiting for it share.
+struct Progress<T> {
+    state: Mutex<ProgressState<T>>,
+    /// Signalled once: when the worker has finished every item.
+    done: Condvar,
 }
 
-impl<T> Default for Finished<T> {
-    fn default() -> Self {
-        Finished {
-            state: Mutex::new((VecDeque::new(), false)),
-            ready: Condvar::new(),
+struct ProgressState<T> {
+    results: Vec<T>,
+    /// The item in progress and when it started.
+    current: Option<(usize, Instant)>,
+    finished: bool,
+    /// Set by the waiting thread when it gives up on the item in progress: the worker stops.
+    abandoned: bool,
+}
+
+impl<T> Progress<T> {
+    fn new() -> Self {
+        Progress {
+            state: Mutex::new(ProgressState {
+                results: Vec::new(),
+                current: None,
+                finished: false,
+                abandoned: false,
+            }),
+            done: Condvar::new(),
         }
     }
-}
 
-impl<T> Finished<T> {
-    /// Hands one result over; `false` once the worker was abandoned (it should stop).
-    fn push(&self, result: T) -> bool {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if state.1 {
+    fn lock(&self) -> std::sync::MutexGuard<'_, ProgressState<T>> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The worker starts item `i`; `false` once it was abandoned (it should stop).
+    fn start(&self, i: usize) -> bool {
+        let mut state = self.lock();
+        state.current = Some((i, Instant::now()));
+        !state.abandoned
+    }
+
+    /// The worker hands an item's result over; `false` once it was abandoned.
+    fn finish_one(&self, result: T, last: bool) -> bool {
+        let mut state = self.lock();
+        if state.abandoned {
             return false;
         }
-        state.0.push_back(result);
-        self.ready.notify_one();
+        state.results.push(result);
+        state.current = None;
+        if last {
+            state.finished = true;
+            // The only wake-up of the waiting thread on the normal path.
+            self.done.notify_one();
+        }
         true
     }
 
-    /// The next result, waiting at most `limit`; `None` abandons the worker.
-    fn pop_within(&self, limit: Duration) -> Option<T> {
-        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let (mut state, _) = self
-            .ready
-            .wait_timeout_while(state, limit, |(queue, _)| queue.is_empty())
-            .unwrap_or_else(|e| e.into_inner());
-        let next = state.0.pop_front();
-        if next.is_none() {
-            state.1 = true;
+    /// Waits until the worker finished, or until the item in progress has run for `limit`:
+    /// then it is abandoned. Returns the results handed over, and whether it was abandoned.
+    fn wait(&self, limit: Duration) -> (Vec<T>, bool) {
+        let mut state = self.lock();
+        loop {
+            if state.finished {
+                return (std::mem::take(&mut state.results), false);
+            }
+            let deadline = state
+                .current
+                .map_or_else(|| Instant::now() + limit, |(_, started)| started + limit);
+            let now = Instant::now();
+            if now >= deadline {
+                state.abandoned = true;
+                return (std::mem::take(&mut state.results), true);
+            }
+            state = self
+                .done
+                .wait_timeout(state, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
         }
-        next
     }
 }
 

@@ -99,7 +99,9 @@ fn memfd_copy(file: &PluginFile) -> Option<ShadowCopy> {
         return None;
     }
     let path = PathBuf::from(format!("/proc/self/fd/{}", owned.as_raw_fd()));
-    if !path.exists() {
+    // Whether /proc is mounted is checked once per process, not once per plugin.
+    static PROC_FD_PATHS_WORK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if !*PROC_FD_PATHS_WORK.get_or_init(|| path.exists()) {
         return None;
     }
     Some(ShadowCopy {
