@@ -12,6 +12,7 @@
 # Usage: scripts/bench.sh            (about 2 minutes once built; the first build of the
 #                                     bench profile takes a few minutes more)
 #        PI_HOOKS_BENCH_RUNS=200 scripts/bench.sh   (more rounds for the process bench)
+#        BENCH_PI=1 scripts/bench.sh                (then pi 0.73.1 too: scripts/bench-pi.sh)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -123,3 +124,10 @@ EOF
     echo "load average at the end (1/5/15 min): $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "log: $LOG"
 } 2>&1 | tee -a "$LOG"
+
+# --- the peer, in the same run ------------------------------------------------------------
+# BENCH_PI=1 measures pi 0.73.1 right after (scripts/bench-pi.sh: npm ci from the lockfile,
+# then pi's loadExtensions and emitToolCall), so both sides of a ratio come from one run.
+if [ "${BENCH_PI:-0}" = 1 ]; then
+    bash scripts/bench-pi.sh
+fi
