@@ -324,7 +324,10 @@ fn main() {
             if first.contains('-') && first.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
                 let perms = parts.next().unwrap_or("");
                 let path = line.split_whitespace().nth(5).unwrap_or("");
-                current = path.starts_with(&cache).then(|| perms.starts_with("rw"));
+                // A plugin's private copy: a sealed memfd on Linux, a file in the cache
+                // folder elsewhere (or with PI_HOOKS_SHADOW=file).
+                let plugin = path.starts_with(&cache) || path.starts_with("/memfd:pi-hooks:");
+                current = plugin.then(|| perms.starts_with("rw"));
             } else if first == "Rss:"
                 && let Some(writable) = current
             {
