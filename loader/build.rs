@@ -33,7 +33,10 @@ fn static_cxx_runtime() -> bool {
         return false;
     };
     let path = std::path::PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
-    let Some(dir) = path.parent().filter(|_| path.is_absolute() && path.is_file()) else {
+    let Some(dir) = path
+        .parent()
+        .filter(|_| path.is_absolute() && path.is_file())
+    else {
         return false;
     };
     println!("cargo:rustc-link-search=native={}", dir.display());

@@ -574,3 +574,22 @@ pub fn output_within(mut command: Command, limit: std::time::Duration) -> Output
         stderr: stderr.recv().unwrap_or_default(),
     }
 }
+
+/// A C plugin named `name`, compiled into `dir` as `<file>.so`, whose init creates the file
+/// `marker`: proof that its code ran.
+pub fn marker_plugin(dir: &Path, file: &str, name: &str, marker: &Path) -> PathBuf {
+    let code = format!(
+        r#"#include <stdio.h>
+#include "pi_hooks.h"
+static PiStatus init(const PiHostApi *host, PiPlugin *plugin) {{
+    FILE *f = fopen("{}", "w");
+    (void)host; (void)plugin;
+    if (f != NULL) fclose(f);
+    return PI_OK;
+}}
+PI_HOOKS_PLUGIN("{name}", "1.0.0", "creates a marker file when it runs", init, NULL);
+"#,
+        marker.display()
+    );
+    compile_c_text(dir, file, &code, &[])
+}

@@ -11,10 +11,12 @@
 
 use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Output, Stdio};
 
-use pi_hooks_tests::{Sandbox, compile_c_text, loaded_names, parse_json_output, pi_hooks_bin};
+use pi_hooks_tests::{
+    Sandbox, compile_c_text, loaded_names, marker_plugin, parse_json_output, pi_hooks_bin,
+};
 use serde_json::json;
 
 /// A plugin with one `tool_call` handler, built into the sandbox's `lib/` as `<file>.so`.
@@ -31,24 +33,6 @@ PI_HOOKS_PLUGIN("{name}", "1.0.0", "{description}", init, NULL);
 "#
     );
     compile_c_text(&sandbox.lib(), file, &code, &[])
-}
-
-/// A plugin whose init creates the file `marker`: proof that its code ran.
-fn marker_plugin(sandbox: &Sandbox, marker: &Path) -> PathBuf {
-    let code = format!(
-        r#"#include <stdio.h>
-#include "pi_hooks.h"
-static PiStatus init(const PiHostApi *host, PiPlugin *plugin) {{
-    FILE *f = fopen("{}", "w");
-    (void)host; (void)plugin;
-    if (f != NULL) fclose(f);
-    return PI_OK;
-}}
-PI_HOOKS_PLUGIN("marker", "1.0.0", "creates a marker file", init, NULL);
-"#,
-        marker.display()
-    );
-    compile_c_text(&sandbox.lib(), "marker", &code, &[])
 }
 
 /// The text as UTF-8, with the whole output in the panic message otherwise.
@@ -399,7 +383,7 @@ fn a_relative_agent_dir_is_refused_by_every_command() {
 fn inspect_does_not_run_an_untrusted_project_plugin_without_run_code() {
     let s = Sandbox::new();
     let marker = s.root().join("init-ran");
-    let library = marker_plugin(&s, &marker);
+    let library = marker_plugin(&s.lib(), "marker", "marker", &marker);
     let in_hooks = s.install(&library, &s.project().join(".pi/hooks"), "m.so");
     let elsewhere = s.install(&library, &s.root().join("other/.pi/extensions"), "m.so");
     let listed = s.install(&library, &s.project().join("vendor"), "m.so");

@@ -21,7 +21,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use pi_hooks_tests::{Sandbox, compile_c_text, loaded_names, output_within, parse_json_output};
+use pi_hooks_tests::{
+    Sandbox, compile_c_text, loaded_names, marker_plugin, output_within, parse_json_output,
+};
 use serde_json::{Value, json};
 
 /// The most any one command here may take; they all finish in well under a second.
@@ -97,24 +99,6 @@ static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {{
 }}
 PI_HOOKS_PLUGIN("{name}", "1.0.0", "blocks rm -rf", init, NULL);
 "#
-    );
-    compile_c_text(&s.lib(), file, &code, &[])
-}
-
-/// A plugin named `planted` whose init creates `marker`: proof that its code ran.
-fn marker_plugin(s: &Sandbox, file: &str, marker: &Path) -> PathBuf {
-    let code = format!(
-        r#"#include <stdio.h>
-#include "pi_hooks.h"
-static PiStatus init(const PiHostApi *host, PiPlugin *plugin) {{
-    FILE *f = fopen("{}", "w");
-    (void)host; (void)plugin;
-    if (f != NULL) fclose(f);
-    return PI_OK;
-}}
-PI_HOOKS_PLUGIN("planted", "1.0.0", "must never run", init, NULL);
-"#,
-        marker.display()
     );
     compile_c_text(&s.lib(), file, &code, &[])
 }
@@ -446,7 +430,7 @@ static PiStatus init(const PiHostApi *host, PiPlugin *plugin) {
 PI_HOOKS_PLUGIN("the-real-one", "1.0.0", "the user's plugin", init, NULL);
 "#;
     let real = std::fs::read(compile_c_text(&s.lib(), "real", code, &[])).unwrap();
-    let mut planted = std::fs::read(marker_plugin(s, "planted", marker)).unwrap();
+    let mut planted = std::fs::read(marker_plugin(&s.lib(), "planted", "planted", marker)).unwrap();
     assert!(planted.len() < real.len(), "the planted plugin must fit");
     planted.resize(real.len(), 0);
     (real, planted)
