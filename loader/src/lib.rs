@@ -26,6 +26,7 @@ pub mod plugin;
 pub mod plugin_memory;
 pub mod registry;
 pub mod runner;
+pub mod runtime;
 pub mod services;
 pub mod session;
 pub mod settings;

@@ -462,8 +462,9 @@ impl Drop for LoadedPlugin {
     fn drop(&mut self) {
         self.state.bind_services(None);
         let was_active = self.state.phase() == Phase::Active;
-        // No new call enters from here on.
+        // No new call enters from here on; what the plugin started (timers, children) stops.
         self.state.set_phase(Phase::Retired);
+        self.state.run_retire_hooks();
         let Some(_serialised) = self.state.lock_calls_within(RETIRE_WAIT) else {
             // A call (one that timed out, typically) is still running inside the plugin. Its
             // state and library stay alive (the call holds the state; libraries are never

@@ -218,6 +218,9 @@ pub struct PluginState {
     phase: AtomicU8,
     registrations: Mutex<Registrations>,
     cleanups: Mutex<Vec<(PiCleanupFn, UserData)>>,
+    /// Host-side teardown of what the plugin started (timers, `exec` children), run when it
+    /// is retired, before its shutdown.
+    on_retire: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
     init_error: Mutex<Option<String>>,
     services: RwLock<Option<Arc<dyn HostServices>>>,
 }
@@ -246,6 +249,7 @@ impl PluginState {
             phase: AtomicU8::new(Phase::Init as u8),
             registrations: Mutex::new(Registrations::default()),
             cleanups: Mutex::new(Vec::new()),
+            on_retire: Mutex::new(Vec::new()),
             init_error: Mutex::new(None),
             services: RwLock::new(None),
         }
@@ -370,6 +374,27 @@ impl PluginState {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push((cleanup, data));
+    }
+
+    /// Registers host-side teardown to run when the plugin is retired (before its shutdown):
+    /// cancelling its timers, killing its `exec` children. Registered after retirement, it
+    /// runs at once.
+    pub fn on_retire(&self, teardown: Box<dyn FnOnce() + Send>) {
+        let mut hooks = self.on_retire.lock().unwrap_or_else(|e| e.into_inner());
+        if self.phase() == Phase::Retired {
+            drop(hooks);
+            teardown();
+        } else {
+            hooks.push(teardown);
+        }
+    }
+
+    /// Runs the teardown registered with [`PluginState::on_retire`], last registered first.
+    pub fn run_retire_hooks(&self) {
+        let hooks = std::mem::take(&mut *self.on_retire.lock().unwrap_or_else(|e| e.into_inner()));
+        for hook in hooks.into_iter().rev() {
+            hook();
+        }
     }
 
     /// Takes the cleanups, last registered first.
