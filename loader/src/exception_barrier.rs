@@ -46,6 +46,14 @@ unsafe extern "C" {
         what: *mut c_char,
         cap: usize,
     ) -> PiStatus;
+    fn pi_hooks_barrier_bus(
+        f: PiBusHandler,
+        user_data: *mut c_void,
+        channel: PiStr,
+        data: *const PiValue,
+        what: *mut c_char,
+        cap: usize,
+    ) -> PiStatus;
     fn pi_hooks_barrier_init(
         f: PiInitFn,
         host: *const PiHostApi,
@@ -171,6 +179,21 @@ pub unsafe fn tool(
     caught(|what, cap| unsafe {
         pi_hooks_barrier_tool(f, user_data, tool_call_id, params, ctx, result, what, cap)
     })
+}
+
+/// Calls a handler the plugin subscribed to the event bus (`events_on`).
+///
+/// # Safety
+/// As for [`event`].
+#[inline]
+pub unsafe fn bus(
+    f: PiBusHandler,
+    user_data: *mut c_void,
+    channel: PiStr,
+    data: *const PiValue,
+) -> Result<PiStatus, String> {
+    // SAFETY: forwarded contract; the buffer is WHAT_CAP bytes.
+    caught(|what, cap| unsafe { pi_hooks_barrier_bus(f, user_data, channel, data, what, cap) })
 }
 
 /// Calls a plugin's init.

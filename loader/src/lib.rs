@@ -13,6 +13,7 @@ pub mod cli;
 pub mod crash_guard;
 pub mod discover;
 pub mod display;
+pub mod event_bus;
 pub mod event_names;
 pub mod exception_barrier;
 pub mod files;

@@ -10,11 +10,11 @@ use crate::discover::Origin;
 use crate::display::escape;
 use crate::exception_barrier;
 use crate::host_api;
-use crate::host_api::context::{CallContext, CallScope};
+use crate::host_api::context::{CallContext, CallKind, CallScope};
 use crate::host_api::result::ResultBuilder;
 use crate::host_api::value::{CText, HostValue};
 use crate::library::OpenedLibrary;
-use crate::registry::{Command, EventHandler, Phase, PluginState, Registrations, Tool};
+use crate::registry::{Command, EventHandler, Phase, PluginState, Registrations, Tool, UserData};
 use crate::trust::TrustState;
 
 /// A plugin whose init succeeded. Dropping it retires it: no more calls, shutdown, cleanups,
@@ -387,6 +387,36 @@ pub fn call_tool(
                     ctx,
                     result,
                 )
+            }
+        },
+    ))
+}
+
+/// Calls a handler the plugin subscribed to the event bus (`events_on`) with one emission,
+/// through [`invoke`] like every call into a plugin (call lock, active check, crash marker,
+/// exception barrier). A bus handler gets no context: the host-side context `invoke` opens
+/// for the call (kind `Event`, no cwd) is never handed to the plugin. The crash report names
+/// the call `bus:<channel>`.
+pub fn call_bus_handler(
+    state: &PluginState,
+    handler: PiBusHandler,
+    user_data: UserData,
+    channel: &CText,
+    data: &HostValue,
+) -> HandlerOutcome {
+    let scope = CallScope::new(CallKind::Event, "", PI_MODE_PRINT);
+    let site_name = format!("bus:{}", channel.as_str());
+    HandlerOutcome::from(invoke(
+        state,
+        (Activity::Event, &site_name),
+        CallContext::new(&scope, state),
+        || {},
+        |_, _| {
+            // SAFETY: the handler and user data were subscribed together by this plugin, which
+            // is active (checked by `invoke` under the call lock); `channel` and `data` outlive
+            // the call.
+            unsafe {
+                exception_barrier::bus(handler, user_data.0, channel.as_pi_str(), data.as_ptr())
             }
         },
     ))

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::context::give;
 use super::value::HostValue;
 use super::{barrier, read_opt_str, read_str, read_str_array};
-use crate::registry::{Phase, PluginState};
+use crate::registry::{Phase, PluginState, UserData};
 use crate::services::HostServices;
 
 /// The lowest level written to stderr: `PI_HOOKS_LOG` = debug | info | warn | error
@@ -254,17 +254,63 @@ unsafe extern "C" fn set_label(plugin: *mut PiPlugin, entry_id: PiStr, label: Pi
     })
 }
 
-unsafe extern "C" fn events_emit(plugin: *mut PiPlugin, _channel: PiStr, _data: PiStr) -> PiStatus {
-    unavailable(plugin)
+/// Reads a bus channel name: UTF-8 without NUL (it is handed to C handlers NUL-terminated).
+///
+/// # Safety
+/// As for `read_str`.
+unsafe fn read_channel<'a>(channel: PiStr) -> Result<&'a str, PiStatus> {
+    // SAFETY: forwarded contract.
+    let channel = unsafe { read_str(channel) }?;
+    if channel.contains('\0') {
+        return Err(PI_ERR_INVALID_ARG);
+    }
+    Ok(channel)
 }
 
+/// Works during init and later (pi's `pi.events` is usable while an extension loads); see
+/// `crate::event_bus` for delivery.
+unsafe extern "C" fn events_emit(plugin: *mut PiPlugin, channel: PiStr, data: PiStr) -> PiStatus {
+    with_plugin(plugin, |state| {
+        // SAFETY: both are plugin strings valid for the call.
+        match unsafe { (read_channel(channel), read_json(data)) } {
+            (Ok(channel), Ok(data)) => {
+                match crate::event_bus::emit(state, channel, data.unwrap_or(Value::Null)) {
+                    Ok(()) => PI_OK,
+                    Err(status) => status,
+                }
+            }
+            (Err(status), _) | (_, Err(status)) => status,
+        }
+    })
+}
+
+/// Works during init and later; the subscription ends when the plugin is retired.
 unsafe extern "C" fn events_on(
     plugin: *mut PiPlugin,
-    _channel: PiStr,
-    _handler: Option<PiBusHandler>,
-    _user_data: *mut c_void,
+    channel: PiStr,
+    handler: Option<PiBusHandler>,
+    user_data: *mut c_void,
 ) -> PiStatus {
-    unavailable(plugin)
+    barrier(PI_ERR_PANIC, || {
+        let Some(state) = PluginState::from_handle(plugin) else {
+            return PI_ERR_INVALID_ARG;
+        };
+        if state.phase() == Phase::Retired {
+            return PI_ERR_CANCELLED;
+        }
+        let Some(handler) = handler else {
+            return PI_ERR_INVALID_ARG;
+        };
+        // SAFETY: `channel` is a plugin string valid for the call.
+        let channel = match unsafe { read_channel(channel) } {
+            Ok(channel) => channel,
+            Err(status) => return status,
+        };
+        match crate::event_bus::subscribe(state, channel, handler, UserData(user_data)) {
+            Ok(()) => PI_OK,
+            Err(status) => status,
+        }
+    })
 }
 
 /// The host's `PiActionsApi`.

@@ -115,6 +115,8 @@ pub fn run(run: PrintRun) -> i32 {
         agent.prompt(prompt);
     }
     agent.shutdown();
+    // Deliver what plugins emitted on the event bus before they are retired (bounded wait).
+    crate::event_bus::drain(crate::event_bus::SHUTDOWN_DRAIN);
     if output == Output::Text
         && let Some(text) = agent.last_assistant_text()
     {
