@@ -7,8 +7,8 @@ use serde::Serialize;
 use super::barrier::guard;
 use super::context::Context;
 use super::error::{Error, Result, check};
-use super::strings::pi_str;
-use super::value::OwnedValue;
+use super::strings::{from_pi_str, pi_str};
+use super::value::{OwnedValue, Value};
 use crate::ffi::*;
 
 /// Log levels for [`PluginHandle::log`].
@@ -223,6 +223,62 @@ impl PluginHandle {
             None => Ok(Vec::new()),
         }
     }
+}
+
+impl PluginHandle {
+    /// Emits `data` on the shared event bus channel `channel` (pi's `pi.events.emit`). Every
+    /// subscriber of the channel, in every plugin (this one included), is called after the
+    /// current call returns. Fails with `PI_ERR` while too many emissions wait for delivery.
+    pub fn emit(&self, channel: &str, data: &serde_json::Value) -> Result<()> {
+        let data = data.to_string();
+        // SAFETY: valid handle; both strings are borrowed for the call.
+        let status =
+            unsafe { (self.actions().events_emit)(self.raw, pi_str(channel), pi_str(&data)) };
+        check(status, "events_emit")
+    }
+
+    /// Subscribes `handler` to the shared event bus channel `channel` (pi's `pi.events.on`);
+    /// it gets the channel and the emitted data. Works during init and later; the subscription
+    /// and the closure end when the plugin is retired. An error or panic of the handler is
+    /// written to the host's log and reported by the host; the other subscribers still run.
+    pub fn on_bus<F>(&self, channel: &str, handler: F) -> Result<()>
+    where
+        F: FnMut(&str, Value<'_>) -> Result<()> + Send + 'static,
+    {
+        let data = super::registrar::bind(*self, handler)?;
+        // SAFETY: valid handle; `data` is a live Bound<F> matching the trampoline's type.
+        let status = unsafe {
+            (self.actions().events_on)(self.raw, pi_str(channel), Some(bus_trampoline::<F>), data)
+        };
+        check(status, "events_on")
+    }
+}
+
+unsafe extern "C" fn bus_trampoline<F>(
+    data: *mut c_void,
+    channel: PiStr,
+    value: *const PiValue,
+) -> PiStatus
+where
+    F: FnMut(&str, Value<'_>) -> Result<()> + Send + 'static,
+{
+    // SAFETY: `data` is the Bound<F> registered with this trampoline and alive until cleanup;
+    // the host never runs two calls into this plugin at once, so the &mut is unique.
+    let bound = unsafe { &mut *data.cast::<super::registrar::Bound<F>>() };
+    let handle = bound.handle;
+    // SAFETY: the host hands a NUL-terminated UTF-8 channel valid until the handler returns.
+    let channel = unsafe { from_pi_str(channel) };
+    // SAFETY: the data is a host value valid until the handler returns.
+    let value = unsafe { Value::from_raw(handle.values(), value) };
+    guard(
+        |m| {
+            handle.log(
+                LogLevel::Error,
+                &format!("event bus handler ({channel}): {m}"),
+            )
+        },
+        || (bound.f)(channel, value),
+    )
 }
 
 unsafe extern "C" fn timer_trampoline<F>(

@@ -85,6 +85,15 @@ impl Registrar {
         check(status, "on")
     }
 
+    /// Subscribes `handler` to the shared event bus channel `channel`: the same as
+    /// [`PluginHandle::on_bus`] (which also works after init).
+    pub fn on_bus<F>(&mut self, channel: &str, handler: F) -> Result<()>
+    where
+        F: FnMut(&str, Value<'_>) -> Result<()> + Send + 'static,
+    {
+        self.handle.on_bus(channel, handler)
+    }
+
     /// Subscribes to `tool_call` with a typed view of the call.
     pub fn on_tool_call<F>(&mut self, mut handler: F) -> Result<()>
     where
