@@ -382,13 +382,18 @@ typedef struct PiExecRequest {
 typedef PiStatus (*PiTimerFn)(void *user_data, uint64_t timer_id, struct PiContext *ctx);
 
 /**
- * A callback for the shared event bus (`events_on`): `data` is borrowed until it returns.
+ * A callback for the shared event bus (`events_on`). `channel` (NUL-terminated) and `data`
+ * (the emitted JSON as a value; `null` for empty data) are borrowed until it returns. There is
+ * no context: the callback runs outside any event. An error status is reported by the host as
+ * `Extension error (<path>): Event handler error (<channel>): ...` and the other subscribers
+ * still run.
  */
 typedef PiStatus (*PiBusHandler)(void *user_data, struct PiStr channel, const struct PiValue *data);
 
 /**
- * Actions. Each takes the plugin handle from `init`. During `init` only `log` and `get_flag`
- * work; the others answer `PI_ERR_UNAVAILABLE`, as they do in a mode that lacks the service.
+ * Actions. Each takes the plugin handle from `init`. During `init` only `log`, `get_flag`,
+ * `events_emit` and `events_on` work; the others answer `PI_ERR_UNAVAILABLE`, as they do in a
+ * mode that lacks the service.
  * Actions that lead to events (`send_user_message`, a triggered turn) are queued and run after
  * the current handler returns: a plugin never re-enters itself.
  */
@@ -481,12 +486,22 @@ typedef struct PiActionsApi {
      */
     PiStatus (*set_label)(struct PiPlugin *plugin, struct PiStr entry_id, struct PiStr label);
     /**
-     * Emits `data_json` (JSON text) on the shared event bus channel `channel`; every
-     * subscriber (of every plugin) is called after the current call returns.
+     * Emits `data_json` (JSON text, copied; empty for `null`) on the shared event bus channel
+     * `channel` (pi's `pi.events.emit`). Every handler subscribed to `channel` at this moment,
+     * of every plugin (the emitting one included), is called in subscription order after the
+     * current call returns: emissions are queued and delivered one at a time in emission
+     * order, so an emit from inside a bus handler is delivered after that handler returns.
+     * A channel nobody subscribed to: `PI_OK`, nothing happens. `PI_ERR_INVALID_ARG` for a
+     * channel with a NUL or data that is not JSON; `PI_ERR` while 10 000 emissions wait for
+     * delivery. Works during `init` too (a subscriber still in its init is skipped).
      */
     PiStatus (*events_emit)(struct PiPlugin *plugin, struct PiStr channel, struct PiStr data_json);
     /**
-     * Subscribes to a channel of the shared event bus.
+     * Subscribes `handler` (called with `user_data`) to the shared event bus channel `channel`
+     * (pi's `pi.events.on`). Works during `init` and later; subscribing twice gives two calls
+     * per emission. The subscription ends when the plugin is retired (reload, end of the run);
+     * there is no other unsubscribe. `PI_ERR_INVALID_ARG` for a NULL handler or a channel with
+     * a NUL; `PI_ERR` past 10 000 subscriptions of one plugin.
      */
     PiStatus (*events_on)(struct PiPlugin *plugin,
                           struct PiStr channel,

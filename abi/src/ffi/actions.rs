@@ -51,12 +51,17 @@ pub struct PiExecRequest {
 pub type PiTimerFn =
     unsafe extern "C" fn(user_data: *mut c_void, timer_id: u64, ctx: *mut PiContext) -> PiStatus;
 
-/// A callback for the shared event bus (`events_on`): `data` is borrowed until it returns.
+/// A callback for the shared event bus (`events_on`). `channel` (NUL-terminated) and `data`
+/// (the emitted JSON as a value; `null` for empty data) are borrowed until it returns. There is
+/// no context: the callback runs outside any event. An error status is reported by the host as
+/// `Extension error (<path>): Event handler error (<channel>): ...` and the other subscribers
+/// still run.
 pub type PiBusHandler =
     unsafe extern "C" fn(user_data: *mut c_void, channel: PiStr, data: *const PiValue) -> PiStatus;
 
-/// Actions. Each takes the plugin handle from `init`. During `init` only `log` and `get_flag`
-/// work; the others answer `PI_ERR_UNAVAILABLE`, as they do in a mode that lacks the service.
+/// Actions. Each takes the plugin handle from `init`. During `init` only `log`, `get_flag`,
+/// `events_emit` and `events_on` work; the others answer `PI_ERR_UNAVAILABLE`, as they do in a
+/// mode that lacks the service.
 /// Actions that lead to events (`send_user_message`, a triggered turn) are queued and run after
 /// the current handler returns: a plugin never re-enters itself.
 #[repr(C)]
@@ -134,11 +139,21 @@ pub struct PiActionsApi {
     /// Sets (or, with a NULL `label.ptr`, clears) the label of a session entry.
     pub set_label:
         unsafe extern "C" fn(plugin: *mut PiPlugin, entry_id: PiStr, label: PiStr) -> PiStatus,
-    /// Emits `data_json` (JSON text) on the shared event bus channel `channel`; every
-    /// subscriber (of every plugin) is called after the current call returns.
+    /// Emits `data_json` (JSON text, copied; empty for `null`) on the shared event bus channel
+    /// `channel` (pi's `pi.events.emit`). Every handler subscribed to `channel` at this moment,
+    /// of every plugin (the emitting one included), is called in subscription order after the
+    /// current call returns: emissions are queued and delivered one at a time in emission
+    /// order, so an emit from inside a bus handler is delivered after that handler returns.
+    /// A channel nobody subscribed to: `PI_OK`, nothing happens. `PI_ERR_INVALID_ARG` for a
+    /// channel with a NUL or data that is not JSON; `PI_ERR` while 10 000 emissions wait for
+    /// delivery. Works during `init` too (a subscriber still in its init is skipped).
     pub events_emit:
         unsafe extern "C" fn(plugin: *mut PiPlugin, channel: PiStr, data_json: PiStr) -> PiStatus,
-    /// Subscribes to a channel of the shared event bus.
+    /// Subscribes `handler` (called with `user_data`) to the shared event bus channel `channel`
+    /// (pi's `pi.events.on`). Works during `init` and later; subscribing twice gives two calls
+    /// per emission. The subscription ends when the plugin is retired (reload, end of the run);
+    /// there is no other unsubscribe. `PI_ERR_INVALID_ARG` for a NULL handler or a channel with
+    /// a NUL; `PI_ERR` past 10 000 subscriptions of one plugin.
     pub events_on: unsafe extern "C" fn(
         plugin: *mut PiPlugin,
         channel: PiStr,
