@@ -14,7 +14,7 @@ use crate::host_api::context::{CallContext, CallScope};
 use crate::host_api::result::ResultBuilder;
 use crate::host_api::value::{CText, HostValue};
 use crate::library::OpenedLibrary;
-use crate::registry::{Command, EventHandler, Phase, PluginState, Registrations, Tool};
+use crate::registry::{Command, EventHandler, Phase, PluginState, Registrations, Tool, UserData};
 use crate::trust::TrustState;
 
 /// A plugin whose init succeeded. Dropping it retires it: no more calls, shutdown, cleanups,
@@ -388,6 +388,31 @@ pub fn call_tool(
                     result,
                 )
             }
+        },
+    ))
+}
+
+/// Runs a timer callback the plugin gave to `timer_start` (the timer module calls it on a
+/// blocking thread of the host's runtime, see `loader/src/timers.rs`). `on_start` runs once
+/// the plugin is free and the call begins, as in [`call_handler`].
+pub fn call_timer(
+    state: &PluginState,
+    callback: PiTimerFn,
+    user_data: UserData,
+    timer_id: u64,
+    scope: &CallScope,
+    on_start: impl FnOnce(),
+) -> HandlerOutcome {
+    HandlerOutcome::from(invoke(
+        state,
+        (Activity::Timer, ""),
+        CallContext::new(scope, state),
+        on_start,
+        |ctx, _| {
+            // SAFETY: the callback and user data were given together to `timer_start` by this
+            // plugin, which is active (checked by `invoke` under the call lock); the context
+            // outlives the call.
+            unsafe { exception_barrier::timer(callback, user_data.0, timer_id, ctx) }
         },
     ))
 }
