@@ -59,6 +59,11 @@ PiStatus pi_hooks_barrier_bus(PiBusHandler f, void *user_data, PiStr channel, co
     PI_HOOKS_BARRIER(f(user_data, channel, data))
 }
 
+PiStatus pi_hooks_barrier_timer(PiTimerFn f, void *user_data, uint64_t timer_id, PiContext *ctx,
+                                char *what, size_t cap) {
+    PI_HOOKS_BARRIER(f(user_data, timer_id, ctx))
+}
+
 PiStatus pi_hooks_barrier_init(PiInitFn f, const PiHostApi *host, PiPlugin *plugin, char *what,
                                size_t cap) {
     PI_HOOKS_BARRIER(f(host, plugin))

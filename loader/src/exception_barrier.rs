@@ -54,6 +54,14 @@ unsafe extern "C" {
         what: *mut c_char,
         cap: usize,
     ) -> PiStatus;
+    fn pi_hooks_barrier_timer(
+        f: PiTimerFn,
+        user_data: *mut c_void,
+        timer_id: u64,
+        ctx: *mut PiContext,
+        what: *mut c_char,
+        cap: usize,
+    ) -> PiStatus;
     fn pi_hooks_barrier_init(
         f: PiInitFn,
         host: *const PiHostApi,
@@ -194,6 +202,22 @@ pub unsafe fn bus(
 ) -> Result<PiStatus, String> {
     // SAFETY: forwarded contract; the buffer is WHAT_CAP bytes.
     caught(|what, cap| unsafe { pi_hooks_barrier_bus(f, user_data, channel, data, what, cap) })
+}
+
+/// Calls a timer callback.
+///
+/// # Safety
+/// As for [`event`]: `f` and `user_data` were given together to `timer_start` by a loaded
+/// plugin; `ctx` is valid for the call.
+#[inline]
+pub unsafe fn timer(
+    f: PiTimerFn,
+    user_data: *mut c_void,
+    timer_id: u64,
+    ctx: *mut PiContext,
+) -> Result<PiStatus, String> {
+    // SAFETY: forwarded contract; the buffer is WHAT_CAP bytes.
+    caught(|what, cap| unsafe { pi_hooks_barrier_timer(f, user_data, timer_id, ctx, what, cap) })
 }
 
 /// Calls a plugin's init.

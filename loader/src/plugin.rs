@@ -422,6 +422,31 @@ pub fn call_bus_handler(
     ))
 }
 
+/// Runs a timer callback the plugin gave to `timer_start` (the timer module calls it on a
+/// blocking thread of the host's runtime, see `loader/src/timers.rs`). `on_start` runs once
+/// the plugin is free and the call begins, as in [`call_handler`].
+pub fn call_timer(
+    state: &PluginState,
+    callback: PiTimerFn,
+    user_data: UserData,
+    timer_id: u64,
+    scope: &CallScope,
+    on_start: impl FnOnce(),
+) -> HandlerOutcome {
+    HandlerOutcome::from(invoke(
+        state,
+        (Activity::Timer, ""),
+        CallContext::new(scope, state),
+        on_start,
+        |ctx, _| {
+            // SAFETY: the callback and user data were given together to `timer_start` by this
+            // plugin, which is active (checked by `invoke` under the call lock); the context
+            // outlives the call.
+            unsafe { exception_barrier::timer(callback, user_data.0, timer_id, ctx) }
+        },
+    ))
+}
+
 /// The one way into a plugin: skips a plugin still busy with a call that timed out, takes
 /// the call lock (calls never overlap), checks the plugin is active, and collects the result
 /// and error message. (An `extern "C"` call cannot unwind: the plugin side stops panics, as

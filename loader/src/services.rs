@@ -5,6 +5,8 @@
 
 use serde_json::Value;
 
+use crate::runner::{ExtensionError, RunnerConfig};
+
 /// The session-side services plugins reach through `PiActionsApi` and `PiContextApi`.
 /// Actions that lead to events are queued by the implementation and run after the current
 /// plugin call returns, so a plugin never re-enters itself.
@@ -47,4 +49,12 @@ pub trait HostServices: Send + Sync {
     fn has_pending_messages(&self) -> bool;
     /// The current model as `{provider, id, ...}`.
     fn model(&self) -> Option<Value>;
+    /// How the session's runner calls plugins (cwd, mode, `hookTimeout`, session file): calls
+    /// the host makes outside an event dispatch (timer callbacks, `exec`'s default cwd) use
+    /// the same. `None` once the session has ended.
+    fn runner_config(&self) -> Option<RunnerConfig>;
+    /// Reports the failure of a call made outside an event dispatch (a timer callback) to the
+    /// mode's error listeners, as a handler error is reported (print and JSON mode: an
+    /// `Extension error` line on stderr, and an `extension_error` line in JSON mode).
+    fn report_error(&self, error: &ExtensionError);
 }

@@ -93,18 +93,29 @@ pub struct PiActionsApi {
         custom_type: PiStr,
         data_json: PiStr,
     ) -> PiStatus,
-    /// Runs a program and waits for it. `*out` receives an owned object
-    /// `{"stdout", "stderr", "code", "killed"}` (free it with `values->free`); a program that
-    /// cannot be started gives `code` 1 and the reason in `stderr`. The process is killed when
-    /// the plugin is retired.
+    /// Runs a program and waits for it (the calling thread blocks; call it from a handler, a
+    /// timer callback or a thread of the plugin's own). `*out` receives an owned object
+    /// `{"stdout", "stderr", "code", "killed"}`, plus `"signal"` when a signal ended the
+    /// program (free it with `values->free`). stdin is closed; stdout and stderr keep at most
+    /// 10 MiB each, the rest is discarded and a line `[output truncated at 10 MiB; N more
+    /// bytes discarded]` ends the stream. `code` is 0 when a signal ended the program (as in
+    /// pi). A program that cannot be started (not found, not executable, a cwd that does not
+    /// exist) gives `code` 1 and the reason in `stderr`, with `PI_OK`. The program runs in a
+    /// process group of its own; on timeout, or when the plugin is retired, the group gets
+    /// SIGTERM, then SIGKILL 5 s later. `PI_ERR_INVALID_ARG` for a NULL or too small request,
+    /// an empty program or a NULL `out`.
     pub exec: unsafe extern "C" fn(
         plugin: *mut PiPlugin,
         request: *const PiExecRequest,
         out: *mut *mut PiValue,
     ) -> PiStatus,
     /// Starts a timer that calls `callback` after `delay_ms`, then every `interval_ms` if that
-    /// is not 0. Its id goes to `*timer_id` (may be NULL). Timers stop when the plugin is
-    /// retired; a callback never runs concurrently with another call into the plugin.
+    /// is not 0. Its id goes to `*timer_id` (may be NULL); ids count up from 1 per plugin
+    /// instance. Timers stop when the plugin is retired; a callback never runs concurrently
+    /// with another call into the plugin, runs under `hookTimeout` like a handler (an overrun
+    /// or an error status is reported, with the event name `timer`), and may call any action.
+    /// An interval skips ticks that come while its callback still runs. At most 10 000 timers
+    /// per plugin run at once (`PI_ERR` past that); a NULL `callback` is `PI_ERR_INVALID_ARG`.
     pub timer_start: unsafe extern "C" fn(
         plugin: *mut PiPlugin,
         delay_ms: u64,
@@ -113,7 +124,8 @@ pub struct PiActionsApi {
         user_data: *mut c_void,
         timer_id: *mut u64,
     ) -> PiStatus,
-    /// Stops a timer. `PI_ERR_NOT_FOUND` when it is not running (any more).
+    /// Stops a timer. `PI_ERR_NOT_FOUND` when it is not running (any more): an unknown id, a
+    /// cancelled timer, or a one-shot timer that has fired (also from its own callback).
     pub timer_cancel: unsafe extern "C" fn(plugin: *mut PiPlugin, timer_id: u64) -> PiStatus,
     /// The names of the active tools as an owned array of strings in `*out`.
     pub get_active_tools:

@@ -137,7 +137,10 @@ impl Agent {
             model_info: model.info(),
             sink: Mutex::new(sink),
         });
-        runner.bind_services(Arc::new(services::AgentServices::new(shared.clone())));
+        runner.bind_services(Arc::new(services::AgentServices::new(
+            shared.clone(),
+            Arc::downgrade(&runner),
+        )));
         Agent {
             model,
             core: Core {

@@ -1,22 +1,26 @@
 //! The session services plugins reach through the host tables, backed by the agent's state.
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
 
 use pi_hooks_abi::ffi::{PI_DELIVER_FOLLOW_UP, PI_DELIVER_STEER};
 use serde_json::{Value, json};
 
 use super::{PendingRun, Shared, custom_message, now_ms};
+use crate::runner::{ExtensionError, Runner, RunnerConfig};
 use crate::services::HostServices;
 
 /// [`HostServices`] over the agent's shared state.
 pub(super) struct AgentServices {
     shared: Arc<Shared>,
+    /// The runner, for its configuration and error listeners. Weak: the runner owns the
+    /// plugins, which own these services.
+    runner: Weak<Runner>,
 }
 
 impl AgentServices {
-    pub(super) fn new(shared: Arc<Shared>) -> Self {
-        AgentServices { shared }
+    pub(super) fn new(shared: Arc<Shared>, runner: Weak<Runner>) -> Self {
+        AgentServices { shared, runner }
     }
 
     fn streaming(&self) -> bool {
@@ -167,5 +171,15 @@ impl HostServices for AgentServices {
 
     fn model(&self) -> Option<Value> {
         Some(self.shared.model_info.clone())
+    }
+
+    fn runner_config(&self) -> Option<RunnerConfig> {
+        self.runner.upgrade().map(|runner| runner.config().clone())
+    }
+
+    fn report_error(&self, error: &ExtensionError) {
+        if let Some(runner) = self.runner.upgrade() {
+            runner.emit_error(error);
+        }
     }
 }

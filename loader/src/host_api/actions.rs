@@ -1,5 +1,6 @@
-//! `PiActionsApi`: actions on the session. This host version implements `log` and
-//! `get_flag`; the session services answer `PI_ERR_UNAVAILABLE` until a mode provides them.
+//! `PiActionsApi`: actions on the session. `log` and `get_flag` work from `init` on; `exec`
+//! and the timers (`loader/src/exec.rs`, `loader/src/timers.rs`) once the plugin is active;
+//! the session services answer `PI_ERR_UNAVAILABLE` until a mode provides them.
 
 use std::os::raw::c_void;
 
@@ -32,11 +33,6 @@ fn with_plugin(plugin: *mut PiPlugin, f: impl FnOnce(&PluginState) -> PiStatus) 
         Some(state) if state.phase() == crate::registry::Phase::Retired => PI_ERR_CANCELLED,
         Some(state) => f(state),
     })
-}
-
-/// A service no mode provides yet.
-fn unavailable(plugin: *mut PiPlugin) -> PiStatus {
-    with_plugin(plugin, |_| PI_ERR_UNAVAILABLE)
 }
 
 /// Runs `f` with the session services bound to an active plugin. During init, and before a
@@ -150,27 +146,128 @@ unsafe extern "C" fn append_entry(
     })
 }
 
+/// Runs `f` with the state of an active plugin (`PI_ERR_UNAVAILABLE` during init), as the
+/// `'static` reference the handle leads to (plugin states are never freed).
+fn with_active(
+    plugin: *mut PiPlugin,
+    f: impl FnOnce(&'static PluginState) -> PiStatus,
+) -> PiStatus {
+    with_plugin(plugin, |_| match PluginState::from_handle(plugin) {
+        Some(state) if state.phase() == Phase::Active => f(state),
+        Some(_) => PI_ERR_UNAVAILABLE,
+        None => PI_ERR_INVALID_ARG,
+    })
+}
+
+/// The session's cwd for a plugin: the runner's when a mode bound services, else the
+/// process's (the host runs in the session's cwd).
+fn session_cwd(state: &PluginState) -> std::path::PathBuf {
+    state
+        .services()
+        .and_then(|services| services.runner_config())
+        .map(|config| std::path::PathBuf::from(config.cwd))
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| std::path::PathBuf::from("."))
+}
+
+/// Copies a plugin's `PiExecRequest`; the working directory resolved against the session's.
+///
+/// # Safety
+/// `request` is NULL or points to a `PiExecRequest` whose strings are valid for the call.
+unsafe fn read_exec_request(
+    state: &PluginState,
+    request: *const PiExecRequest,
+) -> Result<crate::exec::ExecRequest, PiStatus> {
+    if request.is_null() {
+        return Err(PI_ERR_INVALID_ARG);
+    }
+    // SAFETY: non-NULL; the plugin's request is valid for the call (ABI contract). Only the
+    // size is read before it is checked.
+    let size = unsafe { (*request).struct_size } as usize;
+    if size < size_of::<PiExecRequest>() {
+        return Err(PI_ERR_INVALID_ARG);
+    }
+    // SAFETY: as above; the struct is at least as large as this host's.
+    let request = unsafe { &*request };
+    // SAFETY: the plugin's strings and argument array are valid for the call.
+    let (program, args, cwd) = unsafe {
+        (
+            read_str(request.program)?,
+            read_str_array(request.args, request.arg_count)?,
+            read_str(request.cwd)?,
+        )
+    };
+    if program.is_empty() {
+        return Err(PI_ERR_INVALID_ARG);
+    }
+    let session = session_cwd(state);
+    Ok(crate::exec::ExecRequest {
+        program: program.to_owned(),
+        args: args.into_iter().map(str::to_owned).collect(),
+        cwd: if cwd.is_empty() {
+            session
+        } else {
+            session.join(cwd)
+        },
+        timeout: (request.timeout_ms > 0)
+            .then(|| std::time::Duration::from_millis(request.timeout_ms)),
+    })
+}
+
 unsafe extern "C" fn exec(
     plugin: *mut PiPlugin,
-    _request: *const PiExecRequest,
-    _out: *mut *mut PiValue,
+    request: *const PiExecRequest,
+    out: *mut *mut PiValue,
 ) -> PiStatus {
-    unavailable(plugin)
+    with_active(plugin, |state| {
+        if out.is_null() {
+            return PI_ERR_INVALID_ARG;
+        }
+        // SAFETY: the plugin's request is valid for the call (ABI contract).
+        let request = match unsafe { read_exec_request(state, request) } {
+            Ok(request) => request,
+            Err(status) => return status,
+        };
+        let output = crate::exec::run(state, request);
+        give(out, Some(output.to_json()))
+    })
 }
 
 unsafe extern "C" fn timer_start(
     plugin: *mut PiPlugin,
-    _delay_ms: u64,
-    _interval_ms: u64,
-    _callback: Option<PiTimerFn>,
-    _user_data: *mut c_void,
-    _timer_id: *mut u64,
+    delay_ms: u64,
+    interval_ms: u64,
+    callback: Option<PiTimerFn>,
+    user_data: *mut c_void,
+    timer_id: *mut u64,
 ) -> PiStatus {
-    unavailable(plugin)
+    with_active(plugin, |state| {
+        let Some(callback) = callback else {
+            return PI_ERR_INVALID_ARG;
+        };
+        let user_data = crate::registry::UserData(user_data);
+        match crate::timers::start(state, delay_ms, interval_ms, callback, user_data) {
+            Ok(id) => {
+                if !timer_id.is_null() {
+                    // SAFETY: a non-NULL out-pointer from the plugin (ABI contract).
+                    unsafe { timer_id.write(id) };
+                }
+                PI_OK
+            }
+            Err(crate::timers::StartError::Retired) => PI_ERR_CANCELLED,
+            Err(crate::timers::StartError::TooMany(message)) => done(Err(message)),
+        }
+    })
 }
 
-unsafe extern "C" fn timer_cancel(plugin: *mut PiPlugin, _timer_id: u64) -> PiStatus {
-    unavailable(plugin)
+unsafe extern "C" fn timer_cancel(plugin: *mut PiPlugin, timer_id: u64) -> PiStatus {
+    with_active(plugin, |state| {
+        if crate::timers::cancel(state, timer_id) {
+            PI_OK
+        } else {
+            PI_ERR_NOT_FOUND
+        }
+    })
 }
 
 unsafe extern "C" fn get_active_tools(plugin: *mut PiPlugin, out: *mut *mut PiValue) -> PiStatus {
