@@ -9,10 +9,10 @@
 //!   all plugins, the emitting plugin's own handlers included (pi's bus is a Node
 //!   `EventEmitter`). The subscribers are those of the moment of the emit.
 //! - A handler's error is caught and reported; the other handlers still run. pi writes
-//!   `Event handler error (<channel>): <error>` with `console.error`; the host writes
-//!   `Extension error (<path>): Event handler error (<channel>): <message>` on stderr (there is
-//!   no per-run report hook the process-wide bus could reach; the runner's error listeners
-//!   belong to one run).
+//!   `Event handler error (<channel>): <error>` with `console.error`; the host reports
+//!   `Event handler error (<channel>): <message>` for event `bus` through the mode's error
+//!   listeners (`HostServices::report_error`: `Extension error (<path>): ...` on stderr, and an
+//!   `extension_error` line in JSON mode), or on stderr when no mode is bound.
 //!
 //! What differs, because a host service never calls back into a plugin synchronously
 //! (DESIGN section 2): pi's `emit` calls the handlers before it returns; here `events_emit`
@@ -253,12 +253,25 @@ fn deliver(emission: &Emission) {
         {
             continue;
         }
-        // Escaped: the path, the channel and the message are the plugin's.
-        eprintln!(
-            "Extension error ({}): Event handler error ({}): {}",
-            escape(&plugin.path),
-            escape(emission.channel.as_str()),
-            escape(&outcome.error_text())
+        let message = format!(
+            "Event handler error ({}): {}",
+            emission.channel.as_str(),
+            outcome.error_text()
         );
+        match plugin.services() {
+            // A mode is running: its error listeners report it (stderr, and an
+            // `extension_error` line in JSON mode).
+            Some(services) => services.report_error(&crate::runner::ExtensionError {
+                extension_path: plugin.path.clone(),
+                event: "bus".to_owned(),
+                error: message,
+            }),
+            // Escaped: the path, the channel and the message are the plugin's.
+            None => eprintln!(
+                "Extension error ({}): {}",
+                escape(&plugin.path),
+                escape(&message)
+            ),
+        }
     }
 }

@@ -334,6 +334,18 @@ fn a_failing_handler_is_reported_and_the_others_still_get_the_emission() {
         1,
         "{expected:?} in:\n{text}"
     );
+    // JSON mode also gets the error as an `extension_error` line, as for a handler error.
+    let lines = pi_hooks_tests::json_lines(&output);
+    let reported: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|l| l["type"] == "extension_error" && l["event"] == "bus")
+        .collect();
+    assert_eq!(reported.len(), 1, "{lines:?}");
+    assert_eq!(reported[0]["extensionPath"], b.display().to_string());
+    assert_eq!(
+        reported[0]["error"],
+        "Event handler error (chan): handler returned PI_ERR"
+    );
 }
 
 /// A C++ plugin whose bus handler lets a `std::runtime_error` escape into the host.
