@@ -593,3 +593,18 @@ PI_HOOKS_PLUGIN("{name}", "1.0.0", "creates a marker file when it runs", init, N
     );
     compile_c_text(dir, file, &code, &[])
 }
+
+/// The C example `plugins/examples/<folder>/<file>.c`, compiled into `dir` as
+/// `lib<file>.so` with the flags `scripts/build-c-plugins.sh` uses (`-pedantic`,
+/// `-fvisibility=hidden`).
+pub fn c_example_plugin(dir: &Path, folder: &str, file: &str) -> PathBuf {
+    let source = workspace_root()
+        .join("plugins/examples")
+        .join(folder)
+        .join(format!("{file}.c"));
+    compile_c(
+        &source,
+        &dir.join(format!("lib{file}{}", std::env::consts::DLL_SUFFIX)),
+        &["-pedantic", "-fvisibility=hidden"],
+    )
+}

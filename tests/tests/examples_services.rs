@@ -1,0 +1,108 @@
+//! The example plugins that use the host services `exec`, timers and actions (issue 9), run
+//! end to end through a real `pi-hooks run --mode json` over a scripted model:
+//!
+//! - `plugins/examples/spawn-hook`: its `bash` tool replaces the built-in and runs `pnpm`
+//!   where the model asked for `npm` (a fake `pnpm` first on `PATH` proves which ran).
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use pi_hooks_tests::{Sandbox, c_example_plugin, json_lines, output_within};
+use serde_json::{Value, json};
+
+/// Longer than any run here takes.
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// `PATH` with `dir` first.
+fn path_with(dir: &Path) -> String {
+    let rest = std::env::var("PATH").unwrap_or_default();
+    format!("{}:{rest}", dir.display())
+}
+
+/// Writes an executable shell script `dir/name`.
+fn write_script(dir: &Path, name: &str, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir).expect("script dir");
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+/// Runs `pi-hooks run --mode json` with `hook`, the scripted `turns` and extra setup; returns
+/// the JSON lines and stderr.
+fn run_json(
+    s: &Sandbox,
+    hook: &Path,
+    turns: Value,
+    args: &[&str],
+    setup: impl FnOnce(&mut Command),
+) -> (Vec<Value>, String) {
+    let script = s.script(&json!({ "turns": turns }));
+    let mut command = s.command(&["run", "--mode", "json", "--script"]);
+    command.arg(&script).arg("--hook").arg(hook).args(args);
+    setup(&mut command);
+    let output = output_within(command, LIMIT);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "pi-hooks run failed: {stderr}");
+    (json_lines(&output), stderr)
+}
+
+/// The `tool_execution_end` events in the order the calls started (tools run concurrently,
+/// so they may end in another order).
+fn tool_ends(events: &[Value]) -> Vec<&Value> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "tool_execution_start")
+        .filter_map(|start| {
+            events.iter().find(|e| {
+                e["type"] == "tool_execution_end" && e["toolCallId"] == start["toolCallId"]
+            })
+        })
+        .collect()
+}
+
+fn result_text(end: &Value) -> &str {
+    end["result"]["content"][0]["text"].as_str().unwrap_or("")
+}
+
+#[test]
+fn spawn_hook_bash_runs_pnpm_where_the_model_asked_for_npm() {
+    let s = Sandbox::new();
+    let hook = c_example_plugin(&s.lib(), "spawn-hook", "spawn_hook");
+    let bin = s.root().join("bin");
+    write_script(&bin, "pnpm", "echo \"pnpm-ran $@\"");
+    write_script(&bin, "npm", "echo \"npm-ran $@\"");
+    let turns = json!([
+        {"toolCalls": [
+            {"name": "bash", "arguments": {"command": "npm --version"}},
+            {"name": "bash", "arguments": {"command": "echo npm is not rewritten here; echo var=$CUSTOM_VAR"}},
+            {"name": "bash", "arguments": {"command": "echo oops >&2; exit 3"}},
+            {"name": "bash", "arguments": {"command": "true"}},
+            {"name": "bash", "arguments": {"command": "sleep 5", "timeout": 0.2}}
+        ]},
+        {"text": "done"}
+    ]);
+    let (events, stderr) = run_json(&s, &hook, turns, &["go"], |c| {
+        c.env("PATH", path_with(&bin));
+    });
+    let ends = tool_ends(&events);
+    assert_eq!(ends.len(), 5, "stderr: {stderr}\nevents: {events:?}");
+    // The model asked for npm; pnpm ran, and the tool call still shows the command as asked.
+    assert_eq!(result_text(ends[0]), "pnpm-ran --version\n");
+    assert_eq!(ends[0]["isError"], false);
+    let start = events
+        .iter()
+        .find(|e| e["type"] == "tool_execution_start" && e["toolCallId"] == ends[0]["toolCallId"])
+        .expect("tool_execution_start");
+    assert_eq!(start["args"]["command"], "npm --version");
+    // Only a leading `npm ` is rewritten (the seed's /^npm /); CUSTOM_VAR=1 is in the env.
+    assert_eq!(result_text(ends[1]), "npm is not rewritten here\nvar=1\n");
+    // A non-zero exit is an error result in the built-in's shape.
+    assert_eq!(result_text(ends[2]), "oops\n\n\nCommand exited with code 3");
+    assert_eq!(ends[2]["isError"], true);
+    assert_eq!(result_text(ends[3]), "(no output)");
+    // The timeout (seconds) kills the command.
+    assert_eq!(result_text(ends[4]), "Command timed out after 0.2 seconds");
+    assert_eq!(ends[4]["isError"], true);
+}
