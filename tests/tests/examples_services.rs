@@ -3,6 +3,9 @@
 //!
 //! - `plugins/examples/spawn-hook`: its `bash` tool replaces the built-in and runs `pnpm`
 //!   where the model asked for `npm` (a fake `pnpm` first on `PATH` proves which ran).
+//! - `plugins/examples/file-trigger`: a timer polls a trigger file that a tool call writes
+//!   during the run; its content comes back as the user message `External trigger: ...`,
+//!   steering the run, and the file is emptied.
 
 use std::path::Path;
 use std::process::Command;
@@ -105,4 +108,70 @@ fn spawn_hook_bash_runs_pnpm_where_the_model_asked_for_npm() {
     // The timeout (seconds) kills the command.
     assert_eq!(result_text(ends[4]), "Command timed out after 0.2 seconds");
     assert_eq!(ends[4]["isError"], true);
+}
+
+#[test]
+fn file_trigger_sends_the_file_content_as_a_user_message_and_clears_the_file() {
+    let s = Sandbox::new();
+    let hook = c_example_plugin(&s.lib(), "file-trigger", "file_trigger");
+    let trigger = s.root().join("agent-trigger.txt");
+    let session = s.root().join("session.jsonl");
+    // The first tool call writes the trigger file and keeps the agent busy for a second, a
+    // few polls (every 200 ms) long: the message arrives while the agent is streaming.
+    let command = format!(
+        "echo '  Run the tests  ' > '{}'; sleep 1",
+        trigger.display()
+    );
+    let turns = json!([
+        {"toolCalls": [{"name": "bash", "arguments": {"command": command}}]},
+        {"text": "Running them."}
+    ]);
+    let (events, stderr) = run_json(
+        &s,
+        &hook,
+        turns,
+        &["--session", session.to_str().expect("utf-8 path"), "go"],
+        |c| {
+            c.env("PI_TRIGGER_FILE", &trigger);
+        },
+    );
+    let expected = "External trigger: Run the tests";
+    let is_trigger = |m: &Value| m["role"] == "user" && m["content"][0]["text"] == expected;
+    let at = events
+        .iter()
+        .position(|e| e["type"] == "message_end" && is_trigger(&e["message"]))
+        .unwrap_or_else(|| panic!("no trigger message; stderr: {stderr}\nevents: {events:?}"));
+    // Steered: after the tool's turn ended, at the start of the next turn, in the same run.
+    let kinds: Vec<&str> = events[..at]
+        .iter()
+        .filter_map(|e| e["type"].as_str())
+        .collect();
+    let turn_end = kinds
+        .iter()
+        .rposition(|k| *k == "turn_end")
+        .expect("turn_end");
+    assert_eq!(kinds[turn_end + 1..], ["turn_start", "message_start"]);
+    assert_eq!(kinds.iter().filter(|k| **k == "agent_start").count(), 1);
+    assert!(!kinds.contains(&"agent_end"));
+    // Sent once, and the file was cleared after reading.
+    let sent = events
+        .iter()
+        .filter(|e| e["type"] == "message_end" && is_trigger(&e["message"]))
+        .count();
+    assert_eq!(sent, 1);
+    assert_eq!(std::fs::read_to_string(&trigger).expect("trigger file"), "");
+    // The message is in the session file, before the model's answer to it.
+    let text = std::fs::read_to_string(&session).expect("session file");
+    let entries: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let user = entries
+        .iter()
+        .position(|e| e["type"] == "message" && is_trigger(&e["message"]))
+        .expect("the trigger message in the session");
+    assert_eq!(
+        entries[user + 1]["message"]["content"][0]["text"],
+        "Running them."
+    );
 }
