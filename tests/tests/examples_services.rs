@@ -6,6 +6,10 @@
 //! - `plugins/examples/file-trigger`: a timer polls a trigger file that a tool call writes
 //!   during the run; its content comes back as the user message `External trigger: ...`,
 //!   steering the run, and the file is emptied.
+//! - `plugins/examples/git-checkpoint`: in a git repository with a modified file, every turn
+//!   start records a `git stash create` commit in the session, holding the code of that moment,
+//!   without touching the working tree or the stash list. (Its restore on fork is not run
+//!   here: the host has no fork yet, so `session_before_fork` is never emitted.)
 
 use std::path::Path;
 use std::process::Command;
@@ -174,4 +178,131 @@ fn file_trigger_sends_the_file_content_as_a_user_message_and_clears_the_file() {
         entries[user + 1]["message"]["content"][0]["text"],
         "Running them."
     );
+}
+
+/// Runs `git` in `dir`; its stdout, trimmed.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run git");
+    assert!(
+        output.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
+#[test]
+fn git_checkpoint_records_a_stash_commit_of_the_code_at_each_turn() {
+    let s = Sandbox::new();
+    let hook = c_example_plugin(&s.lib(), "git-checkpoint", "git_checkpoint");
+    let repo = s.project();
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["config", "user.email", "test@example.com"]);
+    git(&repo, &["config", "user.name", "Test"]);
+    std::fs::write(repo.join("a.txt"), "one\n").expect("write a.txt");
+    git(&repo, &["add", "a.txt"]);
+    git(&repo, &["commit", "-q", "-m", "init"]);
+    std::fs::write(repo.join("a.txt"), "one\ntwo\n").expect("modify a.txt");
+    let session = s.root().join("session.jsonl");
+    // Turn 0 changes the file; turn 1 sees the change.
+    let turns = json!([
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "echo three >> a.txt"}}]},
+        {"text": "done"}
+    ]);
+    let (_, stderr) = run_json(
+        &s,
+        &hook,
+        turns,
+        &["--session", session.to_str().expect("utf-8 path"), "go"],
+        |_| {},
+    );
+    let entries: Vec<Value> = std::fs::read_to_string(&session)
+        .expect("session file")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let checkpoints: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["type"] == "custom" && e["customType"] == "git-checkpoint")
+        .collect();
+    assert_eq!(
+        checkpoints.len(),
+        2,
+        "stderr: {stderr}\nentries: {entries:?}"
+    );
+    let mut refs = Vec::new();
+    for (turn, checkpoint) in checkpoints.iter().enumerate() {
+        let data = &checkpoint["data"];
+        assert_eq!(data["turnIndex"], turn);
+        let r = data["ref"].as_str().expect("a ref").to_owned();
+        assert!(
+            r.len() == 40 && r.bytes().all(|b| b.is_ascii_hexdigit()),
+            "not a commit id: {r:?}"
+        );
+        assert_eq!(git(&repo, &["cat-file", "-t", &r]), "commit");
+        refs.push(r);
+    }
+    // Each checkpoint holds the code as it was when its turn started.
+    assert_eq!(
+        git(&repo, &["show", &format!("{}:a.txt", refs[0])]),
+        "one\ntwo"
+    );
+    assert_eq!(
+        git(&repo, &["show", &format!("{}:a.txt", refs[1])]),
+        "one\ntwo\nthree"
+    );
+    // The turn-0 checkpoint is the parent of the prompt (what a fork at the prompt looks up),
+    // and the leaf it recorded is the entry before it (none: the session was empty).
+    let prompt = entries
+        .iter()
+        .find(|e| e["type"] == "message" && e["message"]["role"] == "user")
+        .expect("the prompt entry");
+    assert_eq!(prompt["parentId"], checkpoints[0]["id"]);
+    assert_eq!(checkpoints[0]["data"]["entryId"], Value::Null);
+    assert_eq!(
+        checkpoints[1]["data"]["entryId"],
+        checkpoints[1]["parentId"]
+    );
+    // `git stash create` left the working tree and the stash list alone.
+    assert_eq!(
+        std::fs::read_to_string(repo.join("a.txt")).expect("a.txt"),
+        "one\ntwo\nthree\n"
+    );
+    assert_eq!(git(&repo, &["stash", "list"]), "");
+}
+
+#[test]
+fn git_checkpoint_records_nothing_outside_a_repository_or_on_a_clean_tree() {
+    let s = Sandbox::new();
+    let hook = c_example_plugin(&s.lib(), "git-checkpoint", "git_checkpoint");
+    let session = s.root().join("session.jsonl");
+    let checkpoints = |s: &Sandbox| {
+        let (_, stderr) = run_json(
+            s,
+            &hook,
+            json!([{"text": "done"}]),
+            &["--session", session.to_str().expect("utf-8 path"), "go"],
+            |_| {},
+        );
+        assert!(!stderr.contains("Extension error"), "stderr: {stderr}");
+        std::fs::read_to_string(&session)
+            .expect("session file")
+            .lines()
+            .filter(|l| l.contains("\"git-checkpoint\""))
+            .count()
+    };
+    // Not a repository: git fails, quietly no checkpoint.
+    assert_eq!(checkpoints(&s), 0);
+    // A clean tree: git stash create prints nothing.
+    git(&s.project(), &["init", "-q"]);
+    git(&s.project(), &["config", "user.email", "test@example.com"]);
+    git(&s.project(), &["config", "user.name", "Test"]);
+    std::fs::write(s.project().join("a.txt"), "one\n").expect("write a.txt");
+    git(&s.project(), &["add", "a.txt"]);
+    git(&s.project(), &["commit", "-q", "-m", "init"]);
+    assert_eq!(checkpoints(&s), 0);
 }
