@@ -97,6 +97,45 @@ pub fn compile_c(source: &Path, out: &Path, extra: &[&str]) -> PathBuf {
     out.to_path_buf()
 }
 
+/// Compiles C++ `source` into the shared library `out` with the flags C++ authors are promised
+/// to pass (`-std=c++17 -Wall -Wextra -Werror`).
+pub fn compile_cpp(source: &Path, out: &Path) -> PathBuf {
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".to_owned());
+    let output = Command::new(&cxx)
+        .args([
+            "-std=c++17",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-shared",
+            "-fPIC",
+            "-I",
+        ])
+        .arg(include_dir())
+        .arg("-o")
+        .arg(out)
+        .arg(source)
+        .output()
+        .expect("run the C++ compiler");
+    assert!(
+        output.status.success(),
+        "{cxx} failed on {}:\n{}",
+        source.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    out.to_path_buf()
+}
+
+/// Writes `code` to `<dir>/<name>.cpp` and compiles it to `<dir>/<name>.so`.
+pub fn compile_cpp_text(dir: &Path, name: &str, code: &str) -> PathBuf {
+    let source = dir.join(format!("{name}.cpp"));
+    std::fs::write(&source, code).expect("write C++ source");
+    compile_cpp(
+        &source,
+        &dir.join(format!("{name}{}", std::env::consts::DLL_SUFFIX)),
+    )
+}
+
 /// Writes `code` to `<dir>/<name>.c` and compiles it to `<dir>/<name>.so` (or `out_name`).
 pub fn compile_c_text(dir: &Path, name: &str, code: &str, extra: &[&str]) -> PathBuf {
     let source = dir.join(format!("{name}.c"));

@@ -174,28 +174,7 @@ fn cpp_example_loads_and_its_guarded_handlers_run() {
     let library = sandbox
         .lib()
         .join(format!("libcpp_hello{}", std::env::consts::DLL_SUFFIX));
-    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".to_owned());
-    let output = std::process::Command::new(&cxx)
-        .args([
-            "-std=c++17",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-shared",
-            "-fPIC",
-            "-I",
-        ])
-        .arg(pi_hooks_tests::include_dir())
-        .arg("-o")
-        .arg(&library)
-        .arg(&source)
-        .output()
-        .expect("run the C++ compiler");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    pi_hooks_tests::compile_cpp(&source, &library);
 
     let plugin = load(&sandbox, &library);
     let r = plugin.registrations();

@@ -20,10 +20,10 @@
 #![cfg(target_os = "linux")]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
-use pi_hooks_tests::{Sandbox, compile_c_text, include_dir, output_within};
+use pi_hooks_tests::{Sandbox, compile_c_text, output_within};
 use serde_json::{Value, json};
 
 /// The most any one command here may take.
@@ -360,32 +360,7 @@ static PiStatus init(const PiHostApi *host, PiPlugin *plugin) {
 }
 PI_HOOKS_PLUGIN("thrower", "1.0.0", "throws from a bus handler", init, nullptr);
 "#;
-    let source = s.lib().join("thrower.cpp");
-    std::fs::write(&source, code).unwrap();
-    let out = s.lib().join("thrower.so");
-    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".to_owned());
-    let output = Command::new(&cxx)
-        .args([
-            "-std=c++17",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-shared",
-            "-fPIC",
-            "-I",
-        ])
-        .arg(include_dir())
-        .arg("-o")
-        .arg(&out)
-        .arg(&source)
-        .output()
-        .expect("run the C++ compiler");
-    assert!(
-        output.status.success(),
-        "{cxx}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    out
+    pi_hooks_tests::compile_cpp_text(&s.lib(), "thrower", code)
 }
 
 #[test]

@@ -3,9 +3,8 @@
 //! of unwinding into the host and aborting it.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use pi_hooks_tests::{Sandbox, include_dir, json_lines};
+use pi_hooks_tests::{Sandbox, json_lines};
 use serde_json::{Value, json};
 
 /// A C++ plugin, without `pi_hooks::guard`, that throws from the places `THROW_IN` names
@@ -57,19 +56,7 @@ PI_HOOKS_PLUGIN("thrower", "1.0.0", "throws C++ exceptions", init, NULL);
 "#;
 
 fn compile_thrower(dir: &Path) -> PathBuf {
-    let source = dir.join("thrower.cpp");
-    std::fs::write(&source, THROWER).unwrap();
-    let out = dir.join(format!("libthrower{}", std::env::consts::DLL_SUFFIX));
-    let status = Command::new(std::env::var("CXX").unwrap_or_else(|_| "c++".to_owned()))
-        .args(["-std=c++17", "-Wall", "-Wextra", "-shared", "-fPIC", "-I"])
-        .arg(include_dir())
-        .arg("-o")
-        .arg(&out)
-        .arg(&source)
-        .status()
-        .expect("run the C++ compiler");
-    assert!(status.success(), "c++ failed on the thrower");
-    out
+    pi_hooks_tests::compile_cpp_text(dir, "libthrower", THROWER)
 }
 
 fn run(sandbox: &Sandbox, library: &Path, throw_in: &str, script: &Value) -> std::process::Output {

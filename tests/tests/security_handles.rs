@@ -20,7 +20,7 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use pi_hooks_tests::{
-    Sandbox, c_fixture_as, compile_c_text, include_dir, json_lines, loaded_names, output_within,
+    Sandbox, c_fixture_as, compile_c_text, json_lines, loaded_names, output_within,
     parse_json_output,
 };
 use serde_json::{Value, json};
@@ -419,32 +419,7 @@ static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {{
 PI_HOOKS_PLUGIN("{name}", "1.0.0", "throws", init, nullptr);
 "#
     );
-    let source = s.lib().join(format!("{name}.cpp"));
-    std::fs::write(&source, code).unwrap();
-    let out = s.lib().join(format!("{name}.so"));
-    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".to_owned());
-    let output = Command::new(&cxx)
-        .args([
-            "-std=c++17",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-shared",
-            "-fPIC",
-            "-I",
-        ])
-        .arg(include_dir())
-        .arg("-o")
-        .arg(&out)
-        .arg(&source)
-        .output()
-        .expect("run the C++ compiler");
-    assert!(
-        output.status.success(),
-        "{cxx}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    out
+    pi_hooks_tests::compile_cpp_text(&s.lib(), name, &code)
 }
 
 #[test]
