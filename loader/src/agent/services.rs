@@ -168,4 +168,8 @@ impl HostServices for AgentServices {
     fn model(&self) -> Option<Value> {
         Some(self.shared.model_info.clone())
     }
+
+    fn ui(&self) -> Option<Arc<dyn crate::services::UiService>> {
+        Shared::lock(&self.shared.ui).clone()
+    }
 }
