@@ -144,8 +144,10 @@ const ONE_TOOL: &str =
 
 /// A plugin that asks `confirm` in `tool_call` (timeout from `ASKER_TIMEOUT_MS`, 0 = none)
 /// and blocks the call unless confirmed; it also notifies and sets a status first (both
-/// fire-and-forget) and registers the command `/ask-ping`.
+/// fire-and-forget). `/ask-ping` sets the title; `/ask-all` asks select, input and editor,
+/// sets a widget and the editor text, then sets the title to `<index>|<input>|<editor>`.
 const ASKER: &str = r#"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "pi_hooks.h"
@@ -174,6 +176,40 @@ static PiStatus ping(void *u, PiStr args, PiContext *ctx) {
     return host->ui->set_title(ctx, pi_str("pinged"));
 }
 
+static PiStr text_of(PiValue *value) {
+    PiStr out = {"", 0};
+    if (value == NULL || host->values->as_str(value, &out) != PI_OK) out = pi_str("(none)");
+    return out;
+}
+
+static PiStatus ask_all(void *u, PiStr args, PiContext *ctx) {
+    PiStr options[2], lines[2], typed, edited;
+    PiDialogOptions dialog;
+    int64_t index = -2;
+    PiValue *input = NULL, *editor = NULL;
+    char title[512];
+    (void)u; (void)args;
+    options[0] = pi_str("alpha");
+    options[1] = pi_str("beta");
+    lines[0] = pi_str("widget line 1");
+    lines[1] = pi_str("widget line 2");
+    memset(&dialog, 0, sizeof dialog);
+    dialog.struct_size = sizeof dialog;
+    dialog.timeout_ms = 5000;
+    host->ui->select(ctx, pi_str("pick"), options, 2, &dialog, &index);
+    host->ui->input(ctx, pi_str("name?"), pi_str("placeholder"), &dialog, &input);
+    host->ui->editor(ctx, pi_str("edit"), pi_str("line1\nline2"), &editor);
+    host->ui->set_widget(ctx, pi_str("asker"), lines, 2, PI_WIDGET_ABOVE_EDITOR);
+    host->ui->set_editor_text(ctx, pi_str("prefilled"));
+    typed = text_of(input);
+    edited = text_of(editor);
+    snprintf(title, sizeof title, "%lld|%.*s|%.*s", (long long)index, (int)typed.len, typed.ptr,
+             (int)edited.len, edited.ptr);
+    host->values->free(input);
+    host->values->free(editor);
+    return host->ui->set_title(ctx, pi_str(title));
+}
+
 static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
     PiCommandDef def;
     host = h;
@@ -182,6 +218,10 @@ static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
     def.name = pi_str("ask-ping");
     def.description = pi_str("sets the title");
     def.handler = ping;
+    host->registry->register_command(plugin, &def);
+    def.name = pi_str("ask-all");
+    def.description = pi_str("asks everything");
+    def.handler = ask_all;
     host->registry->register_command(plugin, &def);
     return host->registry->on(plugin, pi_str("tool_call"), on_tool_call, NULL);
 }
@@ -550,6 +590,112 @@ fn plugin_load_failures_are_lines_a_client_reads() {
         "{line}"
     );
     assert!(!line["error"].as_str().unwrap().is_empty());
+    let (status, _) = client.close();
+    assert!(status.success());
+}
+
+#[test]
+fn select_input_and_editor_round_trip_and_setters_are_fire_and_forget() {
+    let sandbox = Sandbox::new();
+    let script = script(&sandbox, json!([{"text": "x"}]));
+    let plugin = asker(&sandbox);
+    let mut client = Client::start(rpc(&sandbox, &script, &["-e", plugin.to_str().unwrap()]));
+    client.send(&json!({"id": "p", "type": "prompt", "message": "/ask-all"}));
+    let select = client.next();
+    assert_eq!(select["type"], "extension_ui_request");
+    assert_eq!(
+        (
+            select["method"].clone(),
+            select["title"].clone(),
+            select["options"].clone(),
+            select["timeout"].clone()
+        ),
+        (
+            json!("select"),
+            json!("pick"),
+            json!(["alpha", "beta"]),
+            json!(5000)
+        )
+    );
+    client.send(&json!({"type": "extension_ui_response", "id": select["id"], "value": "beta"}));
+    let input = client.next();
+    assert_eq!(
+        (
+            input["method"].clone(),
+            input["title"].clone(),
+            input["placeholder"].clone()
+        ),
+        (json!("input"), json!("name?"), json!("placeholder"))
+    );
+    client.send(&json!({"type": "extension_ui_response", "id": input["id"], "cancelled": true}));
+    let editor = client.next();
+    assert_eq!(
+        (
+            editor["method"].clone(),
+            editor["title"].clone(),
+            editor["prefill"].clone()
+        ),
+        (json!("editor"), json!("edit"), json!("line1\nline2"))
+    );
+    assert!(
+        editor.get("timeout").is_none(),
+        "pi's editor has no timeout: {editor}"
+    );
+    client.send(
+        &json!({"type": "extension_ui_response", "id": editor["id"], "value": "typed-by-driver"}),
+    );
+    let widget = client.next();
+    assert_eq!(
+        (
+            widget["method"].clone(),
+            widget["widgetKey"].clone(),
+            widget["widgetLines"].clone()
+        ),
+        (
+            json!("setWidget"),
+            json!("asker"),
+            json!(["widget line 1", "widget line 2"])
+        )
+    );
+    let editor_text = client.next();
+    assert_eq!(
+        (editor_text["method"].clone(), editor_text["text"].clone()),
+        (json!("set_editor_text"), json!("prefilled"))
+    );
+    let title = client.next();
+    assert_eq!(title["method"], "setTitle");
+    assert_eq!(title["title"], "1|(none)|typed-by-driver");
+    // The response of a plugin command comes after its handler (and its dialogs) finished.
+    assert_eq!(
+        client.next(),
+        json!({"id":"p","type":"response","command":"prompt","success":true})
+    );
+    let (status, _) = client.close();
+    assert!(status.success());
+}
+
+#[test]
+fn plugin_errors_are_extension_error_lines() {
+    let sandbox = Sandbox::new();
+    let script = script(&sandbox, serde_json::from_str(ONE_TOOL).unwrap());
+    let thrower = behave_plugin(&sandbox.lib(), "thrower");
+    let mut command = rpc(&sandbox, &script, &["-e", thrower.to_str().unwrap()]);
+    command.env(
+        behave_env_var("thrower"),
+        json!({"handlers": [{"event": "tool_result", "error": "thrower: tool_result failed"}]})
+            .to_string(),
+    );
+    let mut client = Client::start(command);
+    client.send(&json!({"id": "p", "type": "prompt", "message": "go"}));
+    let (_, error) = client.until(|l| l["type"] == "extension_error");
+    assert_eq!(error["event"], "tool_result", "{error}");
+    assert_eq!(error["error"], "thrower: tool_result failed");
+    assert!(
+        error["extensionPath"].as_str().unwrap().ends_with(".so"),
+        "{error}"
+    );
+    let end = tool_end(&mut client);
+    assert_eq!(end["isError"], false, "the result is unchanged: {end}");
     let (status, _) = client.close();
     assert!(status.success());
 }
