@@ -699,3 +699,54 @@ fn plugin_errors_are_extension_error_lines() {
     let (status, _) = client.close();
     assert!(status.success());
 }
+
+#[test]
+fn bash_runs_in_the_session_cwd_and_abort_bash_cancels_it() {
+    let sandbox = Sandbox::new();
+    let script = script(&sandbox, json!([{"text": "x"}]));
+    let mut client = Client::start(rpc(&sandbox, &script, &[]));
+    client.send(&json!({"id": "b", "type": "bash", "command": "pwd; echo err >&2; exit 3"}));
+    let done = client.response("b");
+    let project = sandbox.project().canonicalize().unwrap();
+    assert_eq!(
+        done["data"],
+        json!({"output": format!("{}\nerr\n", project.display()), "exitCode": 3, "cancelled": false, "truncated": false}),
+        "{done}"
+    );
+    // Input is read while a command runs; abort_bash kills it.
+    let started = Instant::now();
+    client.send(&json!({"id": "slow", "type": "bash", "command": "echo started; sleep 30"}));
+    client.send(&json!({"id": "s", "type": "get_state"}));
+    assert_eq!(client.response("s")["success"], true);
+    client.send(&json!({"id": "ab", "type": "abort_bash"}));
+    let slow = client.response("slow");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(slow["data"]["cancelled"], true, "{slow}");
+    assert!(slow["data"].get("exitCode").is_none(), "{slow}");
+    // A long output is tail-truncated, with the whole of it in a file.
+    client.send(&json!({"id": "long", "type": "bash", "command": "seq 3000"}));
+    let long = client.response("long")["data"].clone();
+    assert_eq!(long["truncated"], true, "{long}");
+    assert!(long["output"].as_str().unwrap().ends_with("3000\n"));
+    assert!(!long["output"].as_str().unwrap().starts_with("1\n"));
+    let full = PathBuf::from(long["fullOutputPath"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read_to_string(&full).unwrap().lines().count(),
+        3000
+    );
+    std::fs::remove_file(full).unwrap();
+    // Each run is recorded as a bashExecution message.
+    client.send(&json!({"id": "m", "type": "get_messages"}));
+    let messages = client.response("m")["data"]["messages"].clone();
+    let runs: Vec<&Value> = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "bashExecution")
+        .collect();
+    assert_eq!(runs.len(), 3, "{messages}");
+    assert_eq!(runs[0]["command"], "pwd; echo err >&2; exit 3");
+    assert_eq!(runs[0]["exitCode"], 3);
+    let (status, _) = client.close();
+    assert!(status.success());
+}

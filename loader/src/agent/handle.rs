@@ -81,6 +81,16 @@ impl AgentHandle {
         super::last_assistant_text(&Shared::lock(&self.shared.messages))
     }
 
+    /// Adds a message outside a run (RPC `bash`'s `bashExecution`): to the agent's messages
+    /// and the session.
+    pub fn append_message(&self, message: Value) -> Result<(), String> {
+        Shared::lock(&self.shared.session)
+            .append_message(&message)
+            .map_err(|e| e.to_string())?;
+        Shared::lock(&self.shared.messages).push(message);
+        Ok(())
+    }
+
     /// Binds the mode's user interface: plugins' `PiUiApi` calls go to it from now on.
     pub fn bind_ui(&self, ui: Arc<dyn UiService>) {
         *Shared::lock(&self.shared.ui) = Some(ui);

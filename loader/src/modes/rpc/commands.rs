@@ -33,8 +33,6 @@ const NOT_OFFERED: &[&str] = &[
     "set_auto_compaction",
     "set_auto_retry",
     "abort_retry",
-    "bash",
-    "abort_bash",
     "export_html",
     "switch_session",
     "fork",
@@ -58,6 +56,10 @@ pub struct Commands {
     pub pending: Arc<std::sync::Mutex<Option<Value>>>,
     /// `get_commands`' list (plugin commands are registered at load).
     pub commands: Vec<Value>,
+    /// The session's working directory (`bash` runs there).
+    pub cwd: std::path::PathBuf,
+    /// The running `bash` command.
+    pub bash: Arc<super::bash::BashControl>,
 }
 
 /// `{"id"?, "type":"response", "command", "success":true, "data"?}`.
@@ -167,6 +169,14 @@ impl Commands {
                 self.abort(id.cloned());
                 return None;
             }
+            "bash" => {
+                self.bash(command, id.cloned());
+                return None;
+            }
+            "abort_bash" => {
+                self.bash.abort();
+                None
+            }
             "get_state" => Some(self.state()),
             "get_messages" => Some(json!({"messages": agent.messages()})),
             "get_commands" => Some(json!({"commands": self.commands})),
@@ -253,6 +263,28 @@ impl Commands {
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
             out.line(&success(id.as_ref(), "abort", None));
+        });
+    }
+
+    /// `bash`: answered with pi's `BashResult` once the command has ended.
+    fn bash(&self, command: &Value, id: Option<Value>) {
+        let Some(text) = command.get("command").and_then(Value::as_str) else {
+            let error = "bash: command must be a string";
+            return self
+                .out
+                .line(&failure(id.as_ref(), Some("bash".into()), error));
+        };
+        let run = self
+            .bash
+            .clone()
+            .execute(text.to_owned(), self.cwd.clone(), self.agent.clone());
+        let out = self.out.clone();
+        crate::runtime::handle().spawn(async move {
+            let line = match run.await {
+                Ok(result) => success(id.as_ref(), "bash", Some(result)),
+                Err(error) => failure(id.as_ref(), Some("bash".into()), &error),
+            };
+            out.line(&line);
         });
     }
 

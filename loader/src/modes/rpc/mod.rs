@@ -9,6 +9,7 @@
 //! dialogs answer their defaults, `session_shutdown {reason:"quit"}` goes to the plugins and
 //! the process exits 0.
 
+pub mod bash;
 pub mod commands;
 pub mod framing;
 pub mod ui;
@@ -61,6 +62,7 @@ pub fn run(setup: CoreSetup) -> i32 {
     let out = LineWriter::stdout();
     load_error_lines(&setup.report, &out);
     let plugin_commands = plugin_commands(&setup.report);
+    let cwd = setup.cwd.clone();
     let pending: Arc<Mutex<Option<Value>>> = Arc::default();
     let sink: EventSink = {
         let out = out.clone();
@@ -102,12 +104,15 @@ pub fn run(setup: CoreSetup) -> i32 {
         busy: Arc::new(AtomicUsize::new(0)),
         pending,
         commands: plugin_commands,
+        cwd,
+        bash: Arc::default(),
     };
     crate::runtime::handle().block_on(framing::read_lines(tokio::io::stdin(), |line| {
         commands.line(line)
     }));
     // Stdin closed: end the run and the dialogs, then let the agent thread shut down.
     handle.abort();
+    commands.bash.abort();
     ui.close();
     drop(commands);
     if agent_thread.join().is_err() {
