@@ -487,6 +487,13 @@ fn confirm_answered_yes_runs_the_tool_and_input_is_read_while_it_waits() {
     // ...and with one it is queued.
     client.send(&json!({"id": "steer", "type": "prompt", "message": "steered in", "streamingBehavior": "steer"}));
     assert_eq!(client.response("steer")["success"], true);
+    client.send(&json!({"id": "fu", "type": "follow_up", "message": "and then"}));
+    assert_eq!(
+        client.response("fu"),
+        json!({"id":"fu","type":"response","command":"follow_up","success":true})
+    );
+    client.send(&json!({"id": "s3", "type": "get_state"}));
+    assert_eq!(client.response("s3")["data"]["pendingMessageCount"], 2);
     client.send(&json!({"type": "extension_ui_response", "id": confirm["id"], "confirmed": true}));
     let end = tool_end(&mut client);
     assert_eq!(end["isError"], false, "{end}");
@@ -499,6 +506,17 @@ fn confirm_answered_yes_runs_the_tool_and_input_is_read_while_it_waits() {
         .iter()
         .any(|m| m["role"] == "user" && m["content"][0]["text"] == "steered in");
     assert!(steered, "the steering message reached the run: {messages}");
+    let user_texts: Vec<&Value> = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| &m["content"][0]["text"])
+        .collect();
+    assert_eq!(
+        user_texts,
+        [&json!("go"), &json!("steered in"), &json!("and then")]
+    );
     let (status, _) = client.close();
     assert!(status.success());
 }
