@@ -145,7 +145,8 @@ impl Commands {
     }
 
     /// Runs a command: `Some(Ok(data))`, `Some(Err(message))`, or `None` when the response
-    /// is written later (a prompt, an abort).
+    /// is written elsewhere (later for a prompt, an abort or a bash command; at once for an
+    /// unknown command, whose line has no `id`).
     fn command(
         &self,
         name: &str,
