@@ -3,6 +3,9 @@
 //! every loaded plugin; before that (and in `pi-hooks inspect`) the services answer
 //! `PI_ERR_UNAVAILABLE`, as pi's actions do before a mode binds them.
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use serde_json::Value;
 
 use crate::runner::{ExtensionError, RunnerConfig};
@@ -57,4 +60,23 @@ pub trait HostServices: Send + Sync {
     /// mode's error listeners, as a handler error is reported (print and JSON mode: an
     /// `Extension error` line on stderr, and an `extension_error` line in JSON mode).
     fn report_error(&self, error: &ExtensionError);
+    /// The mode's user interface, when it has one (RPC): `PiUiApi` dialogs and setters go
+    /// there. `None` (the default): dialogs answer their defaults at once.
+    fn ui(&self) -> Option<Arc<dyn UiService>> {
+        None
+    }
+}
+
+/// A mode's user interface as plugins reach it through `PiUiApi`. Requests are pi's
+/// `extension_ui_request` objects without `type` and `id` (`method` and its fields, such as
+/// `{"method":"confirm","title":…,"message":…,"timeout":5000}`); the mode turns them into its
+/// own medium.
+pub trait UiService: Send + Sync {
+    /// Shows a dialog and blocks the calling thread (only it) until the answer: pi's
+    /// `extension_ui_response` object (`confirmed`, `value` or `cancelled`), or `None` when
+    /// `timeout` passed or the UI went away, which the caller turns into the dialog's default.
+    fn dialog(&self, request: Value, timeout: Option<Duration>) -> Option<Value>;
+    /// Sends a fire-and-forget request (`notify`, `setStatus`, `setWidget`, `setTitle`,
+    /// `set_editor_text`); nothing is waited for.
+    fn fire(&self, request: Value);
 }

@@ -12,6 +12,7 @@
 //!
 //! Every event goes to the plugins first, then to the mode's event sink (JSON output, RPC).
 
+mod handle;
 pub mod model;
 mod plugin_tool;
 mod services;
@@ -27,6 +28,7 @@ use crate::runner::Runner;
 use crate::runner::events::{InputOutcome, ToolCallOutcome};
 use crate::session::SessionStore;
 use crate::tools::{CancelToken, Tool, ToolInvocation, ToolOutput};
+pub use handle::AgentHandle;
 use model::{Model, ModelRequest};
 
 /// Milliseconds since the Unix epoch, as pi's timestamps.
@@ -79,6 +81,7 @@ struct Shared {
     abort: Mutex<CancelToken>,
     model_info: Value,
     sink: Mutex<EventSink>,
+    ui: Mutex<Option<Arc<dyn crate::services::UiService>>>,
 }
 
 impl Shared {
@@ -136,6 +139,7 @@ impl Agent {
             abort: Mutex::new(CancelToken::new()),
             model_info: model.info(),
             sink: Mutex::new(sink),
+            ui: Mutex::new(None),
         });
         runner.bind_services(Arc::new(services::AgentServices::new(
             shared.clone(),
@@ -155,6 +159,11 @@ impl Agent {
     /// The runner.
     pub fn runner(&self) -> &Arc<Runner> {
         &self.core.runner
+    }
+
+    /// A handle a mode uses from other threads while this agent runs.
+    pub fn handle(&self) -> AgentHandle {
+        AgentHandle::new(self.core.shared.clone())
     }
 
     /// Binds the mode: `session_start`, the legacy `session` start event, then
@@ -323,15 +332,7 @@ impl Agent {
 
     /// The text of the last assistant message.
     pub fn last_assistant_text(&self) -> Option<String> {
-        let messages = Shared::lock(&self.core.shared.messages);
-        let last = messages.iter().rev().find(|m| m["role"] == "assistant")?;
-        let text: Vec<&str> = last["content"]
-            .as_array()?
-            .iter()
-            .filter(|b| b["type"] == "text")
-            .filter_map(|b| b["text"].as_str())
-            .collect();
-        Some(text.join(""))
+        last_assistant_text(&Shared::lock(&self.core.shared.messages))
     }
 
     /// Aborts the current run (the next check point stops it).
@@ -343,6 +344,18 @@ impl Agent {
     pub fn session_header(&self) -> Value {
         Shared::lock(&self.core.shared.session).header().clone()
     }
+}
+
+/// The text of the last assistant message in `messages`.
+fn last_assistant_text(messages: &[Value]) -> Option<String> {
+    let last = messages.iter().rev().find(|m| m["role"] == "assistant")?;
+    let text: Vec<&str> = last["content"]
+        .as_array()?
+        .iter()
+        .filter(|b| b["type"] == "text")
+        .filter_map(|b| b["text"].as_str())
+        .collect();
+    Some(text.join(""))
 }
 
 /// A `before_agent_start` / `send_message` message as pi stores it.

@@ -182,4 +182,8 @@ impl HostServices for AgentServices {
             runner.emit_error(error);
         }
     }
+
+    fn ui(&self) -> Option<Arc<dyn crate::services::UiService>> {
+        Shared::lock(&self.shared.ui).clone()
+    }
 }

@@ -1,5 +1,5 @@
 //! The command line: the commands and their options, and the dispatch to
-//! `run` (`pi-hooks run`), `inspect`, `trust_cmd` (`trust`, `untrust`) and `list`, with
+//! `run` (`pi-hooks run` and `pi-hooks rpc`), `inspect`, `trust_cmd` (`trust`, `untrust`) and `list`, with
 //! [`render`] turning load reports into text and JSON.
 //!
 //! Every command writes its output through one writer: a reader that closes the pipe
@@ -36,6 +36,10 @@ enum Command {
     /// --script the embedded demo script plays: one harmless bash command, an `rm -rf` and a
     /// write to `.env` in a scratch folder of its own.
     Run(run::RunArgs),
+    /// RPC mode: pi's JSONL protocol on stdin/stdout (commands in, responses, events and
+    /// extension UI requests out) until stdin closes. Without --script the embedded demo
+    /// script plays.
+    Rpc(run::RpcArgs),
     /// List the plugins that would load, from where, their trust state and load result.
     List {
         #[command(flatten)]
@@ -178,6 +182,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run::run(args),
+        Command::Rpc(args) => run::rpc(args),
         Command::List { sources, json } => list(&sources, json),
         Command::Inspect {
             file,

@@ -1,18 +1,20 @@
-//! `pi-hooks run`: the wiring of one session run. It picks the model (a script or the
-//! embedded demo), opens or creates the session, loads the plugins, reports what did not load
-//! on stderr, and hands everything to the print/JSON mode.
+//! `pi-hooks run` and `pi-hooks rpc`: the wiring of one session. It picks the model (a script
+//! or the embedded demo), opens or creates the session, loads the plugins, reports what did
+//! not load on stderr, and hands everything to the print/JSON mode or the RPC mode.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
+use pi_hooks_abi::ffi::{PI_MODE_JSON, PI_MODE_PRINT, PI_MODE_RPC};
 
 use super::render::run_load_lines;
 use super::{CommandError, Sources, write_stderr};
 use crate::agent::model::{Model, ScriptedModel};
 use crate::display::escape;
 use crate::load::load_all;
-use crate::modes::print::{self, Output, PrintRun};
+use crate::modes::core::CoreSetup;
+use crate::modes::print::{self, Output};
 use crate::paths::{agent_dir, resolve};
 use crate::session::{SessionStore, most_recent, new_session_path, session_dir};
 
@@ -27,6 +29,22 @@ pub(super) struct RunArgs {
     /// JSON lines).
     #[arg(long, value_enum, default_value = "text")]
     mode: OutputMode,
+    #[command(flatten)]
+    session: SessionArgs,
+    /// The prompts, run one after another (default: "Run the demo.").
+    messages: Vec<String>,
+}
+
+/// Options of `pi-hooks rpc`.
+#[derive(Debug, Args)]
+pub(super) struct RpcArgs {
+    #[command(flatten)]
+    session: SessionArgs,
+}
+
+/// The model, session and plugin options `run` and `rpc` share.
+#[derive(Debug, Args)]
+struct SessionArgs {
     /// A JSON script of assistant turns for the scripted model (default: the embedded demo).
     #[arg(long, value_name = "FILE")]
     script: Option<PathBuf>,
@@ -41,8 +59,6 @@ pub(super) struct RunArgs {
     continue_session: bool,
     #[command(flatten)]
     sources: Sources,
-    /// The prompts, run one after another (default: "Run the demo.").
-    messages: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -63,8 +79,18 @@ fn scratch_folder() -> Result<tempfile::TempDir, CommandError> {
     Ok(scratch)
 }
 
-/// Runs the session; the exit code is the mode's.
-pub(super) fn run(args: RunArgs) -> Result<ExitCode, CommandError> {
+/// A session ready for a mode: the scratch folder lives as long as this does.
+struct Prepared {
+    setup: CoreSetup,
+    _scratch: Option<tempfile::TempDir>,
+}
+
+/// Picks the model, opens the session and loads the plugins (load problems on stderr).
+fn prepare(
+    args: &SessionArgs,
+    mode: u32,
+    input_source: &'static str,
+) -> Result<Prepared, CommandError> {
     let cwd = args.sources.cwd();
     let agent = agent_dir().map_err(CommandError::setup)?;
     let options = args.sources.options()?;
@@ -83,7 +109,7 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, CommandError> {
     };
     // A script that names ${SCRATCH} (the demo does) works in a scratch folder of its own,
     // removed when the run ends; other runs create none.
-    let _scratch = if model.uses_variable("SCRATCH") {
+    let scratch = if model.uses_variable("SCRATCH") {
         let scratch = scratch_folder()?;
         model.set_variable("SCRATCH", &scratch.path().to_string_lossy());
         Some(scratch)
@@ -91,7 +117,7 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, CommandError> {
         None
     };
     model.set_variable("CWD", &cwd.to_string_lossy());
-    let session = open_session(&args, &agent, &cwd)?;
+    let session = open_session(args, &agent, &cwd)?;
     let report = load_all(&options);
     for line in run_load_lines(&report) {
         write_stderr(&line);
@@ -104,31 +130,47 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, CommandError> {
             "a plugin's static initialiser never returned (see above), so this process cannot start threads any more; the session was not started. Remove or fix that plugin",
         ));
     }
+    let model: Box<dyn Model> = Box::new(model);
+    Ok(Prepared {
+        setup: CoreSetup {
+            report,
+            model,
+            session,
+            cwd,
+            mode,
+            input_source,
+        },
+        _scratch: scratch,
+    })
+}
+
+/// Runs the session; the exit code is the mode's.
+pub(super) fn run(args: RunArgs) -> Result<ExitCode, CommandError> {
+    let (output, mode) = match args.mode {
+        OutputMode::Json => (Output::Json, PI_MODE_JSON),
+        OutputMode::Text => (Output::Text, PI_MODE_PRINT),
+    };
+    let prepared = prepare(&args.session, mode, "interactive")?;
     let prompts = if args.messages.is_empty() {
         vec!["Run the demo.".to_owned()]
     } else {
         args.messages
     };
-    let output = match args.mode {
-        OutputMode::Json => Output::Json,
-        OutputMode::Text => Output::Text,
-    };
-    let model: Box<dyn Model> = Box::new(model);
-    let code = print::run(PrintRun {
-        report,
-        model,
-        session,
-        cwd,
-        prompts,
-        output,
-    });
+    let code = print::run(prepared.setup, prompts, output);
+    Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+/// Runs the RPC mode until stdin closes.
+pub(super) fn rpc(args: RpcArgs) -> Result<ExitCode, CommandError> {
+    let prepared = prepare(&args.session, PI_MODE_RPC, "rpc")?;
+    let code = crate::modes::rpc::run(prepared.setup);
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
 }
 
 /// The session of this run: in memory, the named file (created when missing), the most recent
 /// one of `cwd` (`--continue`), or a new file in the agent directory's sessions folder.
 fn open_session(
-    args: &RunArgs,
+    args: &SessionArgs,
     agent: &std::path::Path,
     cwd: &std::path::Path,
 ) -> Result<SessionStore, CommandError> {

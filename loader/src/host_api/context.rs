@@ -172,6 +172,16 @@ impl<'s> CallContext<'s> {
         Some(left_detail(*left))
     }
 
+    /// The session services bound to the call's plugin (`None` before a mode binds them).
+    pub(crate) fn services(&self) -> Option<std::sync::Arc<dyn HostServices>> {
+        self.plugin.services()
+    }
+
+    /// The dispatch's dialog clock: time in a dialog does not count against timeouts.
+    pub(crate) fn pause_clock(&self) -> &PauseClock {
+        self.scope.pause_clock()
+    }
+
     /// Runs `f` on what the call left, making the box on first use.
     fn left_mut<T>(&self, f: impl FnOnce(&mut LeftByCall) -> T) -> T {
         f(self.left.borrow_mut().get_or_insert_with(Box::default))

@@ -1,12 +1,19 @@
-//! `PiUiApi`. This host version has no UI binding yet: every mode answers as pi does without
-//! a UI (dialogs return their defaults at once, setters do nothing). Arguments are checked
-//! first, as a UI would check them, so a plugin's bad call fails the same way in every mode.
+//! `PiUiApi`. A mode with a UI binds a [`UiService`] through its session services (RPC does:
+//! `extension_ui_request` lines); without one (print, JSON) every call answers as pi does
+//! without a UI (dialogs return their defaults at once, setters do nothing). Arguments are
+//! checked first, as a UI would check them, so a plugin's bad call fails the same way in
+//! every mode. A dialog blocks only the calling plugin's thread, and its time is paused on the
+//! dispatch's clock so it does not count against the handler's timeout.
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use pi_hooks_abi::ffi::*;
+use serde_json::{Value, json};
 
-use super::context::{give, with_ctx};
+use super::context::{CallContext, give, with_ctx};
 use super::{read_name, read_opt_str, read_sized, read_str, read_str_array};
-
+use crate::services::UiService;
 /// Writes `value` to a plugin out-pointer.
 fn answer<T>(out: *mut T, value: T) -> PiStatus {
     if out.is_null() {
@@ -30,17 +37,59 @@ unsafe fn read_dialog(dialog: *const PiDialogOptions) -> Result<Option<PiDialogO
     unsafe { read_sized(dialog, size_of::<PiDialogOptions>()) }.map(Some)
 }
 
-/// Runs `answer` once the arguments read as they would with a UI: bad arguments get
-/// `PI_ERR_INVALID_ARG` (or `PI_ERR_UTF8`) in every mode, not only where a UI shows them.
-fn checked(
+/// Runs `answer` with what `read` read, once the arguments read as they would with a UI:
+/// bad arguments get `PI_ERR_INVALID_ARG` (or `PI_ERR_UTF8`) in every mode, not only where a
+/// UI shows them.
+fn checked<T>(
     ctx: *mut PiContext,
-    read: impl FnOnce() -> Result<(), PiStatus>,
-    answer: impl FnOnce() -> PiStatus,
+    read: impl FnOnce() -> Result<T, PiStatus>,
+    answer: impl FnOnce(&CallContext<'_>, T) -> PiStatus,
 ) -> PiStatus {
-    with_ctx(ctx, PI_ERR_INVALID_ARG, |_| match read() {
-        Ok(()) => answer(),
+    with_ctx(ctx, PI_ERR_INVALID_ARG, |c| match read() {
+        Ok(args) => answer(c, args),
         Err(status) => status,
     })
+}
+
+/// The UI bound to the call's session, if the mode has one.
+fn ui_of(c: &CallContext<'_>) -> Option<Arc<dyn UiService>> {
+    c.services()?.ui()
+}
+
+/// Asks a dialog and waits (paused on the dispatch's clock): the answer object, or `None`
+/// without a UI, on timeout, or when the answer is `{"cancelled":true}`.
+fn ask(c: &CallContext<'_>, mut request: Value, timeout_ms: u64) -> Option<Value> {
+    let ui = ui_of(c)?;
+    let timeout = (timeout_ms > 0).then(|| Duration::from_millis(timeout_ms));
+    if timeout_ms > 0 {
+        request["timeout"] = timeout_ms.into();
+    }
+    let answer = c.pause_clock().pause(|| ui.dialog(request, timeout))?;
+    if answer.get("cancelled").and_then(Value::as_bool) == Some(true) {
+        return None;
+    }
+    Some(answer)
+}
+
+/// Sends a fire-and-forget request when the mode has a UI.
+fn fire(c: &CallContext<'_>, request: Value) -> PiStatus {
+    if let Some(ui) = ui_of(c) {
+        ui.fire(request);
+    }
+    PI_OK
+}
+
+/// The dialog's timeout in milliseconds (0: none).
+fn timeout_of(dialog: Option<PiDialogOptions>) -> u64 {
+    dialog.map_or(0, |d| d.timeout_ms)
+}
+
+/// The `value` string of a dialog answer.
+fn answer_text(answer: Option<Value>) -> Option<Value> {
+    answer?
+        .get("value")
+        .and_then(Value::as_str)
+        .map(|v| Value::String(v.to_owned()))
 }
 
 unsafe extern "C" fn select(
@@ -59,13 +108,21 @@ unsafe extern "C" fn select(
             }
             // SAFETY: plugin strings and structs valid for the call (ABI contract).
             unsafe {
-                read_str(title)?;
-                read_str_array(options, count)?;
-                read_dialog(dialog)?;
+                Ok((
+                    read_str(title)?,
+                    read_str_array(options, count)?,
+                    read_dialog(dialog)?,
+                ))
             }
-            Ok(())
         },
-        || answer(index, -1),
+        |c, (title, options, dialog)| {
+            let request = json!({"method": "select", "title": title, "options": options});
+            let chosen = ask(c, request, timeout_of(dialog))
+                .and_then(|a| a.get("value").and_then(Value::as_str).map(str::to_owned))
+                .and_then(|value| options.iter().position(|o| *o == value))
+                .map_or(-1, |i| i as i64);
+            answer(index, chosen)
+        },
     )
 }
 
@@ -79,12 +136,14 @@ unsafe extern "C" fn confirm(
     checked(
         ctx,
         // SAFETY: plugin strings and structs valid for the call (ABI contract).
-        || unsafe {
-            read_str(title)?;
-            read_str(message)?;
-            read_dialog(dialog).map(drop)
+        || unsafe { Ok((read_str(title)?, read_str(message)?, read_dialog(dialog)?)) },
+        |c, (title, message, dialog)| {
+            let request = json!({"method": "confirm", "title": title, "message": message});
+            let confirmed = ask(c, request, timeout_of(dialog))
+                .and_then(|a| a.get("confirmed").and_then(Value::as_bool))
+                .unwrap_or(false);
+            answer(out, confirmed)
         },
-        || answer(out, false),
     )
 }
 
@@ -99,11 +158,16 @@ unsafe extern "C" fn input(
         ctx,
         // SAFETY: plugin strings and structs valid for the call (ABI contract).
         || unsafe {
-            read_str(title)?;
-            read_str(placeholder)?;
-            read_dialog(dialog).map(drop)
+            Ok((
+                read_str(title)?,
+                read_str(placeholder)?,
+                read_dialog(dialog)?,
+            ))
         },
-        || give(out, None),
+        |c, (title, placeholder, dialog)| {
+            let request = json!({"method": "input", "title": title, "placeholder": placeholder});
+            give(out, answer_text(ask(c, request, timeout_of(dialog))))
+        },
     )
 }
 
@@ -116,11 +180,12 @@ unsafe extern "C" fn editor(
     checked(
         ctx,
         // SAFETY: plugin strings valid for the call (ABI contract).
-        || unsafe {
-            read_str(title)?;
-            read_str(prefill).map(drop)
+        || unsafe { Ok((read_str(title)?, read_str(prefill)?)) },
+        |c, (title, prefill)| {
+            // pi's editor dialog has no timeout.
+            let request = json!({"method": "editor", "title": title, "prefill": prefill});
+            give(out, answer_text(ask(c, request, 0)))
         },
-        || give(out, None),
     )
 }
 
@@ -128,13 +193,21 @@ unsafe extern "C" fn notify(ctx: *mut PiContext, message: PiStr, level: u32) -> 
     checked(
         ctx,
         || {
-            if !matches!(level, PI_NOTIFY_INFO | PI_NOTIFY_WARNING | PI_NOTIFY_ERROR) {
-                return Err(PI_ERR_INVALID_ARG);
-            }
+            let kind = match level {
+                PI_NOTIFY_INFO => "info",
+                PI_NOTIFY_WARNING => "warning",
+                PI_NOTIFY_ERROR => "error",
+                _ => return Err(PI_ERR_INVALID_ARG),
+            };
             // SAFETY: a plugin string valid for the call (ABI contract).
-            unsafe { read_str(message) }.map(drop)
+            Ok((unsafe { read_str(message) }?, kind))
         },
-        || PI_OK,
+        |c, (message, kind)| {
+            fire(
+                c,
+                json!({"method": "notify", "message": message, "notifyType": kind}),
+            )
+        },
     )
 }
 
@@ -142,11 +215,14 @@ unsafe extern "C" fn set_status(ctx: *mut PiContext, key: PiStr, text: PiStr) ->
     checked(
         ctx,
         // SAFETY: plugin strings valid for the call (ABI contract).
-        || unsafe {
-            read_name(key)?;
-            read_opt_str(text).map(drop)
+        || unsafe { Ok((read_name(key)?, read_opt_str(text)?)) },
+        |c, (key, text)| {
+            let mut request = json!({"method": "setStatus", "statusKey": key});
+            if let Some(text) = text {
+                request["statusText"] = text.into();
+            }
+            fire(c, request)
         },
-        || PI_OK,
     )
 }
 
@@ -165,25 +241,44 @@ unsafe extern "C" fn set_widget(
             }
             // SAFETY: plugin strings valid for the call (ABI contract).
             unsafe {
-                read_name(key)?;
-                if !lines.is_null() {
-                    read_str_array(lines, count)?;
-                }
+                let key = read_name(key)?;
+                let lines = if lines.is_null() {
+                    None
+                } else {
+                    Some(read_str_array(lines, count)?)
+                };
+                Ok((key, lines))
             }
-            Ok(())
         },
-        || PI_OK,
+        |c, (key, lines)| {
+            let mut request = json!({"method": "setWidget", "widgetKey": key});
+            if let Some(lines) = lines {
+                request["widgetLines"] = json!(lines);
+            }
+            if placement == PI_WIDGET_BELOW_EDITOR {
+                request["widgetPlacement"] = "belowEditor".into();
+            }
+            fire(c, request)
+        },
     )
 }
 
 unsafe extern "C" fn set_title(ctx: *mut PiContext, title: PiStr) -> PiStatus {
-    // SAFETY: a plugin string valid for the call (ABI contract).
-    checked(ctx, || unsafe { read_str(title) }.map(drop), || PI_OK)
+    checked(
+        ctx,
+        // SAFETY: a plugin string valid for the call (ABI contract).
+        || unsafe { read_str(title) },
+        |c, title| fire(c, json!({"method": "setTitle", "title": title})),
+    )
 }
 
 unsafe extern "C" fn set_editor_text(ctx: *mut PiContext, text: PiStr) -> PiStatus {
-    // SAFETY: a plugin string valid for the call (ABI contract).
-    checked(ctx, || unsafe { read_str(text) }.map(drop), || PI_OK)
+    checked(
+        ctx,
+        // SAFETY: a plugin string valid for the call (ABI contract).
+        || unsafe { read_str(text) },
+        |c, text| fire(c, json!({"method": "set_editor_text", "text": text})),
+    )
 }
 
 unsafe extern "C" fn get_editor_text(ctx: *mut PiContext, out: *mut *mut PiValue) -> PiStatus {
@@ -203,7 +298,11 @@ unsafe extern "C" fn theme(ctx: *mut PiContext, out: *mut *mut PiValue) -> PiSta
 
 unsafe extern "C" fn set_working_message(ctx: *mut PiContext, message: PiStr) -> PiStatus {
     // SAFETY: a plugin string valid for the call (ABI contract).
-    checked(ctx, || unsafe { read_opt_str(message) }.map(drop), || PI_OK)
+    checked(
+        ctx,
+        || unsafe { read_opt_str(message) }.map(drop),
+        |_, ()| PI_OK,
+    )
 }
 
 /// The host's `PiUiApi`.

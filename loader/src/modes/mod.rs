@@ -1,4 +1,6 @@
-//! The modes the host runs in. Each builds the agent over the loaded plugins and decides
-//! where events and errors go.
+//! The modes the host runs in, siblings over one session core ([`core`]): each turns the
+//! core's events and UI requests into its own medium, and its input into core commands.
 
+pub mod core;
 pub mod print;
+pub mod rpc;

@@ -79,7 +79,7 @@
 pub mod context;
 pub mod entry;
 mod error;
-mod ids;
+pub(crate) mod ids;
 mod load;
 mod paths;
 mod store;

@@ -1,0 +1,107 @@
+//! [`AgentHandle`]: what a mode may read and do while the agent's own thread runs a prompt
+//! (queue steering and follow-up messages, abort, read the state and the messages).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use serde_json::{Value, json};
+
+use super::{Shared, now_ms};
+use crate::services::UiService;
+
+/// A cloneable handle on the agent's shared state.
+#[derive(Clone)]
+pub struct AgentHandle {
+    shared: Arc<Shared>,
+}
+
+impl AgentHandle {
+    pub(super) fn new(shared: Arc<Shared>) -> Self {
+        AgentHandle { shared }
+    }
+
+    /// Whether a run is in progress.
+    pub fn is_streaming(&self) -> bool {
+        self.shared.streaming.load(Ordering::Acquire)
+    }
+
+    /// Aborts the current run (the next check point stops it).
+    pub fn abort(&self) {
+        self.shared.abort_token().cancel();
+    }
+
+    /// Queues a steering user message (delivered after the current turn's tools).
+    pub fn steer(&self, text: &str, images: Option<&Value>) {
+        let message = user_message(text, images);
+        Shared::lock(&self.shared.queues).steer.push(message);
+    }
+
+    /// Queues a follow-up user message (delivered when the run would end).
+    pub fn follow_up(&self, text: &str, images: Option<&Value>) {
+        let message = user_message(text, images);
+        Shared::lock(&self.shared.queues).follow_up.push(message);
+    }
+
+    /// How many steering and follow-up messages wait.
+    pub fn pending_message_count(&self) -> usize {
+        let queues = Shared::lock(&self.shared.queues);
+        queues.steer.len() + queues.follow_up.len()
+    }
+
+    /// The agent's messages (the context the model sees).
+    pub fn messages(&self) -> Vec<Value> {
+        Shared::lock(&self.shared.messages).clone()
+    }
+
+    /// The current model, as `{id, provider, api, ...}`.
+    pub fn model(&self) -> Value {
+        self.shared.model_info.clone()
+    }
+
+    /// The session file (`None` in memory), id and name.
+    pub fn session_info(&self) -> (Option<String>, String, Option<String>) {
+        let session = Shared::lock(&self.shared.session);
+        (
+            session.path().map(|p| p.to_string_lossy().into_owned()),
+            session.id().to_owned(),
+            session.session_name(),
+        )
+    }
+
+    /// Names the session (a `session_info` entry).
+    pub fn set_session_name(&self, name: &str) -> Result<(), String> {
+        Shared::lock(&self.shared.session)
+            .append_session_info(name)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+
+    /// The text of the last assistant message.
+    pub fn last_assistant_text(&self) -> Option<String> {
+        super::last_assistant_text(&Shared::lock(&self.shared.messages))
+    }
+
+    /// Adds a message outside a run (RPC `bash`'s `bashExecution`): to the agent's messages
+    /// and the session.
+    pub fn append_message(&self, message: Value) -> Result<(), String> {
+        Shared::lock(&self.shared.session)
+            .append_message(&message)
+            .map_err(|e| e.to_string())?;
+        Shared::lock(&self.shared.messages).push(message);
+        Ok(())
+    }
+
+    /// Binds the mode's user interface: plugins' `PiUiApi` calls go to it from now on.
+    pub fn bind_ui(&self, ui: Arc<dyn UiService>) {
+        *Shared::lock(&self.shared.ui) = Some(ui);
+    }
+}
+
+/// A user message as pi stores it (text, then images).
+fn user_message(text: &str, images: Option<&Value>) -> Value {
+    let mut content = vec![json!({"type": "text", "text": text})];
+    if let Some(Value::Array(images)) = images {
+        content.extend(images.iter().cloned());
+    }
+    json!({"role": "user", "content": content, "timestamp": now_ms()})
+}

@@ -1,0 +1,114 @@
+//! The session core every mode shares: the runner over the loaded plugins, plugin errors on
+//! stderr (and, where the mode wants them, as `extension_error` lines), the agent, and the
+//! stdout line writer. A mode only turns the core's events and UI requests into its medium.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+use crate::agent::model::Model;
+use crate::agent::{Agent, AgentConfig, DEFAULT_SYSTEM_PROMPT, EventSink};
+use crate::display::escape;
+use crate::load::LoadReport;
+use crate::runner::{Runner, RunnerConfig};
+use crate::session::SessionStore;
+use crate::tools::builtin::builtin_tools;
+
+/// Stdout as a writer of whole JSON lines, shared by the loop, the tool threads and the
+/// mode's own threads. A failed write (a closed pipe) is ignored, never a panic.
+#[derive(Clone)]
+pub struct LineWriter {
+    out: Arc<Mutex<std::io::Stdout>>,
+}
+
+impl LineWriter {
+    /// A writer on this process's stdout.
+    pub fn stdout() -> Self {
+        LineWriter {
+            out: Arc::new(Mutex::new(std::io::stdout())),
+        }
+    }
+
+    /// Writes `value` as one line and flushes it.
+    pub fn line(&self, value: &Value) {
+        self.text(&value.to_string());
+    }
+
+    /// Writes `text` and a newline, then flushes.
+    pub fn text(&self, text: &str) {
+        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = writeln!(out, "{text}");
+        let _ = out.flush();
+    }
+}
+
+/// What a mode starts a session from.
+pub struct CoreSetup {
+    /// Loaded plugins and settings.
+    pub report: LoadReport,
+    /// The model.
+    pub model: Box<dyn Model>,
+    /// The session.
+    pub session: SessionStore,
+    /// The working directory.
+    pub cwd: PathBuf,
+    /// The mode, a `PI_MODE_*`.
+    pub mode: u32,
+    /// `input.source` of the mode's prompts.
+    pub input_source: &'static str,
+}
+
+/// Builds the runner and the agent. Plugin errors go to stderr as
+/// `Extension error (<path>): <message>`, and to `error_lines` as pi's `extension_error`
+/// objects when given. Events go to `sink`.
+pub fn build(setup: CoreSetup, error_lines: Option<LineWriter>, sink: EventSink) -> Agent {
+    let CoreSetup {
+        report,
+        model,
+        session,
+        cwd,
+        mode,
+        input_source,
+    } = setup;
+    let (hook_timeout, tool_call_timeout) = crate::settings::timeouts(&report.settings);
+    let config = RunnerConfig {
+        cwd: cwd.to_string_lossy().into_owned(),
+        mode,
+        hook_timeout,
+        tool_call_timeout,
+        session_file: session.path().map(|p| p.to_string_lossy().into_owned()),
+    };
+    let runner = Arc::new(Runner::new(
+        report.plugins.into_iter().map(Arc::new).collect(),
+        config,
+    ));
+    runner.on_error(Arc::new(move |error| {
+        // Escaped: the path and the message are the plugin's; a closed stderr is ignored.
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "Extension error ({}): {}",
+            escape(&error.extension_path),
+            escape(&error.error)
+        );
+        if let Some(out) = &error_lines {
+            let mut line = serde_json::to_value(error).unwrap_or_default();
+            line["type"] = "extension_error".into();
+            out.line(&line);
+        }
+    }));
+    let config = AgentConfig {
+        cwd,
+        system_prompt: DEFAULT_SYSTEM_PROMPT.to_owned(),
+        input_source,
+    };
+    Agent::new(runner, model, builtin_tools(), session, config, sink)
+}
+
+/// Ends a session: `session_shutdown`, then what plugins emitted on the event bus is
+/// delivered before they are retired (bounded wait).
+pub fn shutdown(agent: &mut Agent) {
+    agent.shutdown();
+    crate::event_bus::drain(crate::event_bus::SHUTDOWN_DRAIN);
+}

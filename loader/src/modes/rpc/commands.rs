@@ -1,0 +1,350 @@
+//! RPC commands: one parsed stdin line in, at most one `response` line out, as pi 0.73.1's
+//! `rpc-mode.js` answers. Commands that only read or queue run here, on the input task, so
+//! they answer while a prompt runs; a prompt is handed to the agent's thread.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::Sender;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::ui::RpcUi;
+use crate::agent::{Agent, AgentHandle};
+use crate::modes::core::LineWriter;
+
+/// Work for the agent's thread.
+pub type Job = Box<dyn FnOnce(&mut Agent) + Send>;
+
+/// pi's answer to a prompt while a run is in progress without `streamingBehavior`.
+const ALREADY_PROCESSING: &str = "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.";
+
+/// Commands pi has that this host does not offer (no model registry, thinking levels,
+/// compaction, retries, HTML export, or session tree commands yet).
+const NOT_OFFERED: &[&str] = &[
+    "new_session",
+    "set_model",
+    "cycle_model",
+    "set_thinking_level",
+    "cycle_thinking_level",
+    "set_steering_mode",
+    "set_follow_up_mode",
+    "compact",
+    "set_auto_compaction",
+    "set_auto_retry",
+    "abort_retry",
+    "export_html",
+    "switch_session",
+    "fork",
+    "clone",
+    "get_fork_messages",
+];
+
+/// What the input task needs to answer commands.
+pub struct Commands {
+    /// Stdout.
+    pub out: LineWriter,
+    /// The agent's state.
+    pub agent: AgentHandle,
+    /// The UI sub-protocol.
+    pub ui: Arc<RpcUi>,
+    /// The agent thread's queue.
+    pub jobs: Sender<Job>,
+    /// Prompts queued or running on the agent's thread.
+    pub busy: Arc<AtomicUsize>,
+    /// The response of the prompt being started, written before the run's first event.
+    pub pending: Arc<std::sync::Mutex<Option<Value>>>,
+    /// `get_commands`' list (plugin commands are registered at load).
+    pub commands: Vec<Value>,
+    /// The session's working directory (`bash` runs there).
+    pub cwd: std::path::PathBuf,
+    /// The running `bash` command.
+    pub bash: Arc<super::bash::BashControl>,
+}
+
+/// `{"id"?, "type":"response", "command", "success":true, "data"?}`.
+fn success(id: Option<&Value>, command: &str, data: Option<Value>) -> Value {
+    let mut line = Map::new();
+    if let Some(id) = id {
+        line.insert("id".into(), id.clone());
+    }
+    line.insert("type".into(), "response".into());
+    line.insert("command".into(), command.into());
+    line.insert("success".into(), true.into());
+    if let Some(data) = data {
+        line.insert("data".into(), data);
+    }
+    Value::Object(line)
+}
+
+/// `{"id"?, "type":"response", "command"?, "success":false, "error"}`.
+fn failure(id: Option<&Value>, command: Option<Value>, error: &str) -> Value {
+    let mut line = Map::new();
+    if let Some(id) = id {
+        line.insert("id".into(), id.clone());
+    }
+    line.insert("type".into(), "response".into());
+    if let Some(command) = command {
+        line.insert("command".into(), command);
+    }
+    line.insert("success".into(), false.into());
+    line.insert("error".into(), error.into());
+    Value::Object(line)
+}
+
+/// How JavaScript's template literal shows `command.type` (`undefined` when absent).
+fn js_text(value: Option<&Value>) -> String {
+    match value {
+        None => "undefined".into(),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| js_text(Some(v)))
+            .collect::<Vec<_>>()
+            .join(","),
+        Some(Value::Object(_)) => "[object Object]".into(),
+        Some(other) => other.to_string(),
+    }
+}
+
+impl Commands {
+    /// Handles one stdin line.
+    pub fn line(&self, line: &str) {
+        let parsed: Value = match serde_json::from_str(line) {
+            Ok(value) => value,
+            Err(error) => {
+                let message = super::framing::parse_error_message(line, &error);
+                return self.parse_failure(&message);
+            }
+        };
+        if parsed.is_null() {
+            // `null.type` throws in pi's handler, inside its parse try block.
+            return self.parse_failure("Cannot read properties of null (reading 'type')");
+        }
+        let kind = parsed.get("type");
+        if kind.and_then(Value::as_str) == Some("extension_ui_response") {
+            self.ui.resolve(parsed);
+            return;
+        }
+        let id = parsed.get("id");
+        let Some(name) = kind.and_then(Value::as_str) else {
+            let error = format!("Unknown command: {}", js_text(kind));
+            return self.out.line(&failure(None, kind.cloned(), &error));
+        };
+        let response = match self.command(name, &parsed, id) {
+            Some(Ok(data)) => success(id, name, data),
+            Some(Err(error)) => failure(id, Some(name.into()), &error),
+            None => return,
+        };
+        self.out.line(&response);
+    }
+
+    fn parse_failure(&self, message: &str) {
+        let error = format!("Failed to parse command: {message}");
+        self.out.line(&failure(None, Some("parse".into()), &error));
+    }
+
+    /// Runs a command: `Some(Ok(data))`, `Some(Err(message))`, or `None` when the response
+    /// is written elsewhere (later for a prompt, an abort or a bash command; at once for an
+    /// unknown command, whose line has no `id`).
+    fn command(
+        &self,
+        name: &str,
+        command: &Value,
+        id: Option<&Value>,
+    ) -> Option<Result<Option<Value>, String>> {
+        let agent = &self.agent;
+        let message = || command.get("message").and_then(Value::as_str).unwrap_or("");
+        let images = command.get("images");
+        Some(Ok(match name {
+            "prompt" => return self.prompt(command, id),
+            "steer" => {
+                agent.steer(message(), images);
+                None
+            }
+            "follow_up" => {
+                agent.follow_up(message(), images);
+                None
+            }
+            "abort" => {
+                self.abort(id.cloned());
+                return None;
+            }
+            "bash" => {
+                self.bash(command, id.cloned());
+                return None;
+            }
+            "abort_bash" => {
+                self.bash.abort();
+                None
+            }
+            "get_state" => Some(self.state()),
+            "get_messages" => Some(json!({"messages": agent.messages()})),
+            "get_commands" => Some(json!({"commands": self.commands})),
+            "get_last_assistant_text" => Some(json!({"text": agent.last_assistant_text()})),
+            "get_session_stats" => Some(self.stats()),
+            "get_available_models" => Some(json!({"models": [agent.model()]})),
+            "set_session_name" => {
+                let name = command.get("name").and_then(Value::as_str).unwrap_or("");
+                let name = name.trim();
+                if name.is_empty() {
+                    return Some(Err("Session name cannot be empty".into()));
+                }
+                if let Err(error) = agent.set_session_name(name) {
+                    return Some(Err(error));
+                }
+                None
+            }
+            _ if NOT_OFFERED.contains(&name) => {
+                return Some(Err(format!(
+                    "{name} is not supported by pi-hooks (this host has no such feature yet)"
+                )));
+            }
+            _ => {
+                let error = format!("Unknown command: {name}");
+                self.out.line(&failure(None, Some(name.into()), &error));
+                return None;
+            }
+        }))
+    }
+
+    /// `prompt`: while a run is in progress, queued by `streamingBehavior`; otherwise handed
+    /// to the agent's thread, which answers after preflight (before the run's first event,
+    /// or when a plugin command handled it).
+    fn prompt(&self, command: &Value, id: Option<&Value>) -> Option<Result<Option<Value>, String>> {
+        let Some(text) = command.get("message").and_then(Value::as_str) else {
+            return Some(Err("prompt: message must be a string".into()));
+        };
+        if self.busy.load(Ordering::Acquire) > 0 || self.agent.is_streaming() {
+            let images = command.get("images");
+            return Some(
+                match command.get("streamingBehavior").and_then(Value::as_str) {
+                    Some("steer") => {
+                        self.agent.steer(text, images);
+                        Ok(None)
+                    }
+                    Some("followUp") => {
+                        self.agent.follow_up(text, images);
+                        Ok(None)
+                    }
+                    _ => Err(ALREADY_PROCESSING.into()),
+                },
+            );
+        }
+        let response = success(id, "prompt", None);
+        let text = text.to_owned();
+        let out = self.out.clone();
+        let busy = self.busy.clone();
+        let pending = self.pending.clone();
+        self.busy.fetch_add(1, Ordering::AcqRel);
+        let job: Job = Box::new(move |agent| {
+            *pending.lock().unwrap_or_else(|e| e.into_inner()) = Some(response);
+            agent.prompt(&text);
+            if let Some(response) = pending.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                out.line(&response);
+            }
+            busy.fetch_sub(1, Ordering::AcqRel);
+        });
+        if self.jobs.send(job).is_err() {
+            self.busy.fetch_sub(1, Ordering::AcqRel);
+            return Some(Err("the agent has stopped".into()));
+        }
+        None
+    }
+
+    /// `abort`: stops the run and answers once the agent is idle, as pi awaits it.
+    fn abort(&self, id: Option<Value>) {
+        self.agent.abort();
+        let out = self.out.clone();
+        let busy = self.busy.clone();
+        let agent = self.agent.clone();
+        crate::runtime::handle().spawn(async move {
+            while busy.load(Ordering::Acquire) > 0 || agent.is_streaming() {
+                agent.abort();
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            out.line(&success(id.as_ref(), "abort", None));
+        });
+    }
+
+    /// `bash`: answered with pi's `BashResult` once the command has ended.
+    fn bash(&self, command: &Value, id: Option<Value>) {
+        let Some(text) = command.get("command").and_then(Value::as_str) else {
+            let error = "bash: command must be a string";
+            return self
+                .out
+                .line(&failure(id.as_ref(), Some("bash".into()), error));
+        };
+        let run = self
+            .bash
+            .clone()
+            .execute(text.to_owned(), self.cwd.clone(), self.agent.clone());
+        let out = self.out.clone();
+        crate::runtime::handle().spawn(async move {
+            let line = match run.await {
+                Ok(result) => success(id.as_ref(), "bash", Some(result)),
+                Err(error) => failure(id.as_ref(), Some("bash".into()), &error),
+            };
+            out.line(&line);
+        });
+    }
+
+    /// pi's `RpcSessionState`.
+    fn state(&self) -> Value {
+        let agent = &self.agent;
+        let (file, id, name) = agent.session_info();
+        let mut state = json!({
+            "model": agent.model(),
+            "thinkingLevel": "off",
+            "isStreaming": agent.is_streaming(),
+            "isCompacting": false,
+            "steeringMode": "one-at-a-time",
+            "followUpMode": "one-at-a-time",
+            "sessionFile": file,
+            "sessionId": id,
+        });
+        if let Some(name) = name {
+            state["sessionName"] = name.into();
+        }
+        state["autoCompactionEnabled"] = false.into();
+        state["messageCount"] = agent.messages().len().into();
+        state["pendingMessageCount"] = agent.pending_message_count().into();
+        state
+    }
+
+    /// pi's `SessionStats`: message counts, token sums and cost from the assistant usage.
+    fn stats(&self) -> Value {
+        let messages = self.agent.messages();
+        let (file, id, _) = self.agent.session_info();
+        let count = |role: &str| messages.iter().filter(|m| m["role"] == role).count();
+        let assistant = || messages.iter().filter(|m| m["role"] == "assistant");
+        let tool_calls: usize = assistant()
+            .filter_map(|m| m["content"].as_array())
+            .map(|blocks| blocks.iter().filter(|b| b["type"] == "toolCall").count())
+            .sum();
+        let sum =
+            |field: &str| -> u64 { assistant().filter_map(|m| m["usage"][field].as_u64()).sum() };
+        let (input, output) = (sum("input"), sum("output"));
+        let (cache_read, cache_write) = (sum("cacheRead"), sum("cacheWrite"));
+        let cost: f64 = assistant()
+            .filter_map(|m| m["usage"]["cost"]["total"].as_f64())
+            .sum();
+        json!({
+            "sessionFile": file,
+            "sessionId": id,
+            "userMessages": count("user"),
+            "assistantMessages": count("assistant"),
+            "toolCalls": tool_calls,
+            "toolResults": count("toolResult"),
+            "totalMessages": messages.len(),
+            "tokens": {
+                "input": input,
+                "output": output,
+                "cacheRead": cache_read,
+                "cacheWrite": cache_write,
+                "total": input + output + cache_read + cache_write,
+            },
+            "cost": cost,
+        })
+    }
+}

@@ -1,0 +1,123 @@
+//! RPC mode (`pi-hooks rpc`): pi 0.73.1's JSONL protocol on stdin/stdout, so a pi RPC client
+//! drives the host unchanged. Commands come in as lines ([`framing`]) and are answered by
+//! [`commands`]; events go out as the same JSON lines JSON mode prints; plugins' UI calls
+//! become `extension_ui_request` lines ([`ui`]).
+//!
+//! Threads: the agent runs prompts on a host thread of its own; stdin is read on the host's
+//! tokio runtime and never waits for a run or a dialog, so `abort`, `steer`, `get_state` and
+//! dialog answers arrive while a prompt runs. When stdin closes the run is aborted, waiting
+//! dialogs answer their defaults, `session_shutdown {reason:"quit"}` goes to the plugins and
+//! the process exits 0.
+
+pub mod bash;
+pub mod commands;
+pub mod framing;
+pub mod ui;
+
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+
+use super::core::{self, CoreSetup, LineWriter};
+use crate::agent::EventSink;
+use crate::load::LoadReport;
+use commands::{Commands, Job};
+use ui::RpcUi;
+
+/// The `get_commands` entries of the loaded plugins (first registration of a name wins).
+fn plugin_commands(report: &LoadReport) -> Vec<Value> {
+    let mut seen = std::collections::HashSet::new();
+    let mut list = Vec::new();
+    for plugin in &report.plugins {
+        for command in plugin.registrations().commands {
+            if seen.insert(command.name.clone()) {
+                list.push(json!({
+                    "name": command.name,
+                    "description": command.description,
+                    "source": "extension",
+                    "path": plugin.path,
+                }));
+            }
+        }
+    }
+    list
+}
+
+/// Plugin load failures as lines a client reads:
+/// `{"type":"extension_error","extensionPath":…,"event":"load","error":…}`.
+fn load_error_lines(report: &LoadReport, out: &LineWriter) {
+    for error in &report.errors {
+        out.line(&json!({
+            "type": "extension_error",
+            "extensionPath": error.path,
+            "event": "load",
+            "error": error.error,
+        }));
+    }
+}
+
+/// Runs the RPC session until stdin closes; returns the exit code (0).
+pub fn run(setup: CoreSetup) -> i32 {
+    let out = LineWriter::stdout();
+    load_error_lines(&setup.report, &out);
+    let plugin_commands = plugin_commands(&setup.report);
+    let cwd = setup.cwd.clone();
+    let pending: Arc<Mutex<Option<Value>>> = Arc::default();
+    let sink: EventSink = {
+        let out = out.clone();
+        let pending = pending.clone();
+        Box::new(move |event: &Value| {
+            // A prompt's response goes out after preflight: before its first event.
+            if let Some(response) = pending.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                out.line(&response);
+            }
+            out.line(event);
+        })
+    };
+    let mut agent = core::build(setup, Some(out.clone()), sink);
+    let handle = agent.handle();
+    let ui = RpcUi::new(out.clone());
+    handle.bind_ui(ui.clone());
+    let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+    let agent_thread = std::thread::Builder::new()
+        .name("pi-hooks-agent".into())
+        .spawn(move || {
+            agent.start();
+            for job in queue {
+                job(&mut agent);
+            }
+            core::shutdown(&mut agent);
+        });
+    let agent_thread = match agent_thread {
+        Ok(thread) => thread,
+        Err(error) => {
+            eprintln!("pi-hooks: cannot start the agent thread: {error}");
+            return 1;
+        }
+    };
+    let commands = Commands {
+        out,
+        agent: handle.clone(),
+        ui: ui.clone(),
+        jobs,
+        busy: Arc::new(AtomicUsize::new(0)),
+        pending,
+        commands: plugin_commands,
+        cwd,
+        bash: Arc::default(),
+    };
+    crate::runtime::handle().block_on(framing::read_lines(tokio::io::stdin(), |line| {
+        commands.line(line)
+    }));
+    // Stdin closed: end the run and the dialogs, then let the agent thread shut down.
+    handle.abort();
+    commands.bash.abort();
+    ui.close();
+    drop(commands);
+    if agent_thread.join().is_err() {
+        eprintln!("pi-hooks: the agent thread panicked");
+        return 1;
+    }
+    0
+}

@@ -1,0 +1,770 @@
+//! `pi-hooks rpc` driven over pipes as a pi RPC client drives pi 0.73.1 (reference
+//! pi-observed.md, "RPC protocol"): the failure lines, the read commands, a prompt's events,
+//! queueing while a run is in progress, the `extension_ui_request` / `extension_ui_response`
+//! sub-protocol with a real C plugin, and the graceful end on stdin close.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+use pi_hooks_tests::{Sandbox, behave_env_var, behave_plugin, compile_c_text, read_behave_log};
+use serde_json::{Value, json};
+
+/// How long any one expected line may take before the test fails instead of hanging.
+const DEADLINE: Duration = Duration::from_secs(20);
+
+/// A pi RPC client over the real binary's pipes.
+struct Client {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Client {
+    fn start(mut command: Command) -> Client {
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start pi-hooks rpc");
+        let stdout = child.stdout.take().expect("stdout");
+        let (sender, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Client {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Writes raw bytes (a line's framing is the caller's).
+    fn send_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes).expect("write to pi-hooks");
+        stdin.flush().expect("flush");
+    }
+
+    fn send(&mut self, command: &Value) {
+        self.send_raw(format!("{command}\n").as_bytes());
+    }
+
+    /// The next stdout line as JSON, or a panic naming what was seen so far.
+    fn next(&mut self) -> Value {
+        match self.lines.recv_timeout(DEADLINE) {
+            Ok(line) => {
+                self.seen.push(line.clone());
+                serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                panic!(
+                    "no line within {DEADLINE:?}; seen:\n{}",
+                    self.seen.join("\n")
+                )
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                panic!("stdout closed; seen:\n{}", self.seen.join("\n"))
+            }
+        }
+    }
+
+    /// Reads lines until one matches `wanted`; returns the lines before it and the match.
+    fn until(&mut self, wanted: impl Fn(&Value) -> bool) -> (Vec<Value>, Value) {
+        let mut before = Vec::new();
+        loop {
+            let line = self.next();
+            if wanted(&line) {
+                return (before, line);
+            }
+            before.push(line);
+        }
+    }
+
+    /// The response to the command with `id` (other lines skipped).
+    fn response(&mut self, id: &str) -> Value {
+        self.until(|l| l["type"] == "response" && l["id"] == id).1
+    }
+
+    /// Closes stdin and waits for the exit (with the deadline); returns the remaining lines.
+    fn close(mut self) -> (ExitStatus, Vec<Value>) {
+        drop(self.stdin.take());
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                break status;
+            }
+            if started.elapsed() > DEADLINE {
+                let _ = self.child.kill();
+                panic!("pi-hooks rpc did not exit after stdin closed");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let rest = self
+            .lines
+            .try_iter()
+            .map(|l| serde_json::from_str(&l).expect("JSON line"))
+            .collect();
+        (status, rest)
+    }
+}
+
+/// A scripted model file in the sandbox.
+fn script(sandbox: &Sandbox, turns: Value) -> PathBuf {
+    let path = sandbox.root().join("script.json");
+    std::fs::write(&path, json!({ "turns": turns }).to_string()).expect("write script");
+    path
+}
+
+/// `pi-hooks rpc --no-session --no-hooks --script <script>` plus `args`.
+fn rpc(sandbox: &Sandbox, script: &Path, args: &[&str]) -> Command {
+    let mut all = vec![
+        "rpc",
+        "--no-session",
+        "--no-hooks",
+        "--script",
+        script.to_str().expect("utf-8 path"),
+    ];
+    all.extend_from_slice(args);
+    sandbox.command(&all)
+}
+
+const ONE_TOOL: &str =
+    r#"[{"toolCalls": [{"name": "bash", "arguments": {"command": "echo hi"}}]}, {"text": "done"}]"#;
+
+/// A plugin that asks `confirm` in `tool_call` (timeout from `ASKER_TIMEOUT_MS`, 0 = none)
+/// and blocks the call unless confirmed; it also notifies and sets a status first (both
+/// fire-and-forget). `/ask-ping` sets the title; `/ask-all` asks select, input and editor,
+/// sets a widget and the editor text, then sets the title to `<index>|<input>|<editor>`.
+const ASKER: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pi_hooks.h"
+
+static const PiHostApi *host;
+
+static PiStatus on_tool_call(void *u, const PiValue *event, PiContext *ctx, PiResult *result) {
+    PiDialogOptions dialog;
+    bool yes = false;
+    const char *timeout = getenv("ASKER_TIMEOUT_MS");
+    (void)u; (void)event;
+    memset(&dialog, 0, sizeof dialog);
+    dialog.struct_size = sizeof dialog;
+    dialog.timeout_ms = timeout != NULL ? strtoull(timeout, NULL, 10) : 0;
+    host->ui->notify(ctx, pi_str("asking"), PI_NOTIFY_INFO);
+    host->ui->set_status(ctx, pi_str("asker"), pi_str("waiting"));
+    if (host->ui->confirm(ctx, pi_str("Allow?"), pi_str("run the tool"), &dialog, &yes) != PI_OK || !yes) {
+        host->results->set_bool(result, pi_str("block"), true);
+        host->results->set_string(result, pi_str("reason"), pi_str("denied by the user"));
+    }
+    return PI_OK;
+}
+
+static PiStatus ping(void *u, PiStr args, PiContext *ctx) {
+    (void)u; (void)args;
+    return host->ui->set_title(ctx, pi_str("pinged"));
+}
+
+static PiStr text_of(PiValue *value) {
+    PiStr out = {"", 0};
+    if (value == NULL || host->values->as_str(value, &out) != PI_OK) out = pi_str("(none)");
+    return out;
+}
+
+static PiStatus ask_all(void *u, PiStr args, PiContext *ctx) {
+    PiStr options[2], lines[2], typed, edited;
+    PiDialogOptions dialog;
+    int64_t index = -2;
+    PiValue *input = NULL, *editor = NULL;
+    char title[512];
+    (void)u; (void)args;
+    options[0] = pi_str("alpha");
+    options[1] = pi_str("beta");
+    lines[0] = pi_str("widget line 1");
+    lines[1] = pi_str("widget line 2");
+    memset(&dialog, 0, sizeof dialog);
+    dialog.struct_size = sizeof dialog;
+    dialog.timeout_ms = 5000;
+    host->ui->select(ctx, pi_str("pick"), options, 2, &dialog, &index);
+    host->ui->input(ctx, pi_str("name?"), pi_str("placeholder"), &dialog, &input);
+    host->ui->editor(ctx, pi_str("edit"), pi_str("line1\nline2"), &editor);
+    host->ui->set_widget(ctx, pi_str("asker"), lines, 2, PI_WIDGET_ABOVE_EDITOR);
+    host->ui->set_editor_text(ctx, pi_str("prefilled"));
+    typed = text_of(input);
+    edited = text_of(editor);
+    snprintf(title, sizeof title, "%lld|%.*s|%.*s", (long long)index, (int)typed.len, typed.ptr,
+             (int)edited.len, edited.ptr);
+    host->values->free(input);
+    host->values->free(editor);
+    return host->ui->set_title(ctx, pi_str(title));
+}
+
+static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
+    PiCommandDef def;
+    host = h;
+    memset(&def, 0, sizeof def);
+    def.struct_size = sizeof def;
+    def.name = pi_str("ask-ping");
+    def.description = pi_str("sets the title");
+    def.handler = ping;
+    host->registry->register_command(plugin, &def);
+    def.name = pi_str("ask-all");
+    def.description = pi_str("asks everything");
+    def.handler = ask_all;
+    host->registry->register_command(plugin, &def);
+    return host->registry->on(plugin, pi_str("tool_call"), on_tool_call, NULL);
+}
+
+PI_HOOKS_PLUGIN("asker", "1.0.0", "asks before every tool", init, NULL);
+"#;
+
+fn asker(sandbox: &Sandbox) -> PathBuf {
+    compile_c_text(&sandbox.lib(), "asker", ASKER, &[])
+}
+
+#[test]
+fn failure_lines_are_pi_s_and_framing_is_lf_only() {
+    let sandbox = Sandbox::new();
+    let script = script(&sandbox, json!([{"text": "x"}]));
+    let mut client = Client::start(rpc(&sandbox, &script, &[]));
+    client.send_raw(b"{bad\n");
+    assert_eq!(
+        client.next(),
+        json!({"type":"response","command":"parse","success":false,"error":"Failed to parse command: Expected property name or '}' in JSON at position 1"})
+    );
+    client.send(&json!({"id": "req-1", "type": "bogus_command"}));
+    assert_eq!(
+        client.next(),
+        json!({"type":"response","command":"bogus_command","success":false,"error":"Unknown command: bogus_command"}),
+        "the id is not echoed for an unknown command, as in pi"
+    );
+    client.send(&json!({"id": "req-badjson"}));
+    assert_eq!(
+        client.next(),
+        json!({"type":"response","success":false,"error":"Unknown command: undefined"})
+    );
+    // CRLF is accepted; U+2028/U+2029 inside a line do not split it.
+    client.send_raw("{\"id\":\"a\u{2028}b\u{2029}c\",\"type\":\"get_state\"}\r\n".as_bytes());
+    let state = client.next();
+    assert_eq!(state["id"], "a\u{2028}b\u{2029}c");
+    assert_eq!(state["success"], true);
+    // Blank lines are skipped; the next command still answers.
+    client.send_raw(b"\n\r\n");
+    client.send(&json!({"id": "t", "type": "get_last_assistant_text"}));
+    assert_eq!(
+        client.next(),
+        json!({"id":"t","type":"response","command":"get_last_assistant_text","success":true,"data":{"text":null}})
+    );
+    let (status, rest) = client.close();
+    assert!(status.success(), "{status:?}");
+    assert!(rest.is_empty(), "{rest:?}");
+}
+
+#[test]
+fn read_commands_answer_with_the_id_echoed() {
+    let sandbox = Sandbox::new();
+    let script = script(&sandbox, json!([{"text": "x"}]));
+    let plugin = asker(&sandbox);
+    let mut client = Client::start(rpc(&sandbox, &script, &["-e", plugin.to_str().unwrap()]));
+    client.send(&json!({"id": "s", "type": "get_state"}));
+    let state = client.response("s");
+    assert_eq!(state["command"], "get_state");
+    let data = &state["data"];
+    for field in [
+        "model",
+        "thinkingLevel",
+        "isStreaming",
+        "isCompacting",
+        "steeringMode",
+        "followUpMode",
+        "sessionFile",
+        "sessionId",
+        "autoCompactionEnabled",
+        "messageCount",
+        "pendingMessageCount",
+    ] {
+        assert!(data.get(field).is_some(), "get_state lacks {field}: {data}");
+    }
+    assert_eq!(data["isStreaming"], false);
+    assert_eq!(data["sessionFile"], Value::Null, "--no-session");
+    assert_eq!(data["messageCount"], 0);
+
+    client.send(&json!({"id": "n0", "type": "set_session_name", "name": "  "}));
+    let blank = client.response("n0");
+    assert_eq!(blank["success"], false);
+    assert_eq!(blank["error"], "Session name cannot be empty");
+    client.send(&json!({"id": "n1", "type": "set_session_name", "name": "my work"}));
+    assert_eq!(
+        client.response("n1"),
+        json!({"id":"n1","type":"response","command":"set_session_name","success":true})
+    );
+    client.send(&json!({"id": "s2", "type": "get_state"}));
+    assert_eq!(client.response("s2")["data"]["sessionName"], "my work");
+
+    client.send(&json!({"id": "c", "type": "get_commands"}));
+    let commands = client.response("c")["data"]["commands"].clone();
+    assert_eq!(commands[0]["name"], "ask-ping", "{commands}");
+    assert_eq!(commands[0]["description"], "sets the title");
+    assert_eq!(commands[0]["source"], "extension");
+
+    client.send(&json!({"id": "st", "type": "get_session_stats"}));
+    let stats = client.response("st")["data"].clone();
+    assert_eq!(stats["totalMessages"], 0, "{stats}");
+    assert_eq!(stats["tokens"]["total"], 0, "{stats}");
+
+    client.send(&json!({"id": "m", "type": "get_messages"}));
+    assert_eq!(client.response("m")["data"], json!({"messages": []}));
+
+    client.send(&json!({"id": "f", "type": "fork", "entryId": "x"}));
+    let fork = client.response("f");
+    assert_eq!(fork["success"], false, "{fork}");
+    assert_eq!(fork["command"], "fork");
+
+    // A plugin command: its fire-and-forget UI line comes before the prompt's response.
+    client.send(&json!({"id": "p", "type": "prompt", "message": "/ask-ping"}));
+    let (before, response) = client.until(|l| l["id"] == "p");
+    assert_eq!(response["success"], true);
+    assert_eq!(before.len(), 1, "{before:?}");
+    assert_eq!(before[0]["type"], "extension_ui_request");
+    assert_eq!(before[0]["method"], "setTitle");
+    assert_eq!(before[0]["title"], "pinged");
+    let (status, _) = client.close();
+    assert!(status.success(), "{status:?}");
+}
+
+/// The event types of `lines`, without responses and UI requests.
+fn event_types(lines: &[Value]) -> Vec<String> {
+    lines
+        .iter()
+        .filter(|l| l["type"] != "response" && l["type"] != "extension_ui_request")
+        .map(|l| l["type"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_prompt_streams_json_mode_s_events_and_stdin_close_shuts_down() {
+    let sandbox = Sandbox::new();
+    let script = script(&sandbox, serde_json::from_str(ONE_TOOL).unwrap());
+    let log = sandbox.root().join("behave.log");
+    let watcher = behave_plugin(&sandbox.lib(), "watcher");
+    let mut command = rpc(&sandbox, &script, &["-e", watcher.to_str().unwrap()]);
+    command
+        .env(
+            behave_env_var("watcher"),
+            json!({"handlers": [{"event": "session_shutdown"}]}).to_string(),
+        )
+        .env("BEHAVE_LOG", &log);
+    let mut client = Client::start(command);
+    client.send(&json!({"id": "p1", "type": "prompt", "message": "go"}));
+    let response = client.next();
+    assert_eq!(
+        response,
+        json!({"id":"p1","type":"response","command":"prompt","success":true}),
+        "the response comes after preflight, before the run's events"
+    );
+    let (mut events, end) = client.until(|l| l["type"] == "agent_end");
+    events.push(end.clone());
+    assert_eq!(events[0]["type"], "agent_start");
+    assert_eq!(end["messages"].as_array().map(Vec::len), Some(4), "{end}");
+
+    // The same run in JSON mode prints the same events in the same order.
+    let json_run = sandbox.run(&[
+        "run",
+        "--mode",
+        "json",
+        "--no-session",
+        "--no-hooks",
+        "--script",
+        script.to_str().unwrap(),
+        "go",
+    ]);
+    assert!(json_run.status.success());
+    let json_lines: Vec<Value> = String::from_utf8_lossy(&json_run.stdout)
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(event_types(&events), event_types(&json_lines));
+
+    client.send(&json!({"id": "t", "type": "get_last_assistant_text"}));
+    assert_eq!(client.response("t")["data"]["text"], "done");
+    client.send(&json!({"id": "st", "type": "get_session_stats"}));
+    let stats = client.response("st")["data"].clone();
+    assert_eq!(
+        (
+            stats["userMessages"].clone(),
+            stats["toolCalls"].clone(),
+            stats["toolResults"].clone()
+        ),
+        (json!(1), json!(1), json!(1)),
+        "{stats}"
+    );
+    assert!(
+        read_behave_log(&log).is_empty(),
+        "no session_shutdown before stdin closes"
+    );
+    let (status, rest) = client.close();
+    assert_eq!(status.code(), Some(0));
+    assert!(rest.is_empty(), "{rest:?}");
+    let shutdown: Vec<_> = read_behave_log(&log);
+    assert_eq!(shutdown.len(), 1, "{shutdown:?}");
+    assert_eq!(shutdown[0].tag, "session_shutdown");
+    assert_eq!(shutdown[0].value["reason"], "quit");
+}
+
+/// Starts a prompt whose tool call makes the asker plugin open a `confirm`; returns the
+/// client and the dialog's request line (after checking the fire-and-forget lines).
+fn open_dialog(sandbox: &Sandbox, timeout_ms: &str) -> (Client, Value) {
+    let script = script(sandbox, serde_json::from_str(ONE_TOOL).unwrap());
+    let plugin = asker(sandbox);
+    let mut command = rpc(sandbox, &script, &["-e", plugin.to_str().unwrap()]);
+    command.env("ASKER_TIMEOUT_MS", timeout_ms);
+    let mut client = Client::start(command);
+    client.send(&json!({"id": "p", "type": "prompt", "message": "go"}));
+    let (_, notify) = client.until(|l| l["type"] == "extension_ui_request");
+    assert_eq!(notify["method"], "notify");
+    assert_eq!(notify["message"], "asking");
+    assert_eq!(notify["notifyType"], "info");
+    let status = client.next();
+    assert_eq!(
+        (
+            status["method"].clone(),
+            status["statusKey"].clone(),
+            status["statusText"].clone()
+        ),
+        (json!("setStatus"), json!("asker"), json!("waiting"))
+    );
+    let confirm = client.next();
+    assert_eq!(confirm["type"], "extension_ui_request");
+    assert_eq!(confirm["method"], "confirm");
+    assert_eq!(confirm["title"], "Allow?");
+    assert_eq!(confirm["message"], "run the tool");
+    let id = confirm["id"].as_str().expect("request id");
+    assert_eq!(id.len(), 36, "a UUID: {id}");
+    assert_ne!(id, notify["id"].as_str().unwrap());
+    (client, confirm)
+}
+
+/// The `tool_execution_end` of the run (reading through `agent_end`).
+fn tool_end(client: &mut Client) -> Value {
+    let (before, _) = client.until(|l| l["type"] == "agent_end");
+    before
+        .into_iter()
+        .find(|l| l["type"] == "tool_execution_end")
+        .expect("a tool_execution_end")
+}
+
+#[test]
+fn confirm_answered_yes_runs_the_tool_and_input_is_read_while_it_waits() {
+    let sandbox = Sandbox::new();
+    let (mut client, confirm) = open_dialog(&sandbox, "0");
+    assert!(
+        confirm.get("timeout").is_none(),
+        "no timeout given: {confirm}"
+    );
+    // The dialog blocks only the plugin: commands are answered meanwhile.
+    client.send(&json!({"id": "s", "type": "get_state"}));
+    assert_eq!(client.response("s")["data"]["isStreaming"], true);
+    // A prompt during the run needs a streamingBehavior...
+    client.send(&json!({"id": "busy", "type": "prompt", "message": "more"}));
+    let busy = client.response("busy");
+    assert_eq!(busy["success"], false);
+    assert_eq!(
+        busy["error"],
+        "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message."
+    );
+    // ...and with one it is queued.
+    client.send(&json!({"id": "steer", "type": "prompt", "message": "steered in", "streamingBehavior": "steer"}));
+    assert_eq!(client.response("steer")["success"], true);
+    client.send(&json!({"id": "fu", "type": "follow_up", "message": "and then"}));
+    assert_eq!(
+        client.response("fu"),
+        json!({"id":"fu","type":"response","command":"follow_up","success":true})
+    );
+    client.send(&json!({"id": "s3", "type": "get_state"}));
+    assert_eq!(client.response("s3")["data"]["pendingMessageCount"], 2);
+    client.send(&json!({"type": "extension_ui_response", "id": confirm["id"], "confirmed": true}));
+    let end = tool_end(&mut client);
+    assert_eq!(end["isError"], false, "{end}");
+    assert_eq!(end["result"]["content"][0]["text"], "hi\n");
+    client.send(&json!({"id": "m", "type": "get_messages"}));
+    let messages = client.response("m")["data"]["messages"].clone();
+    let steered = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["role"] == "user" && m["content"][0]["text"] == "steered in");
+    assert!(steered, "the steering message reached the run: {messages}");
+    let user_texts: Vec<&Value> = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| &m["content"][0]["text"])
+        .collect();
+    assert_eq!(
+        user_texts,
+        [&json!("go"), &json!("steered in"), &json!("and then")]
+    );
+    let (status, _) = client.close();
+    assert!(status.success());
+}
+
+#[test]
+fn confirm_answered_no_or_cancelled_blocks_the_tool() {
+    for answer in [json!({"confirmed": false}), json!({"cancelled": true})] {
+        let sandbox = Sandbox::new();
+        let (mut client, confirm) = open_dialog(&sandbox, "0");
+        let mut response = answer.clone();
+        response["type"] = "extension_ui_response".into();
+        response["id"] = confirm["id"].clone();
+        // An answer for another id is ignored; the dialog keeps waiting for its own.
+        client.send(
+            &json!({"type": "extension_ui_response", "id": "not-a-dialog", "confirmed": true}),
+        );
+        client.send(&response);
+        let end = tool_end(&mut client);
+        assert_eq!(end["isError"], true, "{answer}: {end}");
+        assert_eq!(end["result"]["content"][0]["text"], "denied by the user");
+        let (status, _) = client.close();
+        assert!(status.success());
+    }
+}
+
+#[test]
+fn an_unanswered_confirm_times_out_to_its_default() {
+    let sandbox = Sandbox::new();
+    let started = Instant::now();
+    let (mut client, confirm) = open_dialog(&sandbox, "300");
+    assert_eq!(confirm["timeout"], 300);
+    let end = tool_end(&mut client);
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert_eq!(end["isError"], true, "{end}");
+    assert_eq!(end["result"]["content"][0]["text"], "denied by the user");
+    // A late answer for the closed dialog is ignored.
+    client.send(&json!({"type": "extension_ui_response", "id": confirm["id"], "confirmed": true}));
+    client.send(&json!({"id": "s", "type": "get_state"}));
+    assert_eq!(client.response("s")["success"], true);
+    let (status, _) = client.close();
+    assert!(status.success());
+}
+
+#[test]
+fn abort_answers_once_the_run_has_stopped() {
+    let sandbox = Sandbox::new();
+    let (mut client, confirm) = open_dialog(&sandbox, "0");
+    client.send(&json!({"id": "a", "type": "abort"}));
+    client.send(&json!({"type": "extension_ui_response", "id": confirm["id"], "confirmed": true}));
+    let (before, response) = client.until(|l| l["id"] == "a");
+    assert_eq!(response["success"], true);
+    let end = before
+        .iter()
+        .find(|l| l["type"] == "agent_end")
+        .expect("agent_end before the abort response");
+    let last = end["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["stopReason"], "aborted", "{end}");
+    let (status, _) = client.close();
+    assert!(status.success());
+}
+
+#[test]
+fn stdin_closing_during_a_dialog_ends_it_and_exits_zero() {
+    let sandbox = Sandbox::new();
+    let (client, _) = open_dialog(&sandbox, "0");
+    let (status, rest) = client.close();
+    assert_eq!(status.code(), Some(0));
+    assert!(
+        rest.iter().any(|l| l["type"] == "agent_end"),
+        "the run ended: {rest:?}"
+    );
+}
+
+#[test]
+fn plugin_load_failures_are_lines_a_client_reads() {
+    let sandbox = Sandbox::new();
+    let script = script(&sandbox, json!([{"text": "x"}]));
+    let broken = sandbox.lib().join("broken.so");
+    std::fs::write(&broken, "not a library").unwrap();
+    let mut client = Client::start(rpc(&sandbox, &script, &["-e", broken.to_str().unwrap()]));
+    let line = client.next();
+    assert_eq!(line["type"], "extension_error", "{line}");
+    assert_eq!(line["event"], "load");
+    assert!(
+        line["extensionPath"]
+            .as_str()
+            .unwrap()
+            .ends_with("broken.so"),
+        "{line}"
+    );
+    assert!(!line["error"].as_str().unwrap().is_empty());
+    let (status, _) = client.close();
+    assert!(status.success());
+}
+
+#[test]
+fn select_input_and_editor_round_trip_and_setters_are_fire_and_forget() {
+    let sandbox = Sandbox::new();
+    let script = script(&sandbox, json!([{"text": "x"}]));
+    let plugin = asker(&sandbox);
+    let mut client = Client::start(rpc(&sandbox, &script, &["-e", plugin.to_str().unwrap()]));
+    client.send(&json!({"id": "p", "type": "prompt", "message": "/ask-all"}));
+    let select = client.next();
+    assert_eq!(select["type"], "extension_ui_request");
+    assert_eq!(
+        (
+            select["method"].clone(),
+            select["title"].clone(),
+            select["options"].clone(),
+            select["timeout"].clone()
+        ),
+        (
+            json!("select"),
+            json!("pick"),
+            json!(["alpha", "beta"]),
+            json!(5000)
+        )
+    );
+    client.send(&json!({"type": "extension_ui_response", "id": select["id"], "value": "beta"}));
+    let input = client.next();
+    assert_eq!(
+        (
+            input["method"].clone(),
+            input["title"].clone(),
+            input["placeholder"].clone()
+        ),
+        (json!("input"), json!("name?"), json!("placeholder"))
+    );
+    client.send(&json!({"type": "extension_ui_response", "id": input["id"], "cancelled": true}));
+    let editor = client.next();
+    assert_eq!(
+        (
+            editor["method"].clone(),
+            editor["title"].clone(),
+            editor["prefill"].clone()
+        ),
+        (json!("editor"), json!("edit"), json!("line1\nline2"))
+    );
+    assert!(
+        editor.get("timeout").is_none(),
+        "pi's editor has no timeout: {editor}"
+    );
+    client.send(
+        &json!({"type": "extension_ui_response", "id": editor["id"], "value": "typed-by-driver"}),
+    );
+    let widget = client.next();
+    assert_eq!(
+        (
+            widget["method"].clone(),
+            widget["widgetKey"].clone(),
+            widget["widgetLines"].clone()
+        ),
+        (
+            json!("setWidget"),
+            json!("asker"),
+            json!(["widget line 1", "widget line 2"])
+        )
+    );
+    let editor_text = client.next();
+    assert_eq!(
+        (editor_text["method"].clone(), editor_text["text"].clone()),
+        (json!("set_editor_text"), json!("prefilled"))
+    );
+    let title = client.next();
+    assert_eq!(title["method"], "setTitle");
+    assert_eq!(title["title"], "1|(none)|typed-by-driver");
+    // The response of a plugin command comes after its handler (and its dialogs) finished.
+    assert_eq!(
+        client.next(),
+        json!({"id":"p","type":"response","command":"prompt","success":true})
+    );
+    let (status, _) = client.close();
+    assert!(status.success());
+}
+
+#[test]
+fn plugin_errors_are_extension_error_lines() {
+    let sandbox = Sandbox::new();
+    let script = script(&sandbox, serde_json::from_str(ONE_TOOL).unwrap());
+    let thrower = behave_plugin(&sandbox.lib(), "thrower");
+    let mut command = rpc(&sandbox, &script, &["-e", thrower.to_str().unwrap()]);
+    command.env(
+        behave_env_var("thrower"),
+        json!({"handlers": [{"event": "tool_result", "error": "thrower: tool_result failed"}]})
+            .to_string(),
+    );
+    let mut client = Client::start(command);
+    client.send(&json!({"id": "p", "type": "prompt", "message": "go"}));
+    let (_, error) = client.until(|l| l["type"] == "extension_error");
+    assert_eq!(error["event"], "tool_result", "{error}");
+    assert_eq!(error["error"], "thrower: tool_result failed");
+    assert!(
+        error["extensionPath"].as_str().unwrap().ends_with(".so"),
+        "{error}"
+    );
+    let end = tool_end(&mut client);
+    assert_eq!(end["isError"], false, "the result is unchanged: {end}");
+    let (status, _) = client.close();
+    assert!(status.success());
+}
+
+#[test]
+fn bash_runs_in_the_session_cwd_and_abort_bash_cancels_it() {
+    let sandbox = Sandbox::new();
+    let script = script(&sandbox, json!([{"text": "x"}]));
+    let mut client = Client::start(rpc(&sandbox, &script, &[]));
+    client.send(&json!({"id": "b", "type": "bash", "command": "pwd; echo err >&2; exit 3"}));
+    let done = client.response("b");
+    let project = sandbox.project().canonicalize().unwrap();
+    assert_eq!(
+        done["data"],
+        json!({"output": format!("{}\nerr\n", project.display()), "exitCode": 3, "cancelled": false, "truncated": false}),
+        "{done}"
+    );
+    // Input is read while a command runs; abort_bash kills it.
+    let started = Instant::now();
+    client.send(&json!({"id": "slow", "type": "bash", "command": "echo started; sleep 30"}));
+    client.send(&json!({"id": "s", "type": "get_state"}));
+    assert_eq!(client.response("s")["success"], true);
+    client.send(&json!({"id": "ab", "type": "abort_bash"}));
+    let slow = client.response("slow");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(slow["data"]["cancelled"], true, "{slow}");
+    assert!(slow["data"].get("exitCode").is_none(), "{slow}");
+    // A long output is tail-truncated, with the whole of it in a file.
+    client.send(&json!({"id": "long", "type": "bash", "command": "seq 3000"}));
+    let long = client.response("long")["data"].clone();
+    assert_eq!(long["truncated"], true, "{long}");
+    assert!(long["output"].as_str().unwrap().ends_with("3000\n"));
+    assert!(!long["output"].as_str().unwrap().starts_with("1\n"));
+    let full = PathBuf::from(long["fullOutputPath"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read_to_string(&full).unwrap().lines().count(),
+        3000
+    );
+    std::fs::remove_file(full).unwrap();
+    // Each run is recorded as a bashExecution message.
+    client.send(&json!({"id": "m", "type": "get_messages"}));
+    let messages = client.response("m")["data"]["messages"].clone();
+    let runs: Vec<&Value> = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "bashExecution")
+        .collect();
+    assert_eq!(runs.len(), 3, "{messages}");
+    assert_eq!(runs[0]["command"], "pwd; echo err >&2; exit 3");
+    assert_eq!(runs[0]["exitCode"], 3);
+    let (status, _) = client.close();
+    assert!(status.success());
+}
