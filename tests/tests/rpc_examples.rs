@@ -1,0 +1,220 @@
+//! The example plugins' dialogs in `pi-hooks rpc`, answered by a client over the real pipes:
+//! permission-gate (Rust) asks `select` before a dangerous bash command and blocks only when
+//! the user declines; confirm-command (C) asks `confirm` in `/deploy` and notifies the answer.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::Duration;
+
+use pi_hooks_tests::{Sandbox, compile_c, rust_plugin, workspace_root};
+use serde_json::{Value, json};
+
+/// How long any one expected line may take before the test fails instead of hanging.
+const DEADLINE: Duration = Duration::from_secs(20);
+
+/// A pi RPC client over the real binary's pipes.
+struct Client {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+}
+
+impl Client {
+    fn start(mut command: Command) -> Client {
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start pi-hooks rpc");
+        let stdout = child.stdout.take().expect("stdout");
+        let (sender, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Client {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+        }
+    }
+
+    fn send(&mut self, command: &Value) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{command}").expect("write to pi-hooks");
+        stdin.flush().expect("flush");
+    }
+
+    /// Reads lines until one matches `wanted`; returns the lines before it and the match.
+    fn until(&mut self, wanted: impl Fn(&Value) -> bool) -> (Vec<Value>, Value) {
+        let mut before = Vec::new();
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(DEADLINE)
+                .unwrap_or_else(|e| panic!("no wanted line ({e}); seen: {before:?}"));
+            let line: Value = serde_json::from_str(&line).expect("a JSON line");
+            if wanted(&line) {
+                return (before, line);
+            }
+            before.push(line);
+        }
+    }
+
+    /// The next `extension_ui_request` line.
+    fn ui_request(&mut self) -> Value {
+        self.until(|l| l["type"] == "extension_ui_request").1
+    }
+
+    /// Closes stdin and expects exit code 0.
+    fn close(mut self) {
+        drop(self.stdin.take());
+        let status = self.child.wait().expect("wait for pi-hooks");
+        assert_eq!(status.code(), Some(0));
+    }
+}
+
+/// `pi-hooks rpc --no-session --no-hooks --script <turns> -e <plugin>`.
+fn rpc(sandbox: &Sandbox, turns: Value, plugin: &Path) -> Command {
+    let script = sandbox.root().join("script.json");
+    std::fs::write(&script, json!({ "turns": turns }).to_string()).expect("write script");
+    sandbox.command(&[
+        "rpc",
+        "--no-session",
+        "--no-hooks",
+        "--script",
+        script.to_str().unwrap(),
+        "-e",
+        plugin.to_str().unwrap(),
+    ])
+}
+
+/// The model runs `rm -rf victim`; the client answers the gate's `select` with `choice`.
+/// Returns the `tool_execution_end` and whether `victim` still exists afterwards.
+fn gate_answering(choice: Value) -> (Value, bool) {
+    let sandbox = Sandbox::new();
+    let victim = sandbox.project().join("victim");
+    std::fs::create_dir_all(victim.join("inner")).unwrap();
+    let turns = json!([
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "rm -rf victim"}}]},
+        {"text": "done"}
+    ]);
+    let mut client = Client::start(rpc(&sandbox, turns, &rust_plugin("permission-gate")));
+    client.send(&json!({"id": "p", "type": "prompt", "message": "clean up"}));
+    let select = client.ui_request();
+    assert_eq!(select["method"], "select", "{select}");
+    assert_eq!(
+        select["title"],
+        "⚠️ Dangerous command:\n\n  rm -rf victim\n\nAllow?"
+    );
+    assert_eq!(select["options"], json!(["Yes", "No"]));
+    assert!(victim.exists(), "nothing runs before the answer: {select}");
+    let mut answer = choice;
+    answer["type"] = "extension_ui_response".into();
+    answer["id"] = select["id"].clone();
+    client.send(&answer);
+    let (before, _) = client.until(|l| l["type"] == "agent_end");
+    let end = before
+        .into_iter()
+        .find(|l| l["type"] == "tool_execution_end")
+        .expect("a tool_execution_end");
+    client.close();
+    (end, victim.exists())
+}
+
+#[test]
+fn permission_gate_runs_rm_rf_when_the_user_picks_yes() {
+    let (end, exists) = gate_answering(json!({"value": "Yes"}));
+    assert_eq!(end["isError"], false, "{end}");
+    assert!(!exists, "rm -rf ran: {end}");
+}
+
+#[test]
+fn permission_gate_blocks_rm_rf_when_the_user_picks_no_or_cancels() {
+    for answer in [json!({"value": "No"}), json!({"cancelled": true})] {
+        let (end, exists) = gate_answering(answer.clone());
+        assert_eq!(end["isError"], true, "{answer}: {end}");
+        assert_eq!(end["result"]["content"][0]["text"], "Blocked by user");
+        assert!(exists, "{answer}: the folder is still there");
+    }
+}
+
+#[test]
+fn permission_gate_does_not_ask_about_harmless_commands() {
+    let sandbox = Sandbox::new();
+    let turns = json!([
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "echo safe"}}]},
+        {"text": "done"}
+    ]);
+    let mut client = Client::start(rpc(&sandbox, turns, &rust_plugin("permission-gate")));
+    client.send(&json!({"id": "p", "type": "prompt", "message": "go"}));
+    let (before, _) = client.until(|l| l["type"] == "agent_end");
+    assert!(
+        !before.iter().any(|l| l["type"] == "extension_ui_request"),
+        "{before:?}"
+    );
+    let end = before
+        .iter()
+        .find(|l| l["type"] == "tool_execution_end")
+        .unwrap();
+    assert_eq!(end["result"]["content"][0]["text"], "safe\n");
+    client.close();
+}
+
+/// plugins/examples/confirm-command compiled into the sandbox.
+fn confirm_command(sandbox: &Sandbox) -> PathBuf {
+    let source = workspace_root().join("plugins/examples/confirm-command/confirm_command.c");
+    let out = sandbox.lib().join(format!(
+        "libconfirm_command{}",
+        std::env::consts::DLL_SUFFIX
+    ));
+    compile_c(&source, &out, &["-pedantic"])
+}
+
+#[test]
+fn deploy_command_asks_confirm_and_notifies_the_answer() {
+    let sandbox = Sandbox::new();
+    let plugin = confirm_command(&sandbox);
+    // The model is never called: the command handles the prompt.
+    let mut client = Client::start(rpc(&sandbox, json!([]), &plugin));
+    client.send(&json!({"id": "c", "type": "get_commands"}));
+    let (_, commands) = client.until(|l| l["id"] == "c");
+    let listed = commands["data"]["commands"].as_array().unwrap();
+    assert!(listed.iter().any(|c| c["name"] == "deploy"), "{commands}");
+    for (confirmed, target, notify, level) in [
+        (true, " staging ", "Deploying to staging", "info"),
+        (false, "", "Deploy to production cancelled", "warning"),
+    ] {
+        let id = format!("deploy-{confirmed}");
+        client.send(&json!({"id": id, "type": "prompt", "message": format!("/deploy{target}")}));
+        let confirm = client.ui_request();
+        assert_eq!(confirm["method"], "confirm", "{confirm}");
+        assert_eq!(confirm["title"], "Deploy?");
+        let place = if confirmed { "staging" } else { "production" };
+        assert_eq!(confirm["message"], format!("Deploy to {place}?"));
+        client.send(
+            &json!({"type": "extension_ui_response", "id": confirm["id"], "confirmed": confirmed}),
+        );
+        let (before, answer) = client.until(|l| l["type"] == "extension_ui_request");
+        assert!(
+            !before.iter().any(|l| l["id"] == id.as_str()),
+            "the prompt answers after the handler: {before:?}"
+        );
+        assert_eq!(answer["method"], "notify");
+        assert_eq!(answer["message"], notify);
+        assert_eq!(answer["notifyType"], level);
+        let (before, response) = client.until(|l| l["id"] == id.as_str());
+        assert_eq!(response["success"], true, "{response}");
+        assert!(
+            !before.iter().any(|l| l["type"] == "agent_start"),
+            "a command does not start a run: {before:?}"
+        );
+    }
+    client.close();
+}
