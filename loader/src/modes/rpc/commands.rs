@@ -107,6 +107,33 @@ fn js_text(value: Option<&Value>) -> String {
     }
 }
 
+/// The error for a command field that is missing or of the wrong type, for example
+/// `prompt: "message" must be a string, not a number`.
+fn wrong_field(command_name: &str, field: &str, wanted: &str, command: &Value) -> String {
+    let found = match command.get(field) {
+        None => "missing".to_owned(),
+        Some(Value::Null) => "null".to_owned(),
+        Some(Value::Bool(_)) => "not a boolean".to_owned(),
+        Some(Value::Number(_)) => "not a number".to_owned(),
+        Some(Value::String(_)) => "not a string".to_owned(),
+        Some(Value::Array(_)) => "not an array".to_owned(),
+        Some(Value::Object(_)) => "not an object".to_owned(),
+    };
+    format!("{command_name}: \"{field}\" must be {wanted}, {found}")
+}
+
+/// The `message` of a `prompt`, `steer` or `follow_up` (a string), with `images` checked
+/// (absent or an array).
+fn message_of<'a>(command_name: &str, command: &'a Value) -> Result<&'a str, String> {
+    let Some(text) = command.get("message").and_then(Value::as_str) else {
+        return Err(wrong_field(command_name, "message", "a string", command));
+    };
+    match command.get("images") {
+        None | Some(Value::Array(_)) => Ok(text),
+        Some(_) => Err(wrong_field(command_name, "images", "an array", command)),
+    }
+}
+
 impl Commands {
     /// Handles one stdin line.
     pub fn line(&self, line: &str) {
@@ -139,6 +166,16 @@ impl Commands {
         self.out.line(&response);
     }
 
+    /// A line over [`super::framing::MAX_LINE_BYTES`], dropped unread: a `parse` failure
+    /// naming its size and the limit.
+    pub fn too_long(&self, bytes: usize) {
+        self.parse_failure(&format!(
+            "line of {bytes} bytes is longer than pi-hooks' limit of {} bytes per line; \
+             send the command in less text",
+            super::framing::MAX_LINE_BYTES
+        ));
+    }
+
     fn parse_failure(&self, message: &str) {
         let error = format!("Failed to parse command: {message}");
         self.out.line(&failure(None, Some("parse".into()), &error));
@@ -154,16 +191,23 @@ impl Commands {
         id: Option<&Value>,
     ) -> Option<Result<Option<Value>, String>> {
         let agent = &self.agent;
-        let message = || command.get("message").and_then(Value::as_str).unwrap_or("");
         let images = command.get("images");
         Some(Ok(match name {
             "prompt" => return self.prompt(command, id),
             "steer" => {
-                agent.steer(message(), images);
+                let text = match message_of(name, command) {
+                    Ok(text) => text,
+                    Err(error) => return Some(Err(error)),
+                };
+                agent.steer(text, images);
                 None
             }
             "follow_up" => {
-                agent.follow_up(message(), images);
+                let text = match message_of(name, command) {
+                    Ok(text) => text,
+                    Err(error) => return Some(Err(error)),
+                };
+                agent.follow_up(text, images);
                 None
             }
             "abort" => {
@@ -185,7 +229,9 @@ impl Commands {
             "get_session_stats" => Some(self.stats()),
             "get_available_models" => Some(json!({"models": [agent.model()]})),
             "set_session_name" => {
-                let name = command.get("name").and_then(Value::as_str).unwrap_or("");
+                let Some(name) = command.get("name").and_then(Value::as_str) else {
+                    return Some(Err(wrong_field(name, "name", "a string", command)));
+                };
                 let name = name.trim();
                 if name.is_empty() {
                     return Some(Err("Session name cannot be empty".into()));
@@ -212,8 +258,9 @@ impl Commands {
     /// to the agent's thread, which answers after preflight (before the run's first event,
     /// or when a plugin command handled it).
     fn prompt(&self, command: &Value, id: Option<&Value>) -> Option<Result<Option<Value>, String>> {
-        let Some(text) = command.get("message").and_then(Value::as_str) else {
-            return Some(Err("prompt: message must be a string".into()));
+        let text = match message_of("prompt", command) {
+            Ok(text) => text,
+            Err(error) => return Some(Err(error)),
         };
         if self.busy.load(Ordering::Acquire) > 0 || self.agent.is_streaming() {
             let images = command.get("images");
@@ -270,10 +317,10 @@ impl Commands {
     /// `bash`: answered with pi's `BashResult` once the command has ended.
     fn bash(&self, command: &Value, id: Option<Value>) {
         let Some(text) = command.get("command").and_then(Value::as_str) else {
-            let error = "bash: command must be a string";
+            let error = wrong_field("bash", "command", "a string", command);
             return self
                 .out
-                .line(&failure(id.as_ref(), Some("bash".into()), error));
+                .line(&failure(id.as_ref(), Some("bash".into()), &error));
         };
         let run = self
             .bash

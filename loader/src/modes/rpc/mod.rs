@@ -107,8 +107,9 @@ pub fn run(setup: CoreSetup) -> i32 {
         cwd,
         bash: Arc::default(),
     };
-    crate::runtime::handle().block_on(framing::read_lines(tokio::io::stdin(), |line| {
-        commands.line(line)
+    crate::runtime::handle().block_on(framing::read_lines(tokio::io::stdin(), |line| match line {
+        framing::Line::Text(text) => commands.line(text),
+        framing::Line::TooLong(bytes) => commands.too_long(bytes),
     }));
     // Stdin closed: end the run and the dialogs, then let the agent thread shut down.
     handle.abort();
