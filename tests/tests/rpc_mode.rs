@@ -768,3 +768,290 @@ fn bash_runs_in_the_session_cwd_and_abort_bash_cancels_it() {
     let (status, _) = client.close();
     assert!(status.success());
 }
+
+/// `pi-hooks rpc --session <root>/s.jsonl --no-hooks --script <script>`; returns the command
+/// and the session file.
+fn rpc_with_session(sandbox: &Sandbox, script: &Path) -> (Command, PathBuf) {
+    let file = sandbox.root().join("s.jsonl");
+    let command = sandbox.command(&[
+        "rpc",
+        "--session",
+        file.to_str().unwrap(),
+        "--no-hooks",
+        "--script",
+        script.to_str().unwrap(),
+    ]);
+    (command, file)
+}
+
+/// Runs one prompt to its `agent_end`, so the session file has a user and an assistant entry.
+fn first_run(client: &mut Client) {
+    client.send(&json!({"id": "first", "type": "prompt", "message": "hello"}));
+    assert_eq!(client.response("first")["success"], true);
+    client.until(|l| l["type"] == "agent_end");
+}
+
+/// `get_state` still answers (as the very next line) with `messages` messages and nothing
+/// queued or running.
+fn still_serving(client: &mut Client, messages: usize) {
+    client.send(&json!({"id": "alive", "type": "get_state"}));
+    let state = client.next();
+    assert_eq!(state["id"], "alive", "{state}");
+    assert_eq!(state["success"], true, "{state}");
+    assert_eq!(state["data"]["messageCount"], messages, "{state}");
+    assert_eq!(state["data"]["pendingMessageCount"], 0, "{state}");
+    assert_eq!(state["data"]["isStreaming"], false, "{state}");
+}
+
+/// Closes the client (exit 0) and opens the session file: it parses without warnings and
+/// holds exactly the messages in `user_texts` as its user messages.
+fn session_intact(client: Client, file: &Path, user_texts: &[&str]) {
+    let (status, _) = client.close();
+    assert_eq!(status.code(), Some(0));
+    let (store, warnings) = pi_hooks::session::SessionStore::open(file)
+        .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let users: Vec<String> = store
+        .entries()
+        .iter()
+        .filter(|e| e["message"]["role"] == "user")
+        .map(|e| {
+            e["message"]["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(users, user_texts);
+}
+
+#[test]
+fn missing_fields_and_wrong_types_get_error_responses_and_the_host_keeps_serving() {
+    let sandbox = Sandbox::new();
+    let script = script(&sandbox, json!([{"text": "one"}, {"text": "two"}]));
+    let (command, file) = rpc_with_session(&sandbox, &script);
+    let mut client = Client::start(command);
+    first_run(&mut client);
+    let failures = [
+        (
+            json!({"id": "a", "type": "prompt"}),
+            "prompt: \"message\" must be a string, missing",
+        ),
+        (
+            json!({"id": "b", "type": "set_session_name"}),
+            "set_session_name: \"name\" must be a string, missing",
+        ),
+        (
+            json!({"id": "c", "type": "set_session_name", "name": ["x"]}),
+            "set_session_name: \"name\" must be a string, not an array",
+        ),
+        (
+            json!({"id": "d", "type": "prompt", "message": 42}),
+            "prompt: \"message\" must be a string, not a number",
+        ),
+        (
+            json!({"id": "e", "type": "prompt", "message": null}),
+            "prompt: \"message\" must be a string, null",
+        ),
+        (
+            json!({"id": "f", "type": "steer", "message": {"text": "x"}}),
+            "steer: \"message\" must be a string, not an object",
+        ),
+        (
+            json!({"id": "g", "type": "follow_up"}),
+            "follow_up: \"message\" must be a string, missing",
+        ),
+        (
+            json!({"id": "h", "type": "prompt", "message": "x", "images": "cat.png"}),
+            "prompt: \"images\" must be an array, not a string",
+        ),
+        (
+            json!({"id": "i", "type": "bash", "command": true}),
+            "bash: \"command\" must be a string, not a boolean",
+        ),
+    ];
+    for (command, error) in failures {
+        client.send(&command);
+        let response = client.next();
+        let mut expected = json!({"id": command["id"], "type": "response", "command": command["type"], "success": false});
+        expected["error"] = error.into();
+        assert_eq!(response, expected);
+    }
+    // An id of any JSON type is echoed as it came, as pi echoes it.
+    for id in [json!({}), json!(42), json!([1, "x"]), json!(null)] {
+        client.send(&json!({"id": id, "type": "get_last_assistant_text"}));
+        let response = client.next();
+        assert_eq!(response["id"], id, "{response}");
+        assert_eq!(response["data"]["text"], "one");
+    }
+    client.send(&json!({"id": {}, "type": "prompt", "message": false}));
+    assert_eq!(client.next()["id"], json!({}));
+    // A `type` that is not a string, and lines that are JSON but not objects: pi's
+    // `Unknown command: ${command.type}` without the id.
+    client.send(&json!({"id": "j", "type": 42}));
+    assert_eq!(
+        client.next(),
+        json!({"type": "response", "command": 42, "success": false, "error": "Unknown command: 42"})
+    );
+    for line in ["42", "[]", "\"prompt\"", "true"] {
+        client.send_raw(format!("{line}\n").as_bytes());
+        assert_eq!(
+            client.next(),
+            json!({"type": "response", "success": false, "error": "Unknown command: undefined"}),
+            "{line}"
+        );
+    }
+    client.send_raw(b"null\n");
+    assert_eq!(
+        client.next()["error"],
+        "Failed to parse command: Cannot read properties of null (reading 'type')"
+    );
+    still_serving(&mut client, 2);
+    session_intact(client, &file, &["hello"]);
+}
+
+#[test]
+fn ui_responses_for_unknown_or_answered_dialogs_are_ignored() {
+    let sandbox = Sandbox::new();
+    let (mut client, confirm) = open_dialog(&sandbox, "0");
+    // Responses for no waiting dialog: unknown ids, ids of other types, no id at all.
+    for stray in [
+        json!({"type": "extension_ui_response", "id": "00000000-0000-0000-0000-000000000000", "confirmed": false}),
+        json!({"type": "extension_ui_response", "id": 7, "confirmed": false}),
+        json!({"type": "extension_ui_response", "id": {"id": confirm["id"]}, "confirmed": false}),
+        json!({"type": "extension_ui_response", "confirmed": false}),
+        json!({"type": "extension_ui_response", "id": confirm["id"].as_str().unwrap().to_uppercase(), "cancelled": true}),
+    ] {
+        client.send(&stray);
+    }
+    // Still waiting: the dialog took none of them (the run is still streaming).
+    client.send(&json!({"id": "s", "type": "get_state"}));
+    let state = client.next();
+    assert_eq!(
+        state["id"], "s",
+        "nothing answered the stray responses: {state}"
+    );
+    assert_eq!(state["data"]["isStreaming"], true);
+    client.send(&json!({"type": "extension_ui_response", "id": confirm["id"], "confirmed": true}));
+    let end = tool_end(&mut client);
+    assert_eq!(end["isError"], false, "the first answer counts: {end}");
+    // Answering again, now the other way, changes nothing and gets no line.
+    client.send(&json!({"type": "extension_ui_response", "id": confirm["id"], "confirmed": false}));
+    client.send(&json!({"type": "extension_ui_response", "id": confirm["id"], "cancelled": true}));
+    still_serving(&mut client, 4);
+    let (status, rest) = client.close();
+    assert!(status.success());
+    assert!(
+        !rest.iter().any(|l| l["type"] == "response"),
+        "no response to an extension_ui_response: {rest:?}"
+    );
+}
+
+/// The process's peak resident memory (`VmHWM` of /proc/<pid>/status), in bytes.
+fn peak_memory(client: &Client) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", client.child.id()))
+        .expect("read /proc/<pid>/status");
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .expect("VmHWM");
+    let kb: u64 = line
+        .trim_start_matches("VmHWM:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .expect("a number of kB");
+    kb * 1024
+}
+
+#[test]
+fn a_10_mb_prompt_is_handled_and_a_line_over_16_mib_is_refused_in_bounded_memory() {
+    const MIB: usize = 1024 * 1024;
+    let sandbox = Sandbox::new();
+    let script = script(&sandbox, json!([{"text": "read it"}]));
+    let (command, file) = rpc_with_session(&sandbox, &script);
+    let mut client = Client::start(command);
+    still_serving(&mut client, 0);
+    // 64 MiB in one line: dropped as it is read, never held whole.
+    let mut huge = br#"{"id":"huge","type":"prompt","message":""#.to_vec();
+    huge.resize(huge.len() + 64 * MIB, b'x');
+    huge.extend_from_slice(b"\"}\n");
+    let size = huge.len() - 1;
+    client.send_raw(&huge);
+    drop(huge);
+    let refused = client.next();
+    assert_eq!(
+        refused,
+        json!({"type": "response", "command": "parse", "success": false, "error": format!(
+            "Failed to parse command: line of {size} bytes is longer than pi-hooks' limit of \
+             16777216 bytes per line; send the command in less text"
+        )})
+    );
+    let peak = peak_memory(&client);
+    assert!(
+        peak < 48 * MIB as u64,
+        "reading a 64 MiB line peaked at {} MiB",
+        peak / MIB as u64
+    );
+    still_serving(&mut client, 0);
+    // 10 MB fits: the prompt runs and is saved.
+    let message = "y".repeat(10_000_000);
+    client.send(&json!({"id": "big", "type": "prompt", "message": message}));
+    assert_eq!(client.response("big")["success"], true);
+    let (_, end) = client.until(|l| l["type"] == "agent_end");
+    assert_eq!(end["messages"][0]["content"][0]["text"], message.as_str());
+    still_serving(&mut client, 2);
+    session_intact(client, &file, &[&message]);
+}
+
+#[test]
+fn binary_garbage_gets_parse_failures_and_the_host_keeps_serving() {
+    let sandbox = Sandbox::new();
+    let script = script(&sandbox, json!([{"text": "one"}]));
+    let (command, file) = rpc_with_session(&sandbox, &script);
+    let mut client = Client::start(command);
+    first_run(&mut client);
+    // Pseudo-random bytes (a fixed xorshift, no '\n'), then lines of NULs, invalid UTF-8,
+    // a lone CR, and nesting deeper than the parser goes.
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut noise: Vec<u8> = (0..65_536)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .filter(|&b| b != b'\n')
+        .collect();
+    noise.insert(0, b'\x01');
+    let garbage: Vec<Vec<u8>> = vec![
+        noise,
+        b"\x00\x00\x00".to_vec(),
+        b"\xff\xfe{\"type\":\"get_state\"}".to_vec(),
+        b"{\"type\":\"get_state\"}\x00".to_vec(),
+        b"{\"type\":\"get\xc3\"}".to_vec(),
+        "[".repeat(100_000).into_bytes(),
+    ];
+    for line in &garbage {
+        let mut bytes = line.clone();
+        bytes.push(b'\n');
+        client.send_raw(&bytes);
+        let response = client.next();
+        assert_eq!(response["type"], "response", "{response}");
+        assert_eq!(response["success"], false, "{response}");
+        let error = response["error"].as_str().unwrap();
+        if response["command"] == "parse" {
+            assert!(error.starts_with("Failed to parse command: "), "{error}");
+        } else {
+            // Valid JSON once the bad bytes are U+FFFD (as Node decodes them): an unknown type.
+            assert_eq!(error, "Unknown command: get\u{fffd}", "{response}");
+        }
+    }
+    client.send_raw(b"\r\n");
+    // Bad bytes inside a string of a valid command: decoded to U+FFFD, and it answers.
+    client.send_raw(b"{\"id\":\"bad\xffid\",\"type\":\"get_state\"}\n");
+    assert_eq!(client.next()["id"], "bad\u{fffd}id");
+    still_serving(&mut client, 2);
+    session_intact(client, &file, &["hello"]);
+}
