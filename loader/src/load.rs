@@ -141,7 +141,65 @@ pub fn load_all(options: &DiscoveryOptions) -> LoadReport {
             Err(error) => report.errors.push(LoadError { path, error }),
         }
     }
+    note_conflicts(&mut report.plugins);
     report
+}
+
+/// The host's built-in slash commands (the terminal UI's `/help`, `/new`, `/quit` and
+/// `/reload`). A plugin command of one of these names never runs and is not listed: built-ins
+/// win, as in pi.
+pub const BUILTIN_COMMANDS: &[&str] = &["help", "new", "quit", "reload"];
+
+/// Whether `name` (without the slash) is one of the [`BUILTIN_COMMANDS`].
+pub fn is_builtin_command(name: &str) -> bool {
+    BUILTIN_COMMANDS.contains(&name)
+}
+
+/// Adds a warning to each plugin that loses a registration conflict (pi's rules, reference
+/// section 5.4): a command named like a built-in is skipped; of two plugins with the same
+/// command or flag, the first in load order wins and the later one is told who took it.
+/// Every plugin stays loaded.
+pub fn note_conflicts(plugins: &mut [LoadedPlugin]) {
+    let mut commands: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut flags: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for at in 0..plugins.len() {
+        let registrations = plugins[at].registrations();
+        let mut warnings = Vec::new();
+        for command in &registrations.commands {
+            if is_builtin_command(&command.name) {
+                warnings.push(format!(
+                    "command /{} of plugin \"{}\" conflicts with the built-in command /{}; skipped",
+                    command.name,
+                    plugins[at].name(),
+                    command.name
+                ));
+            } else if let Some(&first) = commands.get(&command.name) {
+                warnings.push(format!(
+                    "command /{} of plugin \"{}\" conflicts with plugin \"{}\" ({}), which registered it first; skipped",
+                    command.name,
+                    plugins[at].name(),
+                    plugins[first].name(),
+                    plugins[first].path
+                ));
+            } else {
+                commands.insert(command.name.clone(), at);
+            }
+        }
+        for flag in &registrations.flags {
+            if let Some(&first) = flags.get(&flag.name) {
+                warnings.push(format!(
+                    "flag --{} of plugin \"{}\" conflicts with plugin \"{}\" ({}), which registered it first: its type and default apply, and both read the one value",
+                    flag.name,
+                    plugins[at].name(),
+                    plugins[first].name(),
+                    plugins[first].path
+                ));
+            } else {
+                flags.insert(flag.name.clone(), at);
+            }
+        }
+        plugins[at].warnings.extend(warnings);
+    }
 }
 
 /// The error of a plugin whose load overran `limit`.

@@ -428,3 +428,32 @@ impl PluginState {
         })
     }
 }
+
+/// The values the command line gave plugin flags (`--plan`, `--model-x=foo`), shared by
+/// every plugin of the process as pi's `runtime.flagValues` is: the bare name (no dashes)
+/// to `true` or the string, plus the first registering plugin's default for flags the
+/// command line left out. Empty until the command line has been matched against the loaded
+/// plugins' flags; it outlives a reload, as pi carries flag values over.
+static FLAG_VALUES: RwLock<Option<rustc_hash::FxHashMap<String, serde_json::Value>>> =
+    RwLock::new(None);
+
+/// Sets the process's flag values (see [`PluginState::flag_value`]), replacing any earlier.
+pub fn set_flag_values(values: rustc_hash::FxHashMap<String, serde_json::Value>) {
+    *FLAG_VALUES.write().unwrap_or_else(|e| e.into_inner()) = Some(values);
+}
+
+impl PluginState {
+    /// What `get_flag(name)` answers this plugin: `None` unless it registered `name` (pi's
+    /// `getFlag` is `undefined` then); otherwise the value from the process's flag values,
+    /// or, while there is none, its own default (`Some(None)`: no default).
+    /// Leading dashes are ignored (pi's docs call `getFlag("--plan")`, its code stores `plan`).
+    pub fn flag_value(&self, name: &str) -> Option<Option<serde_json::Value>> {
+        let name = name.trim_start_matches('-');
+        let default = self.flag_default(name)?;
+        let values = FLAG_VALUES.read().unwrap_or_else(|e| e.into_inner());
+        match values.as_ref().and_then(|v| v.get(name)) {
+            Some(value) => Some(Some(value.clone())),
+            None => Some(default),
+        }
+    }
+}

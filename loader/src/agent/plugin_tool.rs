@@ -123,14 +123,18 @@ pub(super) fn merge_tools(
     tools
 }
 
-/// Runs `/name args` when a plugin registered the command `name` (first registration wins).
-/// Returns whether it was a plugin command. A failing command is reported with
+/// Runs `/name args` when a plugin registered the command `name` (first registration wins;
+/// a plugin command named like a built-in never runs, see
+/// [`crate::load::BUILTIN_COMMANDS`]). Returns whether it was a plugin command. A failing command is reported with
 /// `extensionPath` `command:<name>` and still counts as handled, as in pi.
 pub(super) fn run_command(runner: &Runner, text: &str, cwd: &Path) -> bool {
     let Some(rest) = text.strip_prefix('/') else {
         return false;
     };
     let (name, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    if crate::load::is_builtin_command(name) {
+        return false;
+    }
     let found = runner.plugins().iter().find_map(|plugin| {
         let command = plugin
             .registrations()

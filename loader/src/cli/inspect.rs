@@ -54,6 +54,8 @@ pub(super) fn inspect(file: &Path, json: bool, run_code: bool) -> Result<ExitCod
                     .map_or(TrustState::New, |s| s.state(&canonical, plugin.sha256()));
             }
             report.plugins.push(*plugin);
+            // A command named like a built-in is worth a warning even on its own.
+            crate::load::note_conflicts(&mut report.plugins);
         }
         Ok(Loaded::Untrusted(trust, sha256)) => {
             let trust_command = format!("pi-hooks trust {}", shell_quote(&path));

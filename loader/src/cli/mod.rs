@@ -7,6 +7,7 @@
 //! Everything a repository or a plugin controls is escaped before it reaches a terminal.
 
 mod inspect;
+mod plugin_flags;
 pub mod render;
 mod run;
 mod trust_cmd;
@@ -16,6 +17,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use plugin_flags::PluginFlags;
 
 pub use render::{plugin_json, report_json, report_text};
 
@@ -137,6 +139,14 @@ impl CommandError {
         }
     }
 
+    /// Exit code 2: the command line is wrong (as clap's own usage errors).
+    fn usage(message: impl Into<String>) -> Self {
+        CommandError::Failed {
+            message: message.into(),
+            code: 2,
+        }
+    }
+
     /// Exit code 2: the command could not start (its environment is unusable, such as a
     /// relative agent directory).
     fn setup(message: impl Into<String>) -> Self {
@@ -179,18 +189,32 @@ fn current_dir() -> PathBuf {
 
 /// Runs the command line.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Run(args) => run::run(args),
-        Command::Rpc(args) => run::rpc(args),
-        Command::List { sources, json } => list(&sources, json),
-        Command::Inspect {
-            file,
-            json,
-            run_code,
-        } => inspect::inspect(&file, json, run_code),
-        Command::Trust { paths } => trust_cmd::change_trust(&paths, true),
-        Command::Untrust { paths } => trust_cmd::change_trust(&paths, false),
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // `run` and `rpc` take the plugins' flags too: clap parses the rest first.
+    let flags = PluginFlags::split(argv.clone());
+    let cli = match &flags {
+        Some(flags) => Cli::try_parse_from(flags.first_pass()).unwrap_or_else(|e| e.exit()),
+        None => Cli::parse_from(argv),
+    };
+    let result = match (cli.command, flags) {
+        (Command::Run(args), Some(flags)) if flags.wants_help() => run::help(&args.session, &flags),
+        (Command::Rpc(args), Some(flags)) if flags.wants_help() => run::help(&args.session, &flags),
+        (Command::Run(args), Some(flags)) => run::run(args, &flags),
+        (Command::Rpc(args), Some(flags)) => run::rpc(args, &flags),
+        (Command::Run(_) | Command::Rpc(_), None) => {
+            unreachable!("PluginFlags::split takes every run and rpc command line")
+        }
+        (Command::List { sources, json }, _) => list(&sources, json),
+        (
+            Command::Inspect {
+                file,
+                json,
+                run_code,
+            },
+            _,
+        ) => inspect::inspect(&file, json, run_code),
+        (Command::Trust { paths }, _) => trust_cmd::change_trust(&paths, true),
+        (Command::Untrust { paths }, _) => trust_cmd::change_trust(&paths, false),
     };
     match result {
         Ok(code) => code,

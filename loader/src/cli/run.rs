@@ -8,8 +8,9 @@ use std::process::ExitCode;
 use clap::Args;
 use pi_hooks_abi::ffi::{PI_MODE_JSON, PI_MODE_PRINT, PI_MODE_RPC};
 
+use super::plugin_flags::PluginFlags;
 use super::render::run_load_lines;
-use super::{CommandError, Sources, write_stderr};
+use super::{Cli, Command, CommandError, Sources, write_stderr};
 use crate::agent::model::{Model, ScriptedModel};
 use crate::display::escape;
 use crate::load::load_all;
@@ -30,7 +31,7 @@ pub(super) struct RunArgs {
     #[arg(long, value_enum, default_value = "text")]
     mode: OutputMode,
     #[command(flatten)]
-    session: SessionArgs,
+    pub(super) session: SessionArgs,
     /// The prompts, run one after another (default: "Run the demo.").
     messages: Vec<String>,
 }
@@ -39,12 +40,14 @@ pub(super) struct RunArgs {
 #[derive(Debug, Args)]
 pub(super) struct RpcArgs {
     #[command(flatten)]
-    session: SessionArgs,
+    pub(super) session: SessionArgs,
 }
 
-/// The model, session and plugin options `run` and `rpc` share.
+/// The model, session and plugin options `run` and `rpc` share. Both also take the flags the
+/// loaded plugins register (`--NAME`, `--NAME VALUE`, `--NAME=VALUE`; see
+/// [`super::plugin_flags`]).
 #[derive(Debug, Args)]
-struct SessionArgs {
+pub(super) struct SessionArgs {
     /// A JSON script of assistant turns for the scripted model (default: the embedded demo).
     #[arg(long, value_name = "FILE")]
     script: Option<PathBuf>,
@@ -83,13 +86,18 @@ fn scratch_folder() -> Result<tempfile::TempDir, CommandError> {
 struct Prepared {
     setup: CoreSetup,
     _scratch: Option<tempfile::TempDir>,
+    /// The command line parsed again once the plugin flags were known, when that changed
+    /// what the first pass took for prompts.
+    reparsed: Option<Cli>,
 }
 
-/// Picks the model, opens the session and loads the plugins (load problems on stderr).
+/// Picks the model, loads the plugins (load problems on stderr), gives the plugin flags of
+/// the command line their values, and opens the session.
 fn prepare(
     args: &SessionArgs,
     mode: u32,
     input_source: &'static str,
+    flags: &PluginFlags,
 ) -> Result<Prepared, CommandError> {
     let cwd = args.sources.cwd();
     let agent = agent_dir().map_err(CommandError::setup)?;
@@ -117,9 +125,11 @@ fn prepare(
         None
     };
     model.set_variable("CWD", &cwd.to_string_lossy());
-    let session = open_session(args, &agent, &cwd)?;
     let report = load_all(&options);
-    for line in run_load_lines(&report) {
+    for line in run_load_lines(&report)
+        .into_iter()
+        .chain(flags.shadow_warnings(&report))
+    {
         write_stderr(&line);
     }
     if crate::library::system_loader_stuck() {
@@ -130,6 +140,9 @@ fn prepare(
             "a plugin's static initialiser never returned (see above), so this process cannot start threads any more; the session was not started. Remove or fix that plugin",
         ));
     }
+    // Before the session file is created: a wrong flag leaves nothing behind.
+    let reparsed = flags.apply(&report)?;
+    let session = open_session(args, &agent, &cwd)?;
     let model: Box<dyn Model> = Box::new(model);
     Ok(Prepared {
         setup: CoreSetup {
@@ -141,28 +154,43 @@ fn prepare(
             input_source,
         },
         _scratch: scratch,
+        reparsed,
     })
 }
 
+/// `run --help` and `rpc --help`: loads the plugins from the sources the command line names
+/// (load problems on stderr) and prints the help with their flags.
+pub(super) fn help(args: &SessionArgs, flags: &PluginFlags) -> Result<ExitCode, CommandError> {
+    let report = load_all(&args.sources.options()?);
+    for line in run_load_lines(&report) {
+        write_stderr(&line);
+    }
+    flags.print_help(&report)
+}
+
 /// Runs the session; the exit code is the mode's.
-pub(super) fn run(args: RunArgs) -> Result<ExitCode, CommandError> {
+pub(super) fn run(args: RunArgs, flags: &PluginFlags) -> Result<ExitCode, CommandError> {
     let (output, mode) = match args.mode {
         OutputMode::Json => (Output::Json, PI_MODE_JSON),
         OutputMode::Text => (Output::Text, PI_MODE_PRINT),
     };
-    let prepared = prepare(&args.session, mode, "interactive")?;
-    let prompts = if args.messages.is_empty() {
+    let mut prepared = prepare(&args.session, mode, "interactive", flags)?;
+    let messages = match prepared.reparsed.take().map(|cli| cli.command) {
+        Some(Command::Run(again)) => again.messages,
+        _ => args.messages,
+    };
+    let prompts = if messages.is_empty() {
         vec!["Run the demo.".to_owned()]
     } else {
-        args.messages
+        messages
     };
     let code = print::run(prepared.setup, prompts, output);
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
 }
 
 /// Runs the RPC mode until stdin closes.
-pub(super) fn rpc(args: RpcArgs) -> Result<ExitCode, CommandError> {
-    let prepared = prepare(&args.session, PI_MODE_RPC, "rpc")?;
+pub(super) fn rpc(args: RpcArgs, flags: &PluginFlags) -> Result<ExitCode, CommandError> {
+    let prepared = prepare(&args.session, PI_MODE_RPC, "rpc", flags)?;
     let code = crate::modes::rpc::run(prepared.setup);
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
 }

@@ -311,7 +311,7 @@ unsafe extern "C" fn get_flag(
         if out.is_null() {
             return PI_ERR_INVALID_ARG;
         }
-        match state.flag_default(name) {
+        match state.flag_value(name) {
             None => PI_ERR_NOT_FOUND,
             Some(value) => {
                 let ptr = value.map_or(std::ptr::null_mut(), |v| {

@@ -224,7 +224,10 @@ impl Commands {
             }
             "get_state" => Some(self.state()),
             "get_messages" => Some(json!({"messages": agent.messages()})),
-            "get_commands" => Some(json!({"commands": self.commands})),
+            // A plugin command named like a built-in is skipped (its plugin was warned at load).
+            "get_commands" => Some(json!({"commands": self.commands.iter().filter(|c| {
+                !c["name"].as_str().is_some_and(crate::load::is_builtin_command)
+            }).collect::<Vec<_>>()})),
             "get_last_assistant_text" => Some(json!({"text": agent.last_assistant_text()})),
             "get_session_stats" => Some(self.stats()),
             "get_available_models" => Some(json!({"models": [agent.model()]})),
