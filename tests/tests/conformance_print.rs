@@ -464,3 +464,56 @@ fn a_scratch_folder_is_made_only_for_a_script_that_names_it_and_removed_after() 
         "the scratch folder is removed when the run ends"
     );
 }
+
+#[test]
+fn a_follow_up_sent_from_agent_end_waits_for_the_next_prompts_run() {
+    // pi 0.73.1 reports "not idle" inside agent_end: a followUp sent there is queued and
+    // delivered inside the next prompt's run; it never starts a run of its own.
+    let sandbox = Sandbox::new();
+    let plugins = [(
+        "late",
+        handlers(json!([{
+            "event": "agent_end",
+            "if_contains": "first prompt",
+            "send_message": {"customType": "late-note", "content": "sent from agent_end", "display": true},
+            "send_message_options": {"deliverAs": "followUp"}
+        }])),
+    )];
+    let script = json!({"turns": [{"text": "answer to ${PROMPT}"}]});
+    let output = run(
+        &sandbox,
+        &plugins,
+        script,
+        &["--mode", "json", "first prompt", "second prompt"],
+    );
+    let lines = json_lines(&output);
+    let status: Vec<String> = read_behave_log(&sandbox.behave_log())
+        .iter()
+        .filter(|l| l.tag == "send_message:status")
+        .map(|l| l.value.to_string())
+        .collect();
+    assert_eq!(status, ["0"], "the follow-up was accepted once");
+    let starts: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i]["type"] == "agent_start")
+        .collect();
+    assert_eq!(starts.len(), 2, "no run of its own: {lines:?}");
+    let note = lines
+        .iter()
+        .position(|l| l["type"] == "message_start" && l["message"]["customType"] == "late-note")
+        .expect("the follow-up is delivered");
+    assert!(
+        note > starts[1],
+        "delivered inside the second prompt's run, not between the runs: {lines:?}"
+    );
+    let second_user = lines
+        .iter()
+        .position(|l| {
+            l["type"] == "message_start"
+                && l["message"]["role"] == "user"
+                && l["message"]["content"]
+                    .to_string()
+                    .contains("second prompt")
+        })
+        .unwrap();
+    assert!(note > second_user, "after the second prompt's own message");
+}

@@ -326,8 +326,11 @@ impl Agent {
             }
             break;
         }
-        core.shared.streaming.store(false, Ordering::Release);
+        // As in pi 0.73.1, the agent is not idle yet while `agent_end` handlers run: a
+        // followUp (or steer) sent there is queued and delivered inside the next prompt's run,
+        // not run on its own; a user message without deliverAs is refused as busy.
         core.emit(json!({"type": "agent_end", "messages": new_messages}));
+        core.shared.streaming.store(false, Ordering::Release);
     }
 
     /// The text of the last assistant message.
