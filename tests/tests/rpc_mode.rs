@@ -1055,3 +1055,24 @@ fn binary_garbage_gets_parse_failures_and_the_host_keeps_serving() {
     still_serving(&mut client, 2);
     session_intact(client, &file, &["hello"]);
 }
+
+#[test]
+fn a_prompt_sent_on_reading_agent_end_is_accepted() {
+    // A client prompts again as soon as it reads `agent_end`: the agent is idle by then, so
+    // the prompt starts a run instead of being refused as busy. Repeated, to catch a race.
+    let sandbox = Sandbox::new();
+    let script = script(&sandbox, json!([{"text": "answer"}]));
+    let mut client = Client::start(rpc(&sandbox, &script, &[]));
+    for round in 0..20 {
+        let id = format!("p{round}");
+        client.send(&json!({"id": id, "type": "prompt", "message": "again"}));
+        let (before, end) = client.until(|l| l["type"] == "agent_end");
+        assert!(
+            before
+                .iter()
+                .any(|l| l["id"] == id.as_str() && l["success"] == true),
+            "round {round}: {before:?} {end}"
+        );
+    }
+    client.close();
+}

@@ -328,9 +328,14 @@ impl Agent {
         }
         // As in pi 0.73.1, the agent is not idle yet while `agent_end` handlers run: a
         // followUp (or steer) sent there is queued and delivered inside the next prompt's run,
-        // not run on its own; a user message without deliverAs is refused as busy.
-        core.emit(json!({"type": "agent_end", "messages": new_messages}));
+        // not run on its own; a user message without deliverAs is refused as busy. It is idle
+        // before the mode shows `agent_end`, so a client that prompts on reading it is heard.
+        let end = json!({"type": "agent_end", "messages": new_messages});
+        if core.runner.has_handlers("agent_end") {
+            core.runner.emit(end.clone());
+        }
         core.shared.streaming.store(false, Ordering::Release);
+        core.shared.sink(&end);
     }
 
     /// The text of the last assistant message.

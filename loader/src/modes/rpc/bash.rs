@@ -91,7 +91,7 @@ async fn run(command: &str, cwd: &std::path::Path, abort: &Abort) -> Result<Valu
     let mut shell = tokio::process::Command::new(shell_program());
     shell
         .arg("-c")
-        .arg(command)
+        .arg(crate::tools::builtin::merged_stderr_script(command))
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -51,7 +51,7 @@ pub struct Commands {
     /// The agent thread's queue.
     pub jobs: Sender<Job>,
     /// Prompts queued or running on the agent's thread.
-    pub busy: Arc<AtomicUsize>,
+    pub prompts: Arc<PromptGate>,
     /// The response of the prompt being started, written before the run's first event.
     pub pending: Arc<std::sync::Mutex<Option<Value>>>,
     /// `get_commands`' list (plugin commands are registered at load).
@@ -60,6 +60,46 @@ pub struct Commands {
     pub cwd: std::path::PathBuf,
     /// The running `bash` command.
     pub bash: Arc<super::bash::BashControl>,
+}
+
+/// Whether a prompt is queued or running on the agent's thread (then a new `prompt` needs
+/// `streamingBehavior`). A prompt counts from the moment it is accepted until its run's
+/// `agent_end` is written, or until its job ends when it started no run (a command, a
+/// `handled` input): whichever comes first.
+#[derive(Debug, Default)]
+pub struct PromptGate {
+    busy: AtomicUsize,
+    /// Set when the current job's prompt no longer counts.
+    finished: std::sync::atomic::AtomicBool,
+}
+
+impl PromptGate {
+    /// Whether a prompt is queued or running.
+    pub fn busy(&self) -> bool {
+        self.busy.load(Ordering::Acquire) > 0
+    }
+
+    /// A prompt was accepted.
+    fn accept(&self) {
+        self.busy.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// The agent's thread starts the accepted prompt.
+    fn start(&self) {
+        self.finished.store(false, Ordering::Release);
+    }
+
+    /// The current prompt no longer counts (its run ended, or its job did); once per prompt.
+    pub fn finish(&self) {
+        if !self.finished.swap(true, Ordering::AcqRel) {
+            self.busy.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    /// An accepted prompt never reached the agent's thread.
+    fn withdraw(&self) {
+        self.busy.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// `{"id"?, "type":"response", "command", "success":true, "data"?}`.
@@ -265,7 +305,7 @@ impl Commands {
             Ok(text) => text,
             Err(error) => return Some(Err(error)),
         };
-        if self.busy.load(Ordering::Acquire) > 0 || self.agent.is_streaming() {
+        if self.prompts.busy() || self.agent.is_streaming() {
             let images = command.get("images");
             return Some(
                 match command.get("streamingBehavior").and_then(Value::as_str) {
@@ -284,19 +324,22 @@ impl Commands {
         let response = success(id, "prompt", None);
         let text = text.to_owned();
         let out = self.out.clone();
-        let busy = self.busy.clone();
+        let prompts = self.prompts.clone();
         let pending = self.pending.clone();
-        self.busy.fetch_add(1, Ordering::AcqRel);
+        self.prompts.accept();
         let job: Job = Box::new(move |agent| {
+            prompts.start();
             *pending.lock().unwrap_or_else(|e| e.into_inner()) = Some(response);
             agent.prompt(&text);
+            // No run (a command, a handled input): the prompt is done before its response
+            // is read, so the client's next prompt is accepted.
+            prompts.finish();
             if let Some(response) = pending.lock().unwrap_or_else(|e| e.into_inner()).take() {
                 out.line(&response);
             }
-            busy.fetch_sub(1, Ordering::AcqRel);
         });
         if self.jobs.send(job).is_err() {
-            self.busy.fetch_sub(1, Ordering::AcqRel);
+            self.prompts.withdraw();
             return Some(Err("the agent has stopped".into()));
         }
         None
@@ -306,10 +349,10 @@ impl Commands {
     fn abort(&self, id: Option<Value>) {
         self.agent.abort();
         let out = self.out.clone();
-        let busy = self.busy.clone();
+        let prompts = self.prompts.clone();
         let agent = self.agent.clone();
         crate::runtime::handle().spawn(async move {
-            while busy.load(Ordering::Acquire) > 0 || agent.is_streaming() {
+            while prompts.busy() || agent.is_streaming() {
                 agent.abort();
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }

@@ -14,7 +14,6 @@ pub mod commands;
 pub mod framing;
 pub mod ui;
 
-use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
@@ -64,13 +63,20 @@ pub fn run(setup: CoreSetup) -> i32 {
     let plugin_commands = plugin_commands(&setup.report);
     let cwd = setup.cwd.clone();
     let pending: Arc<Mutex<Option<Value>>> = Arc::default();
+    let prompts = Arc::new(commands::PromptGate::default());
     let sink: EventSink = {
         let out = out.clone();
         let pending = pending.clone();
+        let prompts = prompts.clone();
         Box::new(move |event: &Value| {
             // A prompt's response goes out after preflight: before its first event.
             if let Some(response) = pending.lock().unwrap_or_else(|e| e.into_inner()).take() {
                 out.line(&response);
+            }
+            if event["type"] == "agent_end" {
+                // The run is over before a client can read that it is: a prompt sent on
+                // reading `agent_end` is accepted, not refused as busy.
+                prompts.finish();
             }
             out.line(event);
         })
@@ -101,7 +107,7 @@ pub fn run(setup: CoreSetup) -> i32 {
         agent: handle.clone(),
         ui: ui.clone(),
         jobs,
-        busy: Arc::new(AtomicUsize::new(0)),
+        prompts,
         pending,
         commands: plugin_commands,
         cwd,

@@ -5,7 +5,8 @@
 //!   `<shell> -c <command>` in the call's cwd, stdin closed, in a new process group (pi spawns
 //!   detached). A missing cwd fails with `Working directory does not exist: <cwd>\nCannot execute
 //!   bash commands.`
-//! * stdout and stderr are merged in arrival order and streamed through `on_update` (throttled to
+//! * stdout and stderr are merged in the order the program wrote them (the script starts with
+//!   `exec 2>&1`, so one pipe carries both) and streamed through `on_update` (throttled to
 //!   one update per 100 ms, plus a last one) as `{content:[text], details:{truncation?,
 //!   fullOutputPath?}}`.
 //! * Tail truncation (last 2000 lines / 50 KB); once the output is over either limit the whole
@@ -44,6 +45,13 @@ use crate::tools::{Tool, ToolInvocation, ToolOutput};
 
 /// How often partial output is streamed at most.
 const UPDATE_THROTTLE: Duration = Duration::from_millis(100);
+/// The shell script that runs `command` with its stderr on its stdout (`exec 2>&1` first):
+/// one pipe carries both, so output arrives in the order the program wrote it (pi reads two
+/// pipes, whose interleaving depends on scheduling).
+pub fn merged_stderr_script(command: &str) -> String {
+    format!("exec 2>&1\n{command}")
+}
+
 /// How long to wait for the output pipes to close once the shell has exited.
 const EXIT_DRAIN_GRACE: Duration = Duration::from_millis(250);
 /// How long a killed group gets between SIGTERM and SIGKILL.
@@ -132,7 +140,7 @@ fn run(
 
     let mut cmd = Command::new(shell_program());
     cmd.arg("-c")
-        .arg(command)
+        .arg(merged_stderr_script(command))
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -38,7 +38,7 @@ use serde_json::Value;
 
 use super::Tool;
 
-pub use bash::BashTool;
+pub use bash::{BashTool, merged_stderr_script};
 pub use edit::EditTool;
 pub use find::FindTool;
 pub use grep::GrepTool;
