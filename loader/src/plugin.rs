@@ -538,9 +538,8 @@ impl Drop for LoadedPlugin {
             let _running = crash_guard::enter(&site);
             // SAFETY: the plugin is loaded and its handle alive; shutdown runs once, with no
             // other call in flight (call lock held).
-            if let Err(what) =
-                unsafe { exception_barrier::shutdown(shutdown, self.state.as_handle()) }
-            {
+            let shut = unsafe { exception_barrier::shutdown(shutdown, self.state.as_handle()) };
+            if let Err(what) = shut {
                 eprintln!(
                     "pi-hooks: plugin {} ({}): its shutdown threw a C++ exception: {}",
                     escape(&self.state.name),

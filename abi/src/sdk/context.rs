@@ -44,9 +44,9 @@ impl<'a> Context<'a> {
 
     /// The plugin this call belongs to.
     pub fn plugin(&self) -> PluginHandle {
-        // SAFETY: `raw` is valid for this call (from_raw's contract).
         PluginHandle {
             host: self.host,
+            // SAFETY: `raw` is valid for this call (from_raw's contract).
             raw: unsafe { (self.api().plugin)(self.raw) },
         }
     }
@@ -279,8 +279,8 @@ impl Ui<'_> {
     /// The editor's text ("" without UI).
     pub fn editor_text(&self) -> Result<String> {
         let mut out = std::ptr::null_mut();
-        // SAFETY: valid context; `out` is a valid out-pointer.
         check(
+            // SAFETY: valid context; `out` is a valid out-pointer.
             unsafe { (self.api().get_editor_text)(self.raw(), &mut out) },
             "get_editor_text",
         )?;

@@ -145,8 +145,8 @@ impl PluginHandle {
             timeout_ms,
         };
         let mut out = std::ptr::null_mut();
-        // SAFETY: valid handle; `request` and the strings it points to outlive the call.
         check(
+            // SAFETY: valid handle; `request` and the strings it points to outlive the call.
             unsafe { (self.actions().exec)(self.raw, &request, &mut out) },
             "exec",
         )?;
@@ -191,8 +191,8 @@ impl PluginHandle {
     /// The value of a flag this plugin registered (None when unset).
     pub fn flag(&self, name: &str) -> Result<Option<serde_json::Value>> {
         let mut out = std::ptr::null_mut();
-        // SAFETY: valid handle; `name` is borrowed; `out` is a valid out-pointer.
         check(
+            // SAFETY: valid handle; `name` is borrowed; `out` is a valid out-pointer.
             unsafe { (self.actions().get_flag)(self.raw, pi_str(name), &mut out) },
             "get_flag",
         )?;
@@ -212,8 +212,8 @@ impl PluginHandle {
     /// The names of the active tools.
     pub fn active_tools(&self) -> Result<Vec<String>> {
         let mut out = std::ptr::null_mut();
-        // SAFETY: valid handle; `out` is a valid out-pointer.
         check(
+            // SAFETY: valid handle; `out` is a valid out-pointer.
             unsafe { (self.actions().get_active_tools)(self.raw, &mut out) },
             "get_active_tools",
         )?;

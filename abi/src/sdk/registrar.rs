@@ -34,8 +34,8 @@ pub(crate) fn bind<F: Send + 'static>(handle: PluginHandle, f: F) -> Result<*mut
 }
 
 unsafe extern "C" fn drop_bound<F>(data: *mut c_void) {
-    // SAFETY: `data` came from Box::into_raw in `bind` for this F; the host runs it once.
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: `data` came from Box::into_raw in `bind` for this F; the host runs it once.
         drop(unsafe { Box::from_raw(data.cast::<Bound<F>>()) })
     }));
 }

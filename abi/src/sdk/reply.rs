@@ -89,8 +89,8 @@ pub(crate) unsafe fn write_reply(
             check(unsafe { (api.set_json)(result, pi_str(&text)) }, "set_json")
         }
         Reply::Block(reason) => {
-            // SAFETY: as above; no JSON is built on this path.
             check(
+                // SAFETY: as above; no JSON is built on this path.
                 unsafe { (api.set_bool)(result, pi_str("block"), true) },
                 "set_bool",
             )?;
