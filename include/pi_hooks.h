@@ -619,8 +619,14 @@ typedef struct PiContextApi {
      */
     PiStatus (*wait_for_idle)(struct PiContext *ctx);
     /**
-     * (command only) Starts a new session; `options_json` is empty or `{"parentSession"?}`.
-     * `*cancelled` tells whether a `session_before_switch` handler cancelled it.
+     * (command only; `PI_ERR_UNAVAILABLE` elsewhere) Asks for a new session;
+     * `options_json` is empty or `{"parentSession"?}` (`PI_ERR_INVALID_ARG` otherwise). The
+     * session is replaced once the command handler has returned, never during this call
+     * (its `session_before_switch` handlers may be this plugin's own): then
+     * `session_before_switch` `{reason:"new"}` can cancel it, else the old session file is
+     * closed, a new one is started and `session_switch` `{reason:"new",
+     * previousSessionFile}` follows. `*cancelled` (may be NULL) is therefore always set to
+     * false: a cancellation is not known when this returns.
      */
     PiStatus (*new_session)(struct PiContext *ctx, struct PiStr options_json, bool *cancelled);
     /**

@@ -65,6 +65,12 @@ pub trait HostServices: Send + Sync {
     fn ui(&self) -> Option<Arc<dyn UiService>> {
         None
     }
+    /// Asks for a new session (`parentSession` for its header), started once the plugin
+    /// command that asked has returned. `Err` when the mode offers no sessions.
+    fn request_new_session(&self, parent_session: Option<String>) -> Result<(), String> {
+        let _ = parent_session;
+        Err("this mode has no session to replace".into())
+    }
 }
 
 /// A mode's user interface as plugins reach it through `PiUiApi`. Requests are pi's

@@ -85,8 +85,14 @@ pub struct PiContextApi {
     pub compact: unsafe extern "C" fn(ctx: *mut PiContext, options_json: PiStr) -> PiStatus,
     /// (command only) Waits until the agent is idle.
     pub wait_for_idle: unsafe extern "C" fn(ctx: *mut PiContext) -> PiStatus,
-    /// (command only) Starts a new session; `options_json` is empty or `{"parentSession"?}`.
-    /// `*cancelled` tells whether a `session_before_switch` handler cancelled it.
+    /// (command only; `PI_ERR_UNAVAILABLE` elsewhere) Asks for a new session;
+    /// `options_json` is empty or `{"parentSession"?}` (`PI_ERR_INVALID_ARG` otherwise). The
+    /// session is replaced once the command handler has returned, never during this call
+    /// (its `session_before_switch` handlers may be this plugin's own): then
+    /// `session_before_switch` `{reason:"new"}` can cancel it, else the old session file is
+    /// closed, a new one is started and `session_switch` `{reason:"new",
+    /// previousSessionFile}` follows. `*cancelled` (may be NULL) is therefore always set to
+    /// false: a cancellation is not known when this returns.
     pub new_session: unsafe extern "C" fn(
         ctx: *mut PiContext,
         options_json: PiStr,

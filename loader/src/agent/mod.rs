@@ -68,6 +68,9 @@ struct Queues {
     follow_up: Vec<Value>,
     next_turn: Vec<Value>,
     runs: VecDeque<PendingRun>,
+    /// A plugin command asked for a new session (`Some(parentSession)`): performed once the
+    /// command has returned, before the queued runs.
+    new_session: Option<Option<String>>,
 }
 
 /// State shared by the loop and the services plugins call.
@@ -196,6 +199,17 @@ impl Agent {
 
     fn drain_runs(&mut self) {
         loop {
+            let requested = Shared::lock(&self.core.shared.queues).new_session.take();
+            if let Some(parent) = requested {
+                if let Err(error) = self.replace_session(parent) {
+                    self.core.runner.emit_error(&crate::runner::ExtensionError {
+                        extension_path: "<runtime>".into(),
+                        event: "new_session".into(),
+                        error,
+                    });
+                }
+                continue;
+            }
             let next = Shared::lock(&self.core.shared.queues).runs.pop_front();
             match next {
                 Some(PendingRun::User(text)) => self.prompt_from(&text, "extension"),
@@ -336,6 +350,93 @@ impl Agent {
         }
         core.shared.streaming.store(false, Ordering::Release);
         core.shared.sink(&end);
+    }
+
+    /// Starts a new session, as pi's `newSession`: `session_before_switch` with reason
+    /// "new" (and the legacy `session` event with reason "before_clear"), which can cancel
+    /// it; otherwise the current session file is closed (its lock released), a new one is
+    /// created beside it (in memory when the current one is), with `parent_session` in its
+    /// header, the conversation and the queued messages are cleared, and plugins get
+    /// `session_switch` `{reason:"new", previousSessionFile}` (and the legacy `session` event
+    /// with reason "clear"). `session_start` is not emitted again, as in pi.
+    ///
+    /// `Ok(true)` when a plugin cancelled it. Refused while a run is in progress. What plugins
+    /// queued meanwhile (`send_user_message`...) runs after it.
+    pub fn new_session(&mut self, parent_session: Option<String>) -> Result<bool, String> {
+        let outcome = self.replace_session(parent_session);
+        self.drain_runs();
+        outcome
+    }
+
+    fn replace_session(&mut self, parent_session: Option<String>) -> Result<bool, String> {
+        let core = &self.core;
+        if core.shared.streaming.load(Ordering::Acquire) {
+            return Err(
+                "cannot start a new session while the agent is running; abort the run first".into(),
+            );
+        }
+        let cancelled = |result: Option<Value>| {
+            result
+                .as_ref()
+                .and_then(|r| r.get("cancel"))
+                .is_some_and(crate::runner::truthy)
+        };
+        if core.runner.has_handlers("session_before_switch")
+            && cancelled(
+                core.runner
+                    .emit_session_before(json!({"type": "session_before_switch", "reason": "new"})),
+            )
+        {
+            return Ok(true);
+        }
+        if core.runner.has_handlers("session")
+            && cancelled(
+                core.runner
+                    .emit_legacy_session("before_clear", core.session_fields()),
+            )
+        {
+            return Ok(true);
+        }
+        let previous = {
+            let mut session = Shared::lock(&core.shared.session);
+            let next = match session.path() {
+                Some(path) => {
+                    let dir = path.parent().unwrap_or(std::path::Path::new("."));
+                    SessionStore::create_with_parent(
+                        crate::session::new_session_path(dir),
+                        &core.config.cwd,
+                        parent_session.as_deref(),
+                    )
+                    .map_err(|e| format!("cannot create the new session: {e}"))?
+                }
+                None => SessionStore::in_memory(&core.config.cwd),
+            };
+            // The old store is dropped here: its file is closed and its lock released.
+            let old = std::mem::replace(&mut *session, next);
+            old.path().map(|p| p.to_string_lossy().into_owned())
+        };
+        Shared::lock(&core.shared.messages).clear();
+        {
+            let mut queues = Shared::lock(&core.shared.queues);
+            queues.steer.clear();
+            queues.follow_up.clear();
+            queues.next_turn.clear();
+        }
+        let current = Shared::lock(&core.shared.session)
+            .path()
+            .map(|p| p.to_string_lossy().into_owned());
+        core.runner.set_session_file(current);
+        core.runner.emit(json!({
+            "type": "session_switch",
+            "reason": "new",
+            "previousSessionFile": previous,
+        }));
+        if core.runner.has_handlers("session") {
+            let mut fields = core.session_fields();
+            fields.insert("previousSessionFile".into(), previous.into());
+            core.runner.emit_legacy_session("clear", fields);
+        }
+        Ok(false)
     }
 
     /// The text of the last assistant message.

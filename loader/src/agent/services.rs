@@ -186,4 +186,11 @@ impl HostServices for AgentServices {
     fn ui(&self) -> Option<Arc<dyn crate::services::UiService>> {
         Shared::lock(&self.shared.ui).clone()
     }
+
+    fn request_new_session(&self, parent_session: Option<String>) -> Result<(), String> {
+        // Performed by the agent's loop after the command returns (see `Agent::drain_runs`):
+        // its `session_before_switch` may call the asking plugin again.
+        Shared::lock(&self.shared.queues).new_session = Some(parent_session);
+        Ok(())
+    }
 }

@@ -391,12 +391,50 @@ unsafe extern "C" fn wait_for_idle(ctx: *mut PiContext) -> PiStatus {
     unavailable(ctx)
 }
 
+/// Command handlers only. The new session starts once the command handler has returned (its
+/// `session_before_switch` handlers may be the asking plugin's own, which must not be
+/// re-entered), so `*cancelled` is always false here: a cancellation is seen by the
+/// `session_before_switch` handler that made it, and the session file stays the same.
 unsafe extern "C" fn new_session(
     ctx: *mut PiContext,
-    _options: PiStr,
-    _cancelled: *mut bool,
+    options: PiStr,
+    cancelled: *mut bool,
 ) -> PiStatus {
-    unavailable(ctx)
+    with_ctx(ctx, PI_ERR_INVALID_ARG, |c| {
+        if c.scope.kind != CallKind::Command {
+            return PI_ERR_UNAVAILABLE;
+        }
+        // SAFETY: `options` is a plugin string valid for the call.
+        let text = match unsafe { read_str(options) } {
+            Ok(text) => text.trim(),
+            Err(status) => return status,
+        };
+        let parent = if text.is_empty() {
+            None
+        } else {
+            match serde_json::from_str::<serde_json::Value>(text) {
+                Ok(serde_json::Value::Object(fields)) => match fields.get("parentSession") {
+                    None | Some(serde_json::Value::Null) => None,
+                    Some(serde_json::Value::String(parent)) => Some(parent.clone()),
+                    Some(_) => return PI_ERR_INVALID_ARG,
+                },
+                _ => return PI_ERR_INVALID_ARG,
+            }
+        };
+        let Some(services) = c.plugin.services() else {
+            return PI_ERR_UNAVAILABLE;
+        };
+        match services.request_new_session(parent) {
+            Ok(()) => {
+                if !cancelled.is_null() {
+                    // SAFETY: a non-NULL out-pointer from the plugin (ABI contract).
+                    unsafe { cancelled.write(false) };
+                }
+                PI_OK
+            }
+            Err(_) => PI_ERR_UNAVAILABLE,
+        }
+    })
 }
 
 unsafe extern "C" fn fork(

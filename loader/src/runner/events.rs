@@ -447,7 +447,7 @@ impl Runner {
             return;
         }
         let chain = Notify(Arc::new(HostValue::from_json(event)));
-        self.run(&name, self.event_scope(), chain, self.timeout());
+        self.run(&name, &self.event_scope(), chain, self.timeout());
     }
 
     /// Dispatches `input`: transforms chain, the first `handled` stops; a plain string
@@ -463,7 +463,7 @@ impl Runner {
             handled: None,
             cache: Cached::default(),
         };
-        let chain = self.run("input", self.event_scope(), chain, self.timeout());
+        let chain = self.run("input", &self.event_scope(), chain, self.timeout());
         match chain.handled {
             Some(handled) => InputOutcome::Handled(handled),
             None if chain.text != text || chain.images != images => InputOutcome::Transform {
@@ -513,7 +513,7 @@ impl Runner {
             messages,
             cache: Cached::default(),
         };
-        self.run("context", self.event_scope(), chain, self.timeout())
+        self.run("context", &self.event_scope(), chain, self.timeout())
             .messages
     }
 
@@ -537,7 +537,7 @@ impl Runner {
         };
         let chain = self.run(
             "tool_call",
-            self.event_scope(),
+            &self.event_scope(),
             chain,
             self.config.tool_call_timeout,
         );
@@ -573,7 +573,7 @@ impl Runner {
             patched: false,
             cache: Cached::default(),
         };
-        let chain = self.run("tool_result", self.event_scope(), chain, self.timeout());
+        let chain = self.run("tool_result", &self.event_scope(), chain, self.timeout());
         chain.patched.then_some(chain.state)
     }
 
@@ -588,7 +588,7 @@ impl Runner {
             string_is_summary,
             result: None,
         };
-        self.run(&name, self.event_scope(), chain, self.timeout())
+        self.run(&name, &self.event_scope(), chain, self.timeout())
             .result
     }
 
@@ -641,7 +641,7 @@ impl Runner {
         };
         self.run(
             "resources_discover",
-            self.event_scope(),
+            &self.event_scope(),
             chain,
             self.timeout(),
         )

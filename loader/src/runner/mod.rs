@@ -22,7 +22,7 @@ mod timed;
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use pi_hooks_abi::ffi::PI_OK;
@@ -131,11 +131,15 @@ pub struct Runner {
     index: HashMap<String, Arc<[Slot]>, BuildHasherDefault<rustc_hash::FxHasher>>,
     listeners: Mutex<Vec<(u64, ErrorListener)>>,
     next_listener: AtomicU64,
+    /// The configuration as built; the current session file is `session_file`.
     config: RunnerConfig,
+    /// The session file plugins see (changes with a new session).
+    session_file: RwLock<Option<String>>,
     workers: timed::Workers,
     /// The scope shared by dispatches that do not change it (everything but
-    /// before_agent_start), so the hot path allocates nothing for it.
-    event_scope: Arc<CallScope>,
+    /// before_agent_start), so the hot path allocates nothing for it. Replaced (not changed)
+    /// when the session file changes: a dispatch under way keeps the scope it started with.
+    event_scope: RwLock<Arc<CallScope>>,
 }
 
 impl Runner {
@@ -155,11 +159,12 @@ impl Runner {
                 .with_session_file(config.session_file.as_deref()),
         );
         Runner {
-            event_scope,
+            event_scope: RwLock::new(event_scope),
             plugins,
             index: index.into_iter().map(|(k, v)| (k, Arc::from(v))).collect(),
             listeners: Mutex::new(Vec::new()),
             next_listener: AtomicU64::new(1),
+            session_file: RwLock::new(config.session_file.clone()),
             config,
             workers: timed::Workers::default(),
         }
@@ -170,9 +175,29 @@ impl Runner {
         &self.plugins
     }
 
-    /// The configuration.
-    pub fn config(&self) -> &RunnerConfig {
-        &self.config
+    /// The configuration (a copy: the session file changes with a new session).
+    pub fn config(&self) -> RunnerConfig {
+        let mut config = self.config.clone();
+        config.session_file = self.session_file();
+        config
+    }
+
+    /// The session file plugins see.
+    pub fn session_file(&self) -> Option<String> {
+        self.session_file
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Sets the session file plugins see from the next dispatch on (a new session).
+    pub fn set_session_file(&self, path: Option<String>) {
+        let scope = CallScope::new(CallKind::Event, &self.config.cwd, self.config.mode)
+            .with_session_file(path.as_deref());
+        let mut current = self.event_scope.write().unwrap_or_else(|e| e.into_inner());
+        scope.replace_system_prompt(current.system_prompt().as_str());
+        *current = Arc::new(scope);
+        *self.session_file.write().unwrap_or_else(|e| e.into_inner()) = path;
     }
 
     /// Binds the session services every plugin's actions use (a mode does this once).
@@ -190,7 +215,7 @@ impl Runner {
     /// Sets the system prompt handlers read through `get_system_prompt` (the agent sets the
     /// run's prompt before each run).
     pub fn set_system_prompt(&self, prompt: &str) {
-        self.event_scope.replace_system_prompt(prompt);
+        self.event_scope().replace_system_prompt(prompt);
     }
 
     /// Subscribes an error listener; returns its id for [`Runner::unsubscribe`].
@@ -230,13 +255,16 @@ impl Runner {
     pub(crate) fn new_scope(&self, kind: CallKind) -> Arc<CallScope> {
         Arc::new(
             CallScope::new(kind, &self.config.cwd, self.config.mode)
-                .with_session_file(self.config.session_file.as_deref()),
+                .with_session_file(self.session_file().as_deref()),
         )
     }
 
     /// The shared scope for ordinary event dispatches.
-    pub(crate) fn event_scope(&self) -> &Arc<CallScope> {
-        &self.event_scope
+    pub(crate) fn event_scope(&self) -> Arc<CallScope> {
+        self.event_scope
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Runs `chain` over the handlers of `event`, timed or inline, and reports errors.

@@ -20,9 +20,8 @@ pub type Job = Box<dyn FnOnce(&mut Agent) + Send>;
 const ALREADY_PROCESSING: &str = "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.";
 
 /// Commands pi has that this host does not offer (no model registry, thinking levels,
-/// compaction, retries, HTML export, or session tree commands yet).
+/// compaction, retries, HTML export, or session switching and tree commands yet).
 const NOT_OFFERED: &[&str] = &[
-    "new_session",
     "set_model",
     "cycle_model",
     "set_thinking_level",
@@ -258,6 +257,7 @@ impl Commands {
                 self.bash(command, id.cloned());
                 return None;
             }
+            "new_session" => return self.new_session(command, id),
             "abort_bash" => {
                 self.bash.abort();
                 None
@@ -340,6 +340,51 @@ impl Commands {
         });
         if self.jobs.send(job).is_err() {
             self.prompts.withdraw();
+            return Some(Err("the agent has stopped".into()));
+        }
+        None
+    }
+
+    /// `new_session{parentSession?}`: run on the agent's thread, answered with
+    /// `{"cancelled": bool}` once plugins have seen it. Refused while a prompt is queued or
+    /// running.
+    fn new_session(
+        &self,
+        command: &Value,
+        id: Option<&Value>,
+    ) -> Option<Result<Option<Value>, String>> {
+        let parent = match command.get("parentSession") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(parent)) => Some(parent.clone()),
+            Some(_) => {
+                return Some(Err(wrong_field(
+                    "new_session",
+                    "parentSession",
+                    "a string",
+                    command,
+                )));
+            }
+        };
+        if self.prompts.busy() || self.agent.is_streaming() {
+            return Some(Err(
+                "new_session: the agent is running a prompt; send abort first, then new_session"
+                    .into(),
+            ));
+        }
+        let out = self.out.clone();
+        let id = id.cloned();
+        let job: Job = Box::new(move |agent| {
+            let line = match agent.new_session(parent) {
+                Ok(cancelled) => success(
+                    id.as_ref(),
+                    "new_session",
+                    Some(json!({"cancelled": cancelled})),
+                ),
+                Err(error) => failure(id.as_ref(), Some("new_session".into()), &error),
+            };
+            out.line(&line);
+        });
+        if self.jobs.send(job).is_err() {
             return Some(Err("the agent has stopped".into()));
         }
         None
