@@ -2,83 +2,12 @@
 //! permission-gate (Rust) asks `select` before a dangerous bash command and blocks only when
 //! the user declines; confirm-command (C) asks `confirm` in `/deploy` and notifies the answer.
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
-use std::time::Duration;
+use std::process::Command;
 
+use pi_hooks_tests::rpc_client::RpcClient as Client;
 use pi_hooks_tests::{Sandbox, compile_c, rust_plugin, workspace_root};
 use serde_json::{Value, json};
-
-/// How long any one expected line may take before the test fails instead of hanging.
-const DEADLINE: Duration = Duration::from_secs(20);
-
-/// A pi RPC client over the real binary's pipes.
-struct Client {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
-}
-
-impl Client {
-    fn start(mut command: Command) -> Client {
-        let mut child = command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start pi-hooks rpc");
-        let stdout = child.stdout.take().expect("stdout");
-        let (sender, lines) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if sender.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Client {
-            stdin: child.stdin.take(),
-            child,
-            lines,
-        }
-    }
-
-    fn send(&mut self, command: &Value) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        writeln!(stdin, "{command}").expect("write to pi-hooks");
-        stdin.flush().expect("flush");
-    }
-
-    /// Reads lines until one matches `wanted`; returns the lines before it and the match.
-    fn until(&mut self, wanted: impl Fn(&Value) -> bool) -> (Vec<Value>, Value) {
-        let mut before = Vec::new();
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(DEADLINE)
-                .unwrap_or_else(|e| panic!("no wanted line ({e}); seen: {before:?}"));
-            let line: Value = serde_json::from_str(&line).expect("a JSON line");
-            if wanted(&line) {
-                return (before, line);
-            }
-            before.push(line);
-        }
-    }
-
-    /// The next `extension_ui_request` line.
-    fn ui_request(&mut self) -> Value {
-        self.until(|l| l["type"] == "extension_ui_request").1
-    }
-
-    /// Closes stdin and expects exit code 0.
-    fn close(mut self) {
-        drop(self.stdin.take());
-        let status = self.child.wait().expect("wait for pi-hooks");
-        assert_eq!(status.code(), Some(0));
-    }
-}
 
 /// `pi-hooks rpc --no-session --no-hooks --script <turns> -e <plugin>`.
 fn rpc(sandbox: &Sandbox, turns: Value, plugin: &Path) -> Command {
@@ -124,7 +53,8 @@ fn gate_answering(choice: Value) -> (Value, bool) {
         .into_iter()
         .find(|l| l["type"] == "tool_execution_end")
         .expect("a tool_execution_end");
-    client.close();
+    let (status, _) = client.close();
+    assert_eq!(status.code(), Some(0));
     (end, victim.exists())
 }
 
@@ -164,7 +94,8 @@ fn permission_gate_does_not_ask_about_harmless_commands() {
         .find(|l| l["type"] == "tool_execution_end")
         .unwrap();
     assert_eq!(end["result"]["content"][0]["text"], "safe\n");
-    client.close();
+    let (status, _) = client.close();
+    assert_eq!(status.code(), Some(0));
 }
 
 /// plugins/examples/confirm-command compiled into the sandbox.
@@ -216,5 +147,6 @@ fn deploy_command_asks_confirm_and_notifies_the_answer() {
             "a command does not start a run: {before:?}"
         );
     }
-    client.close();
+    let (status, _) = client.close();
+    assert_eq!(status.code(), Some(0));
 }

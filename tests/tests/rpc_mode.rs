@@ -3,121 +3,13 @@
 //! queueing while a run is in progress, the `extension_ui_request` / `extension_ui_response`
 //! sub-protocol with a real C plugin, and the graceful end on stdin close.
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
+use pi_hooks_tests::rpc_client::RpcClient as Client;
 use pi_hooks_tests::{Sandbox, behave_env_var, behave_plugin, compile_c_text, read_behave_log};
 use serde_json::{Value, json};
-
-/// How long any one expected line may take before the test fails instead of hanging.
-const DEADLINE: Duration = Duration::from_secs(20);
-
-/// A pi RPC client over the real binary's pipes.
-struct Client {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
-    seen: Vec<String>,
-}
-
-impl Client {
-    fn start(mut command: Command) -> Client {
-        let mut child = command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start pi-hooks rpc");
-        let stdout = child.stdout.take().expect("stdout");
-        let (sender, lines) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if sender.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Client {
-            stdin: child.stdin.take(),
-            child,
-            lines,
-            seen: Vec::new(),
-        }
-    }
-
-    /// Writes raw bytes (a line's framing is the caller's).
-    fn send_raw(&mut self, bytes: &[u8]) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        stdin.write_all(bytes).expect("write to pi-hooks");
-        stdin.flush().expect("flush");
-    }
-
-    fn send(&mut self, command: &Value) {
-        self.send_raw(format!("{command}\n").as_bytes());
-    }
-
-    /// The next stdout line as JSON, or a panic naming what was seen so far.
-    fn next(&mut self) -> Value {
-        match self.lines.recv_timeout(DEADLINE) {
-            Ok(line) => {
-                self.seen.push(line.clone());
-                serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
-            }
-            Err(RecvTimeoutError::Timeout) => {
-                panic!(
-                    "no line within {DEADLINE:?}; seen:\n{}",
-                    self.seen.join("\n")
-                )
-            }
-            Err(RecvTimeoutError::Disconnected) => {
-                panic!("stdout closed; seen:\n{}", self.seen.join("\n"))
-            }
-        }
-    }
-
-    /// Reads lines until one matches `wanted`; returns the lines before it and the match.
-    fn until(&mut self, wanted: impl Fn(&Value) -> bool) -> (Vec<Value>, Value) {
-        let mut before = Vec::new();
-        loop {
-            let line = self.next();
-            if wanted(&line) {
-                return (before, line);
-            }
-            before.push(line);
-        }
-    }
-
-    /// The response to the command with `id` (other lines skipped).
-    fn response(&mut self, id: &str) -> Value {
-        self.until(|l| l["type"] == "response" && l["id"] == id).1
-    }
-
-    /// Closes stdin and waits for the exit (with the deadline); returns the remaining lines.
-    fn close(mut self) -> (ExitStatus, Vec<Value>) {
-        drop(self.stdin.take());
-        let started = Instant::now();
-        let status = loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                break status;
-            }
-            if started.elapsed() > DEADLINE {
-                let _ = self.child.kill();
-                panic!("pi-hooks rpc did not exit after stdin closed");
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        };
-        let rest = self
-            .lines
-            .try_iter()
-            .map(|l| serde_json::from_str(&l).expect("JSON line"))
-            .collect();
-        (status, rest)
-    }
-}
 
 /// A scripted model file in the sandbox.
 fn script(sandbox: &Sandbox, turns: Value) -> PathBuf {
@@ -240,30 +132,30 @@ fn failure_lines_are_pi_s_and_framing_is_lf_only() {
     let mut client = Client::start(rpc(&sandbox, &script, &[]));
     client.send_raw(b"{bad\n");
     assert_eq!(
-        client.next(),
+        client.next_line(),
         json!({"type":"response","command":"parse","success":false,"error":"Failed to parse command: Expected property name or '}' in JSON at position 1"})
     );
     client.send(&json!({"id": "req-1", "type": "bogus_command"}));
     assert_eq!(
-        client.next(),
+        client.next_line(),
         json!({"type":"response","command":"bogus_command","success":false,"error":"Unknown command: bogus_command"}),
         "the id is not echoed for an unknown command, as in pi"
     );
     client.send(&json!({"id": "req-badjson"}));
     assert_eq!(
-        client.next(),
+        client.next_line(),
         json!({"type":"response","success":false,"error":"Unknown command: undefined"})
     );
     // CRLF is accepted; U+2028/U+2029 inside a line do not split it.
     client.send_raw("{\"id\":\"a\u{2028}b\u{2029}c\",\"type\":\"get_state\"}\r\n".as_bytes());
-    let state = client.next();
+    let state = client.next_line();
     assert_eq!(state["id"], "a\u{2028}b\u{2029}c");
     assert_eq!(state["success"], true);
     // Blank lines are skipped; the next command still answers.
     client.send_raw(b"\n\r\n");
     client.send(&json!({"id": "t", "type": "get_last_assistant_text"}));
     assert_eq!(
-        client.next(),
+        client.next_line(),
         json!({"id":"t","type":"response","command":"get_last_assistant_text","success":true,"data":{"text":null}})
     );
     let (status, rest) = client.close();
@@ -367,7 +259,7 @@ fn a_prompt_streams_json_mode_s_events_and_stdin_close_shuts_down() {
         .env("BEHAVE_LOG", &log);
     let mut client = Client::start(command);
     client.send(&json!({"id": "p1", "type": "prompt", "message": "go"}));
-    let response = client.next();
+    let response = client.next_line();
     assert_eq!(
         response,
         json!({"id":"p1","type":"response","command":"prompt","success":true}),
@@ -436,7 +328,7 @@ fn open_dialog(sandbox: &Sandbox, timeout_ms: &str) -> (Client, Value) {
     assert_eq!(notify["method"], "notify");
     assert_eq!(notify["message"], "asking");
     assert_eq!(notify["notifyType"], "info");
-    let status = client.next();
+    let status = client.next_line();
     assert_eq!(
         (
             status["method"].clone(),
@@ -445,7 +337,7 @@ fn open_dialog(sandbox: &Sandbox, timeout_ms: &str) -> (Client, Value) {
         ),
         (json!("setStatus"), json!("asker"), json!("waiting"))
     );
-    let confirm = client.next();
+    let confirm = client.next_line();
     assert_eq!(confirm["type"], "extension_ui_request");
     assert_eq!(confirm["method"], "confirm");
     assert_eq!(confirm["title"], "Allow?");
@@ -597,7 +489,7 @@ fn plugin_load_failures_are_lines_a_client_reads() {
     let broken = sandbox.lib().join("broken.so");
     std::fs::write(&broken, "not a library").unwrap();
     let mut client = Client::start(rpc(&sandbox, &script, &["-e", broken.to_str().unwrap()]));
-    let line = client.next();
+    let line = client.next_line();
     assert_eq!(line["type"], "extension_error", "{line}");
     assert_eq!(line["event"], "load");
     assert!(
@@ -619,7 +511,7 @@ fn select_input_and_editor_round_trip_and_setters_are_fire_and_forget() {
     let plugin = asker(&sandbox);
     let mut client = Client::start(rpc(&sandbox, &script, &["-e", plugin.to_str().unwrap()]));
     client.send(&json!({"id": "p", "type": "prompt", "message": "/ask-all"}));
-    let select = client.next();
+    let select = client.next_line();
     assert_eq!(select["type"], "extension_ui_request");
     assert_eq!(
         (
@@ -636,7 +528,7 @@ fn select_input_and_editor_round_trip_and_setters_are_fire_and_forget() {
         )
     );
     client.send(&json!({"type": "extension_ui_response", "id": select["id"], "value": "beta"}));
-    let input = client.next();
+    let input = client.next_line();
     assert_eq!(
         (
             input["method"].clone(),
@@ -646,7 +538,7 @@ fn select_input_and_editor_round_trip_and_setters_are_fire_and_forget() {
         (json!("input"), json!("name?"), json!("placeholder"))
     );
     client.send(&json!({"type": "extension_ui_response", "id": input["id"], "cancelled": true}));
-    let editor = client.next();
+    let editor = client.next_line();
     assert_eq!(
         (
             editor["method"].clone(),
@@ -662,7 +554,7 @@ fn select_input_and_editor_round_trip_and_setters_are_fire_and_forget() {
     client.send(
         &json!({"type": "extension_ui_response", "id": editor["id"], "value": "typed-by-driver"}),
     );
-    let widget = client.next();
+    let widget = client.next_line();
     assert_eq!(
         (
             widget["method"].clone(),
@@ -675,17 +567,17 @@ fn select_input_and_editor_round_trip_and_setters_are_fire_and_forget() {
             json!(["widget line 1", "widget line 2"])
         )
     );
-    let editor_text = client.next();
+    let editor_text = client.next_line();
     assert_eq!(
         (editor_text["method"].clone(), editor_text["text"].clone()),
         (json!("set_editor_text"), json!("prefilled"))
     );
-    let title = client.next();
+    let title = client.next_line();
     assert_eq!(title["method"], "setTitle");
     assert_eq!(title["title"], "1|(none)|typed-by-driver");
     // The response of a plugin command comes after its handler (and its dialogs) finished.
     assert_eq!(
-        client.next(),
+        client.next_line(),
         json!({"id":"p","type":"response","command":"prompt","success":true})
     );
     let (status, _) = client.close();
@@ -795,7 +687,7 @@ fn first_run(client: &mut Client) {
 /// queued or running.
 fn still_serving(client: &mut Client, messages: usize) {
     client.send(&json!({"id": "alive", "type": "get_state"}));
-    let state = client.next();
+    let state = client.next_line();
     assert_eq!(state["id"], "alive", "{state}");
     assert_eq!(state["success"], true, "{state}");
     assert_eq!(state["data"]["messageCount"], messages, "{state}");
@@ -872,7 +764,7 @@ fn missing_fields_and_wrong_types_get_error_responses_and_the_host_keeps_serving
     ];
     for (command, error) in failures {
         client.send(&command);
-        let response = client.next();
+        let response = client.next_line();
         let mut expected = json!({"id": command["id"], "type": "response", "command": command["type"], "success": false});
         expected["error"] = error.into();
         assert_eq!(response, expected);
@@ -880,30 +772,30 @@ fn missing_fields_and_wrong_types_get_error_responses_and_the_host_keeps_serving
     // An id of any JSON type is echoed as it came, as pi echoes it.
     for id in [json!({}), json!(42), json!([1, "x"]), json!(null)] {
         client.send(&json!({"id": id, "type": "get_last_assistant_text"}));
-        let response = client.next();
+        let response = client.next_line();
         assert_eq!(response["id"], id, "{response}");
         assert_eq!(response["data"]["text"], "one");
     }
     client.send(&json!({"id": {}, "type": "prompt", "message": false}));
-    assert_eq!(client.next()["id"], json!({}));
+    assert_eq!(client.next_line()["id"], json!({}));
     // A `type` that is not a string, and lines that are JSON but not objects: pi's
     // `Unknown command: ${command.type}` without the id.
     client.send(&json!({"id": "j", "type": 42}));
     assert_eq!(
-        client.next(),
+        client.next_line(),
         json!({"type": "response", "command": 42, "success": false, "error": "Unknown command: 42"})
     );
     for line in ["42", "[]", "\"prompt\"", "true"] {
         client.send_raw(format!("{line}\n").as_bytes());
         assert_eq!(
-            client.next(),
+            client.next_line(),
             json!({"type": "response", "success": false, "error": "Unknown command: undefined"}),
             "{line}"
         );
     }
     client.send_raw(b"null\n");
     assert_eq!(
-        client.next()["error"],
+        client.next_line()["error"],
         "Failed to parse command: Cannot read properties of null (reading 'type')"
     );
     still_serving(&mut client, 2);
@@ -926,7 +818,7 @@ fn ui_responses_for_unknown_or_answered_dialogs_are_ignored() {
     }
     // Still waiting: the dialog took none of them (the run is still streaming).
     client.send(&json!({"id": "s", "type": "get_state"}));
-    let state = client.next();
+    let state = client.next_line();
     assert_eq!(
         state["id"], "s",
         "nothing answered the stray responses: {state}"
@@ -949,7 +841,7 @@ fn ui_responses_for_unknown_or_answered_dialogs_are_ignored() {
 
 /// The process's peak resident memory (`VmHWM` of /proc/<pid>/status), in bytes.
 fn peak_memory(client: &Client) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{}/status", client.child.id()))
+    let status = std::fs::read_to_string(format!("/proc/{}/status", client.pid()))
         .expect("read /proc/<pid>/status");
     let line = status
         .lines()
@@ -980,7 +872,7 @@ fn a_10_mb_prompt_is_handled_and_a_line_over_16_mib_is_refused_in_bounded_memory
     let size = huge.len() - 1;
     client.send_raw(&huge);
     drop(huge);
-    let refused = client.next();
+    let refused = client.next_line();
     assert_eq!(
         refused,
         json!({"type": "response", "command": "parse", "success": false, "error": format!(
@@ -1037,7 +929,7 @@ fn binary_garbage_gets_parse_failures_and_the_host_keeps_serving() {
         let mut bytes = line.clone();
         bytes.push(b'\n');
         client.send_raw(&bytes);
-        let response = client.next();
+        let response = client.next_line();
         assert_eq!(response["type"], "response", "{response}");
         assert_eq!(response["success"], false, "{response}");
         let error = response["error"].as_str().unwrap();
@@ -1051,7 +943,7 @@ fn binary_garbage_gets_parse_failures_and_the_host_keeps_serving() {
     client.send_raw(b"\r\n");
     // Bad bytes inside a string of a valid command: decoded to U+FFFD, and it answers.
     client.send_raw(b"{\"id\":\"bad\xffid\",\"type\":\"get_state\"}\n");
-    assert_eq!(client.next()["id"], "bad\u{fffd}id");
+    assert_eq!(client.next_line()["id"], "bad\u{fffd}id");
     still_serving(&mut client, 2);
     session_intact(client, &file, &["hello"]);
 }
@@ -1074,5 +966,6 @@ fn a_prompt_sent_on_reading_agent_end_is_accepted() {
             "round {round}: {before:?} {end}"
         );
     }
-    client.close();
+    let (status, _) = client.close();
+    assert_eq!(status.code(), Some(0));
 }

@@ -4,102 +4,38 @@
 //! `{reason:"new", previousSessionFile}`, the old file is closed and complete, later prompts
 //! land in the new one, and a plugin command starts one through `context->new_session`.
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
-use std::time::Duration;
+use std::process::Command;
 
+use pi_hooks_tests::rpc_client::RpcClient as Client;
 use pi_hooks_tests::{Sandbox, behave_env_var, behave_plugin, compile_c_text, read_behave_log};
 use serde_json::{Value, json};
 
-const DEADLINE: Duration = Duration::from_secs(20);
-
-/// A pi RPC client over the real binary's pipes.
-struct Client {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
-    seen: Vec<String>,
-}
-
-impl Client {
-    fn start(mut command: Command) -> Client {
-        let mut child = command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start pi-hooks rpc");
-        let stdout = child.stdout.take().expect("stdout");
-        let (sender, lines) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if sender.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Client {
-            stdin: child.stdin.take(),
-            child,
-            lines,
-            seen: Vec::new(),
-        }
-    }
-
-    fn send(&mut self, command: &Value) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        writeln!(stdin, "{command}").expect("write to pi-hooks");
-        stdin.flush().expect("flush");
-    }
-
-    /// Reads lines until one matches `wanted`.
-    fn until(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(DEADLINE)
-                .unwrap_or_else(|e| panic!("no line ({e}); seen:\n{}", self.seen.join("\n")));
-            self.seen.push(line.clone());
-            let value: Value =
-                serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
-            if wanted(&value) {
-                return value;
-            }
-        }
-    }
-
-    fn response(&mut self, id: &str) -> Value {
-        self.until(|l| l["type"] == "response" && l["id"] == id)
-    }
-
-    /// A prompt run to its `agent_end`.
-    fn prompt(&mut self, id: &str, message: &str) {
-        self.send(&json!({"id": id, "type": "prompt", "message": message}));
-        assert_eq!(self.response(id)["success"], true, "{:?}", self.seen);
-        self.until(|l| l["type"] == "agent_end");
-    }
-
-    fn session_file(&mut self) -> PathBuf {
-        self.send(&json!({"id": "state", "type": "get_state"}));
-        let state = self.response("state");
-        PathBuf::from(
-            state["data"]["sessionFile"]
-                .as_str()
-                .expect("a session file"),
-        )
-    }
-
-    fn close(mut self) {
-        drop(self.stdin.take());
-        let status = self.child.wait().expect("wait for pi-hooks rpc");
-        assert!(status.success(), "pi-hooks rpc exited with {status}");
-    }
-}
-
 /// `pi-hooks rpc --session <root>/s.jsonl --no-hooks --script <script> -e <plugin>...`.
+/// A prompt run to its `agent_end`.
+fn prompt(client: &mut Client, id: &str, message: &str) {
+    client.send(&json!({"id": id, "type": "prompt", "message": message}));
+    assert_eq!(client.response(id)["success"], true, "{:?}", client.seen);
+    client.until(|l| l["type"] == "agent_end");
+}
+
+/// The session file `get_state` reports.
+fn session_file(client: &mut Client) -> PathBuf {
+    client.send(&json!({"id": "state", "type": "get_state"}));
+    let state = client.response("state");
+    PathBuf::from(
+        state["data"]["sessionFile"]
+            .as_str()
+            .expect("a session file"),
+    )
+}
+
+/// Closes stdin and expects a successful exit.
+fn close(client: Client) {
+    let (status, _) = client.close();
+    assert!(status.success(), "pi-hooks rpc exited with {status}");
+}
+
 fn rpc(sandbox: &Sandbox, plugins: &[&Path]) -> (Command, PathBuf) {
     let script = sandbox.root().join("script.json");
     std::fs::write(
@@ -171,14 +107,14 @@ fn rpc_new_session_switches_to_a_new_file_and_tells_plugins() {
     );
     command.args(["-e", plugin.to_str().unwrap()]);
     let mut client = Client::start(command);
-    client.prompt("p1", "hello");
+    prompt(&mut client, "p1", "hello");
     client.send(&json!({"id": "n1", "type": "new_session"}));
     let response = client.response("n1");
     assert_eq!(
         response,
         json!({"id": "n1", "type": "response", "command": "new_session", "success": true, "data": {"cancelled": false}})
     );
-    let new = client.session_file();
+    let new = session_file(&mut client);
     assert_ne!(new, old, "a new session file");
     assert_eq!(new.parent(), old.parent(), "beside the old one");
     client.send(&json!({"id": "m", "type": "get_messages"}));
@@ -205,8 +141,8 @@ fn rpc_new_session_switches_to_a_new_file_and_tells_plugins() {
         String::from_utf8_lossy(&other.stderr)
     );
 
-    client.prompt("p2", "second");
-    client.close();
+    prompt(&mut client, "p2", "second");
+    close(client);
 
     assert_eq!(user_texts(&old), ["hello", "reopened"]);
     let new_lines = lines(&new);
@@ -256,10 +192,10 @@ fn a_plugin_cancelling_session_before_switch_keeps_the_session() {
     );
     command.args(["-e", plugin.to_str().unwrap()]);
     let mut client = Client::start(command);
-    client.prompt("p1", "hello");
+    prompt(&mut client, "p1", "hello");
     client.send(&json!({"id": "n1", "type": "new_session", "parentSession": "/elsewhere/p.jsonl"}));
     assert_eq!(client.response("n1")["data"], json!({"cancelled": true}));
-    assert_eq!(client.session_file(), old);
+    assert_eq!(session_file(&mut client), old);
     client.send(&json!({"id": "m", "type": "get_messages"}));
     assert_eq!(
         client.response("m")["data"]["messages"]
@@ -268,7 +204,7 @@ fn a_plugin_cancelling_session_before_switch_keeps_the_session() {
             .len(),
         2
     );
-    client.prompt("p2", "second");
+    prompt(&mut client, "p2", "second");
     client.send(&json!({"id": "bad", "type": "new_session", "parentSession": 3}));
     let bad = client.response("bad");
     assert_eq!(bad["success"], false);
@@ -276,7 +212,7 @@ fn a_plugin_cancelling_session_before_switch_keeps_the_session() {
         bad["error"],
         "new_session: \"parentSession\" must be a string, not a number"
     );
-    client.close();
+    close(client);
     assert_eq!(user_texts(&old), ["hello", "second"]);
     let sessions = std::fs::read_dir(old.parent().unwrap())
         .unwrap()
@@ -358,13 +294,13 @@ fn a_plugin_command_starts_a_new_session_after_it_returns() {
     let fresh_log = sandbox.root().join("fresh.log");
     command.env("FRESH_LOG", &fresh_log);
     let mut client = Client::start(command);
-    client.prompt("p1", "hello");
+    prompt(&mut client, "p1", "hello");
     client.send(&json!({"id": "c", "type": "prompt", "message": "/fresh"}));
     assert_eq!(client.response("c")["success"], true);
-    let new = client.session_file();
+    let new = session_file(&mut client);
     assert_ne!(new, old);
-    client.prompt("p2", "after");
-    client.close();
+    prompt(&mut client, "p2", "after");
+    close(client);
 
     assert_eq!(
         std::fs::read_to_string(&fresh_log).unwrap(),
