@@ -616,6 +616,24 @@ pub fn output_within(mut command: Command, limit: std::time::Duration) -> Output
     }
 }
 
+/// `pi-hooks run --mode json --no-session --script <script> --hook <plugin>... go`, in the
+/// sandbox.
+pub fn json_run_command(sandbox: &Sandbox, script: &Path, plugins: &[&Path]) -> Command {
+    let mut args = vec![
+        "run",
+        "--mode",
+        "json",
+        "--no-session",
+        "--script",
+        script.to_str().expect("UTF-8 script path"),
+    ];
+    for plugin in plugins {
+        args.extend(["--hook", plugin.to_str().expect("UTF-8 plugin path")]);
+    }
+    args.push("go");
+    sandbox.command(&args)
+}
+
 /// A C plugin named `name`, compiled into `dir` as `<file>.so`, whose init creates the file
 /// `marker`: proof that its code ran.
 pub fn marker_plugin(dir: &Path, file: &str, name: &str, marker: &Path) -> PathBuf {

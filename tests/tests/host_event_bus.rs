@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
-use pi_hooks_tests::{Sandbox, compile_c_text, output_within};
+use pi_hooks_tests::{Sandbox, compile_c_text, json_run_command, output_within};
 use serde_json::{Value, json};
 
 /// The most any one command here may take.
@@ -238,19 +238,7 @@ fn run(s: &Sandbox, plugins: &[&Path]) -> Output {
         {"toolCalls": [{"name": "bash", "arguments": {"command": "true"}}]},
         {"text": "done"}
     ]}));
-    let mut args = vec![
-        "run",
-        "--mode",
-        "json",
-        "--no-session",
-        "--script",
-        script.to_str().unwrap(),
-    ];
-    for plugin in plugins {
-        args.extend(["--hook", plugin.to_str().unwrap()]);
-    }
-    args.push("go");
-    let output = output_within(s.command(&args), LIMIT);
+    let output = output_within(json_run_command(s, &script, plugins), LIMIT);
     assert!(
         output.status.success(),
         "the host did not finish the run ({})\nstderr: {}",

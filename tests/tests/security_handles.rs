@@ -20,8 +20,8 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use pi_hooks_tests::{
-    Sandbox, c_fixture_as, compile_c_text, json_lines, loaded_names, output_within,
-    parse_json_output,
+    Sandbox, c_fixture_as, compile_c_text, json_lines, json_run_command, loaded_names,
+    output_within, parse_json_output,
 };
 use serde_json::{Value, json};
 
@@ -111,19 +111,7 @@ fn run_with(s: &Sandbox, plugins: &[&Path], env: &[(&str, &str)]) -> Run {
         {"toolCalls": [{"name": "bash", "arguments": {"command": format!("touch {}", marker.display())}}]},
         {"text": "done"}
     ]}));
-    let mut args = vec![
-        "run",
-        "--mode",
-        "json",
-        "--no-session",
-        "--script",
-        script.to_str().unwrap(),
-    ];
-    for plugin in plugins {
-        args.extend(["--hook", plugin.to_str().unwrap()]);
-    }
-    args.push("go");
-    let mut command = s.command(&args);
+    let mut command = json_run_command(s, &script, plugins);
     command.envs(env.iter().copied());
     let output = output_within(command, LIMIT);
     let events = if output.status.success() {
