@@ -76,6 +76,8 @@
 //! the file does not end in a line feed, so it is never glued to the fragment of a writer that
 //! died mid-line; such entries interleave, as with pi.
 
+pub mod branch_summary;
+pub mod compaction;
 pub mod context;
 pub mod entry;
 mod error;
@@ -83,6 +85,7 @@ pub(crate) mod ids;
 mod load;
 mod paths;
 mod store;
+pub mod summarize;
 pub mod timestamp;
 
 pub use context::{ModelRef, SessionContext};
