@@ -217,18 +217,28 @@ fn to_llm_message(message: &Value) -> Option<Value> {
         }
         "bashExecution" if js_truthy(message.get("excludeFromContext")) => None,
         "bashExecution" => Some(user_text(bash_execution_text(message))),
-        "branchSummary" => Some(user_text(format!(
-            "Summary of another branch of this conversation, which the user left to come back \
-             here:\n\n<summary>\n{}\n</summary>",
-            summary()
-        ))),
-        "compactionSummary" => Some(user_text(format!(
-            "The conversation before this point was compacted; this is its summary:\n\n\
-             <summary>\n{}\n</summary>",
-            summary()
-        ))),
+        "branchSummary" => Some(user_text(branch_summary_for_model(&summary()))),
+        "compactionSummary" => Some(user_text(compaction_summary_for_model(&summary()))),
         _ => None,
     }
+}
+
+/// How a branch summary reads for a model (our wording): a sentence saying what it is, then
+/// the summary in `<summary>` tags.
+pub fn branch_summary_for_model(summary: &str) -> String {
+    format!(
+        "Summary of another branch of this conversation, which the user left to come back \
+         here:\n\n<summary>\n{summary}\n</summary>"
+    )
+}
+
+/// How a compaction summary reads for a model (our wording): a sentence saying what it is,
+/// then the summary in `<summary>` tags.
+pub fn compaction_summary_for_model(summary: &str) -> String {
+    format!(
+        "The conversation before this point was compacted; this is its summary:\n\n\
+         <summary>\n{summary}\n</summary>"
+    )
 }
 
 /// A user's bash run (`!command`) as text for the model: the command, its output in a fence (or
