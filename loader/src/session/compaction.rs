@@ -20,7 +20,7 @@
 //! missing `usage` field, a message without content): that counts as 0 or is skipped here.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::context;
 use super::summarize::{
@@ -656,7 +656,7 @@ pub fn prepare_compaction(
 
 /// The `details` pi stores in a compaction it wrote: `{"readFiles":[..],"modifiedFiles":[..]}`.
 pub fn compaction_details(lists: &FileLists) -> Value {
-    json!({"readFiles": lists.read_files, "modifiedFiles": lists.modified_files})
+    lists.to_details()
 }
 
 const SUMMARY_PROMPT: &str = "Write a checkpoint of the conversation above that another model can \
@@ -741,6 +741,7 @@ Be brief; write only what the kept part needs.";
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn entry(id: &str, kind: &str, fields: Value) -> Value {
         let mut entry = json!({"type": kind, "id": id, "parentId": null,

@@ -75,6 +75,14 @@
 //! written ([`SessionError::ChangedOnDisk`]), and the new line starts on a line of its own when
 //! the file does not end in a line feed, so it is never glued to the fragment of a writer that
 //! died mid-line; such entries interleave, as with pi.
+//!
+//! # Compaction and branch summaries
+//!
+//! [`compaction`] prepares the compaction of a branch (where to cut, what to summarize, the
+//! `session_before_compact` preparation, the summarization requests) and [`branch_summary`]
+//! the summary of a branch left by tree navigation, both as pure functions over entries, ported
+//! from pi 0.73.1 and compared with it by `tests/tests/compaction_golden.rs`; [`summarize`]
+//! holds what they share (file lists, the transcript a summarizing model reads).
 
 pub mod branch_summary;
 pub mod compaction;

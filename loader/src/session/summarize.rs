@@ -408,7 +408,10 @@ pub(crate) fn js_date_millis(timestamp: Option<&Value>) -> Value {
 }
 
 /// The properties of an object in JavaScript's order: keys that are array indices first, in
-/// numeric order, then the others in insertion order.
+/// numeric order, then the others in insertion order. "Insertion order" is the order the map
+/// keeps, which is the order of the session file's text because the workspace enables
+/// serde_json's `preserve_order` feature (root Cargo.toml); without it the keys would come
+/// sorted, and only the transcript's argument order (not any token count) would change.
 fn js_object_entries(object: &Map<String, Value>) -> impl Iterator<Item = (&String, &Value)> {
     let index = |key: &str| -> Option<u32> {
         let n: u32 = key.parse().ok()?;
