@@ -80,7 +80,8 @@ pub struct DiscoveryOptions {
     pub agent_dir: PathBuf,
     /// `--hook` / `--extension` / `-e` paths, in order.
     pub explicit: Vec<String>,
-    /// `--no-hooks`: skip folders and settings (explicit paths still load).
+    /// `--no-hooks`: skip the folders and the plugins settings list (explicit paths still
+    /// load; the settings' other keys still apply).
     pub no_discovery: bool,
 }
 
@@ -102,8 +103,8 @@ pub struct Discovery {
 pub fn discover(options: &DiscoveryOptions) -> Discovery {
     let mut found = Discovery::default();
     let mut raw: Vec<Candidate> = Vec::new();
+    let project = options.cwd.join(".pi");
     if !options.no_discovery {
-        let project = options.cwd.join(".pi");
         for dir in [project.join("hooks"), project.join("extensions")] {
             scan_dir(&dir, Origin::Project, false, &mut raw);
         }
@@ -113,28 +114,32 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
         ] {
             scan_dir(&dir, Origin::Global, false, &mut raw);
         }
-        let sources = [
-            (project.join("settings.json"), Origin::ProjectSettings),
-            (
-                options.agent_dir.join("settings.json"),
-                Origin::GlobalSettings,
-            ),
-        ];
-        for (path, origin) in sources {
-            match read_settings(&path) {
-                Ok(None) => {}
-                Ok(Some(mut settings)) => {
-                    settings.project = origin == Origin::ProjectSettings;
+    }
+    // The settings are read with `--no-hooks` too, as pi's `--no-extensions` keeps them: only
+    // the plugins they list are skipped (timeouts and compaction still apply).
+    let sources = [
+        (project.join("settings.json"), Origin::ProjectSettings),
+        (
+            options.agent_dir.join("settings.json"),
+            Origin::GlobalSettings,
+        ),
+    ];
+    for (path, origin) in sources {
+        match read_settings(&path) {
+            Ok(None) => {}
+            Ok(Some(mut settings)) => {
+                settings.project = origin == Origin::ProjectSettings;
+                if !options.no_discovery {
                     for entry in settings.hooks.iter().chain(&settings.extensions) {
                         explicit(&resolve(entry, settings.base_dir()), origin, &mut raw);
                     }
-                    found.settings.push(settings);
                 }
-                Err(error) => found.errors.push(SourceError {
-                    path: path.display().to_string(),
-                    error,
-                }),
+                found.settings.push(settings);
             }
+            Err(error) => found.errors.push(SourceError {
+                path: path.display().to_string(),
+                error,
+            }),
         }
     }
     for entry in &options.explicit {
