@@ -260,8 +260,10 @@
  * ABI minor version. A minor adds fields and functions at the end of structs and tables,
  * never anything else. A host of minor N loads plugins built for minors 0..=N; a plugin built
  * for a minor newer than the host's is refused (it may call entries the host lacks).
+ *
+ * Minor 1 appended `PiActionsApi::set_model`.
  */
-#define PI_HOOKS_ABI_MINOR 0
+#define PI_HOOKS_ABI_MINOR 1
 
 /**
  * An opaque context, valid until the handler, command, tool, timer or callback it was given
@@ -519,6 +521,19 @@ typedef struct PiActionsApi {
                           struct PiStr channel,
                           PiBusHandler handler,
                           void *user_data);
+    /**
+     * (ABI 1.1) Selects the model `provider`/`model_id` among those the host's provider
+     * offers (pi's `pi.setModel`). `*found` (may be NULL) is set to whether it is offered;
+     * an unknown model is not an error (`PI_OK`, `*found` false), as pi's `setModel`
+     * resolves to false. The model is used from the next model call on; the session gets a
+     * `model_change` entry and plugins `model_select {model, previousModel, source:"set"}`
+     * once the current call has returned. `PI_ERR_UNAVAILABLE` before a session runs
+     * (during `init`, in `pi-hooks inspect`).
+     */
+    PiStatus (*set_model)(struct PiPlugin *plugin,
+                          struct PiStr provider,
+                          struct PiStr model_id,
+                          bool *found);
 } PiActionsApi;
 
 /**
@@ -598,7 +613,9 @@ typedef struct PiContextApi {
      */
     PiStatus (*model)(struct PiContext *ctx, struct PiValue **out);
     /**
-     * Context window usage as an owned object `{"tokens", "contextWindow", "percent"}`.
+     * Context window usage as an owned object `{"tokens", "contextWindow", "percent"}`
+     * (pi's `getContextUsage`: tokens of the current context, estimated from the last
+     * assistant usage and 4 characters a token after it). NULL before the first model call.
      */
     PiStatus (*context_usage)(struct PiContext *ctx, struct PiValue **out);
     /**
@@ -607,46 +624,69 @@ typedef struct PiContextApi {
      */
     PiStatus (*tool_update)(struct PiContext *ctx, struct PiStr partial_json);
     /**
-     * Asks the host to shut down once idle (`session_shutdown` fires first).
+     * Not available yet: answers `PI_ERR_UNAVAILABLE` in every mode (pi's `ctx.shutdown()`).
      */
     PiStatus (*shutdown)(struct PiContext *ctx);
     /**
-     * Starts a compaction; `options_json` is empty or `{"customInstructions"?}`.
+     * Asks for a compaction; `options_json` is empty or `{"customInstructions"?}`
+     * (`PI_ERR_INVALID_ARG` otherwise). Works from any call; the compaction runs once the
+     * current prompt or command is over: `session_before_compact` (cancel, or a custom
+     * `compaction`), the summary, a `compaction` entry, `session_compact`. A failure ("Nothing
+     * to compact", "Already compacted", cancelled) is reported as this plugin's error with
+     * event "compact".
      */
     PiStatus (*compact)(struct PiContext *ctx, struct PiStr options_json);
     /**
-     * (command only) Waits until the agent is idle.
+     * (command only) Waits until the agent is idle. Commands run while the agent is idle,
+     * so this returns at once.
      */
     PiStatus (*wait_for_idle)(struct PiContext *ctx);
     /**
      * (command only; `PI_ERR_UNAVAILABLE` elsewhere) Asks for a new session;
-     * `options_json` is empty or `{"parentSession"?}` (`PI_ERR_INVALID_ARG` otherwise). The
-     * session is replaced once the command handler has returned, never during this call
-     * (its `session_before_switch` handlers may be this plugin's own): then
-     * `session_before_switch` `{reason:"new"}` can cancel it, else the old session file is
-     * closed, a new one is started and `session_switch` `{reason:"new",
-     * previousSessionFile}` follows. `*cancelled` (may be NULL) is therefore always set to
-     * false: a cancellation is not known when this returns.
+     * `options_json` is empty or `{"parentSession"?}` (`PI_ERR_INVALID_ARG` otherwise).
+     *
+     * Session operations (`new_session`, `fork`, `navigate_tree`, `switch_session`) are
+     * performed once the command handler has returned, never during this call (their
+     * `session_before_*` handlers may be this plugin's own), in the order asked.
+     * `*cancelled` (may be NULL) is therefore always set to false: a cancellation is seen by
+     * the `session_before_*` handler that makes it. A failure (an unknown entry, a file that
+     * cannot be opened) is reported as this plugin's error, with the operation's name as
+     * the event.
+     *
+     * New session, resume and fork run as pi 0.73.1 replaces its session:
+     * `session_before_switch {reason:"new"|"resume", targetSessionFile?}` or
+     * `session_before_fork {entryId, position}` can cancel; then `session_shutdown {reason,
+     * targetSessionFile}`, the switch, `session_start {reason, previousSessionFile}` and
+     * `resources_discover {reason:"startup"}`; then, for plugins written against seed 001,
+     * `session_switch {reason, previousSessionFile}` or `session_fork
+     * {previousSessionFile}`. The plugins stay loaded (pi re-creates its extensions).
      */
     PiStatus (*new_session)(struct PiContext *ctx, struct PiStr options_json, bool *cancelled);
     /**
-     * (command only) Forks the session at `entry_id`.
+     * (command only) Forks the session before the user message `entry_id`: a new session
+     * file holding the branch up to that message's parent (its text is what pi puts in the
+     * editor). See `new_session` for when it happens and the events.
      */
     PiStatus (*fork)(struct PiContext *ctx, struct PiStr entry_id, bool *cancelled);
     /**
-     * (command only) Moves to another point of the session tree; `options_json` is empty or
-     * `{"summarize"?, "customInstructions"?, "label"?}`.
+     * (command only) Moves the session's leaf to entry `target_id` of the same file (pi's
+     * `navigateTree`); `options_json` is empty or `{"summarize"?, "customInstructions"?,
+     * "replaceInstructions"?, "label"?}`. `session_before_tree {preparation, signal}` can
+     * cancel or give the summary; with `summarize`, the branch left behind is summarized
+     * into a `branch_summary` entry; then `session_tree {newLeafId, oldLeafId,
+     * summaryEntry?, fromExtension?}`. See `new_session` for when it happens.
      */
     PiStatus (*navigate_tree)(struct PiContext *ctx,
                               struct PiStr target_id,
                               struct PiStr options_json,
                               bool *cancelled);
     /**
-     * (command only) Switches to another session file.
+     * (command only) Resumes the session saved at `path`; its last model is selected again
+     * when offered (`model_select {source:"restore"}`). See `new_session`.
      */
     PiStatus (*switch_session)(struct PiContext *ctx, struct PiStr path, bool *cancelled);
     /**
-     * (command only) Reloads every plugin once the command returns.
+     * (command only) Not available yet: answers `PI_ERR_UNAVAILABLE` (pi's `ctx.reload()`).
      */
     PiStatus (*reload)(struct PiContext *ctx);
 } PiContextApi;
@@ -1422,7 +1462,7 @@ typedef const struct PiPluginDescriptor *(*PiEntryFn)(void);
  * (pi_hooks_abi::layout::LAYOUT_FINGERPRINT). PI_HOOKS_DESCRIPTOR puts it in the descriptor,
  * so that the host refuses a plugin built against an edited header of the same version.
  */
-#define PI_HOOKS_LAYOUT_FINGERPRINT 0xfad228d5859c9234ULL
+#define PI_HOOKS_LAYOUT_FINGERPRINT 0xe243c031c00fdbdbULL
 
 /** The name of the entry symbol every v1 plugin exports (see PI_HOOKS_PLUGIN). */
 #define PI_HOOKS_ENTRY_SYMBOL "pi_hooks_plugin_v1"

@@ -12,7 +12,7 @@ pub const LAYOUT_FINGERPRINT: u64 = include!(concat!(env!("OUT_DIR"), "/fingerpr
 /// The fingerprint each released minor had, index = minor. The last entry must equal
 /// [`LAYOUT_FINGERPRINT`]; a test fails otherwise, so an ABI edit cannot slip in without
 /// either a new minor (append an entry) or a deliberate change before release.
-pub const RELEASED_FINGERPRINTS: &[u64] = &[0xfad2_28d5_859c_9234];
+pub const RELEASED_FINGERPRINTS: &[u64] = &[0xfad2_28d5_859c_9234, 0xe243_c031_c00f_dbdb];
 
 /// Sizes of the boundary structs at one ABI minor, on this target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,9 +49,19 @@ impl AbiSizes {
     };
 
     /// The sizes a plugin built for `minor` must declare, or `None` for a minor this build
-    /// does not know. Minor 0 is the current one; a later minor appends its row here.
+    /// does not know. Each minor appends to the tables, so an older minor's sizes are the
+    /// current ones less what later minors appended.
     pub fn for_minor(minor: u32) -> Option<AbiSizes> {
-        (minor == PI_HOOKS_ABI_MINOR).then_some(Self::CURRENT)
+        /// One function pointer: what minor 1 appended to `PiActionsApi` (`set_model`).
+        const POINTER: u32 = size_of::<unsafe extern "C" fn()>() as u32;
+        match minor {
+            0 => Some(AbiSizes {
+                actions_api: Self::CURRENT.actions_api - POINTER,
+                ..Self::CURRENT
+            }),
+            1 => Some(Self::CURRENT),
+            _ => None,
+        }
     }
 
     /// The sizes a descriptor declares.

@@ -27,6 +27,7 @@ pub const KNOWN_EVENTS: &[&str] = &[
     "branch",
     "context",
     "before_provider_request",
+    "after_provider_response",
     "before_agent_start",
     "agent_start",
     "agent_end",

@@ -65,12 +65,55 @@ pub trait HostServices: Send + Sync {
     fn ui(&self) -> Option<Arc<dyn UiService>> {
         None
     }
-    /// Asks for a new session (`parentSession` for its header), started once the plugin
-    /// command that asked has returned. `Err` when the mode offers no sessions.
-    fn request_new_session(&self, parent_session: Option<String>) -> Result<(), String> {
-        let _ = parent_session;
-        Err("this mode has no session to replace".into())
+    /// Asks for a session operation, performed once the plugin command that asked has
+    /// returned. `Err` when the mode offers no sessions.
+    fn request_session_op(&self, plugin_path: &str, op: SessionOp) -> Result<(), String> {
+        let _ = (plugin_path, op);
+        Err("this mode has no session to change".into())
     }
+    /// Selects the model `provider`/`id` from the next model call on (`model_select`
+    /// follows once the current call has returned). `Ok(false)` when the provider does not
+    /// offer it.
+    fn request_model(&self, provider: &str, id: &str) -> Result<bool, String> {
+        let _ = (provider, id);
+        Err("this mode has no model".into())
+    }
+    /// Blocks until the agent is idle (a command's `waitForIdle`).
+    fn wait_for_idle(&self) {}
+    /// Context window usage `{tokens, contextWindow, percent}`, when known.
+    fn context_usage(&self) -> Option<Value> {
+        None
+    }
+}
+
+/// Options of a tree navigation (pi's `navigateTree` options).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TreeOptions {
+    /// Summarize the branch left behind.
+    pub summarize: bool,
+    /// Instructions for the summary.
+    pub custom_instructions: Option<String>,
+    /// Whether `custom_instructions` replaces the default summary prompt.
+    pub replace_instructions: Option<bool>,
+    /// A label for the summary entry (or the target, without a summary).
+    pub label: Option<String>,
+}
+
+/// A session operation a plugin command asked for (`PiContextApi`); the agent performs it
+/// once the command has returned, so the asking plugin is never re-entered by the events it
+/// leads to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionOp {
+    /// A new session (`parentSession` for its header).
+    New(Option<String>),
+    /// Resume another session file.
+    Switch(String),
+    /// Fork before a user message.
+    Fork(String),
+    /// Move to another entry of the session tree.
+    Tree(String, TreeOptions),
+    /// Compact the context (custom instructions).
+    Compact(Option<String>),
 }
 
 /// A mode's user interface as plugins reach it through `PiUiApi`. Requests are pi's

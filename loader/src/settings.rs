@@ -19,6 +19,8 @@ pub struct Settings {
     pub hook_timeout_ms: Option<u64>,
     /// `toolCallTimeout` in milliseconds.
     pub tool_call_timeout_ms: Option<u64>,
+    /// `compaction`: `{enabled?, reserveTokens?, keepRecentTokens?}`.
+    pub compaction: Option<crate::session::compaction::CompactionSettings>,
     /// Whether the file is the project's (`<cwd>/.pi/settings.json`) rather than the user's.
     pub project: bool,
 }
@@ -58,6 +60,15 @@ pub fn read_settings(path: &Path) -> Result<Option<Settings>, String> {
         extensions: string_list(&map, "extensions")?,
         hook_timeout_ms: millis(&map, "hookTimeout")?,
         tool_call_timeout_ms: millis(&map, "toolCallTimeout")?,
+        compaction: match map.get("compaction") {
+            None | Some(Value::Null) => None,
+            Some(value) => Some(
+                crate::session::compaction::CompactionSettings::from_settings_value(value)
+                    .map_err(|e| {
+                        format!("{e}; fix the settings file. Plugins it lists were not loaded")
+                    })?,
+            ),
+        },
         project: false,
     }))
 }
@@ -85,6 +96,18 @@ pub fn timeouts(settings: &[Settings]) -> (Duration, Option<Duration>) {
         tool_call = Some(limit.max(Duration::from_millis(raised)));
     }
     (hook, tool_call)
+}
+
+/// The compaction settings in force: the project's `compaction` over the user's (as pi
+/// merges settings), pi's defaults without either.
+pub fn compaction(settings: &[Settings]) -> crate::session::compaction::CompactionSettings {
+    let pick = |project: bool| {
+        settings
+            .iter()
+            .find(|s| s.project == project)
+            .and_then(|s| s.compaction)
+    };
+    pick(true).or_else(|| pick(false)).unwrap_or_default()
 }
 
 /// The default `hookTimeout`: 30 seconds.

@@ -435,6 +435,46 @@ fn abi_minor_newer_than_host() {
     listing.expect_loaded(&["good", "variant-ok"]);
 }
 
+/// A plugin built against the header of ABI 1.0 (before `PiActionsApi::set_model` was
+/// appended) declares the older, smaller tables and 1.0's fingerprint: it still loads.
+#[test]
+fn a_plugin_of_an_older_minor_loads() {
+    let (sandbox, hooks) = sandbox_with_good();
+    let old = pi_hooks_abi::layout::fingerprint_for_minor(0).expect("1.0 was released");
+    let xor = format!(
+        "-DFINGERPRINT_XOR=0x{:x}ULL",
+        pi_hooks_abi::layout::LAYOUT_FINGERPRINT ^ old
+    );
+    let pointer = format!("-DACTIONS_API_SIZE_DELTA=-{}", size_of::<usize>());
+    let flags = [
+        "-DMINOR_DELTA=-1",
+        pointer.as_str(),
+        xor.as_str(),
+        "-DPLUGIN_NAME=\"minor-zero\"",
+    ];
+    sandbox.install(
+        &build(&sandbox, "descriptor_variants", "minor_zero", &flags),
+        &hooks,
+        "minor_zero.so",
+    );
+    let listing = list(&sandbox, &[]);
+    listing.expect_error_count(0);
+    listing.expect_loaded(&["good", "minor-zero"]);
+    // The same plugin declaring the 1.1 tables with minor 0 is refused: its sizes are not 1.0's.
+    let flags = [
+        "-DMINOR_DELTA=-1",
+        xor.as_str(),
+        "-DPLUGIN_NAME=\"minor-mixed\"",
+    ];
+    sandbox.install(
+        &build(&sandbox, "descriptor_variants", "minor_mixed", &flags),
+        &hooks,
+        "minor_mixed.so",
+    );
+    let listing = list(&sandbox, &[]);
+    listing.expect_error("minor_mixed.so", "PiActionsApi");
+}
+
 /// Item 8: Descriptors declaring wrong struct sizes: `host_api_size` 8 bytes short, and
 /// `struct_size` 8 bytes long.
 #[test]

@@ -170,7 +170,8 @@ fn inspect_names_the_abi_and_every_registration() {
     let plugin = &report["plugins"][0];
     assert_eq!(plugin["name"], "inspected");
     assert_eq!(plugin["version"], "1.0.0");
-    assert_eq!(plugin["abi"], "1.0");
+    let abi = format!("1.{}", pi_hooks_abi::ffi::PI_HOOKS_ABI_MINOR);
+    assert_eq!(plugin["abi"], abi.as_str());
     assert_eq!(plugin["events"], serde_json::json!(["tool_call"]));
     assert_eq!(plugin["sha256"].as_str().unwrap().len(), 64);
 

@@ -162,8 +162,12 @@ fn registrations_of_a_rust_plugin_are_recorded() {
         ("fixture-flag", "boolean", Some(json!(true)))
     );
     assert_eq!(
-        (plugin.name(), plugin.version(), plugin.abi().as_str()),
-        ("fixture-rust-init", "9.9.9", "1.0")
+        (plugin.name(), plugin.version(), plugin.abi()),
+        (
+            "fixture-rust-init",
+            "9.9.9",
+            format!("1.{}", pi_hooks_abi::ffi::PI_HOOKS_ABI_MINOR)
+        )
     );
 }
 

@@ -150,3 +150,43 @@ fn deploy_command_asks_confirm_and_notifies_the_answer() {
     let (status, _) = client.close();
     assert_eq!(status.code(), Some(0));
 }
+
+/// As in pi, a plugin command sent while the agent streams runs at once (no
+/// `streamingBehavior` needed): its dialog is asked during the run, and the prompt is
+/// answered once the handler returns, before the run ends.
+#[test]
+fn a_plugin_command_runs_at_once_while_the_agent_streams() {
+    let sandbox = Sandbox::new();
+    let plugin = confirm_command(&sandbox);
+    let turns = json!([
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "sleep 2; echo slept"}}]},
+        {"text": "done"}
+    ]);
+    let mut client = Client::start(rpc(&sandbox, turns, &plugin));
+    client.send(&json!({"id": "p", "type": "prompt", "message": "work"}));
+    client.until(|l| l["type"] == "tool_execution_start");
+    client.send(&json!({"id": "d", "type": "prompt", "message": "/deploy staging"}));
+    let confirm = client.ui_request();
+    assert_eq!(confirm["message"], "Deploy to staging?");
+    client.send(&json!({"type": "extension_ui_response", "id": confirm["id"], "confirmed": true}));
+    let (before, response) = client.until(|l| l["id"] == "d");
+    assert_eq!(response["success"], true, "{response}");
+    assert!(
+        !before.iter().any(|l| l["type"] == "agent_end"),
+        "the command ran during the run: {before:?}"
+    );
+    let (_, end) = client.until(|l| l["type"] == "agent_end");
+    let users: Vec<&Value> = end["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .collect();
+    assert_eq!(
+        users.len(),
+        1,
+        "the command was not queued as a message: {users:?}"
+    );
+    let (status, _) = client.close();
+    assert_eq!(status.code(), Some(0));
+}

@@ -864,6 +864,9 @@ fn a_10_mb_prompt_is_handled_and_a_line_over_16_mib_is_refused_in_bounded_memory
     let script = script(&sandbox, json!([{"text": "read it"}]));
     let (command, file) = rpc_with_session(&sandbox, &script);
     let mut client = Client::start(command);
+    // 10 MB is 2.5 M tokens: past any context window, so it would be compacted at once.
+    client.send(&json!({"id": "off", "type": "set_auto_compaction", "enabled": false}));
+    assert_eq!(client.response("off")["success"], true);
     still_serving(&mut client, 0);
     // 64 MiB in one line: dropped as it is read, never held whole.
     let mut huge = br#"{"id":"huge","type":"prompt","message":""#.to_vec();

@@ -64,6 +64,15 @@ fn quiet_script(sandbox: &Sandbox) -> String {
 /// A file name that tries everything: clear the screen, return to the line start and write a
 /// fake listing line, a newline, shell syntax that would run a command if pasted unquoted,
 /// quotes, history expansion and a right-to-left override.
+/// The ABI version plugins built against the committed header report.
+fn abi() -> String {
+    format!(
+        "{}.{}",
+        pi_hooks_abi::ffi::PI_HOOKS_ABI_MAJOR,
+        pi_hooks_abi::ffi::PI_HOOKS_ABI_MINOR
+    )
+}
+
 const HOSTILE_NAME: &str =
     "evil\u{1b}[2J\rLoaded (in load order):\n  1. fake 'x' $(touch pwned) !! \u{202e}os.so";
 
@@ -201,8 +210,12 @@ fn plugin_supplied_text_is_escaped_in_list_inspect_and_run() {
     assert!(listing.status.success());
     let listing = text(&listing.stdout);
     assert_no_raw_control("list", &listing);
+    let first = format!(
+        "  1. name\\e[31m 1.0\\r\\n2.0 (ABI {}) [global, no trust needed]",
+        abi()
+    );
     for shown in [
-        "  1. name\\e[31m 1.0\\r\\n2.0 (ABI 1.0) [global, no trust needed]",
+        first.as_str(),
         "     about\\n\\u{202e}evil",
         "     events: toolCall, tool_call\\e]0;owned\\u{7}",
         "     commands: /clear\\e[2J",
@@ -242,7 +255,10 @@ fn plugin_supplied_text_is_escaped_in_list_inspect_and_run() {
     let inspected = text(&inspected.stdout);
     assert_no_raw_control("inspect", &inspected);
     assert!(
-        inspected.starts_with("Plugin name\\e[31m 1.0\\r\\n2.0 (ABI 1.0)\n"),
+        inspected.starts_with(&format!(
+            "Plugin name\\e[31m 1.0\\r\\n2.0 (ABI {})\n",
+            abi()
+        )),
         "{inspected}"
     );
     assert!(
@@ -455,7 +471,7 @@ fn inspect_prints_one_plugin_under_its_own_header_with_a_normalised_path() {
     assert_eq!(
         stdout.lines().take(3).collect::<Vec<_>>(),
         [
-            "Plugin insp 1.0.0 (ABI 1.0)".to_owned(),
+            format!("Plugin insp 1.0.0 (ABI {})", abi()),
             format!("  path: {}", canonical.display()),
             format!(
                 "  sha256: {}",

@@ -172,4 +172,17 @@ pub struct PiActionsApi {
         handler: Option<PiBusHandler>,
         user_data: *mut c_void,
     ) -> PiStatus,
+    /// (ABI 1.1) Selects the model `provider`/`model_id` among those the host's provider
+    /// offers (pi's `pi.setModel`). `*found` (may be NULL) is set to whether it is offered;
+    /// an unknown model is not an error (`PI_OK`, `*found` false), as pi's `setModel`
+    /// resolves to false. The model is used from the next model call on; the session gets a
+    /// `model_change` entry and plugins `model_select {model, previousModel, source:"set"}`
+    /// once the current call has returned. `PI_ERR_UNAVAILABLE` before a session runs
+    /// (during `init`, in `pi-hooks inspect`).
+    pub set_model: unsafe extern "C" fn(
+        plugin: *mut PiPlugin,
+        provider: PiStr,
+        model_id: PiStr,
+        found: *mut bool,
+    ) -> PiStatus,
 }

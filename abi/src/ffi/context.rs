@@ -73,48 +73,73 @@ pub struct PiContextApi {
         unsafe extern "C" fn(ctx: *mut PiContext, out: *mut *mut PiValue) -> PiStatus,
     /// The current model as an owned object `{"provider", "id", ...}` in `*out` (NULL if none).
     pub model: unsafe extern "C" fn(ctx: *mut PiContext, out: *mut *mut PiValue) -> PiStatus,
-    /// Context window usage as an owned object `{"tokens", "contextWindow", "percent"}`.
+    /// Context window usage as an owned object `{"tokens", "contextWindow", "percent"}`
+    /// (pi's `getContextUsage`: tokens of the current context, estimated from the last
+    /// assistant usage and 4 characters a token after it). NULL before the first model call.
     pub context_usage:
         unsafe extern "C" fn(ctx: *mut PiContext, out: *mut *mut PiValue) -> PiStatus,
     /// (tool execute only) Streams a partial result, JSON text shaped like a tool result;
     /// emitted as `tool_execution_update`.
     pub tool_update: unsafe extern "C" fn(ctx: *mut PiContext, partial_json: PiStr) -> PiStatus,
-    /// Asks the host to shut down once idle (`session_shutdown` fires first).
+    /// Not available yet: answers `PI_ERR_UNAVAILABLE` in every mode (pi's `ctx.shutdown()`).
     pub shutdown: unsafe extern "C" fn(ctx: *mut PiContext) -> PiStatus,
-    /// Starts a compaction; `options_json` is empty or `{"customInstructions"?}`.
+    /// Asks for a compaction; `options_json` is empty or `{"customInstructions"?}`
+    /// (`PI_ERR_INVALID_ARG` otherwise). Works from any call; the compaction runs once the
+    /// current prompt or command is over: `session_before_compact` (cancel, or a custom
+    /// `compaction`), the summary, a `compaction` entry, `session_compact`. A failure ("Nothing
+    /// to compact", "Already compacted", cancelled) is reported as this plugin's error with
+    /// event "compact".
     pub compact: unsafe extern "C" fn(ctx: *mut PiContext, options_json: PiStr) -> PiStatus,
-    /// (command only) Waits until the agent is idle.
+    /// (command only) Waits until the agent is idle. Commands run while the agent is idle,
+    /// so this returns at once.
     pub wait_for_idle: unsafe extern "C" fn(ctx: *mut PiContext) -> PiStatus,
     /// (command only; `PI_ERR_UNAVAILABLE` elsewhere) Asks for a new session;
-    /// `options_json` is empty or `{"parentSession"?}` (`PI_ERR_INVALID_ARG` otherwise). The
-    /// session is replaced once the command handler has returned, never during this call
-    /// (its `session_before_switch` handlers may be this plugin's own): then
-    /// `session_before_switch` `{reason:"new"}` can cancel it, else the old session file is
-    /// closed, a new one is started and `session_switch` `{reason:"new",
-    /// previousSessionFile}` follows. `*cancelled` (may be NULL) is therefore always set to
-    /// false: a cancellation is not known when this returns.
+    /// `options_json` is empty or `{"parentSession"?}` (`PI_ERR_INVALID_ARG` otherwise).
+    ///
+    /// Session operations (`new_session`, `fork`, `navigate_tree`, `switch_session`) are
+    /// performed once the command handler has returned, never during this call (their
+    /// `session_before_*` handlers may be this plugin's own), in the order asked.
+    /// `*cancelled` (may be NULL) is therefore always set to false: a cancellation is seen by
+    /// the `session_before_*` handler that makes it. A failure (an unknown entry, a file that
+    /// cannot be opened) is reported as this plugin's error, with the operation's name as
+    /// the event.
+    ///
+    /// New session, resume and fork run as pi 0.73.1 replaces its session:
+    /// `session_before_switch {reason:"new"|"resume", targetSessionFile?}` or
+    /// `session_before_fork {entryId, position}` can cancel; then `session_shutdown {reason,
+    /// targetSessionFile}`, the switch, `session_start {reason, previousSessionFile}` and
+    /// `resources_discover {reason:"startup"}`; then, for plugins written against seed 001,
+    /// `session_switch {reason, previousSessionFile}` or `session_fork
+    /// {previousSessionFile}`. The plugins stay loaded (pi re-creates its extensions).
     pub new_session: unsafe extern "C" fn(
         ctx: *mut PiContext,
         options_json: PiStr,
         cancelled: *mut bool,
     ) -> PiStatus,
-    /// (command only) Forks the session at `entry_id`.
+    /// (command only) Forks the session before the user message `entry_id`: a new session
+    /// file holding the branch up to that message's parent (its text is what pi puts in the
+    /// editor). See `new_session` for when it happens and the events.
     pub fork: unsafe extern "C" fn(
         ctx: *mut PiContext,
         entry_id: PiStr,
         cancelled: *mut bool,
     ) -> PiStatus,
-    /// (command only) Moves to another point of the session tree; `options_json` is empty or
-    /// `{"summarize"?, "customInstructions"?, "label"?}`.
+    /// (command only) Moves the session's leaf to entry `target_id` of the same file (pi's
+    /// `navigateTree`); `options_json` is empty or `{"summarize"?, "customInstructions"?,
+    /// "replaceInstructions"?, "label"?}`. `session_before_tree {preparation, signal}` can
+    /// cancel or give the summary; with `summarize`, the branch left behind is summarized
+    /// into a `branch_summary` entry; then `session_tree {newLeafId, oldLeafId,
+    /// summaryEntry?, fromExtension?}`. See `new_session` for when it happens.
     pub navigate_tree: unsafe extern "C" fn(
         ctx: *mut PiContext,
         target_id: PiStr,
         options_json: PiStr,
         cancelled: *mut bool,
     ) -> PiStatus,
-    /// (command only) Switches to another session file.
+    /// (command only) Resumes the session saved at `path`; its last model is selected again
+    /// when offered (`model_select {source:"restore"}`). See `new_session`.
     pub switch_session:
         unsafe extern "C" fn(ctx: *mut PiContext, path: PiStr, cancelled: *mut bool) -> PiStatus,
-    /// (command only) Reloads every plugin once the command returns.
+    /// (command only) Not available yet: answers `PI_ERR_UNAVAILABLE` (pi's `ctx.reload()`).
     pub reload: unsafe extern "C" fn(ctx: *mut PiContext) -> PiStatus,
 }

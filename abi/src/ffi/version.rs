@@ -8,4 +8,6 @@ pub const PI_HOOKS_ABI_MAJOR: u32 = 1;
 /// ABI minor version. A minor adds fields and functions at the end of structs and tables,
 /// never anything else. A host of minor N loads plugins built for minors 0..=N; a plugin built
 /// for a minor newer than the host's is refused (it may call entries the host lacks).
-pub const PI_HOOKS_ABI_MINOR: u32 = 0;
+///
+/// Minor 1 appended `PiActionsApi::set_model`.
+pub const PI_HOOKS_ABI_MINOR: u32 = 1;

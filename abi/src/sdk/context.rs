@@ -110,6 +110,75 @@ impl<'a> Context<'a> {
         check(unsafe { (self.api().abort)(self.raw) }, "abort")
     }
 
+    /// (Command handlers) Waits until the agent is idle.
+    pub fn wait_for_idle(&self) -> Result<()> {
+        // SAFETY: valid context.
+        check(
+            unsafe { (self.api().wait_for_idle)(self.raw) },
+            "wait_for_idle",
+        )
+    }
+
+    /// Asks for a compaction (`{"customInstructions"?}`), run once the current prompt or
+    /// command is over.
+    pub fn compact(&self, options: &serde_json::Value) -> Result<()> {
+        let text = options.to_string();
+        // SAFETY: valid context; the text is borrowed for the call.
+        check(
+            unsafe { (self.api().compact)(self.raw, pi_str(&text)) },
+            "compact",
+        )
+    }
+
+    /// (Command handlers) Asks for a new session (`{"parentSession"?}`), started once the
+    /// command returns.
+    pub fn new_session(&self, options: &serde_json::Value) -> Result<()> {
+        let text = options.to_string();
+        // SAFETY: valid context; the text is borrowed for the call; NULL `cancelled`.
+        check(
+            unsafe { (self.api().new_session)(self.raw, pi_str(&text), std::ptr::null_mut()) },
+            "new_session",
+        )
+    }
+
+    /// (Command handlers) Asks for a fork before the user message `entry_id`, made once the
+    /// command returns.
+    pub fn fork(&self, entry_id: &str) -> Result<()> {
+        // SAFETY: valid context; the id is borrowed for the call; NULL `cancelled`.
+        check(
+            unsafe { (self.api().fork)(self.raw, pi_str(entry_id), std::ptr::null_mut()) },
+            "fork",
+        )
+    }
+
+    /// (Command handlers) Asks to move to entry `target_id` of the session tree
+    /// (`{"summarize"?, "customInstructions"?, "replaceInstructions"?, "label"?}`), once the
+    /// command returns.
+    pub fn navigate_tree(&self, target_id: &str, options: &serde_json::Value) -> Result<()> {
+        let text = options.to_string();
+        check(
+            // SAFETY: valid context; the strings are borrowed for the call; NULL `cancelled`.
+            unsafe {
+                (self.api().navigate_tree)(
+                    self.raw,
+                    pi_str(target_id),
+                    pi_str(&text),
+                    std::ptr::null_mut(),
+                )
+            },
+            "navigate_tree",
+        )
+    }
+
+    /// (Command handlers) Asks to resume the session file `path`, once the command returns.
+    pub fn switch_session(&self, path: &str) -> Result<()> {
+        // SAFETY: valid context; the path is borrowed for the call; NULL `cancelled`.
+        check(
+            unsafe { (self.api().switch_session)(self.raw, pi_str(path), std::ptr::null_mut()) },
+            "switch_session",
+        )
+    }
+
     /// All session entries.
     pub fn session_entries(&self) -> Result<serde_json::Value> {
         self.read(self.api().session_entries, "session_entries")

@@ -200,6 +200,29 @@ impl PluginHandle {
         Ok(unsafe { OwnedValue::from_raw(self.values(), out) }.map(|v| v.value().to_serde()))
     }
 
+    /// Selects the model `provider`/`model_id` (pi's `pi.setModel`); `Ok(false)` when the
+    /// host's provider does not offer it. Used from the next model call on; `model_select`
+    /// follows once the current call has returned. Needs a host of ABI 1.1 or later (an older
+    /// host answers `PI_ERR_UNAVAILABLE`).
+    pub fn set_model(&self, provider: &str, model_id: &str) -> Result<bool> {
+        let actions = self.actions();
+        let needed = std::mem::offset_of!(PiActionsApi, set_model)
+            + std::mem::size_of::<unsafe extern "C" fn()>();
+        if (actions.struct_size as usize) < needed {
+            return check(PI_ERR_UNAVAILABLE, "set_model").map(|()| false);
+        }
+        let mut found = false;
+        check(
+            // SAFETY: valid handle; the host's table has the entry (its size was checked); the
+            // strings are borrowed for the call; `found` is a valid out-pointer.
+            unsafe {
+                (actions.set_model)(self.raw, pi_str(provider), pi_str(model_id), &mut found)
+            },
+            "set_model",
+        )?;
+        Ok(found)
+    }
+
     /// Sets the active tools by name.
     pub fn set_active_tools(&self, names: &[&str]) -> Result<()> {
         let names: Vec<PiStr> = names.iter().map(|n| pi_str(n)).collect();

@@ -6,18 +6,65 @@ use std::sync::atomic::Ordering;
 
 use serde_json::{Value, json};
 
+use std::path::PathBuf;
+
 use super::{Shared, now_ms};
+use crate::runner::Runner;
+use crate::runner::events::InputOutcome;
 use crate::services::UiService;
 
 /// A cloneable handle on the agent's shared state.
 #[derive(Clone)]
 pub struct AgentHandle {
     shared: Arc<Shared>,
+    runner: Arc<Runner>,
+    cwd: PathBuf,
+    input_source: &'static str,
 }
 
 impl AgentHandle {
-    pub(super) fn new(shared: Arc<Shared>) -> Self {
-        AgentHandle { shared }
+    pub(super) fn new(
+        shared: Arc<Shared>,
+        runner: Arc<Runner>,
+        cwd: PathBuf,
+        input_source: &'static str,
+    ) -> Self {
+        AgentHandle {
+            shared,
+            runner,
+            cwd,
+            input_source,
+        }
+    }
+
+    /// A prompt while a run is in progress, as pi's `prompt` treats it while streaming: a
+    /// plugin command (`/name args`) runs at once; otherwise `input` handlers see the text
+    /// (and may handle or transform it), and it is queued as a steering or follow-up message
+    /// by `streaming_behavior` (`"steer"` or `"followUp"`); without one, pi's error. Call it
+    /// on a thread that may block: the command or the handlers may wait for dialogs.
+    pub fn prompt_while_running(
+        &self,
+        text: &str,
+        images: Option<&Value>,
+        streaming_behavior: Option<&str>,
+    ) -> Result<(), String> {
+        if super::plugin_tool::run_command(&self.runner, text, &self.cwd) {
+            return Ok(());
+        }
+        let (text, images) = match self
+            .runner
+            .emit_input(text, images.cloned(), self.input_source)
+        {
+            InputOutcome::Handled(_) => return Ok(()),
+            InputOutcome::Transform { text, images } => (text, images),
+            InputOutcome::Continue => (text.to_owned(), images.cloned()),
+        };
+        match streaming_behavior {
+            Some("followUp") => self.follow_up(&text, images.as_ref()),
+            Some("steer") => self.steer(&text, images.as_ref()),
+            _ => return Err(super::ALREADY_PROCESSING.into()),
+        }
+        Ok(())
     }
 
     /// Whether a run is in progress.
@@ -55,7 +102,54 @@ impl AgentHandle {
 
     /// The current model, as `{id, provider, api, ...}`.
     pub fn model(&self) -> Value {
-        self.shared.model_info.clone()
+        self.shared.model_info()
+    }
+
+    /// Every model the provider offers.
+    pub fn available_models(&self) -> Vec<Value> {
+        self.shared.available_models.clone()
+    }
+
+    /// Selects a model from the next model call on (RPC `set_model` while a prompt runs);
+    /// returns it, or pi's `Model not found` error.
+    pub fn request_model(&self, provider: &str, id: &str) -> Result<Value, String> {
+        let model = self
+            .shared
+            .available_models
+            .iter()
+            .find(|m| m["provider"] == provider && m["id"] == id)
+            .cloned()
+            .ok_or_else(|| format!("Model not found: {provider}/{id}"))?;
+        Shared::lock(&self.shared.queues).model_request = Some((model.clone(), "set"));
+        Ok(model)
+    }
+
+    /// Whether a compaction is running.
+    pub fn is_compacting(&self) -> bool {
+        self.shared.compacting.load(Ordering::Acquire)
+    }
+
+    /// Whether the context is compacted automatically.
+    pub fn auto_compaction(&self) -> bool {
+        self.shared.auto_compaction.load(Ordering::Acquire)
+    }
+
+    /// Turns automatic compaction on or off (RPC `set_auto_compaction`).
+    pub fn set_auto_compaction(&self, enabled: bool) {
+        self.shared
+            .auto_compaction
+            .store(enabled, Ordering::Release);
+    }
+
+    /// pi's `getUserMessagesForForking`: `{entryId, text}` of every user message entry, in
+    /// file order.
+    pub fn fork_messages(&self) -> Vec<Value> {
+        Shared::lock(&self.shared.session)
+            .entries()
+            .iter()
+            .filter(|e| e["type"] == "message" && e["message"]["role"] == "user")
+            .map(|e| json!({"entryId": e["id"], "text": super::session_ops::user_text(&e["message"]["content"])}))
+            .collect()
     }
 
     /// The session file (`None` in memory), id and name.

@@ -12,10 +12,14 @@
 //!
 //! Every event goes to the plugins first, then to the mode's event sink (JSON output, RPC).
 
+mod compaction;
 mod handle;
 pub mod model;
 mod plugin_tool;
 mod services;
+mod session_ops;
+mod tool_calls;
+mod tree;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -25,11 +29,15 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Map, Value, json};
 
 use crate::runner::Runner;
-use crate::runner::events::{InputOutcome, ToolCallOutcome};
+use crate::runner::events::InputOutcome;
+pub use crate::services::{SessionOp, TreeOptions};
 use crate::session::SessionStore;
-use crate::tools::{CancelToken, Tool, ToolInvocation, ToolOutput};
+use crate::tools::{CancelToken, Tool};
 pub use handle::AgentHandle;
 use model::{Model, ModelRequest};
+use session_ops::apply_model_request;
+pub use session_ops::{ForkOutcome, ForkPosition};
+pub use tree::TreeOutcome;
 
 /// Milliseconds since the Unix epoch, as pi's timestamps.
 pub fn now_ms() -> u64 {
@@ -46,6 +54,9 @@ pub const DEFAULT_SYSTEM_PROMPT: &str = "You are an expert coding assistant runn
 You help the user by reading files, running commands, editing code and writing new files, using the \
 tools available to you.";
 
+/// pi's error for a prompt while a run is in progress without `streamingBehavior`.
+pub const ALREADY_PROCESSING: &str = "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.";
+
 /// How the agent runs.
 pub struct AgentConfig {
     /// The session's working directory.
@@ -54,6 +65,8 @@ pub struct AgentConfig {
     pub system_prompt: String,
     /// `input.source` for prompts from this mode ("interactive" in print mode, as pi, or "rpc").
     pub input_source: &'static str,
+    /// Compaction settings (settings.json `compaction`).
+    pub compaction: crate::session::compaction::CompactionSettings,
 }
 
 /// A prompt a plugin queued while the agent was idle (runs after the current call).
@@ -68,9 +81,12 @@ struct Queues {
     follow_up: Vec<Value>,
     next_turn: Vec<Value>,
     runs: VecDeque<PendingRun>,
-    /// A plugin command asked for a new session (`Some(parentSession)`): performed once the
-    /// command has returned, before the queued runs.
-    new_session: Option<Option<String>>,
+    /// Session operations plugin commands asked for (`(plugin path, operation)`): performed
+    /// once the command has returned, before the queued runs.
+    session_ops: VecDeque<(String, SessionOp)>,
+    /// A model a plugin or the mode selected, applied before the next model call (or once
+    /// the current command or prompt is over): `(model, source)`.
+    model_request: Option<(Value, &'static str)>,
 }
 
 /// State shared by the loop and the services plugins call.
@@ -82,7 +98,14 @@ struct Shared {
     all_tools: Value,
     streaming: AtomicBool,
     abort: Mutex<CancelToken>,
-    model_info: Value,
+    /// The selected model (pi's `Model` object).
+    model_info: Mutex<Value>,
+    /// Every model the provider offers.
+    available_models: Vec<Value>,
+    /// Whether a compaction is running (`get_state`'s `isCompacting`).
+    compacting: AtomicBool,
+    /// Whether the context is compacted automatically when it nears the context window.
+    auto_compaction: AtomicBool,
     sink: Mutex<EventSink>,
     ui: Mutex<Option<Arc<dyn crate::services::UiService>>>,
 }
@@ -98,6 +121,14 @@ impl Shared {
 
     fn abort_token(&self) -> CancelToken {
         Self::lock(&self.abort).clone()
+    }
+
+    fn model_info(&self) -> Value {
+        Self::lock(&self.model_info).clone()
+    }
+
+    fn is_streaming(&self) -> bool {
+        self.streaming.load(Ordering::Acquire)
     }
 }
 
@@ -140,7 +171,10 @@ impl Agent {
             all_tools,
             streaming: AtomicBool::new(false),
             abort: Mutex::new(CancelToken::new()),
-            model_info: model.info(),
+            model_info: Mutex::new(model.info()),
+            available_models: model.available(),
+            compacting: AtomicBool::new(false),
+            auto_compaction: AtomicBool::new(config.compaction.enabled),
             sink: Mutex::new(sink),
             ui: Mutex::new(None),
         });
@@ -166,7 +200,12 @@ impl Agent {
 
     /// A handle a mode uses from other threads while this agent runs.
     pub fn handle(&self) -> AgentHandle {
-        AgentHandle::new(self.core.shared.clone())
+        AgentHandle::new(
+            self.core.shared.clone(),
+            self.core.runner.clone(),
+            self.core.config.cwd.clone(),
+            self.core.config.input_source,
+        )
     }
 
     /// Binds the mode: `session_start`, the legacy `session` start event, then
@@ -197,17 +236,16 @@ impl Agent {
         self.drain_runs();
     }
 
+    /// Runs what plugins queued: session operations first, then prompts and triggered turns,
+    /// until nothing is left. A model selection is applied first.
     fn drain_runs(&mut self) {
         loop {
-            let requested = Shared::lock(&self.core.shared.queues).new_session.take();
-            if let Some(parent) = requested {
-                if let Err(error) = self.replace_session(parent) {
-                    self.core.runner.emit_error(&crate::runner::ExtensionError {
-                        extension_path: "<runtime>".into(),
-                        event: "new_session".into(),
-                        error,
-                    });
-                }
+            self.apply_model_request();
+            let op = Shared::lock(&self.core.shared.queues)
+                .session_ops
+                .pop_front();
+            if let Some((plugin, op)) = op {
+                self.perform_requested(&plugin, op);
                 continue;
             }
             let next = Shared::lock(&self.core.shared.queues).runs.pop_front();
@@ -253,8 +291,8 @@ impl Agent {
 
     /// One agent run.
     fn run(&mut self, mut pending: Vec<Value>, system_prompt: String, prompt: &str) {
-        let core = &self.core;
         let abort = CancelToken::new();
+        let core = &self.core;
         *Shared::lock(&core.shared.abort) = abort.clone();
         core.shared.streaming.store(true, Ordering::Release);
         self.model.new_prompt(prompt);
@@ -274,7 +312,7 @@ impl Agent {
             let context = core.runner.emit_context(messages);
             let tools = core.active_tool_specs();
             let assistant = if abort.is_cancelled() {
-                let message = aborted_message(&core.shared.model_info);
+                let message = aborted_message(&core.shared.model_info());
                 core.emit(json!({"type": "message_start", "message": message}));
                 message
             } else {
@@ -283,8 +321,10 @@ impl Agent {
                     messages: &context,
                     tools: &tools,
                 };
+                apply_model_request(self.model.as_mut(), core);
+                let body = core.provider_request(self.model.request_body(&request));
                 let mut started = false;
-                let mut message = self.model.complete(&request, &mut |event, partial| {
+                let mut message = self.model.complete(&body, &mut |event, partial| {
                     if !started {
                         started = true;
                         core.emit(json!({"type": "message_start", "message": partial}));
@@ -350,93 +390,7 @@ impl Agent {
         }
         core.shared.streaming.store(false, Ordering::Release);
         core.shared.sink(&end);
-    }
-
-    /// Starts a new session, as pi's `newSession`: `session_before_switch` with reason
-    /// "new" (and the legacy `session` event with reason "before_clear"), which can cancel
-    /// it; otherwise the current session file is closed (its lock released), a new one is
-    /// created beside it (in memory when the current one is), with `parent_session` in its
-    /// header, the conversation and the queued messages are cleared, and plugins get
-    /// `session_switch` `{reason:"new", previousSessionFile}` (and the legacy `session` event
-    /// with reason "clear"). `session_start` is not emitted again, as in pi.
-    ///
-    /// `Ok(true)` when a plugin cancelled it. Refused while a run is in progress. What plugins
-    /// queued meanwhile (`send_user_message`...) runs after it.
-    pub fn new_session(&mut self, parent_session: Option<String>) -> Result<bool, String> {
-        let outcome = self.replace_session(parent_session);
-        self.drain_runs();
-        outcome
-    }
-
-    fn replace_session(&mut self, parent_session: Option<String>) -> Result<bool, String> {
-        let core = &self.core;
-        if core.shared.streaming.load(Ordering::Acquire) {
-            return Err(
-                "cannot start a new session while the agent is running; abort the run first".into(),
-            );
-        }
-        let cancelled = |result: Option<Value>| {
-            result
-                .as_ref()
-                .and_then(|r| r.get("cancel"))
-                .is_some_and(crate::runner::truthy)
-        };
-        if core.runner.has_handlers("session_before_switch")
-            && cancelled(
-                core.runner
-                    .emit_session_before(json!({"type": "session_before_switch", "reason": "new"})),
-            )
-        {
-            return Ok(true);
-        }
-        if core.runner.has_handlers("session")
-            && cancelled(
-                core.runner
-                    .emit_legacy_session("before_clear", core.session_fields()),
-            )
-        {
-            return Ok(true);
-        }
-        let previous = {
-            let mut session = Shared::lock(&core.shared.session);
-            let next = match session.path() {
-                Some(path) => {
-                    let dir = path.parent().unwrap_or(std::path::Path::new("."));
-                    SessionStore::create_with_parent(
-                        crate::session::new_session_path(dir),
-                        &core.config.cwd,
-                        parent_session.as_deref(),
-                    )
-                    .map_err(|e| format!("cannot create the new session: {e}"))?
-                }
-                None => SessionStore::in_memory(&core.config.cwd),
-            };
-            // The old store is dropped here: its file is closed and its lock released.
-            let old = std::mem::replace(&mut *session, next);
-            old.path().map(|p| p.to_string_lossy().into_owned())
-        };
-        Shared::lock(&core.shared.messages).clear();
-        {
-            let mut queues = Shared::lock(&core.shared.queues);
-            queues.steer.clear();
-            queues.follow_up.clear();
-            queues.next_turn.clear();
-        }
-        let current = Shared::lock(&core.shared.session)
-            .path()
-            .map(|p| p.to_string_lossy().into_owned());
-        core.runner.set_session_file(current);
-        core.runner.emit(json!({
-            "type": "session_switch",
-            "reason": "new",
-            "previousSessionFile": previous,
-        }));
-        if core.runner.has_handlers("session") {
-            let mut fields = core.session_fields();
-            fields.insert("previousSessionFile".into(), previous.into());
-            core.runner.emit_legacy_session("clear", fields);
-        }
-        Ok(false)
+        self.check_compaction();
     }
 
     /// The text of the last assistant message.
@@ -447,6 +401,13 @@ impl Agent {
     /// Aborts the current run (the next check point stops it).
     pub fn abort(&self) {
         self.core.shared.abort_token().cancel();
+    }
+
+    /// The id of the session's leaf entry.
+    pub fn leaf_id(&self) -> Option<String> {
+        Shared::lock(&self.core.shared.session)
+            .leaf_id()
+            .map(str::to_owned)
     }
 
     /// The session's header line.
@@ -497,6 +458,23 @@ impl Core {
             self.runner.emit(event.clone());
         }
         self.shared.sink(&event);
+    }
+
+    /// The provider request hook around a model call: `before_provider_request` (a result
+    /// other than "nothing", even `null`, replaces the body), then `after_provider_response`
+    /// (the scripted provider answers like an HTTP 200 with no headers). Both go to plugins
+    /// only, as in pi.
+    fn provider_request(&self, body: Value) -> Value {
+        let body = if self.runner.has_handlers("before_provider_request") {
+            self.runner.emit_before_provider_request(body)
+        } else {
+            body
+        };
+        if self.runner.has_handlers("after_provider_response") {
+            self.runner
+                .emit(json!({"type": "after_provider_response", "status": 200, "headers": {}}));
+        }
+        body
     }
 
     /// The legacy `session` event (seed 003) with the session's entries and file; the
@@ -552,143 +530,4 @@ impl Core {
             eprintln!("pi-hooks: cannot write the session: {error}");
         }
     }
-
-    fn active_tool_specs(&self) -> Vec<Value> {
-        let active = Shared::lock(&self.shared.active_tools).clone();
-        self.tools
-            .iter()
-            .filter(|t| active.iter().any(|a| a == t.name()))
-            .map(|t| json!({"name": t.name(), "description": t.description(), "parameters": t.parameters()}))
-            .collect()
-    }
-
-    fn find_tool(&self, name: &str) -> Option<Arc<dyn Tool>> {
-        let active = Shared::lock(&self.shared.active_tools);
-        if !active.iter().any(|a| a == name) {
-            return None;
-        }
-        self.tools.iter().find(|t| t.name() == name).cloned()
-    }
-
-    /// Runs the tool calls of one assistant message; returns the toolResult messages in
-    /// source order.
-    fn execute_tools(&self, calls: &[Value]) -> Vec<Value> {
-        let mut outputs: Vec<Option<ToolOutput>> = vec![None; calls.len()];
-        let mut allowed: Vec<(usize, Arc<dyn Tool>)> = Vec::new();
-        for (index, call) in calls.iter().enumerate() {
-            let (id, name, args) = call_parts(call);
-            self.emit(json!({"type": "tool_execution_start", "toolCallId": id, "toolName": name, "args": args}));
-            let Some(tool) = self.find_tool(name) else {
-                outputs[index] = Some(
-                    self.finish_early(call, ToolOutput::error(format!("Tool {name} not found"))),
-                );
-                continue;
-            };
-            if let Err(message) = tool.validate(args) {
-                outputs[index] = Some(self.finish_early(call, ToolOutput::error(message)));
-                continue;
-            }
-            if self.runner.has_handlers("tool_call")
-                && let ToolCallOutcome::Block { reason } = self
-                    .runner
-                    .emit_tool_call(Runner::tool_call_payload(id, name, args))
-            {
-                outputs[index] = Some(self.finish_early(call, ToolOutput::error(reason)));
-                continue;
-            }
-            allowed.push((index, tool));
-        }
-        if allowed.len() == 1 {
-            let (index, tool) = allowed.pop().expect("one tool");
-            outputs[index] = Some(self.run_tool(tool.as_ref(), &calls[index]));
-        } else {
-            std::thread::scope(|scope| {
-                let running: Vec<_> = allowed
-                    .into_iter()
-                    .map(|(index, tool)| {
-                        (
-                            index,
-                            scope.spawn(move || self.run_tool(tool.as_ref(), &calls[index])),
-                        )
-                    })
-                    .collect();
-                for (index, handle) in running {
-                    let output = handle
-                        .join()
-                        .unwrap_or_else(|_| ToolOutput::error("the tool panicked"));
-                    outputs[index] = Some(output);
-                }
-            });
-        }
-        calls
-            .iter()
-            .zip(outputs)
-            .map(|(call, output)| {
-                let (id, name, _) = call_parts(call);
-                let output = output.expect("every call has an output");
-                let mut message = json!({"role": "toolResult", "toolCallId": id, "toolName": name, "content": output.content});
-                message["details"] = if output.details.is_null() { json!({}) } else { output.details };
-                message["isError"] = output.is_error.into();
-                message["timestamp"] = now_ms().into();
-                self.add_message(&message);
-                message
-            })
-            .collect()
-    }
-
-    /// A call that ends before running (blocked, unknown tool): no `tool_result`.
-    fn finish_early(&self, call: &Value, output: ToolOutput) -> ToolOutput {
-        let (id, name, _) = call_parts(call);
-        self.emit(json!({"type": "tool_execution_end", "toolCallId": id, "toolName": name, "result": output.to_json(), "isError": output.is_error}));
-        output
-    }
-
-    /// Executes one allowed call: updates, the `tool_result` patch chain, the end event.
-    fn run_tool(&self, tool: &dyn Tool, call: &Value) -> ToolOutput {
-        let (id, name, args) = call_parts(call);
-        let cancel = self.shared.abort_token();
-        let on_update = |partial: ToolOutput| {
-            self.emit(json!({"type": "tool_execution_update", "toolCallId": id, "toolName": name, "args": args, "partialResult": partial.to_json()}));
-        };
-        let invocation = ToolInvocation {
-            tool_call_id: id,
-            args,
-            cwd: &self.config.cwd,
-            cancel: &cancel,
-            on_update: &on_update,
-        };
-        let mut output = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            tool.execute(&invocation)
-        })) {
-            Ok(Ok(output)) => output,
-            Ok(Err(message)) => ToolOutput::error(message),
-            Err(_) => ToolOutput::error(format!("Tool {name} panicked")),
-        };
-        if let Some(patch) = self.runner.emit_tool_result(
-            id,
-            name,
-            args,
-            Value::Array(output.content.clone()),
-            output.details.clone(),
-            output.is_error,
-        ) {
-            output.content = match patch.content {
-                Value::Array(blocks) => blocks,
-                other => vec![other],
-            };
-            output.details = patch.details;
-            output.is_error = patch.is_error;
-        }
-        self.emit(json!({"type": "tool_execution_end", "toolCallId": id, "toolName": name, "result": output.to_json(), "isError": output.is_error}));
-        output
-    }
-}
-
-/// `(id, name, arguments)` of a toolCall block.
-fn call_parts(call: &Value) -> (&str, &str, &Value) {
-    (
-        call["id"].as_str().unwrap_or_default(),
-        call["name"].as_str().unwrap_or_default(),
-        &call["arguments"],
-    )
 }

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::{PendingRun, Shared, custom_message, now_ms};
 use crate::runner::{ExtensionError, Runner, RunnerConfig};
-use crate::services::HostServices;
+use crate::services::{HostServices, SessionOp};
 
 /// [`HostServices`] over the agent's shared state.
 pub(super) struct AgentServices {
@@ -129,7 +129,7 @@ impl HostServices for AgentServices {
             PI_DELIVER_STEER => queues.steer.push(message),
             PI_DELIVER_FOLLOW_UP => queues.follow_up.push(message),
             _ => {
-                return Err("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.".into());
+                return Err(super::ALREADY_PROCESSING.into());
             }
         }
         Ok(())
@@ -170,7 +170,7 @@ impl HostServices for AgentServices {
     }
 
     fn model(&self) -> Option<Value> {
-        Some(self.shared.model_info.clone())
+        Some(self.shared.model_info())
     }
 
     fn runner_config(&self) -> Option<RunnerConfig> {
@@ -187,10 +187,36 @@ impl HostServices for AgentServices {
         Shared::lock(&self.shared.ui).clone()
     }
 
-    fn request_new_session(&self, parent_session: Option<String>) -> Result<(), String> {
+    fn request_session_op(&self, plugin_path: &str, op: SessionOp) -> Result<(), String> {
         // Performed by the agent's loop after the command returns (see `Agent::drain_runs`):
-        // its `session_before_switch` may call the asking plugin again.
-        Shared::lock(&self.shared.queues).new_session = Some(parent_session);
+        // its `session_before_*` events may call the asking plugin again.
+        Shared::lock(&self.shared.queues)
+            .session_ops
+            .push_back((plugin_path.to_owned(), op));
         Ok(())
+    }
+
+    fn request_model(&self, provider: &str, id: &str) -> Result<bool, String> {
+        let Some(model) = self
+            .shared
+            .available_models
+            .iter()
+            .find(|m| m["provider"] == provider && m["id"] == id)
+        else {
+            return Ok(false);
+        };
+        Shared::lock(&self.shared.queues).model_request = Some((model.clone(), "set"));
+        Ok(true)
+    }
+
+    fn context_usage(&self) -> Option<Value> {
+        let messages = Shared::lock(&self.shared.messages).clone();
+        super::compaction::context_usage(&messages, &self.shared.model_info())
+    }
+
+    fn wait_for_idle(&self) {
+        while self.streaming() {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
     }
 }

@@ -410,6 +410,31 @@ unsafe extern "C" fn events_on(
     })
 }
 
+unsafe extern "C" fn set_model(
+    plugin: *mut PiPlugin,
+    provider: PiStr,
+    model_id: PiStr,
+    found: *mut bool,
+) -> PiStatus {
+    with_services(plugin, |_, services| {
+        // SAFETY: `provider` and `model_id` are plugin strings valid for the call.
+        let (provider, model_id) = match unsafe { (read_str(provider), read_str(model_id)) } {
+            (Ok(provider), Ok(model_id)) => (provider, model_id),
+            (Err(status), _) | (_, Err(status)) => return status,
+        };
+        match services.request_model(provider, model_id) {
+            Ok(offered) => {
+                if !found.is_null() {
+                    // SAFETY: a non-NULL out-pointer from the plugin (ABI contract).
+                    unsafe { found.write(offered) };
+                }
+                PI_OK
+            }
+            Err(_) => PI_ERR_UNAVAILABLE,
+        }
+    })
+}
+
 /// The host's `PiActionsApi`.
 pub static ACTIONS_API: PiActionsApi = PiActionsApi {
     struct_size: size_of::<PiActionsApi>() as u32,
@@ -430,4 +455,5 @@ pub static ACTIONS_API: PiActionsApi = PiActionsApi {
     set_label,
     events_emit,
     events_on,
+    set_model,
 };

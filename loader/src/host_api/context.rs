@@ -11,7 +11,7 @@ use super::{barrier, read_str};
 use crate::handles;
 use crate::plugin::CallDetail;
 use crate::registry::PluginState;
-use crate::services::HostServices;
+use crate::services::{HostServices, SessionOp, TreeOptions};
 
 /// What kind of call a context belongs to; decides which context functions work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -358,8 +358,10 @@ unsafe extern "C" fn model(ctx: *mut PiContext, out: *mut *mut PiValue) -> PiSta
     })
 }
 
-unsafe extern "C" fn context_usage(ctx: *mut PiContext, _out: *mut *mut PiValue) -> PiStatus {
-    unavailable(ctx)
+unsafe extern "C" fn context_usage(ctx: *mut PiContext, out: *mut *mut PiValue) -> PiStatus {
+    with_ctx(ctx, PI_ERR_INVALID_ARG, |c| {
+        give(out, c.plugin.services().and_then(|s| s.context_usage()))
+    })
 }
 
 unsafe extern "C" fn tool_update(ctx: *mut PiContext, partial: PiStr) -> PiStatus {
@@ -383,83 +385,166 @@ unsafe extern "C" fn shutdown(ctx: *mut PiContext) -> PiStatus {
     unavailable(ctx)
 }
 
-unsafe extern "C" fn compact(ctx: *mut PiContext, _options: PiStr) -> PiStatus {
-    unavailable(ctx)
+/// Parses an options string: empty means `{}`; anything but a JSON object is
+/// `PI_ERR_INVALID_ARG`.
+fn options_object(text: &str) -> Result<serde_json::Map<String, serde_json::Value>, PiStatus> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(serde_json::Map::new());
+    }
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(serde_json::Value::Object(fields)) => Ok(fields),
+        _ => Err(PI_ERR_INVALID_ARG),
+    }
+}
+
+/// An optional string field: absent or null is `None`, another type `PI_ERR_INVALID_ARG`.
+fn optional_string(
+    fields: &serde_json::Map<String, serde_json::Value>,
+    name: &str,
+) -> Result<Option<String>, PiStatus> {
+    match fields.get(name) {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::String(text)) => Ok(Some(text.clone())),
+        Some(_) => Err(PI_ERR_INVALID_ARG),
+    }
+}
+
+/// Queues a session operation for after the current call. `command_only` limits it to
+/// command handlers; `*cancelled` (may be NULL) is set to false: a cancellation happens
+/// after this call returns, seen by the `session_before_*` handler that makes it.
+///
+/// # Safety
+/// `cancelled` is NULL or a valid out-pointer.
+unsafe fn queue_session_op(
+    c: &CallContext,
+    command_only: bool,
+    cancelled: *mut bool,
+    op: impl FnOnce() -> Result<SessionOp, PiStatus>,
+) -> PiStatus {
+    if command_only && c.scope.kind != CallKind::Command {
+        return PI_ERR_UNAVAILABLE;
+    }
+    let op = match op() {
+        Ok(op) => op,
+        Err(status) => return status,
+    };
+    let Some(services) = c.plugin.services() else {
+        return PI_ERR_UNAVAILABLE;
+    };
+    match services.request_session_op(&c.plugin.path, op) {
+        Ok(()) => {
+            if !cancelled.is_null() {
+                // SAFETY: a non-NULL out-pointer from the plugin (ABI contract).
+                unsafe { cancelled.write(false) };
+            }
+            PI_OK
+        }
+        Err(_) => PI_ERR_UNAVAILABLE,
+    }
+}
+
+/// Any call kind: the compaction runs once the current prompt or command is over.
+unsafe extern "C" fn compact(ctx: *mut PiContext, options: PiStr) -> PiStatus {
+    with_ctx(ctx, PI_ERR_INVALID_ARG, |c| {
+        // SAFETY: `options` is a plugin string valid for the call; NULL out-pointer.
+        unsafe {
+            queue_session_op(c, false, std::ptr::null_mut(), || {
+                let fields = options_object(read_str(options)?)?;
+                Ok(SessionOp::Compact(optional_string(
+                    &fields,
+                    "customInstructions",
+                )?))
+            })
+        }
+    })
 }
 
 unsafe extern "C" fn wait_for_idle(ctx: *mut PiContext) -> PiStatus {
-    unavailable(ctx)
+    with_ctx(ctx, PI_ERR_INVALID_ARG, |c| {
+        if c.scope.kind != CallKind::Command {
+            return PI_ERR_UNAVAILABLE;
+        }
+        match c.plugin.services() {
+            Some(services) => {
+                services.wait_for_idle();
+                PI_OK
+            }
+            None => PI_ERR_UNAVAILABLE,
+        }
+    })
 }
 
-/// Command handlers only. The new session starts once the command handler has returned (its
-/// `session_before_switch` handlers may be the asking plugin's own, which must not be
-/// re-entered), so `*cancelled` is always false here: a cancellation is seen by the
-/// `session_before_switch` handler that made it, and the session file stays the same.
 unsafe extern "C" fn new_session(
     ctx: *mut PiContext,
     options: PiStr,
     cancelled: *mut bool,
 ) -> PiStatus {
     with_ctx(ctx, PI_ERR_INVALID_ARG, |c| {
-        if c.scope.kind != CallKind::Command {
-            return PI_ERR_UNAVAILABLE;
-        }
-        // SAFETY: `options` is a plugin string valid for the call.
-        let text = match unsafe { read_str(options) } {
-            Ok(text) => text.trim(),
-            Err(status) => return status,
-        };
-        let parent = if text.is_empty() {
-            None
-        } else {
-            match serde_json::from_str::<serde_json::Value>(text) {
-                Ok(serde_json::Value::Object(fields)) => match fields.get("parentSession") {
-                    None | Some(serde_json::Value::Null) => None,
-                    Some(serde_json::Value::String(parent)) => Some(parent.clone()),
-                    Some(_) => return PI_ERR_INVALID_ARG,
-                },
-                _ => return PI_ERR_INVALID_ARG,
-            }
-        };
-        let Some(services) = c.plugin.services() else {
-            return PI_ERR_UNAVAILABLE;
-        };
-        match services.request_new_session(parent) {
-            Ok(()) => {
-                if !cancelled.is_null() {
-                    // SAFETY: a non-NULL out-pointer from the plugin (ABI contract).
-                    unsafe { cancelled.write(false) };
-                }
-                PI_OK
-            }
-            Err(_) => PI_ERR_UNAVAILABLE,
+        // SAFETY: `options` is a plugin string valid for the call; `cancelled` is NULL or
+        // valid (ABI contract).
+        unsafe {
+            queue_session_op(c, true, cancelled, || {
+                let fields = options_object(read_str(options)?)?;
+                Ok(SessionOp::New(optional_string(&fields, "parentSession")?))
+            })
         }
     })
 }
 
-unsafe extern "C" fn fork(
-    ctx: *mut PiContext,
-    _entry_id: PiStr,
-    _cancelled: *mut bool,
-) -> PiStatus {
-    unavailable(ctx)
+unsafe extern "C" fn fork(ctx: *mut PiContext, entry_id: PiStr, cancelled: *mut bool) -> PiStatus {
+    with_ctx(ctx, PI_ERR_INVALID_ARG, |c| {
+        // SAFETY: as in `new_session`.
+        unsafe {
+            queue_session_op(c, true, cancelled, || {
+                Ok(SessionOp::Fork(read_str(entry_id)?.to_owned()))
+            })
+        }
+    })
 }
 
 unsafe extern "C" fn navigate_tree(
     ctx: *mut PiContext,
-    _target: PiStr,
-    _options: PiStr,
-    _cancelled: *mut bool,
+    target: PiStr,
+    options: PiStr,
+    cancelled: *mut bool,
 ) -> PiStatus {
-    unavailable(ctx)
+    with_ctx(ctx, PI_ERR_INVALID_ARG, |c| {
+        // SAFETY: as in `new_session`.
+        unsafe {
+            queue_session_op(c, true, cancelled, || {
+                let target = read_str(target)?.to_owned();
+                let fields = options_object(read_str(options)?)?;
+                let flag = |name: &str| match fields.get(name) {
+                    None | Some(serde_json::Value::Null) => Ok(None),
+                    Some(serde_json::Value::Bool(on)) => Ok(Some(*on)),
+                    Some(_) => Err(PI_ERR_INVALID_ARG),
+                };
+                let options = TreeOptions {
+                    summarize: flag("summarize")?.unwrap_or(false),
+                    custom_instructions: optional_string(&fields, "customInstructions")?,
+                    replace_instructions: flag("replaceInstructions")?,
+                    label: optional_string(&fields, "label")?,
+                };
+                Ok(SessionOp::Tree(target, options))
+            })
+        }
+    })
 }
 
 unsafe extern "C" fn switch_session(
     ctx: *mut PiContext,
-    _path: PiStr,
-    _cancelled: *mut bool,
+    path: PiStr,
+    cancelled: *mut bool,
 ) -> PiStatus {
-    unavailable(ctx)
+    with_ctx(ctx, PI_ERR_INVALID_ARG, |c| {
+        // SAFETY: as in `new_session`.
+        unsafe {
+            queue_session_op(c, true, cancelled, || {
+                Ok(SessionOp::Switch(read_str(path)?.to_owned()))
+            })
+        }
+    })
 }
 
 unsafe extern "C" fn reload(ctx: *mut PiContext) -> PiStatus {

@@ -102,6 +102,7 @@ pub fn build(setup: CoreSetup, error_lines: Option<LineWriter>, sink: EventSink)
         cwd,
         system_prompt: DEFAULT_SYSTEM_PROMPT.to_owned(),
         input_source,
+        compaction: crate::settings::compaction(&report.settings),
     };
     Agent::new(runner, model, builtin_tools(), session, config, sink)
 }

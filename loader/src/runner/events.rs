@@ -202,6 +202,31 @@ impl Chain for ContextChain {
 }
 
 // ---------------------------------------------------------------------------------------
+// before_provider_request
+
+struct ProviderChain {
+    body: Value,
+    cache: Cached,
+}
+
+impl Chain for ProviderChain {
+    fn payload(&mut self) -> &Arc<HostValue> {
+        let body = &self.body;
+        self.cache
+            .get(|| json!({"type": "before_provider_request", "payload": body}))
+    }
+
+    /// pi: any result other than `undefined` (even `null`) replaces the payload.
+    fn absorb(&mut self, _: &Slot, mut outcome: CallOutcome, _: &CallScope) -> Flow {
+        if let Some(result) = outcome.take_result() {
+            self.body = result;
+            self.cache.invalidate();
+        }
+        Flow::Continue
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // tool_call
 
 /// What `tool_call` handlers decided.
@@ -515,6 +540,25 @@ impl Runner {
         };
         self.run("context", &self.event_scope(), chain, self.timeout())
             .messages
+    }
+
+    /// Dispatches `before_provider_request` over a provider request body; each handler sees
+    /// the body as chained so far, and any result (even `null`) replaces it.
+    pub fn emit_before_provider_request(&self, body: Value) -> Value {
+        if !self.has_handlers("before_provider_request") {
+            return body;
+        }
+        let chain = ProviderChain {
+            body,
+            cache: Cached::default(),
+        };
+        self.run(
+            "before_provider_request",
+            &self.event_scope(),
+            chain,
+            self.timeout(),
+        )
+        .body
     }
 
     /// The `tool_call` payload: build it once per call.

@@ -110,6 +110,51 @@ impl SessionStore {
         Ok(store)
     }
 
+    /// pi's `createBranchedSession`: a new session holding the branch that ends at `leaf_id`
+    /// (root -> that entry, entries copied as they are, ids and parents kept), its labels
+    /// written again as `label` entries after it, and `parentSession` naming this session's
+    /// file. Saved at `path` (created as by [`SessionStore::create`]), or kept in memory for
+    /// `None`. The new session's leaf is the last entry written.
+    pub fn create_branched(
+        &self,
+        path: Option<PathBuf>,
+        cwd: &Path,
+        leaf_id: &str,
+    ) -> Result<SessionStore, SessionError> {
+        let branch: Vec<Value> = self
+            .path_to(leaf_id)
+            .into_iter()
+            .filter(|entry| entry.get("type").and_then(Value::as_str) != Some("label"))
+            .cloned()
+            .collect();
+        if branch.is_empty() {
+            return Err(self.unknown_entry(leaf_id));
+        }
+        let parent = self.path.as_ref().map(|p| p.to_string_lossy().into_owned());
+        let mut store = match path {
+            Some(path) => SessionStore::create_with_parent(path, cwd, parent.as_deref())?,
+            None => SessionStore::in_memory(cwd),
+        };
+        for entry in branch {
+            let line = match &entry {
+                Value::Object(fields) => to_line(fields),
+                other => other.to_string(),
+            };
+            store.write_line(&line)?;
+            store.index(entry);
+        }
+        let labelled: Vec<(String, String)> = store
+            .entries
+            .iter()
+            .filter_map(|entry| entry.get("id").and_then(Value::as_str))
+            .filter_map(|id| Some((id.to_owned(), self.labels.get(id)?.clone())))
+            .collect();
+        for (target, label) in labelled {
+            store.append_label(&target, Some(&label))?;
+        }
+        Ok(store)
+    }
+
     /// A session kept in memory only (`--no-session`): the same API, nothing written.
     pub fn in_memory(cwd: &Path) -> SessionStore {
         let id = new_uuid();

@@ -263,7 +263,12 @@ impl Model for ScriptedModel {
         })
     }
 
-    fn summarize(&mut self, prompt: &str) -> Result<String, String> {
+    fn summarize(
+        &mut self,
+        _system: &str,
+        prompt: &str,
+        _max_tokens: u64,
+    ) -> Result<String, String> {
         Ok(match &self.script.summary {
             Some(summary) => self.substitute_str(summary),
             None => format!(
@@ -279,7 +284,11 @@ impl Model for ScriptedModel {
         self.set_variable("PROMPT", prompt);
     }
 
-    fn complete(&mut self, body: &Value, on_event: &mut dyn FnMut(AssistantEvent, &Value)) -> Value {
+    fn complete(
+        &mut self,
+        body: &Value,
+        on_event: &mut dyn FnMut(AssistantEvent, &Value),
+    ) -> Value {
         let last = body["messages"]
             .as_array()
             .and_then(|m| m.last())

@@ -10,33 +10,22 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::ui::RpcUi;
-use crate::agent::{Agent, AgentHandle};
+use crate::agent::{Agent, AgentHandle, ForkPosition};
 use crate::modes::core::LineWriter;
 
 /// Work for the agent's thread.
 pub type Job = Box<dyn FnOnce(&mut Agent) + Send>;
 
-/// pi's answer to a prompt while a run is in progress without `streamingBehavior`.
-const ALREADY_PROCESSING: &str = "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.";
-
-/// Commands pi has that this host does not offer (no model registry, thinking levels,
-/// compaction, retries, HTML export, or session switching and tree commands yet).
+/// Commands pi has that this host does not offer (thinking levels, queue modes, retries and
+/// HTML export: the scripted provider has no thinking levels and never fails transiently).
 const NOT_OFFERED: &[&str] = &[
-    "set_model",
-    "cycle_model",
     "set_thinking_level",
     "cycle_thinking_level",
     "set_steering_mode",
     "set_follow_up_mode",
-    "compact",
-    "set_auto_compaction",
     "set_auto_retry",
     "abort_retry",
     "export_html",
-    "switch_session",
-    "fork",
-    "clone",
-    "get_fork_messages",
 ];
 
 /// What the input task needs to answer commands.
@@ -258,6 +247,73 @@ impl Commands {
                 return None;
             }
             "new_session" => return self.new_session(command, id),
+            "switch_session" => {
+                let Some(path) = command.get("sessionPath").and_then(Value::as_str) else {
+                    return Some(Err(wrong_field(name, "sessionPath", "a string", command)));
+                };
+                let path = path.to_owned();
+                return self.on_agent("switch_session", id, move |agent| {
+                    let cancelled = agent.switch_session(&path)?;
+                    Ok(Some(json!({"cancelled": cancelled})))
+                });
+            }
+            "fork" => {
+                let Some(entry) = command.get("entryId").and_then(Value::as_str) else {
+                    return Some(Err(wrong_field(name, "entryId", "a string", command)));
+                };
+                let entry = entry.to_owned();
+                return self.on_agent("fork", id, move |agent| {
+                    let outcome = agent.fork(&entry, ForkPosition::Before)?;
+                    // pi leaves `text` out (undefined) when a plugin cancelled.
+                    let mut data = json!({"cancelled": outcome.cancelled});
+                    if let Some(text) = outcome.text {
+                        data["text"] = text.into();
+                    }
+                    Ok(Some(data))
+                });
+            }
+            "clone" => {
+                return self.on_agent("clone", id, move |agent| {
+                    let Some(leaf) = agent.leaf_id() else {
+                        return Err("Cannot clone session: no current entry selected".into());
+                    };
+                    let outcome = agent.fork(&leaf, ForkPosition::At)?;
+                    Ok(Some(json!({"cancelled": outcome.cancelled})))
+                });
+            }
+            "get_fork_messages" => Some(json!({"messages": agent.fork_messages()})),
+            "compact" => {
+                let instructions = match command.get("customInstructions") {
+                    None | Some(Value::Null) => None,
+                    Some(Value::String(text)) => Some(text.clone()),
+                    Some(_) => {
+                        return Some(Err(wrong_field(
+                            name,
+                            "customInstructions",
+                            "a string",
+                            command,
+                        )));
+                    }
+                };
+                // pi aborts the current run first.
+                agent.abort();
+                return self.on_agent("compact", id, move |agent| {
+                    agent.compact(instructions.as_deref()).map(Some)
+                });
+            }
+            "set_auto_compaction" => {
+                let Some(enabled) = command.get("enabled").and_then(Value::as_bool) else {
+                    return Some(Err(wrong_field(name, "enabled", "a boolean", command)));
+                };
+                agent.set_auto_compaction(enabled);
+                None
+            }
+            "set_model" => return self.set_model(command, id),
+            "cycle_model" => {
+                return self.on_agent("cycle_model", id, |agent| {
+                    Ok(Some(agent.cycle_model().unwrap_or(Value::Null)))
+                });
+            }
             "abort_bash" => {
                 self.bash.abort();
                 None
@@ -270,7 +326,7 @@ impl Commands {
             }).collect::<Vec<_>>()})),
             "get_last_assistant_text" => Some(json!({"text": agent.last_assistant_text()})),
             "get_session_stats" => Some(self.stats()),
-            "get_available_models" => Some(json!({"models": [agent.model()]})),
+            "get_available_models" => Some(json!({"models": agent.available_models()})),
             "set_session_name" => {
                 let Some(name) = command.get("name").and_then(Value::as_str) else {
                     return Some(Err(wrong_field(name, "name", "a string", command)));
@@ -306,20 +362,27 @@ impl Commands {
             Err(error) => return Some(Err(error)),
         };
         if self.prompts.busy() || self.agent.is_streaming() {
-            let images = command.get("images");
-            return Some(
-                match command.get("streamingBehavior").and_then(Value::as_str) {
-                    Some("steer") => {
-                        self.agent.steer(text, images);
-                        Ok(None)
-                    }
-                    Some("followUp") => {
-                        self.agent.follow_up(text, images);
-                        Ok(None)
-                    }
-                    _ => Err(ALREADY_PROCESSING.into()),
-                },
-            );
+            // As pi: a plugin command runs at once, `input` handlers see the text, then it is
+            // queued by `streamingBehavior`. On a thread of its own: a command may wait for a
+            // dialog, whose answer this input task must go on reading.
+            let agent = self.agent.clone();
+            let out = self.out.clone();
+            let id = id.cloned();
+            let text = text.to_owned();
+            let images = command.get("images").cloned();
+            let behavior = command
+                .get("streamingBehavior")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            crate::runtime::handle().spawn_blocking(move || {
+                let line =
+                    match agent.prompt_while_running(&text, images.as_ref(), behavior.as_deref()) {
+                        Ok(()) => success(id.as_ref(), "prompt", None),
+                        Err(error) => failure(id.as_ref(), Some("prompt".into()), &error),
+                    };
+                out.line(&line);
+            });
+            return None;
         }
         let response = success(id, "prompt", None);
         let text = text.to_owned();
@@ -365,22 +428,56 @@ impl Commands {
                 )));
             }
         };
+        self.on_agent("new_session", id, move |agent| {
+            let cancelled = agent.new_session(parent)?;
+            Ok(Some(json!({"cancelled": cancelled})))
+        })
+    }
+
+    /// `set_model{provider, modelId}`: pi's `Model not found` error for a model the provider
+    /// does not offer; while a prompt runs, the model is used from the next model call on.
+    fn set_model(
+        &self,
+        command: &Value,
+        id: Option<&Value>,
+    ) -> Option<Result<Option<Value>, String>> {
+        let field = |name: &str| command.get(name).and_then(Value::as_str).map(str::to_owned);
+        let (Some(provider), Some(model_id)) = (field("provider"), field("modelId")) else {
+            let missing = if field("provider").is_none() {
+                "provider"
+            } else {
+                "modelId"
+            };
+            return Some(Err(wrong_field("set_model", missing, "a string", command)));
+        };
         if self.prompts.busy() || self.agent.is_streaming() {
-            return Some(Err(
-                "new_session: the agent is running a prompt; send abort first, then new_session"
-                    .into(),
-            ));
+            return Some(self.agent.request_model(&provider, &model_id).map(Some));
+        }
+        self.on_agent("set_model", id, move |agent| {
+            agent.set_model(&provider, &model_id).map(Some)
+        })
+    }
+
+    /// Runs `work` on the agent's thread (after any queued prompt) and answers with its
+    /// result. Refused while a prompt is queued or running: session operations wait for an
+    /// idle agent, as pi's do after aborting.
+    fn on_agent(
+        &self,
+        name: &'static str,
+        id: Option<&Value>,
+        work: impl FnOnce(&mut Agent) -> Result<Option<Value>, String> + Send + 'static,
+    ) -> Option<Result<Option<Value>, String>> {
+        if name != "compact" && (self.prompts.busy() || self.agent.is_streaming()) {
+            return Some(Err(format!(
+                "{name}: the agent is running a prompt; send abort first, then {name}"
+            )));
         }
         let out = self.out.clone();
         let id = id.cloned();
         let job: Job = Box::new(move |agent| {
-            let line = match agent.new_session(parent) {
-                Ok(cancelled) => success(
-                    id.as_ref(),
-                    "new_session",
-                    Some(json!({"cancelled": cancelled})),
-                ),
-                Err(error) => failure(id.as_ref(), Some("new_session".into()), &error),
+            let line = match work(agent) {
+                Ok(data) => success(id.as_ref(), name, data),
+                Err(error) => failure(id.as_ref(), Some(name.into()), &error),
             };
             out.line(&line);
         });
@@ -435,7 +532,7 @@ impl Commands {
             "model": agent.model(),
             "thinkingLevel": "off",
             "isStreaming": agent.is_streaming(),
-            "isCompacting": false,
+            "isCompacting": agent.is_compacting(),
             "steeringMode": "one-at-a-time",
             "followUpMode": "one-at-a-time",
             "sessionFile": file,
@@ -444,7 +541,7 @@ impl Commands {
         if let Some(name) = name {
             state["sessionName"] = name.into();
         }
-        state["autoCompactionEnabled"] = false.into();
+        state["autoCompactionEnabled"] = agent.auto_compaction().into();
         state["messageCount"] = agent.messages().len().into();
         state["pendingMessageCount"] = agent.pending_message_count().into();
         state
