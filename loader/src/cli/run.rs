@@ -60,6 +60,10 @@ pub(super) struct SessionArgs {
     /// Continue the most recent session of this directory.
     #[arg(short = 'c', long = "continue")]
     continue_session: bool,
+    /// Keep session files in this folder (default: the agent directory's `sessions/<cwd>`
+    /// folder, or what a plugin's `session_directory` handler names).
+    #[arg(long, value_name = "DIR", conflicts_with = "no_session")]
+    session_dir: Option<PathBuf>,
     #[command(flatten)]
     sources: Sources,
 }
@@ -142,7 +146,7 @@ fn prepare(
     }
     // Before the session file is created: a wrong flag leaves nothing behind.
     let reparsed = flags.apply(&report)?;
-    let session = open_session(args, &agent, &cwd)?;
+    let session = open_session(args, &agent, &cwd, &report, mode)?;
     let model: Box<dyn Model> = Box::new(model);
     Ok(Prepared {
         setup: CoreSetup {
@@ -156,6 +160,51 @@ fn prepare(
         _scratch: scratch,
         reparsed,
     })
+}
+
+/// pi's `session_directory` event, at startup when no `--session-dir` is given: every
+/// handler gets `{cwd}` in load order, and the last truthy `sessionDir` names the folder for
+/// session files (relative to `cwd`). A failing handler is reported on stderr as pi reports
+/// it, `Extension "<path>" session_directory handler failed: <message>`, and skipped.
+fn plugin_session_dir(
+    report: &crate::load::LoadReport,
+    cwd: &std::path::Path,
+    mode: u32,
+) -> Option<std::path::PathBuf> {
+    use crate::host_api::context::{CallKind, CallScope};
+    use crate::host_api::value::HostValue;
+    let cwd_text = cwd.to_string_lossy();
+    let payload = HostValue::from_json(
+        serde_json::json!({"type": "session_directory", "cwd": cwd_text}),
+    );
+    let scope = CallScope::new(CallKind::Event, &cwd_text, mode);
+    let mut chosen = None;
+    for plugin in &report.plugins {
+        for outcome in plugin.call_event("session_directory", &payload, &scope) {
+            if outcome.status != pi_hooks_abi::ffi::PI_OK {
+                let message = outcome
+                    .error
+                    .clone()
+                    .unwrap_or_else(|| format!("status {}", outcome.status));
+                write_stderr(&format!(
+                    "Extension \"{}\" session_directory handler failed: {}",
+                    escape(&plugin.path),
+                    escape(&message)
+                ));
+                continue;
+            }
+            if let Some(dir) = outcome
+                .result
+                .as_ref()
+                .and_then(|r| r.get("sessionDir"))
+                .and_then(serde_json::Value::as_str)
+                .filter(|d| !d.is_empty())
+            {
+                chosen = Some(resolve(dir, cwd));
+            }
+        }
+    }
+    chosen
 }
 
 /// `run --help` and `rpc --help`: loads the plugins from the sources the command line names
@@ -201,6 +250,8 @@ fn open_session(
     args: &SessionArgs,
     agent: &std::path::Path,
     cwd: &std::path::Path,
+    report: &crate::load::LoadReport,
+    mode: u32,
 ) -> Result<SessionStore, CommandError> {
     let failed = |e: &dyn std::fmt::Display| CommandError::failed(escape(&e.to_string()));
     let open = |path: &std::path::Path| {
@@ -221,7 +272,10 @@ fn open_session(
             SessionStore::create(path, cwd).map_err(|e| failed(&e))
         };
     }
-    let dir = session_dir(agent, cwd);
+    let dir = match &args.session_dir {
+        Some(dir) => resolve(&dir.to_string_lossy(), cwd),
+        None => plugin_session_dir(report, cwd, mode).unwrap_or_else(|| session_dir(agent, cwd)),
+    };
     match most_recent(&dir).filter(|_| args.continue_session) {
         Some(path) => open(&path),
         None => SessionStore::create(new_session_path(&dir), cwd).map_err(|e| failed(&e)),
