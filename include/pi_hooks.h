@@ -624,7 +624,9 @@ typedef struct PiContextApi {
      */
     PiStatus (*tool_update)(struct PiContext *ctx, struct PiStr partial_json);
     /**
-     * Not available yet: answers `PI_ERR_UNAVAILABLE` in every mode (pi's `ctx.shutdown()`).
+     * Asks the host to shut down (pi's `ctx.shutdown()`): in RPC mode, once the current
+     * command is over, `session_shutdown {reason:"quit"}` goes to the plugins and the process
+     * exits 0; print and JSON modes end after their prompts anyway (no change there).
      */
     PiStatus (*shutdown)(struct PiContext *ctx);
     /**

@@ -78,6 +78,10 @@ pub trait HostServices: Send + Sync {
         let _ = (provider, id);
         Err("this mode has no model".into())
     }
+    /// Asks the host to shut down (pi's `ctx.shutdown()`): RPC mode ends once the current
+    /// command is over (`session_shutdown`, exit 0); print and JSON modes end after their
+    /// prompts anyway, so there it changes nothing.
+    fn request_shutdown(&self) {}
     /// Blocks until the agent is idle (a command's `waitForIdle`).
     fn wait_for_idle(&self) {}
     /// Context window usage `{tokens, contextWindow, percent}`, when known.

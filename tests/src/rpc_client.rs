@@ -48,6 +48,11 @@ impl RpcClient {
         }
     }
 
+    /// The exit status if the host has exited (stdin stays open).
+    pub fn try_wait(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().expect("poll pi-hooks rpc")
+    }
+
     /// The process id of the running host.
     pub fn pid(&self) -> u32 {
         self.child.id()

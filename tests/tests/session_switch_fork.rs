@@ -499,3 +499,28 @@ fn plugin_commands_fork_switch_and_set_the_model() {
         (json!("large"), json!("set"))
     );
 }
+
+#[test]
+fn a_plugin_command_can_shut_the_rpc_host_down() {
+    let sandbox = Sandbox::new();
+    let go = c_fixture(&sandbox.lib(), "session_go", &[]);
+    let (command, _) = rpc(&sandbox, reply_script(), session_handlers(), &[&go]);
+    let mut client = Client::start(command);
+    client.send(&json!({"id": "bye", "type": "prompt", "message": "/go shutdown now"}));
+    assert_eq!(client.response("bye")["success"], true);
+    // The host exits by itself, stdin still open.
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = client.try_wait() {
+            break status;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "still running");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0));
+    let shutdowns: Vec<Value> = events(&sandbox)
+        .into_iter()
+        .filter(|e| e["type"] == "session_shutdown")
+        .collect();
+    assert_eq!(shutdowns, [json!({"type": "session_shutdown", "reason": "quit"})]);
+}

@@ -81,7 +81,9 @@ pub struct PiContextApi {
     /// (tool execute only) Streams a partial result, JSON text shaped like a tool result;
     /// emitted as `tool_execution_update`.
     pub tool_update: unsafe extern "C" fn(ctx: *mut PiContext, partial_json: PiStr) -> PiStatus,
-    /// Not available yet: answers `PI_ERR_UNAVAILABLE` in every mode (pi's `ctx.shutdown()`).
+    /// Asks the host to shut down (pi's `ctx.shutdown()`): in RPC mode, once the current
+    /// command is over, `session_shutdown {reason:"quit"}` goes to the plugins and the process
+    /// exits 0; print and JSON modes end after their prompts anyway (no change there).
     pub shutdown: unsafe extern "C" fn(ctx: *mut PiContext) -> PiStatus,
     /// Asks for a compaction; `options_json` is empty or `{"customInstructions"?}`
     /// (`PI_ERR_INVALID_ARG` otherwise). Works from any call; the compaction runs once the

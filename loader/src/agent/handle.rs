@@ -124,6 +124,11 @@ impl AgentHandle {
         Ok(model)
     }
 
+    /// Whether a plugin asked the host to shut down.
+    pub fn shutdown_requested(&self) -> bool {
+        self.shared.shutdown_requested.load(Ordering::Acquire)
+    }
+
     /// Whether a compaction is running.
     pub fn is_compacting(&self) -> bool {
         self.shared.compacting.load(Ordering::Acquire)

@@ -106,6 +106,8 @@ struct Shared {
     compacting: AtomicBool,
     /// Whether the context is compacted automatically when it nears the context window.
     auto_compaction: AtomicBool,
+    /// A plugin asked the host to shut down (`PiContextApi::shutdown`).
+    shutdown_requested: AtomicBool,
     sink: Mutex<EventSink>,
     ui: Mutex<Option<Arc<dyn crate::services::UiService>>>,
 }
@@ -175,6 +177,7 @@ impl Agent {
             available_models: model.available(),
             compacting: AtomicBool::new(false),
             auto_compaction: AtomicBool::new(config.compaction.enabled),
+            shutdown_requested: AtomicBool::new(false),
             sink: Mutex::new(sink),
             ui: Mutex::new(None),
         });

@@ -214,6 +214,12 @@ impl HostServices for AgentServices {
         super::compaction::context_usage(&messages, &self.shared.model_info())
     }
 
+    fn request_shutdown(&self) {
+        self.shared
+            .shutdown_requested
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
     fn wait_for_idle(&self) {
         while self.streaming() {
             std::thread::sleep(std::time::Duration::from_millis(2));

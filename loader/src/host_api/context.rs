@@ -382,7 +382,13 @@ unsafe extern "C" fn tool_update(ctx: *mut PiContext, partial: PiStr) -> PiStatu
 }
 
 unsafe extern "C" fn shutdown(ctx: *mut PiContext) -> PiStatus {
-    unavailable(ctx)
+    with_ctx(ctx, PI_ERR_INVALID_ARG, |c| match c.plugin.services() {
+        Some(services) => {
+            services.request_shutdown();
+            PI_OK
+        }
+        None => PI_ERR_UNAVAILABLE,
+    })
 }
 
 /// Parses an options string: empty means `{}`; anything but a JSON object is

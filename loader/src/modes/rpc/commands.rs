@@ -192,6 +192,11 @@ impl Commands {
             None => return,
         };
         self.out.line(&response);
+        if self.agent.shutdown_requested() {
+            // A plugin asked to shut down (a timer, say): the agent's thread does it after
+            // this command, as pi checks after each response.
+            let _ = self.jobs.send(Box::new(|_| {}));
+        }
     }
 
     /// A line over [`super::framing::MAX_LINE_BYTES`], dropped unread: a `parse` failure

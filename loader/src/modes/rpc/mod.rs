@@ -90,8 +90,14 @@ pub fn run(setup: CoreSetup) -> i32 {
         .name("pi-hooks-agent".into())
         .spawn(move || {
             agent.start();
+            let handle = agent.handle();
             for job in queue {
                 job(&mut agent);
+                if handle.shutdown_requested() {
+                    // A plugin's `shutdown`: as pi, once the command is over.
+                    core::shutdown(&mut agent);
+                    std::process::exit(0);
+                }
             }
             core::shutdown(&mut agent);
         });
