@@ -1080,7 +1080,10 @@ typedef struct PiRegistryApi {
      */
     PiStatus (*register_tool)(struct PiPlugin *plugin, const struct PiToolDef *def);
     /**
-     * Registers a message renderer.
+     * Registers a message renderer. The first plugin to register a `customType` renders it.
+     * It is called when a front end shows a custom message: RPC clients ask for the lines
+     * with the `render_message` command (a pi-hooks addition to pi's protocol); print and JSON
+     * modes print no messages, so they never call it.
      */
     PiStatus (*register_message_renderer)(struct PiPlugin *plugin, const struct PiRendererDef *def);
     /**
@@ -1088,7 +1091,8 @@ typedef struct PiRegistryApi {
      */
     PiStatus (*register_flag)(struct PiPlugin *plugin, const struct PiFlagDef *def);
     /**
-     * Registers a keyboard shortcut.
+     * Registers a keyboard shortcut. Stored and listed by `pi-hooks inspect`, but not called
+     * yet: shortcuts are keys of an interactive terminal UI, which this host does not have yet.
      */
     PiStatus (*register_shortcut)(struct PiPlugin *plugin, const struct PiShortcutDef *def);
     /**

@@ -54,6 +54,12 @@ PiStatus pi_hooks_barrier_tool(PiToolExecute f, void *user_data, PiStr tool_call
     PI_HOOKS_BARRIER(f(user_data, tool_call_id, params, ctx, result))
 }
 
+PiStatus pi_hooks_barrier_render(PiRenderHandler f, void *user_data, const PiValue *message,
+                                 const PiValue *options, PiResult *result, char *what,
+                                 size_t cap) {
+    PI_HOOKS_BARRIER(f(user_data, message, options, result))
+}
+
 PiStatus pi_hooks_barrier_bus(PiBusHandler f, void *user_data, PiStr channel, const PiValue *data,
                               char *what, size_t cap) {
     PI_HOOKS_BARRIER(f(user_data, channel, data))

@@ -43,6 +43,8 @@ pub enum Activity {
     Tool,
     /// A timer callback.
     Timer,
+    /// A message renderer; the site's name is the `customType`.
+    Render,
     /// The plugin's shutdown.
     Shutdown,
     /// A cleanup the plugin registered.
@@ -191,6 +193,7 @@ impl ReportLine {
             Activity::Command => ("while running command /", site.name),
             Activity::Tool => ("while running tool ", site.name),
             Activity::Timer => ("in a timer callback", ""),
+            Activity::Render => ("while rendering a message of type ", site.name),
             Activity::Shutdown => ("in its shutdown", ""),
             Activity::Cleanup => ("in a cleanup it registered", ""),
         };

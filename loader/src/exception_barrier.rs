@@ -46,6 +46,15 @@ unsafe extern "C" {
         what: *mut c_char,
         cap: usize,
     ) -> PiStatus;
+    fn pi_hooks_barrier_render(
+        f: PiRenderHandler,
+        user_data: *mut c_void,
+        message: *const PiValue,
+        options: *const PiValue,
+        result: *mut PiResult,
+        what: *mut c_char,
+        cap: usize,
+    ) -> PiStatus;
     fn pi_hooks_barrier_bus(
         f: PiBusHandler,
         user_data: *mut c_void,
@@ -186,6 +195,24 @@ pub unsafe fn tool(
     // SAFETY: forwarded contract; the buffer is WHAT_CAP bytes.
     caught(|what, cap| unsafe {
         pi_hooks_barrier_tool(f, user_data, tool_call_id, params, ctx, result, what, cap)
+    })
+}
+
+/// Calls a message renderer.
+///
+/// # Safety
+/// As for [`event`]: `f` and `user_data` were registered together by a loaded plugin.
+#[inline]
+pub unsafe fn render(
+    f: PiRenderHandler,
+    user_data: *mut c_void,
+    message: *const PiValue,
+    options: *const PiValue,
+    result: *mut PiResult,
+) -> Result<PiStatus, String> {
+    // SAFETY: forwarded contract; the buffer is WHAT_CAP bytes.
+    caught(|what, cap| unsafe {
+        pi_hooks_barrier_render(f, user_data, message, options, result, what, cap)
     })
 }
 

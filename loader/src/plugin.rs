@@ -14,7 +14,9 @@ use crate::host_api::context::{CallContext, CallKind, CallScope};
 use crate::host_api::result::ResultBuilder;
 use crate::host_api::value::{CText, HostValue};
 use crate::library::OpenedLibrary;
-use crate::registry::{Command, EventHandler, Phase, PluginState, Registrations, Tool, UserData};
+use crate::registry::{
+    Command, EventHandler, Phase, PluginState, Registrations, Renderer, Tool, UserData,
+};
 use crate::trust::TrustState;
 
 /// A plugin whose init succeeded. Dropping it retires it: no more calls, shutdown, cleanups,
@@ -355,6 +357,37 @@ pub fn call_command(
                     command.user_data.0,
                     args.as_pi_str(),
                     ctx,
+                )
+            }
+        },
+    ))
+}
+
+/// Calls a plugin's message renderer with a custom message and `{"expanded": bool}`; the
+/// outcome's result is the lines it set (a JSON array of strings), if any.
+pub fn call_renderer(
+    state: &PluginState,
+    renderer: &Renderer,
+    message: &HostValue,
+    options: &HostValue,
+) -> HandlerOutcome {
+    let scope = CallScope::new(CallKind::Event, "", PI_MODE_PRINT);
+    HandlerOutcome::from(invoke(
+        state,
+        (Activity::Render, &renderer.custom_type),
+        CallContext::new(&scope, state),
+        || {},
+        |_, result| {
+            // SAFETY: the renderer and its user data were registered together by this plugin,
+            // which is active (checked by `invoke` under the call lock); `message`, `options`
+            // and `result` outlive the call.
+            unsafe {
+                exception_barrier::render(
+                    renderer.render,
+                    renderer.user_data.0,
+                    message.as_ptr(),
+                    options.as_ptr(),
+                    result,
                 )
             }
         },

@@ -23,7 +23,10 @@ fn run(sandbox: &Sandbox, handlers: Value, extra: &[&str]) -> (std::process::Out
     args.extend_from_slice(extra);
     args.push("hello");
     let mut command = sandbox.command(&args);
-    command.env(behave_env_var("picker"), json!({ "handlers": handlers }).to_string());
+    command.env(
+        behave_env_var("picker"),
+        json!({ "handlers": handlers }).to_string(),
+    );
     command.env("BEHAVE_LOG", sandbox.root().join("behave.log"));
     let output = command.output().expect("run pi-hooks");
     (output, jsonl_files(sandbox.root()))
@@ -51,11 +54,19 @@ fn the_last_session_dir_a_plugin_names_holds_the_new_session() {
         {"event": "session_directory", "id": "second", "result": {"sessionDir": chosen}},
     ]);
     let (output, files) = run(&sandbox, handlers, &[]);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     assert_eq!(files.len(), 1, "{files:?}");
     assert_eq!(files[0].parent(), Some(chosen.as_path()));
     let log = read_behave_log(&sandbox.root().join("behave.log"));
-    let payload = &log.iter().find(|l| l.tag == "session_directory#first").unwrap().value;
+    let payload = &log
+        .iter()
+        .find(|l| l.tag == "session_directory#first")
+        .unwrap()
+        .value;
     assert_eq!(
         payload,
         &json!({"type": "session_directory", "cwd": sandbox.project().display().to_string()})
@@ -67,12 +78,23 @@ fn session_dir_on_the_command_line_wins_and_skips_the_event() {
     let sandbox = Sandbox::new();
     let flag = sandbox.root().join("flagged");
     let handlers = json!([{"event": "session_directory", "result": {"sessionDir": sandbox.root().join("plugin")}}]);
-    let (output, files) = run(&sandbox, handlers, &["--session-dir", flag.to_str().unwrap()]);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let (output, files) = run(
+        &sandbox,
+        handlers,
+        &["--session-dir", flag.to_str().unwrap()],
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     assert_eq!(files.len(), 1, "{files:?}");
     assert_eq!(files[0].parent(), Some(flag.as_path()));
     let log = read_behave_log(&sandbox.root().join("behave.log"));
-    assert!(!log.iter().any(|l| l.tag == "session_directory"), "not emitted");
+    assert!(
+        !log.iter().any(|l| l.tag == "session_directory"),
+        "not emitted"
+    );
 }
 
 #[test]
@@ -91,5 +113,8 @@ fn a_failing_session_directory_handler_is_reported_as_pi_reports_it() {
         "{stderr}"
     );
     assert_eq!(files.len(), 1);
-    assert!(files[0].starts_with(sandbox.agent_dir().join("sessions")), "{files:?}");
+    assert!(
+        files[0].starts_with(sandbox.agent_dir().join("sessions")),
+        "{files:?}"
+    );
 }

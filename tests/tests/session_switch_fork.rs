@@ -514,7 +514,10 @@ fn a_plugin_command_can_shut_the_rpc_host_down() {
         if let Some(status) = client.try_wait() {
             break status;
         }
-        assert!(started.elapsed() < std::time::Duration::from_secs(20), "still running");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "still running"
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
     assert_eq!(status.code(), Some(0));
@@ -522,5 +525,8 @@ fn a_plugin_command_can_shut_the_rpc_host_down() {
         .into_iter()
         .filter(|e| e["type"] == "session_shutdown")
         .collect();
-    assert_eq!(shutdowns, [json!({"type": "session_shutdown", "reason": "quit"})]);
+    assert_eq!(
+        shutdowns,
+        [json!({"type": "session_shutdown", "reason": "quit"})]
+    );
 }

@@ -201,13 +201,17 @@ pub struct PiRegistryApi {
     /// Registers a tool.
     pub register_tool:
         unsafe extern "C" fn(plugin: *mut PiPlugin, def: *const PiToolDef) -> PiStatus,
-    /// Registers a message renderer.
+    /// Registers a message renderer. The first plugin to register a `customType` renders it.
+    /// It is called when a front end shows a custom message: RPC clients ask for the lines
+    /// with the `render_message` command (a pi-hooks addition to pi's protocol); print and JSON
+    /// modes print no messages, so they never call it.
     pub register_message_renderer:
         unsafe extern "C" fn(plugin: *mut PiPlugin, def: *const PiRendererDef) -> PiStatus,
     /// Registers a command-line flag.
     pub register_flag:
         unsafe extern "C" fn(plugin: *mut PiPlugin, def: *const PiFlagDef) -> PiStatus,
-    /// Registers a keyboard shortcut.
+    /// Registers a keyboard shortcut. Stored and listed by `pi-hooks inspect`, but not called
+    /// yet: shortcuts are keys of an interactive terminal UI, which this host does not have yet.
     pub register_shortcut:
         unsafe extern "C" fn(plugin: *mut PiPlugin, def: *const PiShortcutDef) -> PiStatus,
     /// Registers `cleanup(data)` to run once when the plugin is retired, after its shutdown:

@@ -124,6 +124,18 @@ impl AgentHandle {
         Ok(model)
     }
 
+    /// The lines a plugin's renderer gives for a custom message (see
+    /// [`Runner::render_message`]); `Ok(None)`: no renderer, default rendering.
+    pub fn render_message(
+        &self,
+        message: &Value,
+        expanded: bool,
+    ) -> Result<Option<Vec<String>>, String> {
+        self.runner
+            .render_message(message, expanded)
+            .map_err(|e| e.error)
+    }
+
     /// Whether a plugin asked the host to shut down.
     pub fn shutdown_requested(&self) -> bool {
         self.shared.shutdown_requested.load(Ordering::Acquire)

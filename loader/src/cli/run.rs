@@ -174,9 +174,8 @@ fn plugin_session_dir(
     use crate::host_api::context::{CallKind, CallScope};
     use crate::host_api::value::HostValue;
     let cwd_text = cwd.to_string_lossy();
-    let payload = HostValue::from_json(
-        serde_json::json!({"type": "session_directory", "cwd": cwd_text}),
-    );
+    let payload =
+        HostValue::from_json(serde_json::json!({"type": "session_directory", "cwd": cwd_text}));
     let scope = CallScope::new(CallKind::Event, &cwd_text, mode);
     let mut chosen = None;
     for plugin in &report.plugins {

@@ -17,6 +17,7 @@
 //! calls until the stuck call returns) and carries on with the next handler on a fresh one.
 
 pub mod events;
+mod render;
 mod timed;
 
 use std::collections::HashMap;

@@ -314,6 +314,34 @@ impl Commands {
                 None
             }
             "set_model" => return self.set_model(command, id),
+            "render_message" => {
+                let Some(message) = command.get("message").filter(|m| m.is_object()) else {
+                    return Some(Err(wrong_field(name, "message", "an object", command)));
+                };
+                let expanded = command
+                    .get("expanded")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+                let (message, agent, out, id) = (
+                    message.clone(),
+                    agent.clone(),
+                    self.out.clone(),
+                    id.cloned(),
+                );
+                // Plugin code: on a thread that may block, not on this input task.
+                crate::runtime::handle().spawn_blocking(move || {
+                    let line = match agent.render_message(&message, expanded) {
+                        Ok(lines) => success(
+                            id.as_ref(),
+                            "render_message",
+                            Some(json!({ "lines": lines })),
+                        ),
+                        Err(error) => failure(id.as_ref(), Some("render_message".into()), &error),
+                    };
+                    out.line(&line);
+                });
+                return None;
+            }
             "cycle_model" => {
                 return self.on_agent("cycle_model", id, |agent| {
                     Ok(Some(agent.cycle_model().unwrap_or(Value::Null)))

@@ -1,0 +1,67 @@
+//! Message renderers (`register_message_renderer`): the lines a plugin gives for its custom
+//! messages, for front ends that show messages (RPC clients through `render_message`, the
+//! terminal UI).
+
+use serde_json::{Value, json};
+
+use super::{ExtensionError, Runner};
+use crate::host_api::value::HostValue;
+use crate::plugin::call_renderer;
+
+impl Runner {
+    /// The lines the plugin that registered a renderer for `message`'s `customType` first
+    /// gives for it (`options` `{"expanded": expanded}`). `Ok(None)` when no plugin renders
+    /// that type, or the renderer left its result empty (the default rendering applies);
+    /// `Err` (also reported to the error listeners, event `render`) when it failed or gave
+    /// something other than an array of strings.
+    pub fn render_message(
+        &self,
+        message: &Value,
+        expanded: bool,
+    ) -> Result<Option<Vec<String>>, ExtensionError> {
+        let Some(custom_type) = message.get("customType").and_then(Value::as_str) else {
+            return Ok(None);
+        };
+        let found = self.plugins().iter().find_map(|plugin| {
+            let renderer = plugin
+                .registrations()
+                .renderers
+                .into_iter()
+                .find(|r| r.custom_type == custom_type)?;
+            Some((plugin.clone(), renderer))
+        });
+        let Some((plugin, renderer)) = found else {
+            return Ok(None);
+        };
+        let outcome = call_renderer(
+            plugin.state(),
+            &renderer,
+            &HostValue::from_json(message.clone()),
+            &HostValue::from_json(json!({ "expanded": expanded })),
+        );
+        let fail = |error: String| {
+            let error = ExtensionError {
+                extension_path: plugin.path.clone(),
+                event: "render".into(),
+                error,
+            };
+            self.emit_error(&error);
+            Err(error)
+        };
+        if outcome.status != pi_hooks_abi::ffi::PI_OK {
+            return fail(outcome.error_text());
+        }
+        match outcome.result {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Array(lines)) if lines.iter().all(Value::is_string) => Ok(Some(
+                lines
+                    .into_iter()
+                    .filter_map(|l| l.as_str().map(str::to_owned))
+                    .collect(),
+            )),
+            Some(other) => fail(format!(
+                "a renderer must give an array of strings (lines), not {other}"
+            )),
+        }
+    }
+}
