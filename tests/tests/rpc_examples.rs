@@ -190,3 +190,80 @@ fn a_plugin_command_runs_at_once_while_the_agent_streams() {
     let (status, _) = client.close();
     assert_eq!(status.code(), Some(0));
 }
+
+fn git(repo: &Path, args: &[&str]) {
+    let status = std::process::Command::new("git")
+        .args(args)
+        .current_dir(repo)
+        .status()
+        .expect("run git");
+    assert!(status.success(), "git {args:?}");
+}
+
+/// git-checkpoint (C): the code state stashed at a turn's start is restored when the user
+/// forks back to before that turn and picks "Yes, restore code to that point".
+#[test]
+fn git_checkpoint_restores_the_code_when_the_session_is_forked() {
+    let sandbox = Sandbox::new();
+    let source = workspace_root().join("plugins/examples/git-checkpoint/git_checkpoint.c");
+    let plugin = compile_c(
+        &source,
+        &sandbox.lib().join(format!("libgit_checkpoint{}", std::env::consts::DLL_SUFFIX)),
+        &["-pedantic"],
+    );
+    let repo = sandbox.project();
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["config", "user.email", "test@example.com"]);
+    git(&repo, &["config", "user.name", "Test"]);
+    std::fs::write(repo.join("file.txt"), "v1\n").unwrap();
+    git(&repo, &["add", "file.txt"]);
+    git(&repo, &["commit", "-q", "-m", "init"]);
+    std::fs::write(repo.join("file.txt"), "v1 and my work\n").unwrap();
+    let script = sandbox.root().join("script.json");
+    let turns = json!([
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "git checkout -- file.txt"}}]},
+        {"text": "reverted"}
+    ]);
+    std::fs::write(&script, json!({ "turns": turns }).to_string()).unwrap();
+    let session = sandbox.root().join("s.jsonl");
+    let mut client = Client::start(sandbox.command(&[
+        "rpc",
+        "--session",
+        session.to_str().unwrap(),
+        "--no-hooks",
+        "--script",
+        script.to_str().unwrap(),
+        "-e",
+        plugin.to_str().unwrap(),
+    ]));
+    client.send(&json!({"id": "p", "type": "prompt", "message": "throw my work away"}));
+    client.until(|l| l["type"] == "agent_end");
+    assert_eq!(std::fs::read_to_string(repo.join("file.txt")).unwrap(), "v1\n");
+
+    client.send(&json!({"id": "fm", "type": "get_fork_messages"}));
+    let forks = client.response("fm");
+    let entry = forks["data"]["messages"][0]["entryId"].clone();
+    client.send(&json!({"id": "f", "type": "fork", "entryId": entry}));
+    let select = client.ui_request();
+    assert_eq!(select["method"], "select", "{select}");
+    assert_eq!(select["title"], "Restore code state?");
+    assert_eq!(
+        select["options"],
+        json!(["Yes, restore code to that point", "No, keep current code"])
+    );
+    client.send(&json!({"type": "extension_ui_response", "id": select["id"], "value": "Yes, restore code to that point"}));
+    let notify = client.ui_request();
+    assert_eq!(notify["message"], "Code restored to checkpoint", "{notify}");
+    let response = client.response("f");
+    assert_eq!(
+        response["data"],
+        json!({"text": "throw my work away", "cancelled": false})
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("file.txt")).unwrap(),
+        "v1 and my work\n",
+        "the stashed work is back"
+    );
+    let (status, _) = client.close();
+    assert!(status.success());
+}
