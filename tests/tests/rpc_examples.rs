@@ -208,7 +208,9 @@ fn git_checkpoint_restores_the_code_when_the_session_is_forked() {
     let source = workspace_root().join("plugins/examples/git-checkpoint/git_checkpoint.c");
     let plugin = compile_c(
         &source,
-        &sandbox.lib().join(format!("libgit_checkpoint{}", std::env::consts::DLL_SUFFIX)),
+        &sandbox
+            .lib()
+            .join(format!("libgit_checkpoint{}", std::env::consts::DLL_SUFFIX)),
         &["-pedantic"],
     );
     let repo = sandbox.project();
@@ -238,7 +240,10 @@ fn git_checkpoint_restores_the_code_when_the_session_is_forked() {
     ]));
     client.send(&json!({"id": "p", "type": "prompt", "message": "throw my work away"}));
     client.until(|l| l["type"] == "agent_end");
-    assert_eq!(std::fs::read_to_string(repo.join("file.txt")).unwrap(), "v1\n");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("file.txt")).unwrap(),
+        "v1\n"
+    );
 
     client.send(&json!({"id": "fm", "type": "get_fork_messages"}));
     let forks = client.response("fm");

@@ -92,7 +92,7 @@ impl AgentHandle {
     /// How many steering and follow-up messages wait.
     pub fn pending_message_count(&self) -> usize {
         let queues = Shared::lock(&self.shared.queues);
-        queues.steer.len() + queues.follow_up.len()
+        queues.steer.len() + queues.follow_up.len() + queues.user_pending.len()
     }
 
     /// The agent's messages (the context the model sees).

@@ -79,6 +79,10 @@ enum PendingRun {
 struct Queues {
     steer: Vec<Value>,
     follow_up: Vec<Value>,
+    /// User messages plugins sent while the agent streamed (`send_user_message` with a
+    /// `deliverAs`), waiting for their `input` event before they join `steer` or `follow_up`:
+    /// `(text, PI_DELIVER_*)`.
+    user_pending: Vec<(String, u32)>,
     next_turn: Vec<Value>,
     runs: VecDeque<PendingRun>,
     /// Session operations plugin commands asked for (`(plugin path, operation)`): performed
@@ -264,7 +268,10 @@ impl Agent {
     }
 
     fn prompt_from(&mut self, text: &str, source: &str) {
-        if plugin_tool::run_command(&self.core.runner, text, &self.core.config.cwd) {
+        // A plugin's `send_user_message` is not checked for commands, as in pi.
+        if source != "extension"
+            && plugin_tool::run_command(&self.core.runner, text, &self.core.config.cwd)
+        {
             return;
         }
         let (text, images) = match self.core.runner.emit_input(text, None, source) {
@@ -368,6 +375,7 @@ impl Agent {
                 // run with an assistant message whose stopReason is "aborted", as in pi.
                 continue;
             }
+            core.flush_user_messages();
             let steer = std::mem::take(&mut Shared::lock(&core.shared.queues).steer);
             if !steer.is_empty() {
                 pending = steer;
@@ -461,6 +469,27 @@ impl Core {
             self.runner.emit(event.clone());
         }
         self.shared.sink(&event);
+    }
+
+    /// Passes the user messages plugins sent while streaming through the `input` event
+    /// (source "extension", as pi's `sendUserMessage` prompts), then queues them as steering
+    /// or follow-up messages; a handler may handle (drop) or transform them.
+    fn flush_user_messages(&self) {
+        let pending = std::mem::take(&mut Shared::lock(&self.shared.queues).user_pending);
+        for (text, deliver_as) in pending {
+            let text = match self.runner.emit_input(&text, None, "extension") {
+                InputOutcome::Handled(_) => continue,
+                InputOutcome::Transform { text, .. } => text,
+                InputOutcome::Continue => text,
+            };
+            let message = json!({"role": "user", "content": [{"type": "text", "text": text}], "timestamp": now_ms()});
+            let mut queues = Shared::lock(&self.shared.queues);
+            if deliver_as == pi_hooks_abi::ffi::PI_DELIVER_FOLLOW_UP {
+                queues.follow_up.push(message);
+            } else {
+                queues.steer.push(message);
+            }
+        }
     }
 
     /// The provider request hook around a model call: `before_provider_request` (a result

@@ -6,7 +6,7 @@ use std::sync::{Arc, Weak};
 use pi_hooks_abi::ffi::{PI_DELIVER_FOLLOW_UP, PI_DELIVER_STEER};
 use serde_json::{Value, json};
 
-use super::{PendingRun, Shared, custom_message, now_ms};
+use super::{PendingRun, Shared, custom_message};
 use crate::runner::{ExtensionError, Runner, RunnerConfig};
 use crate::services::{HostServices, SessionOp};
 
@@ -124,11 +124,17 @@ impl HostServices for AgentServices {
             queues.runs.push_back(PendingRun::User(text));
             return Ok(());
         }
-        let message = json!({"role": "user", "content": [{"type": "text", "text": text}], "timestamp": now_ms()});
         match deliver_as {
-            PI_DELIVER_STEER => queues.steer.push(message),
-            PI_DELIVER_FOLLOW_UP => queues.follow_up.push(message),
+            // Its `input` event runs once this call has returned (see `flush_user_messages`).
+            PI_DELIVER_STEER | PI_DELIVER_FOLLOW_UP => queues.user_pending.push((text, deliver_as)),
             _ => {
+                drop(queues);
+                // As pi reports its rejected prompt: a `<runtime>` error of send_user_message.
+                self.report_error(&ExtensionError {
+                    extension_path: "<runtime>".into(),
+                    event: "send_user_message".into(),
+                    error: super::ALREADY_PROCESSING.into(),
+                });
                 return Err(super::ALREADY_PROCESSING.into());
             }
         }
@@ -166,7 +172,7 @@ impl HostServices for AgentServices {
 
     fn has_pending_messages(&self) -> bool {
         let queues = Shared::lock(&self.shared.queues);
-        !queues.steer.is_empty() || !queues.follow_up.is_empty()
+        !queues.steer.is_empty() || !queues.follow_up.is_empty() || !queues.user_pending.is_empty()
     }
 
     fn model(&self) -> Option<Value> {

@@ -1,0 +1,141 @@
+//! pi's queueing rules for a plugin's `send_user_message` (reference pi-hooks.md 5.3): while
+//! the agent streams, a message with `deliverAs` goes through the `input` event (source
+//! "extension") before it is queued; without one it is refused and reported as a
+//! `<runtime>` error of `send_user_message`; when idle it becomes a prompt that is never taken
+//! for a plugin command.
+
+use pi_hooks_tests::{Sandbox, compile_c_text, json_lines, json_run_command};
+use serde_json::{Value, json};
+
+const SENDER: &str = r#"
+#include <string.h>
+#include "pi_hooks.h"
+
+static const PiHostApi *host;
+static PiPlugin *self;
+
+/* tool_call: steer one message in, and try one without deliverAs (refused). */
+static PiStatus on_tool_call(void *ud, const PiValue *event, PiContext *ctx, PiResult *result) {
+    (void)ud; (void)event; (void)ctx; (void)result;
+    host->actions->send_user_message(self, pi_str("steer me"), PI_DELIVER_STEER);
+    host->actions->send_user_message(self, pi_str("no delivery"), PI_DELIVER_DEFAULT);
+    return PI_OK;
+}
+
+/* input: rewrites "steer me"; logs nothing else. */
+static PiStatus on_input(void *ud, const PiValue *event, PiContext *ctx, PiResult *result) {
+    PiStr text = {0}, source = {0};
+    (void)ud; (void)ctx;
+    host->values->as_str(host->values->get(event, pi_str("text")), &text);
+    host->values->as_str(host->values->get(event, pi_str("source")), &source);
+    if (text.len == 8 && memcmp(text.ptr, "steer me", 8) == 0 && source.len == 9 &&
+        memcmp(source.ptr, "extension", 9) == 0) {
+        return host->results->set_json(result,
+            pi_str("{\"action\":\"transform\",\"text\":\"steered by extension input\"}"));
+    }
+    return PI_OK;
+}
+
+/* /again: sends "/again" as a user message, which must not run this command again. */
+static int runs = 0;
+static PiStatus again(void *ud, PiStr args, PiContext *ctx) {
+    (void)ud; (void)args; (void)ctx;
+    runs++;
+    if (runs > 1) return PI_ERR;
+    return host->actions->send_user_message(self, pi_str("/again"), PI_DELIVER_DEFAULT);
+}
+
+static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
+    PiCommandDef def;
+    host = h;
+    self = plugin;
+    host->registry->on(plugin, pi_str("tool_call"), on_tool_call, NULL);
+    host->registry->on(plugin, pi_str("input"), on_input, NULL);
+    memset(&def, 0, sizeof def);
+    def.struct_size = sizeof def;
+    def.name = pi_str("again");
+    def.handler = again;
+    return host->registry->register_command(plugin, &def);
+}
+
+PI_HOOKS_PLUGIN("sender", "1.0.0", "sends user messages", init, NULL);
+"#;
+
+fn user_texts(lines: &[Value]) -> Vec<String> {
+    lines
+        .iter()
+        .filter(|l| l["type"] == "message_end" && l["message"]["role"] == "user")
+        .map(|l| {
+            l["message"]["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn a_message_sent_while_streaming_passes_input_and_one_without_delivery_is_refused() {
+    let sandbox = Sandbox::new();
+    let plugin = compile_c_text(&sandbox.lib(), "sender", SENDER, &[]);
+    let script = sandbox.root().join("script.json");
+    std::fs::write(
+        &script,
+        json!({"turns": [
+            {"toolCalls": [{"name": "bash", "arguments": {"command": "echo hi"}}]},
+            {"text": "done"}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let output = json_run_command(&sandbox, &script, &[&plugin])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines = json_lines(&output);
+    assert_eq!(user_texts(&lines), ["go", "steered by extension input"]);
+    let error = lines
+        .iter()
+        .find(|l| l["type"] == "extension_error")
+        .expect("the refused message is reported");
+    assert_eq!(
+        error,
+        &json!({"type": "extension_error", "extensionPath": "<runtime>", "event": "send_user_message",
+                "error": "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message."})
+    );
+}
+
+#[test]
+fn a_user_message_from_a_plugin_is_never_taken_for_a_command() {
+    let sandbox = Sandbox::new();
+    let plugin = compile_c_text(&sandbox.lib(), "sender", SENDER, &[]);
+    let script = sandbox.root().join("script.json");
+    std::fs::write(&script, json!({"turns": [{"text": "ok"}]}).to_string()).unwrap();
+    let mut command = sandbox.command(&[
+        "run",
+        "--mode",
+        "json",
+        "--no-session",
+        "--script",
+        script.to_str().unwrap(),
+        "--hook",
+        plugin.to_str().unwrap(),
+        "/again",
+    ]);
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines = json_lines(&output);
+    assert_eq!(user_texts(&lines), ["/again"], "sent to the model as text");
+    assert!(
+        !lines.iter().any(|l| l["type"] == "extension_error"),
+        "the command did not run twice: {lines:?}"
+    );
+}
