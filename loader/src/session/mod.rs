@@ -15,9 +15,9 @@
 //! Keys are written in the order pi's code writes them (`type`, then `customType`/`data` or
 //! `content`/`display`/`details`, then `id`, `parentId`, `timestamp` for `custom` and
 //! `custom_message`; `type`, `id`, `parentId`, `timestamp`, then the fields for the other types).
-//! That is done when a line is written ([`entry`]), so serde_json's `preserve_order` feature is
-//! *not* needed and not enabled: in memory, entries are plain [`serde_json::Value`]s whose keys
-//! come back sorted, which JSON readers (and pi) do not care about.
+//! That is done when a line is written ([`entry`]), whatever order the keys have in memory.
+//! (serde_json's `preserve_order` feature is enabled for the workspace, for the transcripts
+//! `summarize.rs` builds, so in-memory entries keep the order they were parsed in.)
 //!
 //! # Durability: what an acknowledged append promises
 //!
