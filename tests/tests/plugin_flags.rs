@@ -458,5 +458,5 @@ fn commands_first_plugin_wins_and_built_ins_win_with_warnings() {
     let listed = response["data"]["commands"].as_array().expect("commands");
     assert_eq!(listed.len(), 1, "{response:#}");
     assert_eq!(listed[0]["name"], "deploy");
-    assert_eq!(listed[0]["path"], first_arg);
+    assert_eq!(listed[0]["sourceInfo"]["path"], first_arg);
 }

@@ -20,11 +20,46 @@ use serde_json::{Value, json};
 
 use super::core::{self, CoreSetup, LineWriter};
 use crate::agent::EventSink;
+use crate::discover::Origin;
 use crate::load::LoadReport;
+use crate::plugin::LoadedPlugin;
 use commands::{Commands, Job};
 use ui::RpcUi;
 
-/// The `get_commands` entries of the loaded plugins (first registration of a name wins).
+/// pi 0.73.1's `SourceInfo` of a plugin (`{path, source, scope, origin, baseDir?}`), as pi's
+/// package manager fills it for an extension found the same way: auto-discovered in a folder
+/// (`source:"auto"`, `baseDir` the `.pi` folder or the agent directory: the folder's parent),
+/// listed in a settings file (`source:"local"`, no `baseDir`), or named on the command line
+/// (`source` the path as given, `scope:"temporary"`, `origin:"package"`, `baseDir` its folder).
+fn source_info(plugin: &LoadedPlugin) -> Value {
+    let path = std::path::Path::new(&plugin.path);
+    let folder = path.parent();
+    let (source, scope, origin, base_dir) = match plugin.origin {
+        Origin::Project => (
+            "auto",
+            "project",
+            "top-level",
+            folder.and_then(|f| f.parent()),
+        ),
+        Origin::Global => ("auto", "user", "top-level", folder.and_then(|f| f.parent())),
+        Origin::ProjectSettings => ("local", "project", "top-level", None),
+        Origin::GlobalSettings => ("local", "user", "top-level", None),
+        Origin::Cli => (plugin.path.as_str(), "temporary", "package", folder),
+    };
+    let mut info = json!({
+        "path": plugin.path,
+        "source": source,
+        "scope": scope,
+        "origin": origin,
+    });
+    if let Some(base_dir) = base_dir {
+        info["baseDir"] = base_dir.to_string_lossy().into_owned().into();
+    }
+    info
+}
+
+/// The `get_commands` entries of the loaded plugins (first registration of a name wins),
+/// shaped as pi's `RpcSlashCommand`: `{name, description, source:"extension", sourceInfo}`.
 fn plugin_commands(report: &LoadReport) -> Vec<Value> {
     let mut seen = std::collections::HashSet::new();
     let mut list = Vec::new();
@@ -35,7 +70,7 @@ fn plugin_commands(report: &LoadReport) -> Vec<Value> {
                     "name": command.name,
                     "description": command.description,
                     "source": "extension",
-                    "path": plugin.path,
+                    "sourceInfo": source_info(plugin),
                 }));
             }
         }
