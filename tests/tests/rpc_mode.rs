@@ -972,3 +972,70 @@ fn a_prompt_sent_on_reading_agent_end_is_accepted() {
     let (status, _) = client.close();
     assert_eq!(status.code(), Some(0));
 }
+
+/// Whether a process whose command line contains `needle` is running.
+fn process_running(needle: &str) -> bool {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| std::fs::read(entry.path().join("cmdline")).ok())
+        .any(|cmdline| {
+            String::from_utf8_lossy(&cmdline)
+                .replace('\0', " ")
+                .contains(needle)
+        })
+}
+
+/// SIGTERM ends RPC mode as pi 0.73.1 ends it: the run is aborted (its tool process killed),
+/// plugins get `session_shutdown {reason:"quit"}`, and the exit code is 143.
+#[test]
+fn sigterm_shuts_down_like_stdin_closing_with_exit_143() {
+    let sandbox = Sandbox::new();
+    let script = script(
+        &sandbox,
+        json!([{"toolCalls": [{"name": "bash", "arguments": {"command": "sleep 417.25"}}]}, {"text": "done"}]),
+    );
+    let log = sandbox.root().join("behave.log");
+    let plugin = behave_plugin(&sandbox.lib(), "watcher");
+    let mut command = rpc(&sandbox, &script, &["-e", plugin.to_str().unwrap()]);
+    command.env(
+        behave_env_var("watcher"),
+        json!({"handlers": [{"event": "session_shutdown"}]}).to_string(),
+    );
+    command.env("BEHAVE_LOG", &log);
+    let mut client = Client::start(command);
+    client.send(&json!({"id": "p", "type": "prompt", "message": "wait"}));
+    client.until(|l| l["type"] == "tool_execution_start");
+    let started = Instant::now();
+    while !process_running("sleep 417.25") {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the tool never started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let sent = Command::new("kill")
+        .args(["-TERM", &client.pid().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(sent.success());
+    let status = loop {
+        if let Some(status) = client.try_wait() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "still running after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(status.code(), Some(143));
+    let shutdown = read_behave_log(&log);
+    assert_eq!(shutdown.len(), 1, "{shutdown:?}");
+    assert_eq!(shutdown[0].value["reason"], "quit");
+    assert!(
+        !process_running("sleep 417.25"),
+        "the tool process was killed"
+    );
+}

@@ -154,11 +154,19 @@ pub fn run(setup: CoreSetup) -> i32 {
         cwd,
         bash: Arc::default(),
     };
-    crate::runtime::handle().block_on(framing::read_lines(tokio::io::stdin(), |line| match line {
-        framing::Line::Text(text) => commands.line(text),
-        framing::Line::TooLong(bytes) => commands.too_long(bytes),
-    }));
-    // Stdin closed: end the run and the dialogs, then let the agent thread shut down.
+    let stopped_by = crate::runtime::handle().block_on(async {
+        let input = framing::read_lines(tokio::io::stdin(), |line| match line {
+            framing::Line::Text(text) => commands.line(text),
+            framing::Line::TooLong(bytes) => commands.too_long(bytes),
+        });
+        tokio::select! {
+            () = input => None,
+            signal = termination() => signal,
+        }
+    });
+    // Stdin closed, or SIGTERM / SIGHUP (as pi: the same shutdown, exit 128 + the signal): end
+    // the run (its tool processes are killed) and the dialogs, then let the agent thread shut
+    // down, which sends `session_shutdown` to the plugins.
     handle.abort();
     commands.bash.abort();
     ui.close();
@@ -167,5 +175,27 @@ pub fn run(setup: CoreSetup) -> i32 {
         eprintln!("pi-hooks: the agent thread panicked");
         return 1;
     }
-    0
+    stopped_by.map_or(0, |signal| 128 + signal)
+}
+
+/// Waits for SIGTERM or SIGHUP; returns its number. Never returns where signals cannot be
+/// watched.
+#[cfg(unix)]
+async fn termination() -> Option<i32> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut hangup)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => Some(libc::SIGTERM),
+        _ = hangup.recv() => Some(libc::SIGHUP),
+    }
+}
+
+#[cfg(not(unix))]
+async fn termination() -> Option<i32> {
+    std::future::pending().await
 }
