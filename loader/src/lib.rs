@@ -27,6 +27,7 @@ pub mod paths;
 pub mod plugin;
 pub mod plugin_memory;
 pub mod registry;
+pub mod reload;
 pub mod runner;
 pub mod runtime;
 pub mod services;

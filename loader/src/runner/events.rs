@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 use super::{Chain, ExtensionError, Flow, Runner, Slot, truthy};
 use crate::host_api::context::{CallKind, CallScope};
 use crate::host_api::value::HostValue;
-use crate::plugin::CallOutcome;
+use crate::plugin::{CallOutcome, LoadedPlugin};
 
 /// A payload that is built once and rebuilt only when the chain state changes.
 #[derive(Default)]
@@ -646,5 +646,34 @@ impl Runner {
             self.timeout(),
         )
         .found
+    }
+
+    /// Dispatches a notify event (`{"type": name, ...}`) to the handlers of `plugin` only
+    /// (a single-plugin reload's `session_shutdown` and `session_start`), under
+    /// `hookTimeout`; errors are reported.
+    pub fn emit_to(&self, plugin: &LoadedPlugin, event: Value) {
+        let Some(name) = event.get("type").and_then(Value::as_str).map(str::to_owned) else {
+            return;
+        };
+        let chain = Notify(Arc::new(HostValue::from_json(event)));
+        self.run_on_plugin(plugin, &name, chain);
+    }
+
+    /// Dispatches `resources_discover` to the handlers of `plugin` only.
+    pub fn emit_resources_discover_to(
+        &self,
+        plugin: &LoadedPlugin,
+        cwd: &str,
+        reason: &str,
+    ) -> DiscoveredResources {
+        let payload = Arc::new(HostValue::from_json(
+            json!({"type": "resources_discover", "cwd": cwd, "reason": reason}),
+        ));
+        let chain = ResourcesChain {
+            payload,
+            found: DiscoveredResources::default(),
+        };
+        self.run_on_plugin(plugin, "resources_discover", chain)
+            .found
     }
 }
