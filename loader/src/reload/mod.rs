@@ -426,15 +426,18 @@ impl Runner {
         })
     }
 
-    /// Carries out a decision of the `--watch` watcher.
+    /// Carries out a decision of the `--watch` watcher: a modified file of a plugin that is
+    /// not running (its first load failed) is loaded as new, a new file that is already
+    /// running is reloaded.
     pub fn apply_change(
         &self,
         change: &watch::Change,
         options: &DiscoveryOptions,
     ) -> Result<Reloaded, ReloadError> {
         match change {
-            watch::Change::Modified(path) => self.reload_plugin(path, options),
-            watch::Change::Added(path) => self.add_plugin(path, options),
+            watch::Change::Modified(path) | watch::Change::Added(path) => {
+                self.add_plugin(path, options)
+            }
             watch::Change::Removed(path) => self.remove_plugin(path),
         }
     }
