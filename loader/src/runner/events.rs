@@ -447,7 +447,7 @@ impl Runner {
             return;
         }
         let chain = Notify(Arc::new(HostValue::from_json(event)));
-        self.run(&name, &self.event_scope(), chain, self.timeout());
+        self.run(&name, None, chain, self.timeout());
     }
 
     /// Dispatches `input`: transforms chain, the first `handled` stops; a plain string
@@ -463,7 +463,7 @@ impl Runner {
             handled: None,
             cache: Cached::default(),
         };
-        let chain = self.run("input", &self.event_scope(), chain, self.timeout());
+        let chain = self.run("input", None, chain, self.timeout());
         match chain.handled {
             Some(handled) => InputOutcome::Handled(handled),
             None if chain.text != text || chain.images != images => InputOutcome::Transform {
@@ -495,7 +495,7 @@ impl Runner {
             messages: Vec::new(),
             cache: Cached::default(),
         };
-        let chain = self.run("before_agent_start", &scope, chain, self.timeout());
+        let chain = self.run("before_agent_start", Some(&scope), chain, self.timeout());
         (chain.modified || !chain.messages.is_empty()).then(|| BeforeAgentStartOutcome {
             messages: chain.messages,
             // pi: only a truthy combined prompt replaces the base prompt; "" restores it.
@@ -513,8 +513,7 @@ impl Runner {
             messages,
             cache: Cached::default(),
         };
-        self.run("context", &self.event_scope(), chain, self.timeout())
-            .messages
+        self.run("context", None, chain, self.timeout()).messages
     }
 
     /// The `tool_call` payload: build it once per call.
@@ -535,12 +534,7 @@ impl Runner {
             blocked: None,
             last: None,
         };
-        let chain = self.run(
-            "tool_call",
-            &self.event_scope(),
-            chain,
-            self.config.tool_call_timeout,
-        );
+        let chain = self.run("tool_call", None, chain, self.config.tool_call_timeout);
         match chain.blocked {
             Some(reason) => ToolCallOutcome::Block { reason },
             None => ToolCallOutcome::Allow { last: chain.last },
@@ -573,7 +567,7 @@ impl Runner {
             patched: false,
             cache: Cached::default(),
         };
-        let chain = self.run("tool_result", &self.event_scope(), chain, self.timeout());
+        let chain = self.run("tool_result", None, chain, self.timeout());
         chain.patched.then_some(chain.state)
     }
 
@@ -588,8 +582,7 @@ impl Runner {
             string_is_summary,
             result: None,
         };
-        self.run(&name, &self.event_scope(), chain, self.timeout())
-            .result
+        self.run(&name, None, chain, self.timeout()).result
     }
 
     /// Dispatches a `session_before_*` event (`{"type": ..., ...}`): the last truthy
@@ -639,13 +632,8 @@ impl Runner {
             payload,
             found: DiscoveredResources::default(),
         };
-        self.run(
-            "resources_discover",
-            &self.event_scope(),
-            chain,
-            self.timeout(),
-        )
-        .found
+        self.run("resources_discover", None, chain, self.timeout())
+            .found
     }
 
     /// Dispatches a notify event (`{"type": name, ...}`) to the handlers of `plugin` only

@@ -181,10 +181,19 @@ impl PluginSet {
     }
 }
 
+/// What a dispatch reads, in one atomic load: the plugin set and the shared event scope.
+struct Current {
+    set: Arc<PluginSet>,
+    /// The scope shared by dispatches that do not change it (everything but
+    /// before_agent_start), so the hot path allocates nothing for it. Replaced (not changed)
+    /// when the session file changes: a dispatch under way keeps the scope it started with.
+    scope: Arc<CallScope>,
+}
+
 /// The event runner for one set of loaded plugins.
 pub struct Runner {
-    /// The current plugin set; swapped whole by a reload.
-    set: ArcSwap<PluginSet>,
+    /// The current plugin set and event scope; swapped whole by a reload or a new session.
+    current: ArcSwap<Current>,
     /// Held by whoever replaces the set (one reload at a time).
     replacing: Mutex<()>,
     /// The services bound with [`Runner::bind_services`]; plugins loaded later get them too.
@@ -196,10 +205,6 @@ pub struct Runner {
     /// The session file plugins see (changes with a new session).
     session_file: RwLock<Option<String>>,
     workers: timed::Workers,
-    /// The scope shared by dispatches that do not change it (everything but
-    /// before_agent_start), so the hot path allocates nothing for it. Replaced (not changed)
-    /// when the session file changes: a dispatch under way keeps the scope it started with.
-    event_scope: RwLock<Arc<CallScope>>,
 }
 
 /// How long [`Runner::replace_plugins`] waits for dispatches still running on the old set
@@ -229,8 +234,10 @@ impl Runner {
                 .with_session_file(config.session_file.as_deref()),
         );
         Runner {
-            event_scope: RwLock::new(event_scope),
-            set: ArcSwap::from_pointee(PluginSet::new(plugins, 0)),
+            current: ArcSwap::from_pointee(Current {
+                set: Arc::new(PluginSet::new(plugins, 0)),
+                scope: event_scope,
+            }),
             replacing: Mutex::new(()),
             services: RwLock::new(None),
             listeners: Mutex::new(Vec::new()),
@@ -244,19 +251,19 @@ impl Runner {
     /// The plugins, in load order (a copy of the current set's list: a reload may replace
     /// the set at any time).
     pub fn plugins(&self) -> Vec<Arc<LoadedPlugin>> {
-        self.set.load().plugins.clone()
+        self.current.load().set.plugins.clone()
     }
 
     /// The current plugin set. Hold it only briefly: a reload waits (up to [`DRAIN_LIMIT`])
     /// for every holder of the old set before it retires the old instances.
     pub fn plugin_set(&self) -> Arc<PluginSet> {
-        self.set.load_full()
+        self.current.load().set.clone()
     }
 
     /// The generation of the current plugin set (0 at start, one more per reload): what the
     /// agent compares to know its tool list is stale.
     pub fn generation(&self) -> u64 {
-        self.set.load().generation
+        self.current.load().set.generation
     }
 
     /// Replaces the plugin set in one atomic step: `build` gets the current set and returns
@@ -274,7 +281,7 @@ impl Runner {
         build: impl FnOnce(&PluginSet) -> Vec<Arc<LoadedPlugin>>,
     ) -> Replaced {
         let _one_at_a_time = self.replacing.lock().unwrap_or_else(|e| e.into_inner());
-        let current = self.set.load_full();
+        let current = self.current.load().set.clone();
         let plugins = build(&current);
         let services = self.bound_services();
         for plugin in &plugins {
@@ -286,9 +293,14 @@ impl Runner {
         let generation = current.generation + 1;
         let next = Arc::new(PluginSet::new(plugins, generation));
         drop(current);
-        let old = self.set.swap(Arc::clone(&next));
+        let previous = self.current.rcu(|now| Current {
+            set: Arc::clone(&next),
+            scope: Arc::clone(&now.scope),
+        });
+        let old = Arc::clone(&previous.set);
+        drop(previous);
         // arc-swap pays the readers' debts on swap: from here on every dispatch still on
-        // the old set holds a counted reference to it.
+        // the old set holds a counted reference to what it loaded, which holds the old set.
         let drained = wait_until_sole_owner(&old, DRAIN_LIMIT);
         let mut retired = Vec::new();
         for plugin in &old.plugins {
@@ -323,9 +335,14 @@ impl Runner {
     pub fn set_session_file(&self, path: Option<String>) {
         let scope = CallScope::new(CallKind::Event, &self.config.cwd, self.config.mode)
             .with_session_file(path.as_deref());
-        let mut current = self.event_scope.write().unwrap_or_else(|e| e.into_inner());
-        scope.replace_system_prompt(current.system_prompt().as_str());
-        *current = Arc::new(scope);
+        let scope = Arc::new(scope);
+        self.current.rcu(|now| {
+            scope.replace_system_prompt(now.scope.system_prompt().as_str());
+            Current {
+                set: Arc::clone(&now.set),
+                scope: Arc::clone(&scope),
+            }
+        });
         *self.session_file.write().unwrap_or_else(|e| e.into_inner()) = path;
     }
 
@@ -333,7 +350,7 @@ impl Runner {
     /// plugins a reload brings in get them too.
     pub fn bind_services(&self, services: Arc<dyn HostServices>) {
         *self.services.write().unwrap_or_else(|e| e.into_inner()) = Some(services.clone());
-        for plugin in self.set.load().plugins.iter() {
+        for plugin in self.current.load().set.plugins.iter() {
             plugin.state().bind_services(Some(services.clone()));
         }
     }
@@ -348,7 +365,7 @@ impl Runner {
 
     /// Whether any plugin handles `event`.
     pub fn has_handlers(&self, event: &str) -> bool {
-        self.set.load().has_handlers(event)
+        self.current.load().set.has_handlers(event)
     }
 
     /// Sets the system prompt handlers read through `get_system_prompt` (the agent sets the
@@ -400,32 +417,31 @@ impl Runner {
 
     /// The shared scope for ordinary event dispatches.
     pub(crate) fn event_scope(&self) -> Arc<CallScope> {
-        self.event_scope
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.current.load().scope.clone()
     }
 
-    /// Runs `chain` over the handlers of `event`, timed or inline, and reports errors.
+    /// Runs `chain` over the handlers of `event`, timed or inline, in `scope` (`None`: the
+    /// shared event scope), and reports errors.
     pub(crate) fn run<C: Chain>(
         &self,
         event: &str,
-        scope: &Arc<CallScope>,
+        scope: Option<&Arc<CallScope>>,
         chain: C,
         timeout: Option<Duration>,
     ) -> C {
         // The set is taken once: the whole chain runs on it, even if a reload swaps it now.
-        let set = self.set.load();
-        let Some(slots) = set.index.get(event) else {
+        let current = self.current.load();
+        let Some(slots) = current.set.index.get(event) else {
             return chain;
         };
+        let scope = scope.unwrap_or(&current.scope);
         let (chain, errors) = match timeout {
             None => run_inline(event, slots, scope, chain),
             Some(limit) => self
                 .workers
                 .run(event, slots.clone(), scope.clone(), chain, limit),
         };
-        drop(set);
+        drop(current);
         for error in &errors {
             self.emit_error(error);
         }
