@@ -282,6 +282,15 @@ impl Runner {
         path: &Path,
         options: &DiscoveryOptions,
     ) -> Result<Reloaded, ReloadError> {
+        let _one_at_a_time = self.reload_lock();
+        self.reload_plugin_locked(path, options)
+    }
+
+    fn reload_plugin_locked(
+        &self,
+        path: &Path,
+        options: &DiscoveryOptions,
+    ) -> Result<Reloaded, ReloadError> {
         let started = Instant::now();
         let shown = path.display().to_string();
         let Some(old) = self
@@ -334,12 +343,13 @@ impl Runner {
         path: &Path,
         options: &DiscoveryOptions,
     ) -> Result<Reloaded, ReloadError> {
+        let _one_at_a_time = self.reload_lock();
         if self
             .plugins()
             .iter()
             .any(|p| same_plugin_path(&p.path, path))
         {
-            return self.reload_plugin(path, options);
+            return self.reload_plugin_locked(path, options);
         }
         let started = Instant::now();
         let fail = |error: String| ReloadError {
@@ -391,6 +401,7 @@ impl Runner {
     /// Unloads the running plugin loaded from `path` (its file was deleted): sends it
     /// `session_shutdown {reason:"reload"}`, removes it from the set and retires it.
     pub fn remove_plugin(&self, path: &Path) -> Result<Reloaded, ReloadError> {
+        let _one_at_a_time = self.reload_lock();
         let started = Instant::now();
         let Some(old) = self
             .plugins()
@@ -448,6 +459,7 @@ impl Runner {
     /// `session_start {reason:"reload"}`; a plugin whose file is gone (or no longer named
     /// anywhere) is unloaded.
     pub fn reload_all(&self, options: &DiscoveryOptions) -> ReloadAllReport {
+        let _one_at_a_time = self.reload_lock();
         let started = Instant::now();
         let old_plugins = self.plugins();
         self.emit(json!({"type": "session_shutdown", "reason": "reload"}));

@@ -194,8 +194,10 @@ struct Current {
 pub struct Runner {
     /// The current plugin set and event scope; swapped whole by a reload or a new session.
     current: ArcSwap<Current>,
-    /// Held by whoever replaces the set (one reload at a time).
+    /// Held by whoever replaces the set (one replacement at a time).
     replacing: Mutex<()>,
+    /// Held for a whole reload operation (see [`Runner::reload_lock`]).
+    reloading: Mutex<()>,
     /// The services bound with [`Runner::bind_services`]; plugins loaded later get them too.
     services: RwLock<Option<Arc<dyn HostServices>>>,
     listeners: Mutex<Vec<(u64, ErrorListener)>>,
@@ -239,6 +241,7 @@ impl Runner {
                 scope: event_scope,
             }),
             replacing: Mutex::new(()),
+            reloading: Mutex::new(()),
             services: RwLock::new(None),
             listeners: Mutex::new(Vec::new()),
             next_listener: AtomicU64::new(1),
@@ -264,6 +267,13 @@ impl Runner {
     /// agent compares to know its tool list is stale.
     pub fn generation(&self) -> u64 {
         self.current.load().set.generation
+    }
+
+    /// Serialises reload operations (`crate::reload`): each holds this from reading the set
+    /// it will change to the events it sends after the swap, so a `--watch` reload and a
+    /// `/reload` never interleave.
+    pub fn reload_lock(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.reloading.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Replaces the plugin set in one atomic step: `build` gets the current set and returns
