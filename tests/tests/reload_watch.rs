@@ -209,3 +209,85 @@ fn the_watcher_and_the_runner_reload_a_rebuilt_plugin() {
     );
     assert_eq!(answered_by(&tool_call(&runner, "c", "bash")), Ok(2));
 }
+
+/// The source of the probe plugin crate, build `n`: it blocks every tool with "probe N".
+fn probe_source(n: u32) -> String {
+    format!(
+        r#"use pi_hooks_abi::sdk::prelude::*;
+
+pi_hooks_abi::plugin!(
+    name: "watch-probe",
+    version: "0.1.{n}",
+    init: init,
+    description: "a plugin crate rebuilt by the watch test",
+);
+
+fn init(pi: &mut Registrar) -> Result<()> {{
+    pi.on_tool_call(|_call, _ctx| Ok(ToolCallDecision::block("probe {n}")))
+}}
+"#
+    )
+}
+
+#[test]
+fn a_cargo_build_of_a_plugin_crate_is_picked_up_once() {
+    let s = Sandbox::new();
+    let root = pi_hooks_tests::workspace_root();
+    let krate = s.root().join("probe");
+    std::fs::create_dir_all(krate.join("src")).unwrap();
+    std::fs::write(
+        krate.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"watch-probe\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n[dependencies]\npi-hooks-abi = {{ path = {:?} }}\n\n[workspace]\n",
+            root.join("abi").display().to_string()
+        ),
+    )
+    .unwrap();
+    // The workspace's lock file: the same dependency versions, no registry lookup.
+    std::fs::copy(root.join("Cargo.lock"), krate.join("Cargo.lock")).unwrap();
+    // A target folder of its own that outlives the sandbox, so later runs build in seconds.
+    let target = pi_hooks_tests::target_dir().join("reload-watch-probe");
+    let cargo = |n: u32| {
+        std::fs::write(krate.join("src/lib.rs"), probe_source(n)).unwrap();
+        let status = std::process::Command::new(std::env::var("CARGO").unwrap_or("cargo".into()))
+            .current_dir(&krate)
+            .env("CARGO_TARGET_DIR", &target)
+            .args(["build", "--quiet", "--offline"])
+            .status()
+            .expect("run cargo");
+        assert!(status.success(), "cargo build of the probe crate failed");
+    };
+    cargo(1);
+    let plugin = target.join("debug/libwatch_probe.so");
+    let options = explicit_options(&s, &[&plugin]);
+    let runner = runner_for(&options);
+    let blocked = |runner: &pi_hooks::runner::Runner| match tool_call(runner, "x", "bash") {
+        pi_hooks::runner::events::ToolCallOutcome::Block { reason } => reason,
+        other => panic!("not blocked: {other:?}"),
+    };
+    assert_eq!(blocked(&runner), "probe 1");
+    let lines: Arc<Mutex<Vec<String>>> = Arc::default();
+    let config = WatchConfig::for_runner(&runner, &options);
+    let (sink, target_runner, opts) = (Arc::clone(&lines), Arc::clone(&runner), options.clone());
+    let _watcher = Watcher::start(config, move |change| {
+        let line = match target_runner.apply_change(&change, &opts) {
+            Ok(done) => done.line(),
+            Err(error) => error.to_string(),
+        };
+        sink.lock().unwrap().push(line);
+    })
+    .unwrap();
+    cargo(2);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while lines.lock().unwrap().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let got = lines.lock().unwrap().clone();
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(
+        got[0].starts_with("reloaded watch-probe 0.1.2 from "),
+        "{got:?}"
+    );
+    assert_eq!(blocked(&runner), "probe 2");
+}
