@@ -17,7 +17,8 @@ use crate::{Sandbox, compile_c_text};
 /// of the plugin's version string), `NAME`, `LOG` (a file that gets one line per init,
 /// session event and shutdown: `NAME vVERSION what`), `WAIT_MS` and `ENTERED` (a
 /// `tool_call` of the tool `wait` creates `ENTERED`, then sleeps), `INIT_FAIL` (init fails),
-/// `NO_ENTRY` (no entry symbol).
+/// `NO_ENTRY` (no entry symbol), `TICK_MS` (`session_start` starts a timer that logs `tick`
+/// every `TICK_MS` ms).
 ///
 /// It has two `tool_call` handlers: the first remembers the call's `toolCallId` in its
 /// library's memory (per thread), the second answers `{"version": VERSION, "same": true}` when the first
@@ -42,6 +43,7 @@ pub const RELOAD_PLUGIN_C: &str = r#"#define _POSIX_C_SOURCE 200809L
 #define STR(x) STR2(x)
 
 static const PiHostApi *host;
+static PiPlugin *self;
 /* Per thread: two dispatches on two threads may interleave between the handlers. */
 static _Thread_local char last_id[64];
 
@@ -95,6 +97,17 @@ static PiStatus second(void *user_data, const PiValue *event, PiContext *ctx, Pi
     return PI_OK;
 }
 
+#ifdef TICK_MS
+static PiStatus tick(void *user_data, uint64_t timer_id, PiContext *ctx) {
+    PiStr none = {0};
+    (void)user_data;
+    (void)timer_id;
+    (void)ctx;
+    logline("tick", none);
+    return PI_OK;
+}
+#endif
+
 static PiStatus on_session(void *user_data, const PiValue *event, PiContext *ctx,
                            PiResult *result) {
     PiStr type = {0}, reason = {0};
@@ -106,11 +119,16 @@ static PiStatus on_session(void *user_data, const PiValue *event, PiContext *ctx
     char what[64];
     snprintf(what, sizeof what, "%.*s", (int)type.len, type.ptr ? type.ptr : "");
     logline(what, reason);
+#ifdef TICK_MS
+    if (is(type, "session_start"))
+        host->actions->timer_start(self, TICK_MS, TICK_MS, tick, NULL, NULL);
+#endif
     return PI_OK;
 }
 
 __attribute__((unused)) static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
     host = h;
+    self = plugin;
     PiStr none = {0};
 #ifdef INIT_FAIL
     logline("init-fail", none);
@@ -169,7 +187,8 @@ pub fn explicit_options(s: &Sandbox, files: &[&Path]) -> DiscoveryOptions {
     }
 }
 
-/// Loads what `options` discover (every load must succeed) and builds a runner over it.
+/// Loads what `options` discover (every load must succeed) and builds a runner over it, with
+/// a [`MemorySession`] bound.
 pub fn runner_for(options: &DiscoveryOptions) -> Arc<Runner> {
     let report = pi_hooks::load::load_all(options);
     assert!(report.errors.is_empty(), "load errors: {:?}", report.errors);
@@ -180,10 +199,12 @@ pub fn runner_for(options: &DiscoveryOptions) -> Arc<Runner> {
         tool_call_timeout: None,
         session_file: None,
     };
-    Arc::new(Runner::new(
+    let runner = Arc::new(Runner::new(
         report.plugins.into_iter().map(Arc::new).collect(),
-        config,
-    ))
+        config.clone(),
+    ));
+    runner.bind_services(MemorySession::new(config));
+    runner
 }
 
 /// Emits one `tool_call` of `tool` with call id `id`.
@@ -214,4 +235,77 @@ pub fn log_lines(path: &Path) -> Vec<String> {
         .lines()
         .map(str::to_owned)
         .collect()
+}
+
+/// A small in-memory session for runners built by the reload tests (the agent loop is not
+/// part of what they test): custom entries kept in memory, no model, no tools, always idle;
+/// its `runner_config` is the runner's, which is what timer callbacks need to run.
+pub struct MemorySession {
+    config: RunnerConfig,
+    entries: std::sync::Mutex<Vec<Value>>,
+}
+
+impl MemorySession {
+    /// A session for a runner configured as `config`.
+    pub fn new(config: RunnerConfig) -> Arc<Self> {
+        Arc::new(MemorySession {
+            config,
+            entries: std::sync::Mutex::default(),
+        })
+    }
+}
+
+impl pi_hooks::services::HostServices for MemorySession {
+    fn session_entries(&self) -> Value {
+        Value::Array(self.entries.lock().unwrap().clone())
+    }
+    fn session_branch(&self) -> Value {
+        self.session_entries()
+    }
+    fn session_leaf_id(&self) -> Option<String> {
+        None
+    }
+    fn session_name(&self) -> Option<String> {
+        None
+    }
+    fn set_session_name(&self, _: &str) -> Result<(), String> {
+        Err("no session names in the reload tests".into())
+    }
+    fn set_label(&self, _: &str, _: Option<&str>) -> Result<(), String> {
+        Err("no labels in the reload tests".into())
+    }
+    fn append_entry(&self, custom_type: &str, data: Option<Value>) -> Result<(), String> {
+        self.entries
+            .lock()
+            .unwrap()
+            .push(json!({"type": "custom", "customType": custom_type, "data": data}));
+        Ok(())
+    }
+    fn send_message(&self, _: &str, _: Value, _: Value) -> Result<(), String> {
+        Err("no agent in the reload tests".into())
+    }
+    fn send_user_message(&self, _: &str, _: String, _: u32) -> Result<(), String> {
+        Err("no agent in the reload tests".into())
+    }
+    fn active_tools(&self) -> Vec<String> {
+        Vec::new()
+    }
+    fn all_tools(&self) -> Value {
+        json!([])
+    }
+    fn set_active_tools(&self, _: Vec<String>) {}
+    fn is_idle(&self) -> bool {
+        true
+    }
+    fn abort(&self) {}
+    fn has_pending_messages(&self) -> bool {
+        false
+    }
+    fn model(&self) -> Option<Value> {
+        None
+    }
+    fn runner_config(&self) -> Option<RunnerConfig> {
+        Some(self.config.clone())
+    }
+    fn report_error(&self, _: &pi_hooks::runner::ExtensionError) {}
 }

@@ -401,3 +401,56 @@ fn a_new_plugin_file_is_added_in_discovery_order_and_a_deleted_one_unloaded() {
         .unwrap_err();
     assert!(error.error.contains("not in a plugin folder"), "{error}");
 }
+
+#[test]
+fn the_old_versions_timers_stop_and_the_new_one_starts_its_own() {
+    let s = Sandbox::new();
+    let log = s.root().join("log");
+    let flags = [
+        define_string("LOG", &log.display().to_string()),
+        "-DTICK_MS=20".to_owned(),
+    ];
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let v1 = build_version(&s.lib(), "v1", 1, &flags);
+    let v2 = build_version(&s.lib(), "v2", 2, &flags);
+    let plugin = s.root().join("plugin.so");
+    std::fs::copy(&v1, &plugin).unwrap();
+    let options = explicit_options(&s, &[&plugin]);
+    let runner = runner_for(&options);
+    runner.emit(serde_json::json!({"type": "session_start", "reason": "startup"}));
+    let ticks = |version: &str| {
+        log_lines(&log)
+            .iter()
+            .filter(|l| *l == &format!("reload-test {version} tick"))
+            .count()
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while ticks("v1") < 3 {
+        assert!(
+            Instant::now() < deadline,
+            "v1 timer never fired: {:?}",
+            log_lines(&log)
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    replace_by_rename(&v2, &plugin);
+    runner.reload_plugin(&plugin, &options).unwrap();
+    let v1_ticks = ticks("v1");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(ticks("v1"), v1_ticks, "the retired version's timer fired");
+    assert!(
+        ticks("v2") >= 3,
+        "the new version's timer runs: {:?}",
+        log_lines(&log)
+    );
+    // The old version's shutdown came after its last tick.
+    let lines = log_lines(&log);
+    let shutdown = lines
+        .iter()
+        .position(|l| l == "reload-test v1 shutdown")
+        .unwrap();
+    assert!(
+        !lines[shutdown..].iter().any(|l| l == "reload-test v1 tick"),
+        "{lines:?}"
+    );
+}

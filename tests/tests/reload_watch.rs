@@ -291,3 +291,29 @@ fn a_cargo_build_of_a_plugin_crate_is_picked_up_once() {
     );
     assert_eq!(blocked(&runner), "probe 2");
 }
+
+#[test]
+fn a_plugin_folder_created_after_the_start_is_watched_once_it_appears() {
+    let s = Sandbox::new();
+    let source = s.lib().join("plugin.c");
+    std::fs::write(&source, RELOAD_PLUGIN_C).unwrap();
+    let folder = s.project().join(".pi/hooks");
+    let (watcher, seen) = watch(&[], std::slice::from_ref(&folder));
+    assert_eq!(watcher.watched(), [s.project().canonicalize().unwrap()]);
+    std::fs::create_dir_all(&folder).unwrap();
+    let first = folder.join("first.so");
+    compile_c(&source, &first, &["-DVERSION=1"]);
+    let got = settle_on(&seen, 1);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(
+        got[0].0,
+        Change::Added(folder.canonicalize().unwrap().join("first.so"))
+    );
+    compile_c(&source, &folder.join("second.so"), &["-DVERSION=2"]);
+    let got = settle_on(&seen, 1);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(
+        got[0].0,
+        Change::Added(folder.canonicalize().unwrap().join("second.so"))
+    );
+}

@@ -27,8 +27,9 @@
 //! shows the line. Project plugins found this way still need trust: the load refuses them
 //! until they are trusted, and says so.
 //!
-//! A discovery folder that does not exist when the watcher starts is not watched (create
-//! it and restart, or `/reload`).
+//! A discovery folder that does not exist yet is waited for: its nearest existing parent
+//! is watched, and once the folder appears it is watched too and the library files already
+//! in it are decided like new ones.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -126,17 +127,50 @@ pub struct Watcher {
     wake: Sender<Option<PathBuf>>,
     thread: Option<std::thread::JoinHandle<()>>,
     /// Dropped first: no more events.
-    inner: Option<notify::RecommendedWatcher>,
-    /// The folders actually watched.
-    watched: Vec<PathBuf>,
+    inner: Arc<Mutex<Option<notify::RecommendedWatcher>>>,
+    /// The folders actually watched (shared with the deciding thread, which adds folders
+    /// that appear).
+    watched: Arc<Mutex<Vec<PathBuf>>>,
 }
 
 impl std::fmt::Debug for Watcher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Watcher")
-            .field("watched", &self.watched)
+            .field("watched", &self.watched())
             .finish()
     }
+}
+
+/// The system watcher and the folders it watches, as the deciding thread changes them.
+struct Folders {
+    inner: Arc<Mutex<Option<notify::RecommendedWatcher>>>,
+    watched: Arc<Mutex<Vec<PathBuf>>>,
+}
+
+impl Folders {
+    /// Watches `folder` (resolved) unless it already is; whether it is watched now.
+    fn watch(&self, folder: &Path) -> bool {
+        let mut watched = self.watched.lock().unwrap_or_else(|e| e.into_inner());
+        if watched.iter().any(|w| w == folder) {
+            return true;
+        }
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(inner) = inner.as_mut() else {
+            return false;
+        };
+        if inner.watch(folder, RecursiveMode::NonRecursive).is_ok() {
+            watched.push(folder.to_path_buf());
+            return true;
+        }
+        false
+    }
+}
+
+/// The nearest existing folder at or above `path`, resolved.
+fn nearest_existing(path: &Path) -> Option<PathBuf> {
+    path.ancestors()
+        .find(|a| a.is_dir())
+        .and_then(|a| std::fs::canonicalize(a).ok())
 }
 
 /// A path waiting to be decided.
@@ -189,6 +223,8 @@ struct Known {
     plugins: HashMap<PathBuf, (PathBuf, Option<String>)>,
     /// Watched discovery folders (resolved).
     folders: Vec<PathBuf>,
+    /// Discovery folders that do not exist yet (as given).
+    missing: Vec<PathBuf>,
 }
 
 impl Watcher {
@@ -215,12 +251,15 @@ impl Watcher {
                 folders.push(parent.to_path_buf());
             }
         }
-        let discovery: Vec<PathBuf> = config
-            .folders
+        let (present, missing): (Vec<&PathBuf>, Vec<&PathBuf>) =
+            config.folders.iter().partition(|f| f.is_dir());
+        let discovery: Vec<PathBuf> = present
             .iter()
             .filter_map(|f| std::fs::canonicalize(f).ok())
             .collect();
         folders.extend(discovery.iter().cloned());
+        // A missing folder is waited for from its nearest existing parent.
+        folders.extend(missing.iter().filter_map(|f| nearest_existing(f)));
         folders.sort();
         folders.dedup();
         let mut watched = Vec::new();
@@ -236,34 +275,43 @@ impl Watcher {
                 .map(|(path, sha)| (key(path), (path.clone(), sha.clone())))
                 .collect(),
             folders: discovery,
+            missing: missing.into_iter().cloned().collect(),
         };
+        let shared = Folders {
+            inner: Arc::new(Mutex::new(Some(inner))),
+            watched: Arc::new(Mutex::new(watched)),
+        };
+        let (inner, watched) = (Arc::clone(&shared.inner), Arc::clone(&shared.watched));
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
             let stop = Arc::clone(&stop);
             let (settle, give_up) = (config.settle, config.give_up.max(config.settle));
             std::thread::Builder::new()
                 .name("pi-hooks-watch".into())
-                .spawn(move || decide_loop(events, known, settle, give_up, stop, on_change))
+                .spawn(move || decide_loop(events, known, shared, settle, give_up, stop, on_change))
                 .map_err(|e| format!("cannot start the watcher thread: {e}"))?
         };
         Ok(Watcher {
             stop,
             wake,
             thread: Some(thread),
-            inner: Some(inner),
+            inner,
             watched,
         })
     }
 
     /// The folders being watched (resolved).
-    pub fn watched(&self) -> &[PathBuf] {
-        &self.watched
+    pub fn watched(&self) -> Vec<PathBuf> {
+        self.watched
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 }
 
 impl Drop for Watcher {
     fn drop(&mut self) {
-        drop(self.inner.take());
+        drop(self.inner.lock().unwrap_or_else(|e| e.into_inner()).take());
         self.stop.store(true, Ordering::Release);
         let _ = self.wake.send(None);
         if let Some(thread) = self.thread.take()
@@ -278,6 +326,7 @@ impl Drop for Watcher {
 fn decide_loop(
     events: Receiver<Option<PathBuf>>,
     known: Known,
+    folders: Folders,
     settle: Duration,
     give_up: Duration,
     stop: Arc<AtomicBool>,
@@ -294,6 +343,19 @@ fn decide_loop(
         };
         match events.recv_timeout(wait) {
             Ok(Some(path)) => {
+                let mut known_now = known.lock().unwrap_or_else(|e| e.into_inner());
+                if !known_now.missing.is_empty() {
+                    for appeared in look_for_missing(&mut known_now, &folders) {
+                        let now = Instant::now();
+                        pending.entry(appeared.clone()).or_insert(Pending {
+                            last_event: now,
+                            stat: stat(&appeared),
+                            quiet_since: now,
+                            failed_at: None,
+                        });
+                    }
+                }
+                drop(known_now);
                 let path = key(&path);
                 if interesting(&known.lock().unwrap_or_else(|e| e.into_inner()), &path) {
                     let now = Instant::now();
@@ -345,6 +407,40 @@ fn decide_loop(
             }
         }
     }
+}
+
+/// Watches the missing discovery folders that exist now (returning the library files
+/// already in them) and the nearest existing parents of the others.
+fn look_for_missing(known: &mut Known, folders: &Folders) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut still_missing = Vec::new();
+    for folder in std::mem::take(&mut known.missing) {
+        let resolved = folder
+            .is_dir()
+            .then(|| std::fs::canonicalize(&folder).ok())
+            .flatten();
+        match resolved {
+            Some(resolved) if folders.watch(&resolved) => {
+                if let Ok(entries) = std::fs::read_dir(&resolved) {
+                    found.extend(
+                        entries
+                            .flatten()
+                            .map(|e| resolved.join(e.file_name()))
+                            .filter(|p| has_library_suffix(p)),
+                    );
+                }
+                known.folders.push(resolved);
+            }
+            _ => {
+                if let Some(parent) = nearest_existing(&folder) {
+                    folders.watch(&parent);
+                }
+                still_missing.push(folder);
+            }
+        }
+    }
+    known.missing = still_missing;
+    found
 }
 
 /// Whether an event about `path` can matter: a running plugin's file, or a library file in
