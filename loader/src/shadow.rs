@@ -5,7 +5,13 @@
 //!
 //! - **Linux**: the bytes go into a sealed `memfd` (no file on disk, nothing to clean up,
 //!   nothing another process can plant) named after the plugin, opened through
-//!   `/proc/self/fd/N`. Each load is a new inode, so a rebuilt plugin loads as new code.
+//!   `/proc/self/fd/N`. Each load is a new inode, so a rebuilt plugin loads as new code. The
+//!   memfd stays open while its plugin instance lives and is closed when the instance is
+//!   dropped (the mapping keeps the bytes), so reloads do not use up file descriptors. The
+//!   system loader finds an already loaded library by the name it was opened with, so a
+//!   descriptor number that comes back is spelled differently each time
+//!   (`/proc/self/fd/N`, `/proc/self/fd//N`, ...); past [`MAX_FD_NAME_REUSE`] spellings of one
+//!   number the file cache is used instead.
 //! - **Elsewhere**, or when `PI_HOOKS_SHADOW=file` is set, or when no memfd can be made: a
 //!   file `<cache>/<name>-<sha256 prefix>-<random>.<ext>` in a folder private to the user
 //!   (created `0700`; refused when another user can write to it), unique per load, so a
@@ -31,23 +37,25 @@ use crate::library::PluginFile;
 pub struct ShadowCopy {
     /// The path to open.
     pub path: PathBuf,
-    /// The memfd behind `path` (Linux). It stays open as long as the library is loaded:
-    /// glibc finds an already loaded library by its name, so a `/proc/self/fd/N` name must
-    /// not be reused by another plugin while the first is mapped.
+    /// The memfd behind `path` (Linux), open as long as the plugin instance lives (see
+    /// [`Backing`]).
     #[cfg(target_os = "linux")]
-    _memfd: Option<std::os::fd::OwnedFd>,
+    memfd: Option<std::os::fd::OwnedFd>,
     /// A file copy and its open, locked handle: deleted when the copy is dropped unused.
     file: Option<(PathBuf, std::fs::File)>,
 }
 
 impl ShadowCopy {
-    /// The library was mapped from the copy: keeps what backs it alive for the rest of the
-    /// process (libraries are never closed, see `OpenedLibrary`). A file copy is deleted now
-    /// on Unix (the mapping keeps its data; nothing opens the name again); elsewhere it
-    /// stays locked until the process ends, and a later [`sweep`] deletes it.
-    pub fn keep_forever(mut self) {
-        #[cfg(target_os = "linux")]
-        std::mem::forget(self._memfd.take());
+    /// The library was mapped from the copy. A file copy is deleted now on Unix (the
+    /// mapping keeps its data; nothing opens the name again); elsewhere it stays locked until
+    /// the process ends, and a later [`sweep`] deletes it. A memfd is handed back as the
+    /// [`Backing`] the plugin instance keeps (its `/proc/self/fd/N` path stays readable while
+    /// the instance lives).
+    pub fn mapped(mut self) -> Backing {
+        let backing = Backing {
+            #[cfg(target_os = "linux")]
+            _memfd: self.memfd.take(),
+        };
         if let Some((path, locked)) = self.file.take() {
             if cfg!(unix) {
                 let _ = std::fs::remove_file(&path);
@@ -56,7 +64,39 @@ impl ShadowCopy {
                 std::mem::forget(locked);
             }
         }
+        backing
     }
+}
+
+/// What keeps a loaded copy's path readable while its plugin instance lives: the memfd on
+/// Linux (closed when the instance is dropped; the library stays mapped), nothing for file
+/// copies.
+pub struct Backing {
+    #[cfg(target_os = "linux")]
+    _memfd: Option<std::os::fd::OwnedFd>,
+}
+
+/// How many spellings of one `/proc/self/fd/N` path are used (each one more `/`) before
+/// loads fall back to the file cache.
+pub const MAX_FD_NAME_REUSE: usize = 1024;
+
+/// A `/proc/self/fd/N` path no library was opened by before in this process, or `None` once
+/// `fd`'s number has been spelled [`MAX_FD_NAME_REUSE`] times.
+#[cfg(target_os = "linux")]
+fn unique_fd_path(fd: i32) -> Option<PathBuf> {
+    static USES: std::sync::Mutex<Option<rustc_hash::FxHashMap<i32, usize>>> =
+        std::sync::Mutex::new(None);
+    let mut uses = USES.lock().unwrap_or_else(|e| e.into_inner());
+    let count = uses
+        .get_or_insert_with(Default::default)
+        .entry(fd)
+        .or_insert(0);
+    if *count >= MAX_FD_NAME_REUSE {
+        return None;
+    }
+    let path = format!("/proc/self/fd/{}{fd}", "/".repeat(*count));
+    *count += 1;
+    Some(PathBuf::from(path))
 }
 
 impl Drop for ShadowCopy {
@@ -129,15 +169,16 @@ fn memfd_copy(file: &PluginFile) -> Option<ShadowCopy> {
     if unsafe { libc::fcntl(owned.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
         return None;
     }
-    let path = PathBuf::from(format!("/proc/self/fd/{}", owned.as_raw_fd()));
     // Whether /proc is mounted is checked once per process, not once per plugin.
     static PROC_FD_PATHS_WORK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    if !*PROC_FD_PATHS_WORK.get_or_init(|| path.exists()) {
+    let plain = PathBuf::from(format!("/proc/self/fd/{}", owned.as_raw_fd()));
+    if !*PROC_FD_PATHS_WORK.get_or_init(|| plain.exists()) {
         return None;
     }
+    let path = unique_fd_path(owned.as_raw_fd())?;
     Some(ShadowCopy {
         path,
-        _memfd: Some(owned),
+        memfd: Some(owned),
         file: None,
     })
 }
@@ -173,7 +214,7 @@ fn file_copy(file: &PluginFile, cache: &Path) -> Result<ShadowCopy, String> {
         path: target.clone(),
         file: Some((target, locked)),
         #[cfg(target_os = "linux")]
-        _memfd: None,
+        memfd: None,
     })
 }
 
@@ -332,7 +373,7 @@ mod tests {
         assert!(first.path.exists() && again.path.exists());
         // Kept (mapped): deleted on Unix. Dropped unused (a failed load): deleted.
         let first_path = first.path.clone();
-        first.keep_forever();
+        let _backing = first.mapped();
         assert_eq!(first_path.exists(), !cfg!(unix));
         let again_path = again.path.clone();
         drop(again);

@@ -57,9 +57,10 @@
 //! std) crashes or is silently ignored on glibc, and macOS refuses it; a callback pointer
 //! kept by a thread the plugin started would also point into unmapped code. Each reload maps
 //! a new private copy (a sealed memfd on Linux, a uniquely named file elsewhere, see
-//! `crate::shadow`), so a reload costs the new library's size in address space and, on
-//! Linux, one open file descriptor; the file copies themselves are deleted as soon as they
-//! are mapped. Restart the host to return that memory.
+//! `crate::shadow`), so a reload costs the new library's size in address space; the memfd
+//! of a retired instance is closed and file copies are deleted as soon as they are mapped.
+//! Restart the host to return that memory. (Each load also takes one of the 65536 plugin
+//! handle slots of a process, `crate::handles::MAX_PLUGIN_INSTANCES`.)
 
 pub mod watch;
 
