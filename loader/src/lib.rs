@@ -6,7 +6,8 @@
 //! [`library`] (shadow copy, open, ABI negotiation) -> [`plugin`] (init, calls, retirement)
 //! with [`registry`] (what a plugin registered) -> [`cli`].
 //!
-//! Host services reach plugins only through the tables in [`host_api`].
+//! Host services reach plugins only through the tables in [`host_api`]. [`reload`] replaces
+//! plugins in a running [`runner`] (`/reload`, `--watch`) without a gap or a mix.
 
 pub mod agent;
 pub mod cli;
@@ -27,6 +28,7 @@ pub mod paths;
 pub mod plugin;
 pub mod plugin_memory;
 pub mod registry;
+pub mod reload;
 pub mod runner;
 pub mod runtime;
 pub mod services;

@@ -73,6 +73,8 @@ pub struct OpenedLibrary {
     pub description: String,
     /// The shadow copy that was opened.
     pub shadow_path: PathBuf,
+    /// Keeps `shadow_path` readable while this instance lives.
+    _backing: crate::shadow::Backing,
 }
 
 // SAFETY: the descriptor's pointers (strings, functions) point into the library's immutable
@@ -157,8 +159,8 @@ pub fn open(file: &PluginFile, cache: &Path) -> Result<OpenedLibrary, String> {
     let opened = unsafe { open_now(&shadow) };
     *OPENING.lock().unwrap_or_else(|e| e.into_inner()) = None;
     let library = opened.map_err(|e| loader_refusal(&e, &shadow, &file.path))?;
-    // The library is never closed, so what backs its copy stays too.
-    copy.keep_forever();
+    // Mapped: the copy's file (if any) can go; the memfd stays with the instance.
+    let backing = copy.mapped();
     let descriptor = read_descriptor(&library)?;
     drop(running);
     let text = copy_str;
@@ -179,6 +181,7 @@ pub fn open(file: &PluginFile, cache: &Path) -> Result<OpenedLibrary, String> {
         descriptor,
         library: Some(library),
         shadow_path: shadow,
+        _backing: backing,
     })
 }
 

@@ -80,10 +80,25 @@ pub struct LoadReport {
     pub settings: Vec<Settings>,
 }
 
-/// Discovers and loads every plugin.
-pub fn load_all(options: &DiscoveryOptions) -> LoadReport {
+/// What loading one discovered candidate gave, in discovery order (see
+/// [`load_candidates`]).
+pub struct CandidateOutcome {
+    /// The candidate's path as discovered.
+    pub path: PathBuf,
+    /// Where it came from.
+    pub origin: Origin,
+    /// The plugin, its untrusted state, or why it did not load.
+    pub outcome: Result<Loaded, String>,
+}
+
+/// Discovers the plugins and loads every loadable candidate (each within `hookTimeout`),
+/// keeping discovery order. The report holds what discovery found wrong (broken settings,
+/// shadowed entries) and the settings read; its `plugins`, `errors` for candidates and
+/// `untrusted` are left to the caller (see [`load_all`], and the reload in `crate::reload`,
+/// which keeps a running instance where its new version failed).
+pub fn load_candidates(options: &DiscoveryOptions) -> (LoadReport, Vec<CandidateOutcome>) {
     let discovery = discover(options);
-    let mut report = LoadReport {
+    let report = LoadReport {
         errors: discovery.errors.into_iter().map(LoadError::from).collect(),
         warnings: discovery
             .shadowed
@@ -107,14 +122,24 @@ pub fn load_all(options: &DiscoveryOptions) -> LoadReport {
     };
     let cache = cache_dir(&options.agent_dir);
     let (limit, _) = crate::settings::timeouts(&report.settings);
+    let mut outcomes = Vec::new();
     let mut loadable = Vec::new();
     for candidate in discovery.candidates {
         match candidate.problem {
-            Some(error) => report.errors.push(LoadError {
-                path: candidate.path.display().to_string(),
-                error,
+            Some(error) => outcomes.push(CandidateOutcome {
+                path: candidate.path,
+                origin: candidate.origin,
+                outcome: Err(error),
             }),
-            None => loadable.push((candidate.path, candidate.origin)),
+            None => {
+                loadable.push((candidate.path, candidate.origin));
+                // A placeholder, replaced below by the load's outcome.
+                outcomes.push(CandidateOutcome {
+                    path: PathBuf::new(),
+                    origin: candidate.origin,
+                    outcome: Err(String::new()),
+                });
+            }
         }
     }
     let loadable = Arc::new(loadable);
@@ -126,23 +151,52 @@ pub fn load_all(options: &DiscoveryOptions) -> LoadReport {
             load_candidate(path, *origin, trust.as_ref().as_ref(), &cache)
         }
     };
-    let outcomes = each_within(loadable.len(), limit, work);
-    for ((path, origin), outcome) in loadable.iter().zip(outcomes) {
-        let path = path.display().to_string();
-        match outcome.unwrap_or_else(|| Err(overran(limit))) {
+    let mut loaded = loadable
+        .iter()
+        .zip(each_within(loadable.len(), limit, work))
+        .map(|((path, origin), outcome)| CandidateOutcome {
+            path: path.clone(),
+            origin: *origin,
+            outcome: outcome.unwrap_or_else(|| Err(overran(limit))),
+        });
+    for slot in outcomes.iter_mut() {
+        if slot.path.as_os_str().is_empty()
+            && let Some(next) = loaded.next()
+        {
+            *slot = next;
+        }
+    }
+    (report, outcomes)
+}
+
+/// Discovers and loads every plugin.
+pub fn load_all(options: &DiscoveryOptions) -> LoadReport {
+    let (mut report, outcomes) = load_candidates(options);
+    for candidate in outcomes {
+        let path = candidate.path.display().to_string();
+        match candidate.outcome {
             Ok(Loaded::Plugin(plugin)) => report.plugins.push(*plugin),
-            Ok(Loaded::Untrusted(state, sha256)) => report.untrusted.push(Untrusted {
-                trust_command: format!("pi-hooks trust {}", shell_quote(&path)),
-                path,
-                source: *origin,
-                sha256,
-                trust: state,
-            }),
+            Ok(Loaded::Untrusted(state, sha256)) => {
+                report
+                    .untrusted
+                    .push(untrusted(path, candidate.origin, state, sha256))
+            }
             Err(error) => report.errors.push(LoadError { path, error }),
         }
     }
     note_conflicts(&mut report.plugins);
     report
+}
+
+/// The entry for a project plugin that is not trusted.
+pub fn untrusted(path: String, origin: Origin, state: TrustState, sha256: String) -> Untrusted {
+    Untrusted {
+        trust_command: format!("pi-hooks trust {}", shell_quote(&path)),
+        path,
+        source: origin,
+        sha256,
+        trust: state,
+    }
 }
 
 /// The host's built-in slash commands (the terminal UI's `/help`, `/new`, `/quit` and

@@ -34,6 +34,8 @@ pub struct LoadedPlugin {
     pub warnings: Vec<String>,
     state: Arc<PluginState>,
     library: OpenedLibrary,
+    /// Set once [`LoadedPlugin::retire`] ran.
+    retired: std::sync::atomic::AtomicBool,
 }
 
 /// The line for a plugin that tried to register more than the host takes.
@@ -183,6 +185,7 @@ impl LoadedPlugin {
             warnings: Vec::new(),
             state,
             library,
+            retired: std::sync::atomic::AtomicBool::new(false),
         };
         if status == PI_OK {
             plugin.state.set_phase(Phase::Active);
@@ -546,8 +549,24 @@ fn not_called_retired() -> CallOutcome {
 /// How long retiring a plugin waits for a call still running inside it.
 const RETIRE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
-impl Drop for LoadedPlugin {
-    fn drop(&mut self) {
+impl LoadedPlugin {
+    /// Retires this instance (DESIGN section 4): no new call enters it, the host-side
+    /// teardown it registered runs (its timers are cancelled, its `exec` children killed, its
+    /// event-bus subscriptions removed), a call still running inside it is waited for (at
+    /// most two seconds), then its `shutdown` and its cleanups run, once. Its library stays
+    /// mapped (see [`crate::library::OpenedLibrary`]). Idempotent: the second call does
+    /// nothing and returns `true`.
+    ///
+    /// Returns `false` when a call was still running inside the plugin after the wait: the
+    /// plugin was retired without its shutdown and cleanups (the call keeps the state and the
+    /// code alive; waiting longer could hang the host).
+    ///
+    /// Dropping the last `LoadedPlugin` retires it too; a reload retires the old instance
+    /// explicitly, once no dispatch can still reach it (see `crate::reload`).
+    pub fn retire(&self) -> bool {
+        if self.retired.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            return true;
+        }
         self.state.bind_services(None);
         let was_active = self.state.phase() == Phase::Active;
         // No new call enters from here on; what the plugin started (timers, children) stops.
@@ -559,11 +578,11 @@ impl Drop for LoadedPlugin {
             // closed), so skipping shutdown and cleanups is safe; waiting could hang the host.
             eprintln!(
                 "pi-hooks: plugin {} ({}) is still running a call after {}s; retired without its shutdown",
-                self.state.name,
-                self.path,
+                escape(&self.state.name),
+                escape(&self.path),
                 RETIRE_WAIT.as_secs()
             );
-            return;
+            return false;
         };
         let (name, path) = (&self.state.name, &self.state.path);
         if was_active && let Some(shutdown) = self.library.descriptor.shutdown {
@@ -595,5 +614,17 @@ impl Drop for LoadedPlugin {
                 );
             }
         }
+        true
+    }
+
+    /// Whether [`LoadedPlugin::retire`] ran.
+    pub fn is_retired(&self) -> bool {
+        self.retired.load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
+impl Drop for LoadedPlugin {
+    fn drop(&mut self) {
+        self.retire();
     }
 }

@@ -2,6 +2,7 @@
 //! compile C plugins against the committed header with the system compiler, and run the CLI
 //! in a sandbox with its own home, agent directory and project.
 
+pub mod reload;
 pub mod rpc_client;
 
 use std::path::{Path, PathBuf};

@@ -462,27 +462,33 @@ fn the_file_cache_never_runs_a_planted_or_damaged_copy() {
     let user = hooks.join("real.so");
     std::fs::write(&user, &real).unwrap();
     let sha = sha256_of(&user);
-    let copy = private_cache(&s).join(format!("real-{}.so", &sha[..16]));
-    std::fs::write(&copy, &planted).unwrap();
-    let report = list_json(&s, &[], &[("PI_HOOKS_SHADOW", "file")]);
-    assert_eq!(loaded_names(&report), ["the-real-one"], "{report:#}");
-    assert!(!marker.exists(), "the planted copy ran");
-    assert_eq!(
-        std::fs::read(&copy).unwrap(),
-        real,
-        "the copy was not replaced"
-    );
-
-    // A copy damaged in the middle is replaced as well.
+    // Planted under the name older hosts gave the copy of exactly these bytes, and under a
+    // name of the current form; then damaged copies of the real bytes.
+    let planted_names = [
+        format!("real-{}.so", &sha[..16]),
+        format!("real-{}-0123456789abcdef.so", &sha[..16]),
+    ];
     let mut damaged = real.clone();
     let middle = damaged.len() / 2;
     for byte in &mut damaged[middle..middle + 64] {
         *byte ^= 0xff;
     }
-    std::fs::write(&copy, &damaged).unwrap();
-    let report = list_json(&s, &[], &[("PI_HOOKS_SHADOW", "file")]);
-    assert_eq!(loaded_names(&report), ["the-real-one"], "{report:#}");
-    assert_eq!(std::fs::read(&copy).unwrap(), real);
+    for (name, bytes) in planted_names
+        .iter()
+        .map(|n| (n, &planted))
+        .chain(planted_names.iter().map(|n| (n, &damaged)))
+    {
+        let copy = private_cache(&s).join(name);
+        std::fs::write(&copy, bytes).unwrap();
+        let report = list_json(&s, &[], &[("PI_HOOKS_SHADOW", "file")]);
+        assert_eq!(loaded_names(&report), ["the-real-one"], "{report:#}");
+        assert!(!marker.exists(), "the planted copy ran");
+        // Every load writes its own copy; a file nobody holds is swept away.
+        assert!(!copy.exists(), "{} was left in the cache", copy.display());
+    }
+    // And the copies of the loads themselves are gone too (deleted once mapped).
+    let left: Vec<_> = std::fs::read_dir(cache(&s)).unwrap().flatten().collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 #[test]

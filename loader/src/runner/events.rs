@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 use super::{Chain, ExtensionError, Flow, Runner, Slot, truthy};
 use crate::host_api::context::{CallKind, CallScope};
 use crate::host_api::value::HostValue;
-use crate::plugin::CallOutcome;
+use crate::plugin::{CallOutcome, LoadedPlugin};
 
 /// A payload that is built once and rebuilt only when the chain state changes.
 #[derive(Default)]
@@ -472,7 +472,7 @@ impl Runner {
             return;
         }
         let chain = Notify(Arc::new(HostValue::from_json(event)));
-        self.run(&name, &self.event_scope(), chain, self.timeout());
+        self.run(&name, None, chain, self.timeout());
     }
 
     /// Dispatches `input`: transforms chain, the first `handled` stops; a plain string
@@ -488,7 +488,7 @@ impl Runner {
             handled: None,
             cache: Cached::default(),
         };
-        let chain = self.run("input", &self.event_scope(), chain, self.timeout());
+        let chain = self.run("input", None, chain, self.timeout());
         match chain.handled {
             Some(handled) => InputOutcome::Handled(handled),
             None if chain.text != text || chain.images != images => InputOutcome::Transform {
@@ -520,7 +520,7 @@ impl Runner {
             messages: Vec::new(),
             cache: Cached::default(),
         };
-        let chain = self.run("before_agent_start", &scope, chain, self.timeout());
+        let chain = self.run("before_agent_start", Some(&scope), chain, self.timeout());
         (chain.modified || !chain.messages.is_empty()).then(|| BeforeAgentStartOutcome {
             messages: chain.messages,
             // pi: only a truthy combined prompt replaces the base prompt; "" restores it.
@@ -538,8 +538,7 @@ impl Runner {
             messages,
             cache: Cached::default(),
         };
-        self.run("context", &self.event_scope(), chain, self.timeout())
-            .messages
+        self.run("context", None, chain, self.timeout()).messages
     }
 
     /// Dispatches `before_provider_request` over a provider request body; each handler sees
@@ -552,13 +551,8 @@ impl Runner {
             body,
             cache: Cached::default(),
         };
-        self.run(
-            "before_provider_request",
-            &self.event_scope(),
-            chain,
-            self.timeout(),
-        )
-        .body
+        self.run("before_provider_request", None, chain, self.timeout())
+            .body
     }
 
     /// The `tool_call` payload: build it once per call.
@@ -579,12 +573,7 @@ impl Runner {
             blocked: None,
             last: None,
         };
-        let chain = self.run(
-            "tool_call",
-            &self.event_scope(),
-            chain,
-            self.config.tool_call_timeout,
-        );
+        let chain = self.run("tool_call", None, chain, self.config.tool_call_timeout);
         match chain.blocked {
             Some(reason) => ToolCallOutcome::Block { reason },
             None => ToolCallOutcome::Allow { last: chain.last },
@@ -617,7 +606,7 @@ impl Runner {
             patched: false,
             cache: Cached::default(),
         };
-        let chain = self.run("tool_result", &self.event_scope(), chain, self.timeout());
+        let chain = self.run("tool_result", None, chain, self.timeout());
         chain.patched.then_some(chain.state)
     }
 
@@ -632,8 +621,7 @@ impl Runner {
             string_is_summary,
             result: None,
         };
-        self.run(&name, &self.event_scope(), chain, self.timeout())
-            .result
+        self.run(&name, None, chain, self.timeout()).result
     }
 
     /// Dispatches a `session_before_*` event (`{"type": ..., ...}`): the last truthy
@@ -683,12 +671,36 @@ impl Runner {
             payload,
             found: DiscoveredResources::default(),
         };
-        self.run(
-            "resources_discover",
-            &self.event_scope(),
-            chain,
-            self.timeout(),
-        )
-        .found
+        self.run("resources_discover", None, chain, self.timeout())
+            .found
+    }
+
+    /// Dispatches a notify event (`{"type": name, ...}`) to the handlers of `plugin` only
+    /// (a single-plugin reload's `session_shutdown` and `session_start`), under
+    /// `hookTimeout`; errors are reported.
+    pub fn emit_to(&self, plugin: &LoadedPlugin, event: Value) {
+        let Some(name) = event.get("type").and_then(Value::as_str).map(str::to_owned) else {
+            return;
+        };
+        let chain = Notify(Arc::new(HostValue::from_json(event)));
+        self.run_on_plugin(plugin, &name, chain);
+    }
+
+    /// Dispatches `resources_discover` to the handlers of `plugin` only.
+    pub fn emit_resources_discover_to(
+        &self,
+        plugin: &LoadedPlugin,
+        cwd: &str,
+        reason: &str,
+    ) -> DiscoveredResources {
+        let payload = Arc::new(HostValue::from_json(
+            json!({"type": "resources_discover", "cwd": cwd, "reason": reason}),
+        ));
+        let chain = ResourcesChain {
+            payload,
+            found: DiscoveredResources::default(),
+        };
+        self.run_on_plugin(plugin, "resources_discover", chain)
+            .found
     }
 }

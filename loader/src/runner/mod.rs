@@ -15,6 +15,14 @@
 //! handler). A timed dispatch hands the whole chain to a worker thread once per event; when a
 //! handler overruns, the runner reports it, abandons that worker (the plugin gets no new
 //! calls until the stuck call returns) and carries on with the next handler on a fresh one.
+//!
+//! The plugins and their per-event handler index are one immutable [`PluginSet`] behind an
+//! atomic pointer swap (`arc_swap::ArcSwap`). A dispatch takes the set once, at its start,
+//! and runs its whole chain on it, so it sees either the handlers from before a reload or
+//! the ones after it, never a mix and never none. Reloads (see [`crate::reload`]) build a new
+//! set beside the current one, swap it in with [`Runner::replace_plugins`], wait for the
+//! dispatches still running on the old set to finish, then retire the instances the new set
+//! no longer holds.
 
 pub mod events;
 mod render;
@@ -24,7 +32,9 @@ use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwap;
 
 use pi_hooks_abi::ffi::PI_OK;
 use serde::Serialize;
@@ -125,27 +135,21 @@ pub(crate) trait Chain: Send + 'static {
     }
 }
 
-/// The event runner for one set of loaded plugins.
-pub struct Runner {
+/// Handlers per event name (FxHash: the names are few, short and not attacker-chosen).
+type EventIndex = HashMap<String, Arc<[Slot]>, BuildHasherDefault<rustc_hash::FxHasher>>;
+
+/// One immutable generation of the runner's plugins: the instances in load order and the
+/// handlers of every event in dispatch order. A dispatch holds one set from start to end; a
+/// reload replaces the whole set in one atomic step ([`Runner::replace_plugins`]).
+pub struct PluginSet {
     plugins: Vec<Arc<LoadedPlugin>>,
-    /// Handlers per event name (FxHash: the names are few, short and not attacker-chosen).
-    index: HashMap<String, Arc<[Slot]>, BuildHasherDefault<rustc_hash::FxHasher>>,
-    listeners: Mutex<Vec<(u64, ErrorListener)>>,
-    next_listener: AtomicU64,
-    /// The configuration as built; the current session file is `session_file`.
-    config: RunnerConfig,
-    /// The session file plugins see (changes with a new session).
-    session_file: RwLock<Option<String>>,
-    workers: timed::Workers,
-    /// The scope shared by dispatches that do not change it (everything but
-    /// before_agent_start), so the hot path allocates nothing for it. Replaced (not changed)
-    /// when the session file changes: a dispatch under way keeps the scope it started with.
-    event_scope: RwLock<Arc<CallScope>>,
+    index: EventIndex,
+    generation: u64,
 }
 
-impl Runner {
-    /// A runner over `plugins` (in load order).
-    pub fn new(plugins: Vec<Arc<LoadedPlugin>>, config: RunnerConfig) -> Self {
+impl PluginSet {
+    /// A set over `plugins` (in load order), numbered `generation`.
+    fn new(plugins: Vec<Arc<LoadedPlugin>>, generation: u64) -> Self {
         let mut index: HashMap<String, Vec<Slot>> = HashMap::new();
         for plugin in &plugins {
             for handler in plugin.registrations().events {
@@ -155,14 +159,91 @@ impl Runner {
                 });
             }
         }
+        PluginSet {
+            plugins,
+            index: index.into_iter().map(|(k, v)| (k, Arc::from(v))).collect(),
+            generation,
+        }
+    }
+
+    /// The plugins, in load order.
+    pub fn plugins(&self) -> &[Arc<LoadedPlugin>] {
+        &self.plugins
+    }
+
+    /// The set's number: 0 for the set the runner was built with, one more per replacement.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Whether any plugin of the set handles `event`.
+    pub fn has_handlers(&self, event: &str) -> bool {
+        self.index.get(event).is_some_and(|slots| !slots.is_empty())
+    }
+}
+
+/// What a dispatch reads, in one atomic load: the plugin set and the shared event scope.
+struct Current {
+    set: Arc<PluginSet>,
+    /// The scope shared by dispatches that do not change it (everything but
+    /// before_agent_start), so the hot path allocates nothing for it. Replaced (not changed)
+    /// when the session file changes: a dispatch under way keeps the scope it started with.
+    scope: Arc<CallScope>,
+}
+
+/// The event runner for one set of loaded plugins.
+pub struct Runner {
+    /// The current plugin set and event scope; swapped whole by a reload or a new session.
+    current: ArcSwap<Current>,
+    /// Held by whoever replaces the set (one replacement at a time).
+    replacing: Mutex<()>,
+    /// Held for a whole reload operation (see [`Runner::reload_lock`]).
+    reloading: Mutex<()>,
+    /// The services bound with [`Runner::bind_services`]; plugins loaded later get them too.
+    services: RwLock<Option<Arc<dyn HostServices>>>,
+    listeners: Mutex<Vec<(u64, ErrorListener)>>,
+    next_listener: AtomicU64,
+    /// The configuration as built; the current session file is `session_file`.
+    config: RunnerConfig,
+    /// The session file plugins see (changes with a new session).
+    session_file: RwLock<Option<String>>,
+    workers: timed::Workers,
+}
+
+/// How long [`Runner::replace_plugins`] waits for dispatches still running on the old set
+/// before it retires the instances that left it anyway. A handler still running then
+/// finishes on its old code (its instance is retired under it, see
+/// [`LoadedPlugin::retire`]); later handlers of that same dispatch in retired instances are
+/// not called.
+pub const DRAIN_LIMIT: Duration = Duration::from_secs(5);
+
+/// What [`Runner::replace_plugins`] did.
+pub struct Replaced {
+    /// The generation of the new set.
+    pub generation: u64,
+    /// The instances that were in the old set and not in the new one, in old load order,
+    /// already retired.
+    pub retired: Vec<Arc<LoadedPlugin>>,
+    /// Whether every dispatch that was running on the old set finished within
+    /// [`DRAIN_LIMIT`].
+    pub drained: bool,
+}
+
+impl Runner {
+    /// A runner over `plugins` (in load order).
+    pub fn new(plugins: Vec<Arc<LoadedPlugin>>, config: RunnerConfig) -> Self {
         let event_scope = Arc::new(
             CallScope::new(CallKind::Event, &config.cwd, config.mode)
                 .with_session_file(config.session_file.as_deref()),
         );
         Runner {
-            event_scope: RwLock::new(event_scope),
-            plugins,
-            index: index.into_iter().map(|(k, v)| (k, Arc::from(v))).collect(),
+            current: ArcSwap::from_pointee(Current {
+                set: Arc::new(PluginSet::new(plugins, 0)),
+                scope: event_scope,
+            }),
+            replacing: Mutex::new(()),
+            reloading: Mutex::new(()),
+            services: RwLock::new(None),
             listeners: Mutex::new(Vec::new()),
             next_listener: AtomicU64::new(1),
             session_file: RwLock::new(config.session_file.clone()),
@@ -171,9 +252,79 @@ impl Runner {
         }
     }
 
-    /// The plugins, in load order.
-    pub fn plugins(&self) -> &[Arc<LoadedPlugin>] {
-        &self.plugins
+    /// The plugins, in load order (a copy of the current set's list: a reload may replace
+    /// the set at any time).
+    pub fn plugins(&self) -> Vec<Arc<LoadedPlugin>> {
+        self.current.load().set.plugins.clone()
+    }
+
+    /// The current plugin set. Hold it only briefly: a reload waits (up to [`DRAIN_LIMIT`])
+    /// for every holder of the old set before it retires the old instances.
+    pub fn plugin_set(&self) -> Arc<PluginSet> {
+        self.current.load().set.clone()
+    }
+
+    /// The generation of the current plugin set (0 at start, one more per reload): what the
+    /// agent compares to know its tool list is stale.
+    pub fn generation(&self) -> u64 {
+        self.current.load().set.generation
+    }
+
+    /// Serialises reload operations (`crate::reload`): each holds this from reading the set
+    /// it will change to the events it sends after the swap, so a `--watch` reload and a
+    /// `/reload` never interleave.
+    pub fn reload_lock(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.reloading.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Replaces the plugin set in one atomic step: `build` gets the current set and returns
+    /// the new list of instances (in load order; keep the `Arc`s of the instances that stay).
+    /// New instances get the bound services. Then it waits (up to [`DRAIN_LIMIT`]) for the
+    /// dispatches still running on the old set, and retires, in old load order, every
+    /// instance of the old set that the new one does not hold.
+    ///
+    /// Replacements are serialised; `build` runs under that lock, so it sees the set it
+    /// replaces. Do not call this from inside a plugin call (a handler, a command, a tool):
+    /// the drain would wait for that call, and retiring its own plugin would wait for its
+    /// call lock. Defer it until the call returned, as pi treats `ctx.reload()` as terminal.
+    pub fn replace_plugins(
+        &self,
+        build: impl FnOnce(&PluginSet) -> Vec<Arc<LoadedPlugin>>,
+    ) -> Replaced {
+        let _one_at_a_time = self.replacing.lock().unwrap_or_else(|e| e.into_inner());
+        let current = self.current.load().set.clone();
+        let plugins = build(&current);
+        let services = self.bound_services();
+        for plugin in &plugins {
+            let known = current.plugins.iter().any(|p| Arc::ptr_eq(p, plugin));
+            if !known && let Some(services) = &services {
+                plugin.state().bind_services(Some(services.clone()));
+            }
+        }
+        let generation = current.generation + 1;
+        let next = Arc::new(PluginSet::new(plugins, generation));
+        drop(current);
+        let previous = self.current.rcu(|now| Current {
+            set: Arc::clone(&next),
+            scope: Arc::clone(&now.scope),
+        });
+        let old = Arc::clone(&previous.set);
+        drop(previous);
+        // arc-swap pays the readers' debts on swap: from here on every dispatch still on
+        // the old set holds a counted reference to what it loaded, which holds the old set.
+        let drained = wait_until_sole_owner(&old, DRAIN_LIMIT);
+        let mut retired = Vec::new();
+        for plugin in &old.plugins {
+            if !next.plugins.iter().any(|p| Arc::ptr_eq(p, plugin)) {
+                plugin.retire();
+                retired.push(Arc::clone(plugin));
+            }
+        }
+        Replaced {
+            generation,
+            retired,
+            drained,
+        }
     }
 
     /// The configuration (a copy: the session file changes with a new session).
@@ -195,22 +346,37 @@ impl Runner {
     pub fn set_session_file(&self, path: Option<String>) {
         let scope = CallScope::new(CallKind::Event, &self.config.cwd, self.config.mode)
             .with_session_file(path.as_deref());
-        let mut current = self.event_scope.write().unwrap_or_else(|e| e.into_inner());
-        scope.replace_system_prompt(current.system_prompt().as_str());
-        *current = Arc::new(scope);
+        let scope = Arc::new(scope);
+        self.current.rcu(|now| {
+            scope.replace_system_prompt(now.scope.system_prompt().as_str());
+            Current {
+                set: Arc::clone(&now.set),
+                scope: Arc::clone(&scope),
+            }
+        });
         *self.session_file.write().unwrap_or_else(|e| e.into_inner()) = path;
     }
 
-    /// Binds the session services every plugin's actions use (a mode does this once).
+    /// Binds the session services every plugin's actions use (a mode does this once);
+    /// plugins a reload brings in get them too.
     pub fn bind_services(&self, services: Arc<dyn HostServices>) {
-        for plugin in &self.plugins {
+        *self.services.write().unwrap_or_else(|e| e.into_inner()) = Some(services.clone());
+        for plugin in self.current.load().set.plugins.iter() {
             plugin.state().bind_services(Some(services.clone()));
         }
     }
 
+    /// The services bound with [`Runner::bind_services`], if any.
+    pub fn bound_services(&self) -> Option<Arc<dyn HostServices>> {
+        self.services
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// Whether any plugin handles `event`.
     pub fn has_handlers(&self, event: &str) -> bool {
-        self.index.get(event).is_some_and(|slots| !slots.is_empty())
+        self.current.load().set.has_handlers(event)
     }
 
     /// Sets the system prompt handlers read through `get_system_prompt` (the agent sets the
@@ -262,34 +428,84 @@ impl Runner {
 
     /// The shared scope for ordinary event dispatches.
     pub(crate) fn event_scope(&self) -> Arc<CallScope> {
-        self.event_scope
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.current.load().scope.clone()
     }
 
-    /// Runs `chain` over the handlers of `event`, timed or inline, and reports errors.
+    /// Runs `chain` over the handlers of `event`, timed or inline, in `scope` (`None`: the
+    /// shared event scope), and reports errors.
     pub(crate) fn run<C: Chain>(
         &self,
         event: &str,
-        scope: &Arc<CallScope>,
+        scope: Option<&Arc<CallScope>>,
         chain: C,
         timeout: Option<Duration>,
     ) -> C {
-        let Some(slots) = self.index.get(event) else {
+        // The set is taken once: the whole chain runs on it, even if a reload swaps it now.
+        let current = self.current.load();
+        let Some(slots) = current.set.index.get(event) else {
             return chain;
         };
+        let scope = scope.unwrap_or(&current.scope);
         let (chain, errors) = match timeout {
             None => run_inline(event, slots, scope, chain),
             Some(limit) => self
                 .workers
                 .run(event, slots.clone(), scope.clone(), chain, limit),
         };
+        drop(current);
         for error in &errors {
             self.emit_error(error);
         }
         chain
     }
+
+    /// Runs `chain` over the handlers of `event` that `plugin` registered, timed, and
+    /// reports errors (the events a single-plugin reload sends to one instance).
+    pub(crate) fn run_on_plugin<C: Chain>(
+        &self,
+        plugin: &LoadedPlugin,
+        event: &str,
+        chain: C,
+    ) -> C {
+        let slots: Vec<Slot> = plugin.state().with_registrations(|r| {
+            r.events
+                .iter()
+                .filter(|h| h.event == event)
+                .map(|handler| Slot {
+                    state: plugin.state().clone(),
+                    handler: handler.clone(),
+                })
+                .collect()
+        });
+        if slots.is_empty() {
+            return chain;
+        }
+        let (chain, errors) = self.workers.run(
+            event,
+            Arc::from(slots),
+            self.event_scope(),
+            chain,
+            self.config.hook_timeout,
+        );
+        for error in &errors {
+            self.emit_error(error);
+        }
+        chain
+    }
+}
+
+/// Waits until `set` is held by nobody but the caller, at most `limit`; whether it was.
+fn wait_until_sole_owner<T>(set: &Arc<T>, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    let mut pause = Duration::from_micros(10);
+    while Arc::strong_count(set) > 1 {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(1));
+    }
+    true
 }
 
 /// Runs a chain on the calling thread.
