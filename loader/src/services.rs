@@ -118,6 +118,8 @@ pub enum SessionOp {
     Tree(String, TreeOptions),
     /// Compact the context (custom instructions).
     Compact(Option<String>),
+    /// Reload every plugin (`/reload`).
+    Reload,
 }
 
 /// A mode's user interface as plugins reach it through `PiUiApi`. Requests are pi's

@@ -142,6 +142,10 @@ pub struct PiContextApi {
     /// when offered (`model_select {source:"restore"}`). See `new_session`.
     pub switch_session:
         unsafe extern "C" fn(ctx: *mut PiContext, path: PiStr, cancelled: *mut bool) -> PiStatus,
-    /// (command only) Not available yet: answers `PI_ERR_UNAVAILABLE` (pi's `ctx.reload()`).
+    /// (command only) Reloads every plugin once the command handler has returned (pi's
+    /// `ctx.reload()`, which pi's commands await as their last step): `session_shutdown
+    /// {reason:"reload"}` on the old instances, a fresh load of every plugin (this one
+    /// included), `session_start` and `resources_discover {reason:"reload"}` on the new
+    /// ones. A plugin whose new version fails keeps running as it was.
     pub reload: unsafe extern "C" fn(ctx: *mut PiContext) -> PiStatus,
 }

@@ -16,9 +16,11 @@ mod compaction;
 mod handle;
 pub mod model;
 mod plugin_tool;
+mod reload;
 mod services;
 mod session_ops;
 mod tool_calls;
+mod toolset;
 mod tree;
 
 use std::collections::VecDeque;
@@ -67,6 +69,8 @@ pub struct AgentConfig {
     pub input_source: &'static str,
     /// Compaction settings (settings.json `compaction`).
     pub compaction: crate::session::compaction::CompactionSettings,
+    /// Where plugins were discovered, for `/reload` (`None`: reload is refused).
+    pub discovery: Option<crate::discover::DiscoveryOptions>,
 }
 
 /// A prompt a plugin queued while the agent was idle (runs after the current call).
@@ -99,7 +103,8 @@ struct Shared {
     messages: Mutex<Vec<Value>>,
     queues: Mutex<Queues>,
     active_tools: Mutex<Vec<String>>,
-    all_tools: Value,
+    /// `[{name, description, parameters}]` of every tool (updated with the tool set).
+    all_tools: Mutex<Value>,
     streaming: AtomicBool,
     abort: Mutex<CancelToken>,
     /// The selected model (pi's `Model` object).
@@ -141,7 +146,10 @@ impl Shared {
 /// The part of the agent the tool threads share.
 struct Core {
     runner: Arc<Runner>,
-    tools: Vec<Arc<dyn Tool>>,
+    /// The built-in tools (plugin tools of the same name replace them).
+    builtin: Vec<Arc<dyn Tool>>,
+    /// The merged tools, kept in step with the plugin set.
+    toolset: Mutex<toolset::ToolSet>,
     shared: Arc<Shared>,
     config: AgentConfig,
 }
@@ -150,6 +158,8 @@ struct Core {
 pub struct Agent {
     model: Box<dyn Model>,
     core: Core,
+    /// The `--watch` watcher, when started.
+    watching: Option<reload::Watching>,
 }
 
 impl Agent {
@@ -163,18 +173,17 @@ impl Agent {
         config: AgentConfig,
         sink: EventSink,
     ) -> Agent {
-        let tools = plugin_tool::merge_tools(&runner, builtin, &config.cwd);
-        let all_tools: Value = tools
-            .iter()
-            .map(|t| json!({"name": t.name(), "description": t.description(), "parameters": t.parameters()}))
-            .collect();
+        let builtin: Vec<Arc<dyn Tool>> = builtin.into_iter().map(Arc::from).collect();
+        let tools = plugin_tool::merge_tools(&runner, &builtin, &config.cwd);
+        let all_tools = toolset::describe(&tools);
+        let tools_key = (runner.generation(), runner.session_file());
         let messages = session.context_messages();
         let shared = Arc::new(Shared {
             session: Mutex::new(session),
             messages: Mutex::new(messages),
             queues: Mutex::new(Queues::default()),
             active_tools: Mutex::new(tools.iter().map(|t| t.name().to_owned()).collect()),
-            all_tools,
+            all_tools: Mutex::new(all_tools),
             streaming: AtomicBool::new(false),
             abort: Mutex::new(CancelToken::new()),
             model_info: Mutex::new(model.info()),
@@ -191,9 +200,11 @@ impl Agent {
         )));
         Agent {
             model,
+            watching: None,
             core: Core {
                 runner,
-                tools,
+                builtin,
+                toolset: toolset::ToolSet::new(tools_key, tools),
                 shared,
                 config,
             },
@@ -268,6 +279,17 @@ impl Agent {
     }
 
     fn prompt_from(&mut self, text: &str, source: &str) {
+        // `/reload` is the host's own command in every mode (pi has it in its terminal UI).
+        if source != "extension" && text.trim() == "/reload" {
+            if let Err(error) = self.reload_now() {
+                self.core.runner.emit_error(&crate::runner::ExtensionError {
+                    extension_path: "<runtime>".into(),
+                    event: "reload".into(),
+                    error,
+                });
+            }
+            return;
+        }
         // A plugin's `send_user_message` is not checked for commands, as in pi.
         if source != "extension"
             && plugin_tool::run_command(&self.core.runner, text, &self.core.config.cwd)

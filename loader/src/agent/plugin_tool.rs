@@ -91,7 +91,7 @@ fn output_of(result: Value) -> ToolOutput {
 /// wins (pi's rule).
 pub(super) fn merge_tools(
     runner: &Runner,
-    builtin: Vec<Box<dyn Tool>>,
+    builtin: &[Arc<dyn Tool>],
     cwd: &Path,
 ) -> Vec<Arc<dyn Tool>> {
     let mut plugin_tools: Vec<Arc<dyn Tool>> = Vec::new();
@@ -111,11 +111,11 @@ pub(super) fn merge_tools(
         }
     }
     let mut tools: Vec<Arc<dyn Tool>> = builtin
-        .into_iter()
+        .iter()
         .map(
             |b| match plugin_tools.iter().position(|t| t.name() == b.name()) {
                 Some(at) => plugin_tools.remove(at),
-                None => Arc::from(b),
+                None => b.clone(),
             },
         )
         .collect();

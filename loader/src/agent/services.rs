@@ -146,15 +146,14 @@ impl HostServices for AgentServices {
     }
 
     fn all_tools(&self) -> Value {
-        self.shared.all_tools.clone()
+        Shared::lock(&self.shared.all_tools).clone()
     }
 
     fn set_active_tools(&self, names: Vec<String>) {
         let known: Vec<String> = names
             .into_iter()
             .filter(|n| {
-                self.shared
-                    .all_tools
+                Shared::lock(&self.shared.all_tools)
                     .as_array()
                     .is_some_and(|all| all.iter().any(|t| t["name"] == n.as_str()))
             })

@@ -82,6 +82,7 @@ impl Agent {
             SessionOp::Tree(target, options) => {
                 ("navigate_tree", self.navigate(&target, &options).map(drop))
             }
+            SessionOp::Reload => ("reload", self.reload_now().map(drop)),
             SessionOp::Compact(instructions) => (
                 "compact",
                 self.compact_now(instructions.as_deref(), "manual")

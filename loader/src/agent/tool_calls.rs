@@ -15,8 +15,9 @@ use crate::tools::{Tool, ToolInvocation, ToolOutput};
 
 impl Core {
     pub(super) fn active_tool_specs(&self) -> Vec<Value> {
+        let tools = self.tools();
         let active = Shared::lock(&self.shared.active_tools).clone();
-        self.tools
+        tools
             .iter()
             .filter(|t| active.iter().any(|a| a == t.name()))
             .map(|t| json!({"name": t.name(), "description": t.description(), "parameters": t.parameters()}))
@@ -24,11 +25,12 @@ impl Core {
     }
 
     fn find_tool(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        let tools = self.tools();
         let active = Shared::lock(&self.shared.active_tools);
         if !active.iter().any(|a| a == name) {
             return None;
         }
-        self.tools.iter().find(|t| t.name() == name).cloned()
+        tools.iter().find(|t| t.name() == name).cloned()
     }
 
     /// Runs the tool calls of one assistant message; returns the toolResult messages in

@@ -64,6 +64,10 @@ pub(super) struct SessionArgs {
     /// folder, or what a plugin's `session_directory` handler names).
     #[arg(long, value_name = "DIR", conflicts_with = "no_session")]
     session_dir: Option<PathBuf>,
+    /// Reload a plugin when its file is rebuilt (and load new plugin files, unload deleted
+    /// ones), each with a line on stderr.
+    #[arg(long)]
+    watch: bool,
     #[command(flatten)]
     sources: Sources,
 }
@@ -156,6 +160,8 @@ fn prepare(
             cwd,
             mode,
             input_source,
+            discovery: Some(options),
+            watch: args.watch,
         },
         _scratch: scratch,
         reparsed,

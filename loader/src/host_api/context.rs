@@ -326,11 +326,6 @@ unsafe extern "C" fn has_pending_messages(ctx: *mut PiContext) -> bool {
     })
 }
 
-/// A service no mode provides yet.
-fn unavailable(ctx: *mut PiContext) -> PiStatus {
-    with_ctx(ctx, PI_ERR_INVALID_ARG, |_| PI_ERR_UNAVAILABLE)
-}
-
 unsafe extern "C" fn abort(ctx: *mut PiContext) -> PiStatus {
     with_services(ctx, |s| {
         s.abort();
@@ -554,7 +549,10 @@ unsafe extern "C" fn switch_session(
 }
 
 unsafe extern "C" fn reload(ctx: *mut PiContext) -> PiStatus {
-    unavailable(ctx)
+    with_ctx(ctx, PI_ERR_INVALID_ARG, |c| {
+        // SAFETY: a NULL out-pointer.
+        unsafe { queue_session_op(c, true, std::ptr::null_mut(), || Ok(SessionOp::Reload)) }
+    })
 }
 
 /// The host's `PiContextApi`.

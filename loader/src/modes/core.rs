@@ -58,6 +58,10 @@ pub struct CoreSetup {
     pub mode: u32,
     /// `input.source` of the mode's prompts.
     pub input_source: &'static str,
+    /// Where the plugins were discovered (for `/reload` and `--watch`).
+    pub discovery: Option<crate::discover::DiscoveryOptions>,
+    /// `--watch`: reload a plugin when its file is rebuilt.
+    pub watch: bool,
 }
 
 /// Builds the runner and the agent. Plugin errors go to stderr as
@@ -71,6 +75,8 @@ pub fn build(setup: CoreSetup, error_lines: Option<LineWriter>, sink: EventSink)
         cwd,
         mode,
         input_source,
+        discovery,
+        watch,
     } = setup;
     let (hook_timeout, tool_call_timeout) = crate::settings::timeouts(&report.settings);
     let config = RunnerConfig {
@@ -103,8 +109,13 @@ pub fn build(setup: CoreSetup, error_lines: Option<LineWriter>, sink: EventSink)
         system_prompt: DEFAULT_SYSTEM_PROMPT.to_owned(),
         input_source,
         compaction: crate::settings::compaction(&report.settings),
+        discovery,
     };
-    Agent::new(runner, model, builtin_tools(), session, config, sink)
+    let mut agent = Agent::new(runner, model, builtin_tools(), session, config, sink);
+    if watch && let Err(error) = agent.watch() {
+        let _ = writeln!(std::io::stderr().lock(), "pi-hooks: --watch: {}", escape(&error));
+    }
+    agent
 }
 
 /// Ends a session: `session_shutdown`, then what plugins emitted on the event bus is

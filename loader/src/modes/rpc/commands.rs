@@ -90,6 +90,21 @@ impl PromptGate {
     }
 }
 
+/// The `reload` response's data: the plugins now running (`reloaded` false when the old
+/// instance was kept because its new version failed), the failures, the plugins unloaded,
+/// and how long it took.
+fn reload_data(report: &crate::reload::ReloadAllReport) -> Value {
+    json!({
+        "plugins": report.plugins.iter().map(|(p, fresh)| json!({
+            "name": p.name(), "version": p.version(), "path": p.path, "reloaded": fresh,
+        })).collect::<Vec<_>>(),
+        "errors": report.errors.iter().map(|e| json!({"path": e.path, "error": e.error})).collect::<Vec<_>>(),
+        "untrusted": report.untrusted.iter().map(|u| &u.path).collect::<Vec<_>>(),
+        "unloaded": report.unloaded,
+        "ms": report.elapsed.as_secs_f64() * 1000.0,
+    })
+}
+
 /// `{"id"?, "type":"response", "command", "success":true, "data"?}`.
 fn success(id: Option<&Value>, command: &str, data: Option<Value>) -> Value {
     let mut line = Map::new();
@@ -314,6 +329,13 @@ impl Commands {
                 None
             }
             "set_model" => return self.set_model(command, id),
+            // A pi-hooks addition (pi's RPC has no reload): every plugin, as `/reload`.
+            "reload" => {
+                return self.on_agent("reload", id, |agent| {
+                    let report = agent.reload()?;
+                    Ok(Some(reload_data(&report)))
+                });
+            }
             "render_message" => {
                 let Some(message) = command.get("message").filter(|m| m.is_object()) else {
                     return Some(Err(wrong_field(name, "message", "an object", command)));

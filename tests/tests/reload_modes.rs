@@ -1,0 +1,214 @@
+//! Hot reload in the modes: the `/reload` prompt, RPC `reload`, a plugin command's
+//! `context->reload`, and `--watch`, with a C plugin rebuilt in place between them.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use pi_hooks_tests::rpc_client::RpcClient as Client;
+use pi_hooks_tests::{Sandbox, c_fixture, compile_c_text};
+use serde_json::{Value, json};
+
+/// A plugin whose `/ver` command notifies its build's VERSION and whose `session_start` /
+/// `session_shutdown` handlers notify `<event> <reason> <VERSION>`; the v2 build also
+/// registers the tool `v2_tool`.
+fn build(lib: &Path, version: &str) -> PathBuf {
+    let code = r#"
+#include <stdio.h>
+#include <string.h>
+#include "pi_hooks.h"
+
+static const PiHostApi *host;
+
+static PiStatus ver(void *ud, PiStr args, PiContext *ctx) {
+    (void)ud; (void)args;
+    return host->ui->notify(ctx, pi_str(VERSION), PI_NOTIFY_INFO);
+}
+
+static PiStatus on_session(void *ud, const PiValue *event, PiContext *ctx, PiResult *result) {
+    PiStr type = {0}, reason = {0};
+    char text[128];
+    (void)ud; (void)result;
+    host->values->as_str(host->values->get(event, pi_str("type")), &type);
+    host->values->as_str(host->values->get(event, pi_str("reason")), &reason);
+    snprintf(text, sizeof text, "%.*s %.*s %s", (int)type.len, type.ptr, (int)reason.len, reason.ptr, VERSION);
+    return host->ui->notify(ctx, pi_str(text), PI_NOTIFY_INFO);
+}
+
+#ifdef WITH_TOOL
+static PiStatus v2_tool(void *ud, PiStr id, const PiValue *params, PiContext *ctx, PiResult *result) {
+    (void)ud; (void)id; (void)params; (void)ctx;
+    return host->results->set_json(result, pi_str("{\"content\":[{\"type\":\"text\",\"text\":\"from v2\"}]}"));
+}
+#endif
+
+static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
+    PiCommandDef def;
+    host = h;
+    memset(&def, 0, sizeof def);
+    def.struct_size = sizeof def;
+    def.name = pi_str("ver");
+    def.handler = ver;
+    host->registry->on(plugin, pi_str("session_start"), on_session, NULL);
+    host->registry->on(plugin, pi_str("session_shutdown"), on_session, NULL);
+#ifdef WITH_TOOL
+    {
+        PiToolDef tool;
+        memset(&tool, 0, sizeof tool);
+        tool.struct_size = sizeof tool;
+        tool.name = pi_str("v2_tool");
+        tool.description = pi_str("only in v2");
+        tool.parameters_json = pi_str("{\"type\":\"object\",\"properties\":{}}");
+        tool.execute = v2_tool;
+        host->registry->register_tool(plugin, &tool);
+    }
+#endif
+    return host->registry->register_command(plugin, &def);
+}
+
+PI_HOOKS_PLUGIN("versioned", VERSION, "says its version", init, NULL);
+"#;
+    let define = format!("-DVERSION=\"{version}\"");
+    let mut flags = vec![define.as_str()];
+    if version == "2.0.0" {
+        flags.push("-DWITH_TOOL");
+    }
+    // Built beside, then renamed over the plugin's path, as a linker does.
+    let built = compile_c_text(&lib.join("build"), "versioned", code, &flags);
+    let target = lib.join(format!("versioned{}", std::env::consts::DLL_SUFFIX));
+    std::fs::rename(&built, &target).expect("replace the plugin file");
+    target
+}
+
+fn rpc(sandbox: &Sandbox, plugin: &Path, extra: &[&Path], watch: bool) -> Client {
+    let script = sandbox.root().join("script.json");
+    std::fs::write(
+        &script,
+        json!({"turns": [{"toolCalls": [{"name": "v2_tool", "arguments": {}}]}, {"text": "done"}]})
+            .to_string(),
+    )
+    .unwrap();
+    let mut args = vec![
+        "rpc".to_owned(),
+        "--no-session".into(),
+        "--no-hooks".into(),
+        "--script".into(),
+        script.display().to_string(),
+        "-e".into(),
+        plugin.display().to_string(),
+    ];
+    for path in extra {
+        args.extend(["-e".to_owned(), path.display().to_string()]);
+    }
+    if watch {
+        args.push("--watch".into());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    Client::start(sandbox.command(&args))
+}
+
+/// Sends `/ver` and returns the version the plugin notifies.
+fn version(client: &mut Client, id: &str) -> String {
+    client.send(&json!({"id": id, "type": "prompt", "message": "/ver"}));
+    let (_, notify) = client.until(|l| l["method"] == "notify" && !l["message"].as_str().unwrap_or("").contains(' '));
+    client.response(id);
+    notify["message"].as_str().unwrap().to_owned()
+}
+
+fn notices(lines: &[Value]) -> Vec<String> {
+    lines
+        .iter()
+        .filter(|l| l["method"] == "notify")
+        .filter_map(|l| l["message"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn reload_prompt_and_rpc_reload_load_the_new_build_in_pi_s_order() {
+    let sandbox = Sandbox::new();
+    let lib = sandbox.lib();
+    std::fs::create_dir_all(lib.join("build")).unwrap();
+    let plugin = build(&lib, "1.0.0");
+    let mut client = rpc(&sandbox, &plugin, &[], false);
+    assert_eq!(version(&mut client, "v1"), "1.0.0");
+
+    build(&lib, "2.0.0");
+    assert_eq!(version(&mut client, "still"), "1.0.0", "no reload without /reload");
+    client.send(&json!({"id": "r", "type": "prompt", "message": "/reload"}));
+    let (lines, response) = client.until(|l| l["id"] == "r");
+    assert_eq!(response["success"], true, "{response}");
+    assert_eq!(
+        notices(&lines),
+        ["session_shutdown reload 1.0.0", "session_start reload 2.0.0"]
+    );
+    assert_eq!(version(&mut client, "v2"), "2.0.0");
+    // The new build's tool is there for the model.
+    client.send(&json!({"id": "t", "type": "prompt", "message": "use the tool"}));
+    let (run, _) = client.until(|l| l["type"] == "agent_end");
+    let end = run.iter().find(|l| l["type"] == "tool_execution_end").unwrap();
+    assert_eq!(end["result"]["content"][0]["text"], "from v2", "{end}");
+
+    // A broken rebuild: the reload reports it and v2 keeps answering.
+    std::fs::write(&plugin, b"\x7fELF truncated").unwrap();
+    client.send(&json!({"id": "rr", "type": "reload"}));
+    let (lines, response) = client.until(|l| l["id"] == "rr");
+    assert_eq!(response["success"], true, "{response}");
+    let data = &response["data"];
+    assert_eq!(data["plugins"][0]["reloaded"], false, "{data}");
+    assert_eq!(data["errors"][0]["path"], plugin.display().to_string());
+    let error = lines
+        .iter()
+        .find(|l| l["type"] == "extension_error")
+        .expect("an extension_error line");
+    assert_eq!(error["event"], "reload");
+    assert_eq!(version(&mut client, "kept"), "2.0.0");
+    let (status, _) = client.close();
+    assert!(status.success());
+}
+
+#[test]
+fn a_plugin_command_reloads_after_it_returns() {
+    let sandbox = Sandbox::new();
+    let lib = sandbox.lib();
+    std::fs::create_dir_all(lib.join("build")).unwrap();
+    let plugin = build(&lib, "1.0.0");
+    let go = c_fixture(&lib, "session_go", &[]);
+    let mut client = rpc(&sandbox, &plugin, &[&go], false);
+    build(&lib, "2.0.0");
+    client.send(&json!({"id": "g", "type": "prompt", "message": "/go reload now"}));
+    let (lines, response) = client.until(|l| l["id"] == "g");
+    assert_eq!(response["success"], true);
+    let reload: Vec<String> = notices(&lines)
+        .into_iter()
+        .filter(|n| n.contains("reload"))
+        .collect();
+    assert_eq!(
+        reload,
+        ["session_shutdown reload 1.0.0", "session_start reload 2.0.0"]
+    );
+    assert_eq!(version(&mut client, "v"), "2.0.0");
+    let (status, _) = client.close();
+    assert!(status.success());
+}
+
+#[test]
+fn watch_reloads_a_rebuilt_plugin_by_itself() {
+    let sandbox = Sandbox::new();
+    let lib = sandbox.lib();
+    std::fs::create_dir_all(lib.join("build")).unwrap();
+    let plugin = build(&lib, "1.0.0");
+    let mut client = rpc(&sandbox, &plugin, &[], true);
+    assert_eq!(version(&mut client, "v1"), "1.0.0");
+    build(&lib, "2.0.0");
+    let started = Instant::now();
+    let mut n = 0;
+    loop {
+        n += 1;
+        if version(&mut client, &format!("poll{n}")) == "2.0.0" {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(15), "never reloaded");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (status, _) = client.close();
+    assert!(status.success());
+}
