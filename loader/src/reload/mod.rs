@@ -24,6 +24,34 @@
 //! [`Runner::plugins`] when it sees a new generation (plugin tools of a retired instance
 //! answer "not called: the plugin was retired").
 //!
+//! ```no_run
+//! use std::sync::Arc;
+//! use pi_hooks::reload::watch::{WatchConfig, Watcher};
+//! # fn demo(
+//! #     runner: Arc<pi_hooks::runner::Runner>,
+//! #     options: pi_hooks::discover::DiscoveryOptions,
+//! # ) -> Result<(), String> {
+//! // `/reload`: one summary line, then what failed.
+//! let report = runner.reload_all(&options);
+//! eprintln!("{}", report.line());
+//! for error in &report.errors {
+//!     eprintln!("{error}");
+//! }
+//! // `--watch`: one line per change ("reloaded gate 0.3.2 from /p/libgate.so in 0.3 ms",
+//! // or "reload of /p/libgate.so failed: ...; still running: gate 0.3.1 ...").
+//! let (target, opts) = (Arc::clone(&runner), options.clone());
+//! let watcher = Watcher::start(WatchConfig::for_runner(&runner, &options), move |change| {
+//!     match target.apply_change(&change, &opts) {
+//!         Ok(done) => eprintln!("{}", done.line()),
+//!         Err(error) => eprintln!("{error}"),
+//!     }
+//! })?;
+//! // Keep `watcher` for the session; dropping it stops watching.
+//! # drop(watcher);
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! Never call these from inside a plugin call (a handler, a command, a tool): the swap waits
 //! for dispatches still running on the old set, and retiring a plugin waits for its call in
 //! progress. `ctx.reload()` is terminal in pi (`await ctx.reload(); return;`): run the reload

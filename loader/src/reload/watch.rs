@@ -25,7 +25,10 @@
 //! The decisions go to a callback on the watcher's own thread; the mode calls
 //! [`crate::runner::Runner::apply_change`] there (or hands the change to its loop) and
 //! shows the line. Project plugins found this way still need trust: the load refuses them
-//! until they are trusted, and says so.
+//! until they are trusted, and says so. The watcher follows its own decisions (a file it
+//! reported as added is watched as a plugin from then on); after a `/reload`
+//! ([`crate::runner::Runner::reload_all`]), which may change the set of files, replace it:
+//! drop it and start a new one from [`WatchConfig::for_runner`].
 //!
 //! A discovery folder that does not exist yet is waited for: its nearest existing parent
 //! is watched, and once the folder appears it is watched too and the library files already
