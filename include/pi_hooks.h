@@ -688,7 +688,11 @@ typedef struct PiContextApi {
      */
     PiStatus (*switch_session)(struct PiContext *ctx, struct PiStr path, bool *cancelled);
     /**
-     * (command only) Not available yet: answers `PI_ERR_UNAVAILABLE` (pi's `ctx.reload()`).
+     * (command only) Reloads every plugin once the command handler has returned (pi's
+     * `ctx.reload()`, which pi's commands await as their last step): `session_shutdown
+     * {reason:"reload"}` on the old instances, a fresh load of every plugin (this one
+     * included), `session_start` and `resources_discover {reason:"reload"}` on the new
+     * ones. A plugin whose new version fails keeps running as it was.
      */
     PiStatus (*reload)(struct PiContext *ctx);
 } PiContextApi;

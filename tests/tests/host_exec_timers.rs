@@ -208,7 +208,8 @@ fn exec_timeout_kills_sleep_60_promptly_and_says_so() {
 #[test]
 fn exec_kills_a_program_that_ignores_sigterm_5_seconds_later() {
     let s = Sandbox::new();
-    let run = exec(&s, "sh", &["-c", "trap '' TERM; sleep 60"], "", 200);
+    // A duration no other test uses, so the survivor check below sees only this run's sleep.
+    let run = exec(&s, "sh", &["-c", "trap '' TERM; sleep 61.75"], "", 200);
     let result = run.result();
     assert_eq!(result["killed"], true, "{result}");
     assert_eq!(result["signal"], 9, "SIGKILL ended it: {result}");
@@ -217,10 +218,10 @@ fn exec_kills_a_program_that_ignores_sigterm_5_seconds_later() {
         (5000..9000).contains(&took),
         "exec returned after {took} ms, not 5 s after the SIGTERM"
     );
-    // The whole group was killed: no `sleep 60` holds the output pipe (exec returned) or
+    // The whole group was killed: no `sleep 61.75` holds the output pipe (exec returned) or
     // survives the run.
     let survivors = std::process::Command::new("pgrep")
-        .args(["-f", "^sleep 60$"])
+        .args(["-f", "^sleep 61.75$"])
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
         .unwrap_or_default();

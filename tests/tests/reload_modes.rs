@@ -109,7 +109,8 @@ fn rpc(sandbox: &Sandbox, plugin: &Path, extra: &[&Path], watch: bool) -> Client
 /// Sends `/ver` and returns the version the plugin notifies.
 fn version(client: &mut Client, id: &str) -> String {
     client.send(&json!({"id": id, "type": "prompt", "message": "/ver"}));
-    let (_, notify) = client.until(|l| l["method"] == "notify" && !l["message"].as_str().unwrap_or("").contains(' '));
+    let (_, notify) = client
+        .until(|l| l["method"] == "notify" && !l["message"].as_str().unwrap_or("").contains(' '));
     client.response(id);
     notify["message"].as_str().unwrap().to_owned()
 }
@@ -132,19 +133,29 @@ fn reload_prompt_and_rpc_reload_load_the_new_build_in_pi_s_order() {
     assert_eq!(version(&mut client, "v1"), "1.0.0");
 
     build(&lib, "2.0.0");
-    assert_eq!(version(&mut client, "still"), "1.0.0", "no reload without /reload");
+    assert_eq!(
+        version(&mut client, "still"),
+        "1.0.0",
+        "no reload without /reload"
+    );
     client.send(&json!({"id": "r", "type": "prompt", "message": "/reload"}));
     let (lines, response) = client.until(|l| l["id"] == "r");
     assert_eq!(response["success"], true, "{response}");
     assert_eq!(
         notices(&lines),
-        ["session_shutdown reload 1.0.0", "session_start reload 2.0.0"]
+        [
+            "session_shutdown reload 1.0.0",
+            "session_start reload 2.0.0"
+        ]
     );
     assert_eq!(version(&mut client, "v2"), "2.0.0");
     // The new build's tool is there for the model.
     client.send(&json!({"id": "t", "type": "prompt", "message": "use the tool"}));
     let (run, _) = client.until(|l| l["type"] == "agent_end");
-    let end = run.iter().find(|l| l["type"] == "tool_execution_end").unwrap();
+    let end = run
+        .iter()
+        .find(|l| l["type"] == "tool_execution_end")
+        .unwrap();
     assert_eq!(end["result"]["content"][0]["text"], "from v2", "{end}");
 
     // A broken rebuild: the reload reports it and v2 keeps answering.
@@ -183,7 +194,10 @@ fn a_plugin_command_reloads_after_it_returns() {
         .collect();
     assert_eq!(
         reload,
-        ["session_shutdown reload 1.0.0", "session_start reload 2.0.0"]
+        [
+            "session_shutdown reload 1.0.0",
+            "session_start reload 2.0.0"
+        ]
     );
     assert_eq!(version(&mut client, "v"), "2.0.0");
     let (status, _) = client.close();
@@ -206,7 +220,10 @@ fn watch_reloads_a_rebuilt_plugin_by_itself() {
         if version(&mut client, &format!("poll{n}")) == "2.0.0" {
             break;
         }
-        assert!(started.elapsed() < Duration::from_secs(15), "never reloaded");
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "never reloaded"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     let (status, _) = client.close();

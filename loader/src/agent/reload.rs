@@ -74,6 +74,13 @@ impl Agent {
         let report = self.core.runner.reload_all(&options);
         self.core.config.compaction = crate::settings::compaction(&report.settings);
         self.core.tools();
+        if self.watching.is_some() {
+            // The watcher follows the new set (its files and the bytes now running).
+            self.watching = None;
+            if let Err(error) = self.watch() {
+                eprintln!("pi-hooks: --watch: {}", escape(&error));
+            }
+        }
         let runner = &self.core.runner;
         for error in &report.errors {
             runner.emit_error(&ExtensionError {
@@ -95,7 +102,11 @@ impl Agent {
         }
         let mut lines = vec![format!("pi-hooks: {}", report.line())];
         for (plugin, fresh) in &report.plugins {
-            let what = if *fresh { "reloaded" } else { "kept (its new version failed)" };
+            let what = if *fresh {
+                "reloaded"
+            } else {
+                "kept (its new version failed)"
+            };
             lines.push(format!(
                 "pi-hooks:   {what} {} {} from {}",
                 escape(plugin.name()),

@@ -113,7 +113,11 @@ pub fn build(setup: CoreSetup, error_lines: Option<LineWriter>, sink: EventSink)
     };
     let mut agent = Agent::new(runner, model, builtin_tools(), session, config, sink);
     if watch && let Err(error) = agent.watch() {
-        let _ = writeln!(std::io::stderr().lock(), "pi-hooks: --watch: {}", escape(&error));
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "pi-hooks: --watch: {}",
+            escape(&error)
+        );
     }
     agent
 }
