@@ -134,4 +134,6 @@ pub trait UiService: Send + Sync {
     /// Sends a fire-and-forget request (`notify`, `setStatus`, `setWidget`, `setTitle`,
     /// `set_editor_text`); nothing is waited for.
     fn fire(&self, request: Value);
+    /// Clears every status and widget plugins set (after `/reload`, as pi clears them).
+    fn reset(&self) {}
 }

@@ -31,6 +31,7 @@ static PiStatus on_session(void *ud, const PiValue *event, PiContext *ctx, PiRes
     host->values->as_str(host->values->get(event, pi_str("type")), &type);
     host->values->as_str(host->values->get(event, pi_str("reason")), &reason);
     snprintf(text, sizeof text, "%.*s %.*s %s", (int)type.len, type.ptr, (int)reason.len, reason.ptr, VERSION);
+    if (type.len == 13) host->ui->set_status(ctx, pi_str("ver"), pi_str(VERSION));
     return host->ui->notify(ctx, pi_str(text), PI_NOTIFY_INFO);
 }
 
@@ -226,6 +227,44 @@ fn watch_reloads_a_rebuilt_plugin_by_itself() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+    let (status, _) = client.close();
+    assert!(status.success());
+}
+
+#[test]
+fn reload_is_refused_while_the_agent_runs() {
+    let sandbox = Sandbox::new();
+    let lib = sandbox.lib();
+    std::fs::create_dir_all(lib.join("build")).unwrap();
+    let plugin = build(&lib, "1.0.0");
+    let script = sandbox.root().join("slow.json");
+    std::fs::write(
+        &script,
+        json!({"turns": [{"toolCalls": [{"name": "bash", "arguments": {"command": "sleep 1"}}]}, {"text": "done"}]})
+            .to_string(),
+    )
+    .unwrap();
+    let mut client = Client::start(sandbox.command(&[
+        "rpc",
+        "--no-session",
+        "--no-hooks",
+        "--script",
+        script.to_str().unwrap(),
+        "-e",
+        plugin.to_str().unwrap(),
+    ]));
+    client.send(&json!({"id": "p", "type": "prompt", "message": "work"}));
+    client.until(|l| l["type"] == "tool_execution_start");
+    client.send(&json!({"id": "r", "type": "prompt", "message": "/reload"}));
+    let refused = client.response("r");
+    assert_eq!(refused["success"], false);
+    assert_eq!(
+        refused["error"],
+        "cannot reload while the agent is running; wait for the run to end or abort it, then reload"
+    );
+    client.send(&json!({"id": "rr", "type": "reload"}));
+    assert_eq!(client.response("rr")["success"], false);
+    client.until(|l| l["type"] == "agent_end");
     let (status, _) = client.close();
     assert!(status.success());
 }

@@ -48,6 +48,9 @@ impl AgentHandle {
         images: Option<&Value>,
         streaming_behavior: Option<&str>,
     ) -> Result<(), String> {
+        if text.trim() == "/reload" {
+            return Err(super::reload::BUSY.into());
+        }
         if super::plugin_tool::run_command(&self.runner, text, &self.cwd) {
             return Ok(());
         }

@@ -9,7 +9,11 @@ use crate::display::escape;
 use crate::reload::ReloadAllReport;
 use crate::runner::ExtensionError;
 
-use super::Agent;
+use super::{Agent, Shared};
+
+/// Why `/reload` is refused during a run.
+pub(super) const BUSY: &str =
+    "cannot reload while the agent is running; wait for the run to end or abort it, then reload";
 
 /// Watches the plugins' files (`--watch`) for as long as it lives.
 pub(super) struct Watching {
@@ -63,14 +67,16 @@ impl Agent {
 
     pub(super) fn reload_now(&mut self) -> Result<ReloadAllReport, String> {
         if self.core.shared.is_streaming() {
-            return Err(
-                "cannot reload while the agent is running; wait for the run to end or abort it, then reload"
-                    .into(),
-            );
+            return Err(BUSY.into());
         }
         let Some(options) = self.core.config.discovery.clone() else {
             return Err("this host was started without plugin discovery: nothing to reload".into());
         };
+        // Statuses and widgets are cleared first: the new instances set theirs again in
+        // `session_start`.
+        if let Some(ui) = Shared::lock(&self.core.shared.ui).clone() {
+            ui.reset();
+        }
         let report = self.core.runner.reload_all(&options);
         self.core.config.compaction = crate::settings::compaction(&report.settings);
         self.core.tools();

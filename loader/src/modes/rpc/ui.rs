@@ -20,6 +20,8 @@ pub struct RpcUi {
     out: LineWriter,
     waiting: Mutex<HashMap<String, Sender<Value>>>,
     closed: AtomicBool,
+    /// Status and widget keys currently set (`(method, key field, key)`), cleared on reload.
+    shown: Mutex<Vec<(&'static str, &'static str, String)>>,
 }
 
 impl RpcUi {
@@ -29,6 +31,7 @@ impl RpcUi {
             out,
             waiting: Mutex::new(HashMap::new()),
             closed: AtomicBool::new(false),
+            shown: Mutex::new(Vec::new()),
         })
     }
 
@@ -83,6 +86,33 @@ impl UiService for RpcUi {
     }
 
     fn fire(&self, request: Value) {
+        let kinds = [
+            ("setStatus", "statusKey", "statusText"),
+            ("setWidget", "widgetKey", "widgetLines"),
+        ];
+        for (method, key_field, content) in kinds {
+            if request["method"] != method {
+                continue;
+            }
+            if let Some(key) = request[key_field].as_str() {
+                let mut shown = self.shown.lock().unwrap_or_else(|e| e.into_inner());
+                shown.retain(|(m, _, k)| !(*m == method && k == key));
+                if request.get(content).is_some() {
+                    shown.push((method, key_field, key.to_owned()));
+                }
+            }
+        }
         self.write_request(&new_uuid(), request);
+    }
+
+    /// Sends a clearing `setStatus` / `setWidget` (no text, no lines) for every key set.
+    fn reset(&self) {
+        let shown = std::mem::take(&mut *self.shown.lock().unwrap_or_else(|e| e.into_inner()));
+        for (method, key_field, key) in shown {
+            let mut request = Map::new();
+            request.insert("method".into(), method.into());
+            request.insert(key_field.into(), key.into());
+            self.write_request(&new_uuid(), Value::Object(request));
+        }
     }
 }
