@@ -4,6 +4,7 @@
 
 pub mod reload;
 pub mod rpc_client;
+pub mod session_rpc;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -7,34 +7,17 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use pi_hooks_tests::rpc_client::RpcClient as Client;
-use pi_hooks_tests::{Sandbox, behave_env_var, behave_plugin, c_fixture, read_behave_log};
+use pi_hooks_tests::session_rpc::{close_ok, jsonl, prompt_to_end, request, rpc_with_watcher};
+use pi_hooks_tests::{Sandbox, c_fixture, read_behave_log};
 use serde_json::{Value, json};
 
-/// `pi-hooks rpc --session <root>/s.jsonl` with `script`, the `watcher` behave plugin
-/// (`handlers`) and `extra` plugins.
+/// The RPC command with the `watcher` plugin and `extra` plugins, and its session file.
 fn rpc(sandbox: &Sandbox, script: Value, handlers: Value, extra: &[&Path]) -> (Command, PathBuf) {
-    let script_file = sandbox.root().join("script.json");
-    std::fs::write(&script_file, script.to_string()).expect("write script");
     let file = sandbox.root().join("sessions").join("s.jsonl");
-    let mut command = sandbox.command(&[
-        "rpc",
-        "--session",
-        file.to_str().unwrap(),
-        "--no-hooks",
-        "--script",
-        script_file.to_str().unwrap(),
-    ]);
-    command.env("BEHAVE_LOG", sandbox.root().join("behave.log"));
-    command.env(
-        behave_env_var("watcher"),
-        json!({ "handlers": handlers }).to_string(),
-    );
-    let watcher = behave_plugin(&sandbox.lib(), "watcher");
-    command.args(["-e", watcher.to_str().unwrap()]);
-    for plugin in extra {
-        command.args(["-e", plugin.to_str().unwrap()]);
-    }
-    (command, file)
+    (
+        rpc_with_watcher(sandbox, &script, &handlers, &file, extra),
+        file,
+    )
 }
 
 fn reply_script() -> Value {
@@ -42,16 +25,7 @@ fn reply_script() -> Value {
 }
 
 fn prompt(client: &mut Client, id: &str, message: &str) {
-    client.send(&json!({"id": id, "type": "prompt", "message": message}));
-    assert_eq!(client.response(id)["success"], true, "{:?}", client.seen);
-    client.until(|l| l["type"] == "agent_end");
-}
-
-fn request(client: &mut Client, id: &str, command: Value) -> Value {
-    let mut command = command;
-    command["id"] = id.into();
-    client.send(&command);
-    client.response(id)
+    prompt_to_end(client, id, message);
 }
 
 fn state(client: &mut Client) -> Value {
@@ -67,11 +41,7 @@ fn session_file(client: &mut Client) -> PathBuf {
 }
 
 fn lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect()
+    jsonl(path)
 }
 
 /// The texts of the user and assistant messages the agent holds.
@@ -102,8 +72,7 @@ fn events(sandbox: &Sandbox) -> Vec<Value> {
 }
 
 fn close(client: Client) {
-    let (status, _) = client.close();
-    assert!(status.success(), "pi-hooks rpc exited with {status}");
+    close_ok(client);
 }
 
 const SESSION_EVENTS: [&str; 8] = [

@@ -6,34 +6,19 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use pi_hooks_tests::rpc_client::RpcClient as Client;
-use pi_hooks_tests::{Sandbox, behave_env_var, behave_plugin, c_fixture, read_behave_log};
+use pi_hooks_tests::session_rpc::{close_ok, jsonl, prompt_to_end, request, rpc_with_watcher};
+use pi_hooks_tests::{Sandbox, c_fixture, read_behave_log};
 use serde_json::{Value, json};
 
-/// `pi-hooks rpc --session <root>/s.jsonl` with `script`, the `watcher` behave plugin
-/// (`handlers`) and the `/go` plugin (tests/fixtures/session_go.c).
+/// The RPC command with the `watcher` plugin and the `/go` plugin
+/// (tests/fixtures/session_go.c), and its session file.
 fn rpc(sandbox: &Sandbox, script: Value, handlers: Value) -> (Command, PathBuf) {
-    let script_file = sandbox.root().join("script.json");
-    std::fs::write(&script_file, script.to_string()).expect("write script");
     let file = sandbox.root().join("s.jsonl");
     let go = c_fixture(&sandbox.lib(), "session_go", &[]);
-    let mut command = sandbox.command(&[
-        "rpc",
-        "--session",
-        file.to_str().unwrap(),
-        "--no-hooks",
-        "--script",
-        script_file.to_str().unwrap(),
-        "-e",
-        go.to_str().unwrap(),
-    ]);
-    command.env("BEHAVE_LOG", sandbox.root().join("behave.log"));
-    command.env(
-        behave_env_var("watcher"),
-        json!({ "handlers": handlers }).to_string(),
-    );
-    let watcher = behave_plugin(&sandbox.lib(), "watcher");
-    command.args(["-e", watcher.to_str().unwrap()]);
-    (command, file)
+    (
+        rpc_with_watcher(sandbox, &script, &handlers, &file, &[&go]),
+        file,
+    )
 }
 
 /// settings.json in the agent dir.
@@ -47,15 +32,7 @@ fn settings(sandbox: &Sandbox, settings: Value) {
 }
 
 fn prompt(client: &mut Client, id: &str, message: &str) -> Vec<Value> {
-    client.send(&json!({"id": id, "type": "prompt", "message": message}));
-    assert_eq!(client.response(id)["success"], true, "{:?}", client.seen);
-    client.until(|l| l["type"] == "agent_end").0
-}
-
-fn request(client: &mut Client, id: &str, mut command: Value) -> Value {
-    command["id"] = id.into();
-    client.send(&command);
-    client.response(id)
+    prompt_to_end(client, id, message)
 }
 
 fn messages(client: &mut Client) -> Vec<Value> {
@@ -66,11 +43,7 @@ fn messages(client: &mut Client) -> Vec<Value> {
 }
 
 fn lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    jsonl(path)
 }
 
 fn events(sandbox: &Sandbox, kind: &str) -> Vec<Value> {
@@ -82,8 +55,7 @@ fn events(sandbox: &Sandbox, kind: &str) -> Vec<Value> {
 }
 
 fn close(client: Client) {
-    let (status, _) = client.close();
-    assert!(status.success(), "pi-hooks rpc exited with {status}");
+    close_ok(client);
 }
 
 fn summary_script() -> Value {
