@@ -164,6 +164,38 @@ pub fn build_version(dir: &Path, file: &str, version: u32, extra: &[&str]) -> Pa
     compile_c_text(dir, file, RELOAD_PLUGIN_C, &flags)
 }
 
+/// Two builds of the test plugin (versions 1 and 2, both with `flags`), the first copied to
+/// `<root>/plugin.so` and loaded (as `-e`) by a fresh runner.
+pub struct TwoBuilds {
+    /// Version 1's library.
+    pub v1: PathBuf,
+    /// Version 2's library.
+    pub v2: PathBuf,
+    /// The plugin file the runner loaded (a copy of version 1).
+    pub plugin: PathBuf,
+    /// The discovery options that name it.
+    pub options: DiscoveryOptions,
+    /// The runner, running version 1.
+    pub runner: Arc<Runner>,
+}
+
+/// See [`TwoBuilds`].
+pub fn two_builds(s: &Sandbox, flags: &[&str]) -> TwoBuilds {
+    let v1 = build_version(&s.lib(), "v1", 1, flags);
+    let v2 = build_version(&s.lib(), "v2", 2, flags);
+    let plugin = s.root().join("plugin.so");
+    std::fs::copy(&v1, &plugin).expect("copy version 1");
+    let options = explicit_options(s, &[&plugin]);
+    let runner = runner_for(&options);
+    TwoBuilds {
+        v1,
+        v2,
+        plugin,
+        options,
+        runner,
+    }
+}
+
 /// `-D<name>="<text>"` for a string macro.
 pub fn define_string(name: &str, text: &str) -> String {
     format!("-D{name}=\"{text}\"")

@@ -28,12 +28,13 @@ fn the_file_cache_does_not_grow_across_reloads_and_failed_loads_leave_nothing() 
     // SAFETY: the only test of this binary sets it before any thread reads the environment.
     unsafe { std::env::set_var("PI_HOOKS_SHADOW", "file") };
     let s = Sandbox::new();
-    let v1 = build_version(&s.lib(), "v1", 1, &[]);
-    let v2 = build_version(&s.lib(), "v2", 2, &[]);
-    let plugin = s.root().join("plugin.so");
-    std::fs::copy(&v1, &plugin).unwrap();
-    let options = explicit_options(&s, &[&plugin]);
-    let runner = runner_for(&options);
+    let TwoBuilds {
+        v1,
+        v2,
+        plugin,
+        options,
+        runner,
+    } = two_builds(&s, &[]);
     let cache = s.agent_dir().join("plugin-cache");
     assert!(cache.is_dir(), "the file cache is in use");
     assert_eq!(files_in(&cache), Vec::<String>::new());

@@ -21,12 +21,13 @@ fn a_call_in_progress_finishes_on_the_old_code_and_the_next_event_reaches_the_ne
         "-DWAIT_MS=700".to_owned(),
     ];
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let v1 = build_version(&s.lib(), "v1", 1, &flags);
-    let v2 = build_version(&s.lib(), "v2", 2, &flags);
-    let plugin = s.root().join("plugin.so");
-    std::fs::copy(&v1, &plugin).unwrap();
-    let options = explicit_options(&s, &[&plugin]);
-    let runner = runner_for(&options);
+    let TwoBuilds {
+        v1: _,
+        v2,
+        plugin,
+        options,
+        runner,
+    } = two_builds(&s, &flags);
 
     let waiting = {
         let runner = Arc::clone(&runner);
@@ -65,12 +66,13 @@ fn a_call_in_progress_finishes_on_the_old_code_and_the_next_event_reaches_the_ne
 #[test]
 fn reload_under_load_answers_every_event_with_exactly_one_version() {
     let s = Sandbox::new();
-    let v1 = build_version(&s.lib(), "v1", 1, &[]);
-    let v2 = build_version(&s.lib(), "v2", 2, &[]);
-    let plugin = s.root().join("plugin.so");
-    std::fs::copy(&v1, &plugin).unwrap();
-    let options = explicit_options(&s, &[&plugin]);
-    let runner = runner_for(&options);
+    let TwoBuilds {
+        v1,
+        v2,
+        plugin,
+        options,
+        runner,
+    } = two_builds(&s, &[]);
 
     let stop = Arc::new(AtomicBool::new(false));
     let answered = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
@@ -265,12 +267,13 @@ fn an_untrusted_change_to_a_project_plugin_keeps_the_trusted_version() {
 #[test]
 fn the_loaded_file_overwritten_in_place_is_no_crash() {
     let s = Sandbox::new();
-    let v1 = build_version(&s.lib(), "v1", 1, &[]);
-    let v2 = build_version(&s.lib(), "v2", 2, &[]);
-    let plugin = s.root().join("plugin.so");
-    std::fs::copy(&v1, &plugin).unwrap();
-    let options = explicit_options(&s, &[&plugin]);
-    let runner = runner_for(&options);
+    let TwoBuilds {
+        v1: _,
+        v2,
+        plugin,
+        options,
+        runner,
+    } = two_builds(&s, &[]);
     // In place: same inode, truncated and rewritten, as `cp` and some linkers do.
     let v2_bytes = std::fs::read(&v2).unwrap();
     std::fs::write(&plugin, &v2_bytes[..v2_bytes.len() / 3]).unwrap();
@@ -411,12 +414,13 @@ fn the_old_versions_timers_stop_and_the_new_one_starts_its_own() {
         "-DTICK_MS=20".to_owned(),
     ];
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let v1 = build_version(&s.lib(), "v1", 1, &flags);
-    let v2 = build_version(&s.lib(), "v2", 2, &flags);
-    let plugin = s.root().join("plugin.so");
-    std::fs::copy(&v1, &plugin).unwrap();
-    let options = explicit_options(&s, &[&plugin]);
-    let runner = runner_for(&options);
+    let TwoBuilds {
+        v1: _,
+        v2,
+        plugin,
+        options,
+        runner,
+    } = two_builds(&s, &flags);
     runner.emit(serde_json::json!({"type": "session_start", "reason": "startup"}));
     let ticks = |version: &str| {
         log_lines(&log)
