@@ -852,7 +852,9 @@ typedef PiStatus (*PiCommandHandler)(void *user_data, struct PiStr args, struct 
 
 /**
  * Argument completions for a command: set `result` to a JSON array of
- * `{"value","label","description"?}` objects, or leave it empty for none.
+ * `{"value","label","description"?}` objects, or leave it empty for none. Stored with the
+ * command but not called yet: completions belong to an interactive editor, which this host
+ * does not have yet (pi's RPC protocol has no completion request either).
  */
 typedef PiStatus (*PiCompletionHandler)(void *user_data,
                                         struct PiStr prefix,

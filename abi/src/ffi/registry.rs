@@ -44,7 +44,9 @@ pub type PiCommandHandler =
     unsafe extern "C" fn(user_data: *mut c_void, args: PiStr, ctx: *mut PiContext) -> PiStatus;
 
 /// Argument completions for a command: set `result` to a JSON array of
-/// `{"value","label","description"?}` objects, or leave it empty for none.
+/// `{"value","label","description"?}` objects, or leave it empty for none. Stored with the
+/// command but not called yet: completions belong to an interactive editor, which this host
+/// does not have yet (pi's RPC protocol has no completion request either).
 pub type PiCompletionHandler =
     unsafe extern "C" fn(user_data: *mut c_void, prefix: PiStr, result: *mut PiResult) -> PiStatus;
 
