@@ -272,3 +272,41 @@ fn git_checkpoint_restores_the_code_when_the_session_is_forked() {
     let (status, _) = client.close();
     assert!(status.success());
 }
+
+/// Commands sent at once, before the host has even started, run in order and after the
+/// plugins' startup `session_start` (pi reads stdin only once its extensions are bound).
+#[test]
+fn commands_sent_before_startup_run_in_order_after_session_start() {
+    let sandbox = Sandbox::new();
+    let source = workspace_root().join("plugins/examples/counter-c/counter.c");
+    let plugin = compile_c(
+        &source,
+        &sandbox
+            .lib()
+            .join(format!("libcounter_c{}", std::env::consts::DLL_SUFFIX)),
+        &["-pedantic"],
+    );
+    for round in 0..3 {
+        let mut client = Client::start(rpc(&sandbox, json!([]), &plugin));
+        for n in 1..=3 {
+            client.send(&json!({"id": format!("c{n}"), "type": "prompt", "message": "/count"}));
+        }
+        let (lines, _) = client.until(|l| l["id"] == "c3");
+        let notices: Vec<&str> = lines
+            .iter()
+            .filter(|l| l["method"] == "notify")
+            .filter_map(|l| l["message"].as_str())
+            .collect();
+        assert!(
+            notices[0].contains("restored count 0 on startup"),
+            "round {round}: {notices:?}"
+        );
+        assert_eq!(
+            notices[1..],
+            ["count: 1", "count: 2", "count: 3"],
+            "round {round}"
+        );
+        let (status, _) = client.close();
+        assert!(status.success());
+    }
+}

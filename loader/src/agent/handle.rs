@@ -37,6 +37,11 @@ impl AgentHandle {
         }
     }
 
+    /// Whether `text` names a plugin command (`/name args`) that would run.
+    pub fn is_plugin_command(&self, text: &str) -> bool {
+        super::plugin_tool::is_command(&self.runner, text)
+    }
+
     /// A prompt while a run is in progress, as pi's `prompt` treats it while streaming: a
     /// plugin command (`/name args`) runs at once; otherwise `input` handlers see the text
     /// (and may handle or transform it), and it is queued as a steering or follow-up message

@@ -123,6 +123,19 @@ pub(super) fn merge_tools(
     tools
 }
 
+/// Whether `text` is `/name args` for a plugin command `name` that would run (not a built-in).
+pub(super) fn is_command(runner: &Runner, text: &str) -> bool {
+    let Some(rest) = text.strip_prefix('/') else {
+        return false;
+    };
+    let name = rest.split(char::is_whitespace).next().unwrap_or(rest);
+    !crate::load::is_builtin_command(name)
+        && runner
+            .plugins()
+            .iter()
+            .any(|p| p.registrations().commands.iter().any(|c| c.name == name))
+}
+
 /// Runs `/name args` when a plugin registered the command `name` (first registration wins;
 /// a plugin command named like a built-in never runs, see
 /// [`crate::load::BUILTIN_COMMANDS`]). Returns whether it was a plugin command. A failing command is reported with

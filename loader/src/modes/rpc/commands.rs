@@ -416,7 +416,11 @@ impl Commands {
             Ok(text) => text,
             Err(error) => return Some(Err(error)),
         };
-        if self.prompts.busy() || self.agent.is_streaming() {
+        let streaming = self.agent.is_streaming();
+        // A command behind queued prompts that have not started a run yet keeps its place in
+        // the queue (the normal path below), so commands run in the order they were sent.
+        let queued_command = !streaming && self.agent.is_plugin_command(text);
+        if (self.prompts.busy() || streaming) && !queued_command {
             // As pi: a plugin command runs at once, `input` handlers see the text, then it is
             // queued by `streamingBehavior`. On a thread of its own: a command may wait for a
             // dialog, whose answer this input task must go on reading.

@@ -121,10 +121,14 @@ pub fn run(setup: CoreSetup) -> i32 {
     let ui = RpcUi::new(out.clone());
     handle.bind_ui(ui.clone());
     let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+    // As pi binds its extensions (`session_start`) before it reads stdin: no command is read
+    // before the plugins have started.
+    let (started, wait_started) = std::sync::mpsc::channel::<()>();
     let agent_thread = std::thread::Builder::new()
         .name("pi-hooks-agent".into())
         .spawn(move || {
             agent.start();
+            let _ = started.send(());
             let handle = agent.handle();
             for job in queue {
                 job(&mut agent);
@@ -143,6 +147,8 @@ pub fn run(setup: CoreSetup) -> i32 {
             return 1;
         }
     };
+    // The agent thread says when it started (or hangs up when it died: the join says why).
+    let _ = wait_started.recv();
     let commands = Commands {
         out,
         agent: handle.clone(),
