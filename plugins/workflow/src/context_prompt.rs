@@ -75,6 +75,14 @@ pub fn variables(active: &Active<'_>, defs: &Definitions) -> Vec<(&'static str, 
     ]
 }
 
+/// The current phase's instructions with the template variables resolved (used everywhere
+/// instructions are shown: the context prompt, the tool's answers, the not-done reminder).
+pub fn instructions(active: &Active<'_>, defs: &Definitions) -> String {
+    let vars = variables(active, defs);
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    resolve(&active.phase.instructions, &vars)
+}
+
 /// A phase's profiles joined by `, `, or `(none)`.
 pub fn profiles(phase: &PhaseDefinition) -> String {
     match &phase.available_profiles {
