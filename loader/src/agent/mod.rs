@@ -254,6 +254,13 @@ impl Agent {
         self.drain_runs();
     }
 
+    /// Runs what plugins queued while the agent was idle (a timer's `send_user_message`, a
+    /// `send_message` with `triggerTurn`), as pi starts such a run at once. Modes that stay
+    /// up between prompts (RPC) call it when no command is waiting.
+    pub fn run_queued(&mut self) {
+        self.drain_runs();
+    }
+
     /// Runs what plugins queued: session operations first, then prompts and triggered turns,
     /// until nothing is left. A model selection is applied first.
     fn drain_runs(&mut self) {

@@ -72,7 +72,6 @@ pub fn start(shared: &Shared, ctx: &Context<'_>, reminder: String) -> Result<()>
                     .set_widget(WIDGET_KEY, Some(&[&widget_line(remaining)]));
             }
             stop(&me, ctx.plugin(), Some(ctx));
-            let _ = ctx.ui().set_widget(WIDGET_KEY, None);
             deliver(ctx.plugin(), ctx, &reminder);
             Ok(())
         })?;

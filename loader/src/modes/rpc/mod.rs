@@ -126,8 +126,14 @@ pub fn run(setup: CoreSetup) -> i32 {
         .spawn(move || {
             agent.start();
             let handle = agent.handle();
-            for job in queue {
-                job(&mut agent);
+            loop {
+                // Between commands, what a plugin queued while idle (a timer's
+                // `send_user_message`) runs at once, as in pi; checked every 20 ms.
+                match queue.recv_timeout(std::time::Duration::from_millis(20)) {
+                    Ok(job) => job(&mut agent),
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => agent.run_queued(),
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                }
                 if handle.shutdown_requested() {
                     // A plugin's `shutdown`: as pi, once the command is over.
                     core::shutdown(&mut agent);
