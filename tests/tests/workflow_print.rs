@@ -34,20 +34,29 @@ fn install_examples(s: &Sandbox) {
 /// `pi-hooks run --mode json --no-session` with the workflow plugin, `turns` and `prompts`,
 /// plugin logs at info level; returns the JSON lines and stderr.
 fn run_json(s: &Sandbox, turns: &Value, prompts: &[&str]) -> (Vec<Value>, String) {
+    run_json_with(s, &["--no-session"], turns, prompts)
+}
+
+/// As [`run_json`], with `session` (`--no-session`, `--continue`, or none) as the session
+/// options.
+fn run_json_with(
+    s: &Sandbox,
+    session: &[&str],
+    turns: &Value,
+    prompts: &[&str],
+) -> (Vec<Value>, String) {
     let script = s.root().join("script.json");
     std::fs::write(&script, json!({ "turns": turns }).to_string()).expect("script");
     let plugin = rust_plugin("workflow");
-    let mut args = vec![
-        "run",
-        "--mode",
-        "json",
-        "--no-session",
+    let mut args = vec!["run", "--mode", "json"];
+    args.extend_from_slice(session);
+    args.extend([
         "--no-hooks",
         "--script",
         script.to_str().expect("utf-8"),
         "-e",
         plugin.to_str().expect("utf-8"),
-    ];
+    ]);
     args.extend_from_slice(prompts);
     let mut command = s.command(&args);
     command.env("PI_HOOKS_LOG", "info");
@@ -218,5 +227,55 @@ fn a_broken_workflow_is_reported_and_the_others_load() {
     assert!(
         status[0].starts_with("**Workflow:** Feature (feature)\n"),
         "{status:?}"
+    );
+}
+
+#[test]
+fn state_survives_a_reload_prompt_and_a_restart_with_continue() {
+    let s = Sandbox::new();
+    install_examples(&s);
+    let turns = json!([
+        {"toolCalls": [{"name": "workflow_step", "arguments": {"action": "next"}}]},
+        {"toolCalls": [{"name": "workflow_step", "arguments": {"action": "status"}}]},
+        {"text": "Paused."}
+    ]);
+    let phase_line = |events: &[Value]| -> Vec<String> {
+        tool_text(events, "workflow_step")
+            .iter()
+            .filter_map(|t| {
+                t.lines()
+                    .find(|l| l.starts_with("**Phase:** "))
+                    .map(str::to_owned)
+            })
+            .collect()
+    };
+    // A session file in the default folder (no --no-session), so --continue finds it.
+    // Each run: `next`, then `status`. The `/reload` prompt reloads the plugin in between.
+    let (events, stderr) = run_json_with(
+        &s,
+        &[],
+        &turns,
+        &["/workflow feature Add a greeting", "/reload", "go on"],
+    );
+    assert_eq!(
+        phase_line(&events),
+        [
+            "**Phase:** 🛠️ Coding [1/2] (step 1)",
+            "**Phase:** 🔍 Static check [1/2] (step 2)"
+        ],
+        "{stderr}"
+    );
+    let coding = "[workflow] info: status: Feature > Implement [2/3] > 🛠️ Coding [1/2]";
+    assert_eq!(
+        stderr.lines().filter(|l| *l == coding).count(),
+        2,
+        "once from the first run, once from the reloaded instance's session_start: {stderr}"
+    );
+    // A new host continuing the session resumes where it was, step count included.
+    let (events, stderr) = run_json_with(&s, &["--continue"], &turns, &["and on"]);
+    assert_eq!(
+        phase_line(&events),
+        ["**Phase:** 🔧 Fixes [2/2] (step 3)"],
+        "{stderr}"
     );
 }
