@@ -293,3 +293,79 @@ fn state_survives_reload_and_restart() {
     close_ok(again);
     let _ = PLANNING;
 }
+
+#[test]
+fn renderers_for_the_three_message_types() {
+    let s = Sandbox::new();
+    install_examples(&s);
+    let mut client = rpc(&s, &json!([{"text": "hi"}]), &s.root().join("s.jsonl"));
+    let mut render = |id: &str, custom_type: &str, content: &str| {
+        let message = json!({"role": "custom", "customType": custom_type, "content": content, "display": true});
+        let reply = request(
+            &mut client,
+            id,
+            json!({"type": "render_message", "message": message}),
+        );
+        reply["data"]["lines"].clone()
+    };
+    assert_eq!(
+        render("a", "workflow:context", "[Workflow path: X]\n..."),
+        json!(["🔄 [Workflow Context injected]"])
+    );
+    assert_eq!(
+        render(
+            "b",
+            "workflow:countdown",
+            "Auto-continuing workflow in 3s... (type anything to interrupt)"
+        ),
+        json!(["⏳ Auto-continuing workflow in 3s... (type anything to interrupt)"])
+    );
+    assert_eq!(
+        render("c", "workflow:complete", "✅ **F Complete**\n\n**Task:** t"),
+        json!(["✅ **F Complete**", "", "**Task:** t"])
+    );
+    assert_eq!(render("d", "other", "x"), Value::Null);
+    close_ok(client);
+}
+
+#[test]
+fn an_aborted_run_gets_no_countdown() {
+    let s = Sandbox::new();
+    install_examples(&s);
+    // Into Coding (bash allowed there), then a long bash call the user aborts.
+    let turns = json!([
+        step("next"),
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "sleep 5"}}]},
+        {"text": "never reached"}
+    ]);
+    let mut client = rpc(&s, &turns, &s.root().join("s.jsonl"));
+    client
+        .send(&json!({"id": "1", "type": "prompt", "message": "/workflow feature Add a greeting"}));
+    client.until(|l| l["type"] == "tool_execution_start" && l["toolName"] == "bash");
+    client.send(&json!({"id": "a", "type": "abort"}));
+    let (before, end) = client.until(|l| l["type"] == "agent_end");
+    assert!(
+        before.iter().all(|l| l["method"] != "setWidget"),
+        "{before:#?}"
+    );
+    let last = end["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "assistant"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(last["stopReason"], "aborted", "{last}");
+    // Longer than the countdown: no widget, no reminder run.
+    std::thread::sleep(Duration::from_millis(3300));
+    let (status, rest) = client.close();
+    assert!(status.success());
+    assert!(
+        client_seen_has_no_countdown(&rest),
+        "no countdown after an abort: {rest:#?}"
+    );
+}
+
+fn client_seen_has_no_countdown(lines: &[Value]) -> bool {
+    lines
+        .iter()
+        .all(|l| l["method"] != "setWidget" && l["type"] != "agent_start")
+}

@@ -40,10 +40,16 @@ fn set_session_name(handle: PluginHandle, name: &str) {
         ptr: name.as_ptr().cast(),
         len: name.len(),
     };
-    // SAFETY: the handle's host table is valid for the plugin's lifetime and
-    // `set_session_name` is part of ABI 1.0's actions table; `text` borrows `name`, which
-    // outlives the call (the host copies it).
-    let _ = unsafe { ((*handle.host().actions).set_session_name)(handle.as_ptr(), text) };
+    // SAFETY: the host table and its actions table are valid for the plugin's lifetime.
+    let actions = unsafe { &*handle.host().actions };
+    let needed = std::mem::offset_of!(pi_hooks_abi::ffi::PiActionsApi, set_session_name)
+        + std::mem::size_of::<usize>();
+    if (actions.struct_size as usize) < needed {
+        return;
+    }
+    // SAFETY: the host's table is large enough to hold `set_session_name` (checked above);
+    // `text` borrows `name`, which outlives the call (the host copies it).
+    let _ = unsafe { (actions.set_session_name)(handle.as_ptr(), text) };
 }
 
 /// The usage text listing the user-visible workflows.
