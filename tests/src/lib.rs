@@ -27,7 +27,12 @@ pub fn target_dir() -> PathBuf {
 }
 
 /// The Rust plugin crates the tests load.
-pub const RUST_PLUGINS: &[&str] = &["permission-gate", "fixture-rust-init", "counter"];
+pub const RUST_PLUGINS: &[&str] = &[
+    "permission-gate",
+    "fixture-rust-init",
+    "counter",
+    "workflow",
+];
 
 /// Builds the `pi-hooks` binary and the Rust plugins once per test process (a real
 /// `cargo build`, so the tests use exactly what a user would build).

@@ -210,6 +210,17 @@ impl AgentHandle {
         Ok(())
     }
 
+    /// Sets how the mode is told that plugins queued work while the agent was idle; the mode
+    /// then runs [`super::Agent::run_queued`] on the agent's thread.
+    pub fn set_waker(&self, waker: super::Waker) {
+        *Shared::lock(&self.shared.waker) = Some(waker);
+    }
+
+    /// Drops the waker (the mode is ending; what it holds is released).
+    pub fn clear_waker(&self) {
+        *Shared::lock(&self.shared.waker) = None;
+    }
+
     /// Binds the mode's user interface: plugins' `PiUiApi` calls go to it from now on.
     pub fn bind_ui(&self, ui: Arc<dyn UiService>) {
         *Shared::lock(&self.shared.ui) = Some(ui);

@@ -119,7 +119,13 @@ struct Shared {
     shutdown_requested: AtomicBool,
     sink: Mutex<EventSink>,
     ui: Mutex<Option<Arc<dyn crate::services::UiService>>>,
+    /// How a mode that stays up between prompts (RPC) is told that plugins queued work while
+    /// the agent was idle (a timer's `send_user_message`): it then calls [`Agent::run_queued`].
+    waker: Mutex<Option<Waker>>,
 }
+
+/// See `Shared::waker`.
+pub type Waker = Arc<dyn Fn() + Send + Sync>;
 
 impl Shared {
     fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -132,6 +138,14 @@ impl Shared {
 
     fn abort_token(&self) -> CancelToken {
         Self::lock(&self.abort).clone()
+    }
+
+    /// Tells the mode that queued work waits (see `waker`).
+    fn wake(&self) {
+        let waker = Self::lock(&self.waker).clone();
+        if let Some(waker) = waker {
+            waker();
+        }
     }
 
     fn model_info(&self) -> Value {
@@ -193,6 +207,7 @@ impl Agent {
             shutdown_requested: AtomicBool::new(false),
             sink: Mutex::new(sink),
             ui: Mutex::new(None),
+            waker: Mutex::new(None),
         });
         runner.bind_services(Arc::new(services::AgentServices::new(
             shared.clone(),
@@ -251,6 +266,14 @@ impl Agent {
     pub fn prompt(&mut self, text: &str) {
         let source = self.core.config.input_source;
         self.prompt_from(text, source);
+        self.drain_runs();
+    }
+
+    /// Runs what plugins queued while the agent was idle (a timer's `send_user_message`, a
+    /// `send_message` with `triggerTurn`, a timer's `compact`), as pi starts such a run at
+    /// once. Modes that stay up between prompts (RPC) call it when their waker
+    /// ([`AgentHandle::set_waker`]) is called.
+    pub fn run_queued(&mut self) {
         self.drain_runs();
     }
 

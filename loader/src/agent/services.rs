@@ -94,6 +94,8 @@ impl HostServices for AgentServices {
             }
         } else if trigger {
             queues.runs.push_back(PendingRun::Message(message));
+            drop(queues);
+            self.shared.wake();
         } else {
             drop(queues);
             Shared::lock(&self.shared.messages).push(message.clone());
@@ -122,6 +124,8 @@ impl HostServices for AgentServices {
         let mut queues = Shared::lock(&self.shared.queues);
         if !self.streaming() {
             queues.runs.push_back(PendingRun::User(text));
+            drop(queues);
+            self.shared.wake();
             return Ok(());
         }
         match deliver_as {
@@ -198,6 +202,7 @@ impl HostServices for AgentServices {
         Shared::lock(&self.shared.queues)
             .session_ops
             .push_back((plugin_path.to_owned(), op));
+        self.shared.wake();
         Ok(())
     }
 
@@ -211,6 +216,7 @@ impl HostServices for AgentServices {
             return Ok(false);
         };
         Shared::lock(&self.shared.queues).model_request = Some((model.clone(), "set"));
+        self.shared.wake();
         Ok(true)
     }
 

@@ -121,6 +121,15 @@ pub fn run(setup: CoreSetup) -> i32 {
     let ui = RpcUi::new(out.clone());
     handle.bind_ui(ui.clone());
     let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+    // What a plugin queues while the agent is idle (a timer's `send_user_message`) runs at
+    // once, as in pi: the agent's thread is woken with a job that runs it.
+    let waker = std::sync::Mutex::new(jobs.clone());
+    handle.set_waker(Arc::new(move || {
+        let sender = waker.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let _ = sender.send(Box::new(|agent: &mut crate::agent::Agent| {
+            agent.run_queued()
+        }));
+    }));
     // As pi binds its extensions (`session_start`) before it reads stdin: no command is read
     // before the plugins have started.
     let (started, wait_started) = std::sync::mpsc::channel::<()>();
@@ -176,6 +185,9 @@ pub fn run(setup: CoreSetup) -> i32 {
     handle.abort();
     commands.bash.abort();
     ui.close();
+    // The waker holds a sender of the agent thread's queue: dropped with `commands`' one, the
+    // queue ends and the agent thread shuts down.
+    handle.clear_waker();
     drop(commands);
     if agent_thread.join().is_err() {
         eprintln!("pi-hooks: the agent thread panicked");
