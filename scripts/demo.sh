@@ -1,5 +1,11 @@
 #!/usr/bin/env bash
-# The main job: a real session through real plugins. Builds the example plugins (Rust
+# The main job: real sessions through real plugins, offline.
+#
+# 1. The workflow plugin (plugins/workflow, the pi-workflows extension as a native plugin):
+#    scripts/workflow-demo.sh runs a scripted model through the example workflow (Planning ->
+#    Implement with a nested Review -> Verification), a tool blocked in Planning, the status
+#    line at every step, then the same over RPC with the auto-continue countdown.
+# 2. The safety plugins: builds the example plugins (Rust
 # permission-gate, C protected-paths) and runs `pi-hooks run` with the embedded demo script:
 # the model runs one harmless bash command, then tries `rm -rf` on a scratch folder it made,
 # then a write to `.env` in it. permission-gate blocks the first, protected-paths the second.
@@ -9,6 +15,10 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 
+echo "== 1. The workflow plugin"
+bash scripts/workflow-demo.sh
+echo
+echo "== 2. The safety plugins: permission-gate (Rust) and protected-paths (C)"
 cargo build --quiet -p pi-hooks -p permission-gate
 bash scripts/build-c-plugins.sh >/dev/null
 bin="$root/target/debug/pi-hooks"
