@@ -852,9 +852,10 @@ typedef PiStatus (*PiCommandHandler)(void *user_data, struct PiStr args, struct 
 
 /**
  * Argument completions for a command: set `result` to a JSON array of
- * `{"value","label","description"?}` objects, or leave it empty for none. Stored with the
- * command but not called yet: completions belong to an interactive editor, which this host
- * does not have yet (pi's RPC protocol has no completion request either).
+ * `{"value","label","description"?}` objects, or leave it empty for none. `prefix` is the
+ * text typed after the command's name. Called when a front end asks: RPC clients with the
+ * `get_command_completions` command (a pi-hooks addition; pi's RPC has no completion
+ * request). Gets the command's `user_data`; never called at the same time as the handler.
  */
 typedef PiStatus (*PiCompletionHandler)(void *user_data,
                                         struct PiStr prefix,

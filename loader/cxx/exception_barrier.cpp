@@ -60,6 +60,11 @@ PiStatus pi_hooks_barrier_render(PiRenderHandler f, void *user_data, const PiVal
     PI_HOOKS_BARRIER(f(user_data, message, options, result))
 }
 
+PiStatus pi_hooks_barrier_complete(PiCompletionHandler f, void *user_data, PiStr prefix,
+                                   PiResult *result, char *what, size_t cap) {
+    PI_HOOKS_BARRIER(f(user_data, prefix, result))
+}
+
 PiStatus pi_hooks_barrier_bus(PiBusHandler f, void *user_data, PiStr channel, const PiValue *data,
                               char *what, size_t cap) {
     PI_HOOKS_BARRIER(f(user_data, channel, data))

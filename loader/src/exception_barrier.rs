@@ -55,6 +55,14 @@ unsafe extern "C" {
         what: *mut c_char,
         cap: usize,
     ) -> PiStatus;
+    fn pi_hooks_barrier_complete(
+        f: PiCompletionHandler,
+        user_data: *mut c_void,
+        prefix: PiStr,
+        result: *mut PiResult,
+        what: *mut c_char,
+        cap: usize,
+    ) -> PiStatus;
     fn pi_hooks_barrier_bus(
         f: PiBusHandler,
         user_data: *mut c_void,
@@ -213,6 +221,23 @@ pub unsafe fn render(
     // SAFETY: forwarded contract; the buffer is WHAT_CAP bytes.
     caught(|what, cap| unsafe {
         pi_hooks_barrier_render(f, user_data, message, options, result, what, cap)
+    })
+}
+
+/// Calls a command's argument completions.
+///
+/// # Safety
+/// As for [`event`]: `f` and `user_data` were registered together by a loaded plugin.
+#[inline]
+pub unsafe fn complete(
+    f: PiCompletionHandler,
+    user_data: *mut c_void,
+    prefix: PiStr,
+    result: *mut PiResult,
+) -> Result<PiStatus, String> {
+    // SAFETY: forwarded contract; the buffer is WHAT_CAP bytes.
+    caught(|what, cap| unsafe {
+        pi_hooks_barrier_complete(f, user_data, prefix, result, what, cap)
     })
 }
 

@@ -366,6 +366,38 @@ pub fn call_command(
     ))
 }
 
+/// Calls a command's argument completions with the text typed after the command's name; the
+/// outcome's result is the completions it set (a JSON array of `{value, label,
+/// description?}`), if any. `None` when the command registered no completions.
+pub fn call_completions(
+    state: &PluginState,
+    command: &Command,
+    prefix: &str,
+) -> Option<HandlerOutcome> {
+    let complete = command.complete?;
+    let scope = CallScope::new(CallKind::Command, "", PI_MODE_PRINT);
+    let prefix = CText::new(prefix);
+    Some(HandlerOutcome::from(invoke(
+        state,
+        (Activity::Command, &command.name),
+        CallContext::new(&scope, state),
+        || {},
+        |_, result| {
+            // SAFETY: the completion function and user data were registered together with the
+            // command by this plugin, which is active (checked by `invoke` under the call
+            // lock); `prefix` and `result` outlive the call.
+            unsafe {
+                exception_barrier::complete(
+                    complete,
+                    command.user_data.0,
+                    prefix.as_pi_str(),
+                    result,
+                )
+            }
+        },
+    )))
+}
+
 /// Calls a plugin's message renderer with a custom message and `{"expanded": bool}`; the
 /// outcome's result is the lines it set (a JSON array of strings), if any.
 pub fn call_renderer(

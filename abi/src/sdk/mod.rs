@@ -21,7 +21,7 @@ pub use descriptor::{StaticDescriptor, run_init};
 pub use error::{Error, Result, status_name};
 pub use events::ToolCall;
 pub use handle::{ExecOutput, LogLevel, PluginHandle};
-pub use registrar::{Registrar, ToolSpec};
+pub use registrar::{Completion, Registrar, ToolSpec};
 pub use reply::{IntoReply, Reply, ToolCallDecision};
 pub use value::{OwnedValue, Value};
 

@@ -126,6 +126,43 @@ impl Registrar {
         )
     }
 
+    /// Registers a slash command with argument completions: `completions` gets the text typed
+    /// after the command's name and returns the suggestions. The host asks for them when a
+    /// front end wants them (RPC clients: `get_command_completions`).
+    pub fn command_with_completions<F, C>(
+        &mut self,
+        name: &str,
+        description: &str,
+        handler: F,
+        completions: C,
+    ) -> Result<()>
+    where
+        F: FnMut(&str, &Context<'_>) -> Result<()> + Send + 'static,
+        C: FnMut(&str) -> Vec<Completion> + Send + 'static,
+    {
+        let data = bind(
+            self.handle,
+            WithCompletions {
+                run: handler,
+                complete: completions,
+            },
+        )?;
+        let def = PiCommandDef {
+            struct_size: size_of::<PiCommandDef>() as u32,
+            reserved: 0,
+            name: pi_str(name),
+            description: pi_str(description),
+            handler: Some(completed_command_trampoline::<F, C>),
+            complete: Some(completion_trampoline::<F, C>),
+            user_data: data,
+        };
+        // SAFETY: valid handle; `def` and its strings outlive the call (the host copies them).
+        check(
+            unsafe { (self.handle.registry().register_command)(self.handle.raw, &def) },
+            "register_command",
+        )
+    }
+
     /// Registers a tool. The handler gets the call id and the parameters and returns the
     /// result: `{"content": [...], "details"?: ..., "isError"?: bool}`.
     pub fn tool<F>(&mut self, spec: ToolSpec, handler: F) -> Result<()>
@@ -267,6 +304,69 @@ where
     // SAFETY: `args` is borrowed for the call.
     let args = unsafe { super::strings::from_pi_str(args) };
     guard(|m| ctx.set_error(m), || (bound.f)(args, &ctx))
+}
+
+/// One suggestion for a command's arguments.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Completion {
+    /// The text that replaces what was typed.
+    pub value: String,
+    /// What a list shows.
+    pub label: String,
+    /// A longer explanation, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// A command handler and its completions, bound together: the host passes one user data to
+/// both (and never calls them at the same time).
+struct WithCompletions<F, C> {
+    run: F,
+    complete: C,
+}
+
+unsafe extern "C" fn completed_command_trampoline<F, C>(
+    data: *mut c_void,
+    args: PiStr,
+    ctx: *mut PiContext,
+) -> PiStatus
+where
+    F: FnMut(&str, &Context<'_>) -> Result<()> + Send + 'static,
+    C: FnMut(&str) -> Vec<Completion> + Send + 'static,
+{
+    // SAFETY: `data` is the `Bound<WithCompletions<F, C>>` made in `command_with_completions`;
+    // the host never calls into the plugin concurrently, so this is the only reference.
+    let bound = unsafe { &mut *data.cast::<Bound<WithCompletions<F, C>>>() };
+    // SAFETY: the host passes a context valid for this call.
+    let ctx = unsafe { Context::from_raw(bound.handle.host, ctx) };
+    // SAFETY: `args` is borrowed for the call.
+    let args = unsafe { super::strings::from_pi_str(args) };
+    guard(|m| ctx.set_error(m), || (bound.f.run)(args, &ctx))
+}
+
+unsafe extern "C" fn completion_trampoline<F, C>(
+    data: *mut c_void,
+    prefix: PiStr,
+    result: *mut PiResult,
+) -> PiStatus
+where
+    F: FnMut(&str, &Context<'_>) -> Result<()> + Send + 'static,
+    C: FnMut(&str) -> Vec<Completion> + Send + 'static,
+{
+    // SAFETY: as in `completed_command_trampoline`.
+    let bound = unsafe { &mut *data.cast::<Bound<WithCompletions<F, C>>>() };
+    let host = bound.handle.host;
+    // SAFETY: `prefix` is borrowed for the call.
+    let prefix = unsafe { super::strings::from_pi_str(prefix) };
+    guard(
+        |_| {},
+        || {
+            let items =
+                serde_json::to_value((bound.f.complete)(prefix)).unwrap_or(serde_json::Value::Null);
+            // SAFETY: `result` is the host's result for this call.
+            unsafe { write_reply(host, result, super::reply::Reply::Json(items)) }
+        },
+    )
 }
 
 unsafe extern "C" fn tool_trampoline<F>(

@@ -144,6 +144,18 @@ impl AgentHandle {
             .map_err(|e| e.error)
     }
 
+    /// The argument completions of plugin command `name` for `prefix` (see
+    /// [`Runner::command_completions`]).
+    pub fn command_completions(
+        &self,
+        name: &str,
+        prefix: &str,
+    ) -> Result<Option<Vec<Value>>, String> {
+        self.runner
+            .command_completions(name, prefix)
+            .map_err(|e| e.error)
+    }
+
     /// Whether a plugin asked the host to shut down.
     pub fn shutdown_requested(&self) -> bool {
         self.shared.shutdown_requested.load(Ordering::Acquire)

@@ -65,3 +65,54 @@ impl Runner {
         }
     }
 }
+
+impl Runner {
+    /// The argument completions of the plugin command `name` for the text typed after it
+    /// (`prefix`), from the plugin whose command runs (the first registration; a built-in's
+    /// name never). `Ok(None)` when there is no such command or it registered no
+    /// completions; `Err` (also reported, event `completions`) when the call failed or gave
+    /// something other than an array.
+    pub fn command_completions(
+        &self,
+        name: &str,
+        prefix: &str,
+    ) -> Result<Option<Vec<Value>>, ExtensionError> {
+        if crate::load::is_builtin_command(name) {
+            return Ok(None);
+        }
+        let found = self.plugins().iter().find_map(|plugin| {
+            let command = plugin
+                .registrations()
+                .commands
+                .into_iter()
+                .find(|c| c.name == name)?;
+            Some((plugin.clone(), command))
+        });
+        let Some((plugin, command)) = found else {
+            return Ok(None);
+        };
+        let Some(outcome) = crate::plugin::call_completions(plugin.state(), &command, prefix)
+        else {
+            return Ok(None);
+        };
+        let fail = |error: String| {
+            let error = ExtensionError {
+                extension_path: plugin.path.clone(),
+                event: "completions".into(),
+                error,
+            };
+            self.emit_error(&error);
+            Err(error)
+        };
+        if outcome.status != pi_hooks_abi::ffi::PI_OK {
+            return fail(outcome.error_text());
+        }
+        match outcome.result {
+            None | Some(Value::Null) => Ok(Some(Vec::new())),
+            Some(Value::Array(items)) => Ok(Some(items)),
+            Some(other) => fail(format!(
+                "completions must be an array of {{value, label, description?}}, not {other}"
+            )),
+        }
+    }
+}

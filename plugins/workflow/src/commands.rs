@@ -2,6 +2,7 @@
 //! there is a UI) and `/cancel-workflow` (cancel at once; also stops a pending countdown).
 
 use pi_hooks_abi::ffi::PiStr;
+use pi_hooks_abi::sdk::Completion;
 use pi_hooks_abi::sdk::prelude::*;
 
 use crate::definitions::Definitions;
@@ -17,11 +18,15 @@ pub const CANCEL_DESCRIPTION: &str =
     "Cancel the active workflow and jump to DONE. Bypasses the not-done reminder loop.";
 
 /// Argument completions: the user-visible command names starting with `prefix`, from the
-/// global and the project workflows, as `{value, label}`.
-pub fn completions(defs: &Definitions, prefix: &str) -> Vec<serde_json::Value> {
+/// global and the project workflows (as loaded at the last session start or `/workflow`).
+pub fn completions(defs: &Definitions, prefix: &str) -> Vec<Completion> {
     defs.iter()
         .filter(|(_, d)| !d.internal && d.command_name.starts_with(prefix))
-        .map(|(_, d)| json!({"value": d.command_name, "label": d.command_name}))
+        .map(|(_, d)| Completion {
+            value: d.command_name.clone(),
+            label: d.command_name.clone(),
+            description: Some(d.name.clone()),
+        })
         .collect()
 }
 
@@ -187,9 +192,13 @@ fn cancel(plugin: &Plugin, ctx: &Context<'_>) -> Result<()> {
 /// Registers both commands.
 pub fn register(pi: &mut Registrar, plugin: &Plugin) -> Result<()> {
     let p = plugin.clone();
-    pi.command("workflow", WORKFLOW_DESCRIPTION, move |args, ctx| {
-        start(&p, args, ctx)
-    })?;
+    let known = plugin.clone();
+    pi.command_with_completions(
+        "workflow",
+        WORKFLOW_DESCRIPTION,
+        move |args, ctx| start(&p, args, ctx),
+        move |prefix| completions(&known.lock().defs, prefix.trim_start()),
+    )?;
     let p = plugin.clone();
     pi.command("cancel-workflow", CANCEL_DESCRIPTION, move |_args, ctx| {
         cancel(&p, ctx)
@@ -224,7 +233,11 @@ mod tests {
         );
         assert_eq!(
             completions(&defs, "re"),
-            [json!({"value": "review", "label": "review"})]
+            [Completion {
+                value: "review".into(),
+                label: "review".into(),
+                description: Some("Review".into()),
+            }]
         );
         assert!(completions(&defs, "inn").is_empty());
     }

@@ -336,6 +336,33 @@ impl Commands {
                     Ok(Some(reload_data(&report)))
                 });
             }
+            "get_command_completions" => {
+                let Some(command_name) = command.get("name").and_then(Value::as_str) else {
+                    return Some(Err(wrong_field(name, "name", "a string", command)));
+                };
+                let prefix = match command.get("prefix") {
+                    None | Some(Value::Null) => "",
+                    Some(Value::String(prefix)) => prefix.as_str(),
+                    Some(_) => return Some(Err(wrong_field(name, "prefix", "a string", command))),
+                };
+                let (command_name, prefix) = (command_name.to_owned(), prefix.to_owned());
+                let (agent, out, id) = (agent.clone(), self.out.clone(), id.cloned());
+                // Plugin code: on a thread that may block, not on this input task.
+                crate::runtime::handle().spawn_blocking(move || {
+                    let line = match agent.command_completions(&command_name, &prefix) {
+                        Ok(items) => success(
+                            id.as_ref(),
+                            "get_command_completions",
+                            Some(json!({ "completions": items })),
+                        ),
+                        Err(error) => {
+                            failure(id.as_ref(), Some("get_command_completions".into()), &error)
+                        }
+                    };
+                    out.line(&line);
+                });
+                return None;
+            }
             "render_message" => {
                 let Some(message) = command.get("message").filter(|m| m.is_object()) else {
                     return Some(Err(wrong_field(name, "message", "an object", command)));
