@@ -218,7 +218,18 @@ fn session_tree_rebuilds_the_state_from_the_branch_and_reloads_definitions() {
     );
     assert_eq!(reply["success"], true);
     let (run, _) = client.until(|l| l["type"] == "agent_end");
-    // The rebuilt state goes on from Coding (step 1), not from Static check (step 2).
+    // The rebuilt state goes on from Coding (step 1), not from Static check (step 2); the
+    // context says so, with the nested progress line.
+    let context = custom(&run, "workflow:context");
+    let text = context[0]["content"].as_str().unwrap_or_default();
+    assert!(
+        text.starts_with("[Workflow path: Feature Two > Implement ▸ 🛠️ Coding]\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n**Current Phase:** 🛠️ Coding\n**Progress:** Step 1 (1/2 in current scope)\n\n**All Steps:**\n  1. 📋 Planning\n▶ 2. 🛠️ Coding\n"),
+        "{text}"
+    );
     let steps = results(&run, "workflow_step");
     assert!(
         steps[0]
@@ -356,8 +367,7 @@ phases:
 
 const ONE_MD: &str = "---\nid: one\nname: One\nemoji: \"1️⃣\"\ntools:\n  blacklist: [bash, edit]\navailableProfiles: [alpha, beta]\n---\nFirst, in {phaseName} of {workflowName}.\n";
 
-const TWO_MD: &str =
-    "---\nid: two\nname: Two\nemoji: \"2️⃣\"\n---\nSecond, after {previousPhaseName}.\n";
+const TWO_MD: &str = "---\nid: two\nname: Two\nemoji: \"2️⃣\"\ntools:\n  whitelist: [read, ls]\n---\nSecond, after {previousPhaseName}.\n";
 
 #[test]
 fn custom_templates_blacklist_countdown_reminder_completion_then_case_c() {
@@ -448,7 +458,7 @@ fn custom_templates_blacklist_countdown_reminder_completion_then_case_c() {
         reminder["message"]["content"][0]["text"],
         format!("NOT DONE Gate|Two|2️⃣|Second, after One.|Ship it|{tid}|gate")
     );
-    // The reminder's run: Two has no tool list (bash runs), looping is still refused, and
+    // The reminder's run: Two's whitelist blocks bash, looping is still refused, and
     // `next` completes the workflow.
     let (run2, _) = client.until(|l| l["type"] == "agent_end");
     let context = custom(&run2, "workflow:context");
@@ -463,7 +473,11 @@ fn custom_templates_blacklist_countdown_reminder_completion_then_case_c() {
         "\n**Progress:** Step 1 (2/2 phases)\n\n**All Steps:**\n  1. 1️⃣ One\n▶ 2. 2️⃣ Two\n"
     ));
     assert!(text.ends_with("\n**Available subagent profiles for this phase:** (none)\n**All profiles:** alpha, beta\n\nADVANCE from Two to DONE with workflow_step"));
-    assert!(!results(&run2, "bash")[0].1, "bash allowed in Two");
+    assert_eq!(
+        results(&run2, "bash"),
+        [("BLOCKED Gate/Two: bash; allowed: read, ls".to_owned(), true)],
+        "the whitelist's {{allowedTools}}"
+    );
     let steps = results(&run2, "workflow_step");
     assert_eq!(
         steps,
@@ -493,6 +507,7 @@ fn custom_templates_blacklist_countdown_reminder_completion_then_case_c() {
     assert_eq!(done[0]["content"], format!("FINISHED Gate|Ship it|{tid}|2"));
     assert_eq!(done[0]["display"], true);
     assert!(custom(&run3, "workflow:context").is_empty());
+    assert!(!results(&run3, "bash")[0].1, "no workflow, no gate");
     assert!(
         !run2.iter().chain(&run3).any(is_widget),
         "no countdown once done"
@@ -692,5 +707,70 @@ fn a_second_agent_end_restarts_the_countdown() {
     );
     client.send(&json!({"id": "a", "type": "abort"}));
     client.response("a");
+    let _ = client.close();
+}
+
+#[test]
+fn a_reminder_due_while_the_user_runs_something_is_dropped() {
+    let s = Sandbox::new();
+    let root = s.project().join(".pi/workflows/solo");
+    write(
+        &root.join("workflow.yaml"),
+        "name: Solo\ncommandName: solo\ninitialMessage: \"true\"\nphases:\n  - only.md\n",
+    );
+    write(
+        &root.join("only.md"),
+        "---\nid: only\nname: Only\nemoji: \"1️⃣\"\n---\nDo it.\n",
+    );
+    // Each run runs its prompt as a bash command, then stops.
+    let turns = json!([
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "${PROMPT}"}}]},
+        {"text": "I stop here."}
+    ]);
+    let mut client = rpc(&s, &turns, &s.root().join("s.jsonl"), &[]);
+    client.send(&json!({"id": "1", "type": "prompt", "message": "/workflow solo Do it"}));
+    client.until(|l| is_widget(l) && l["widgetLines"][0] == widget_line(3).as_str());
+    client.until(|l| l["type"] == "agent_end");
+    // The user starts a run lasting longer than the grace period.
+    client.send(&json!({"id": "2", "type": "prompt", "message": "sleep 3.6"}));
+    let (_, start) = client.until(|l| l["type"] == "agent_start");
+    let _ = start;
+    let (run, _) = client.until(|l| l["type"] == "agent_end");
+    let ticks: Vec<Option<String>> = run
+        .iter()
+        .filter(|l| is_widget(l))
+        .map(|l| l["widgetLines"][0].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(
+        ticks,
+        [
+            Some(widget_line(2)),
+            Some(widget_line(1)),
+            None,
+            Some(widget_line(3))
+        ],
+        "the old countdown ran out during the run; the run's end started a new one: {run:#?}"
+    );
+    let users: Vec<&Value> = run
+        .iter()
+        .filter(|l| l["type"] == "message_end" && l["message"]["role"] == "user")
+        .collect();
+    assert_eq!(
+        users.len(),
+        1,
+        "only the user's prompt, no reminder: {users:#?}"
+    );
+    // The new countdown, with the agent idle, delivers its reminder.
+    let (_, reminder) =
+        client.until(|l| l["type"] == "message_end" && l["message"]["role"] == "user");
+    assert!(
+        reminder["message"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(
+                |t| t.starts_with("⚠️ The Solo is still active. Current phase: 1️⃣ Only.\n")
+            ),
+        "{reminder}"
+    );
+    client.send(&json!({"id": "a", "type": "abort"}));
     let _ = client.close();
 }
