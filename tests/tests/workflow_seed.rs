@@ -313,6 +313,11 @@ fn every_tool_action_answers_verbatim_and_a_tool_cancel_is_notified_at_agent_end
     );
     assert_eq!(done[0]["display"], true);
     assert!(custom(&events, "workflow:countdown").is_empty());
+    assert_eq!(
+        events.iter().filter(|e| e["type"] == "agent_start").count(),
+        2,
+        "the workflow's first message and hello; the notice (triggerTurn false) starts none"
+    );
     // Persisted: start, next, loop, next, next, next, the cancellation; case A of a
     // cancellation persists nothing more (seed 000: `persist: false`).
     let entries = states(&session);
@@ -773,4 +778,58 @@ fn a_reminder_due_while_the_user_runs_something_is_dropped() {
     );
     client.send(&json!({"id": "a", "type": "abort"}));
     let _ = client.close();
+}
+
+/// `pi-hooks run --mode json --no-session` with plugin logs at info level; stderr.
+fn run_json_stderr(s: &Sandbox, turns: &Value, prompts: &[&str]) -> String {
+    let script = s.root().join("script.json");
+    std::fs::write(&script, json!({ "turns": turns }).to_string()).expect("script");
+    let plugin = rust_plugin("workflow");
+    let mut args = vec![
+        "run",
+        "--mode",
+        "json",
+        "--no-session",
+        "--no-hooks",
+        "--script",
+        script.to_str().expect("utf-8"),
+        "-e",
+        plugin.to_str().expect("utf-8"),
+    ];
+    args.extend_from_slice(prompts);
+    let mut command = s.command(&args);
+    command.env("PI_HOOKS_LOG", "info");
+    let output = output_within(command, LIMIT);
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn without_a_ui_the_reminder_is_due_three_seconds_after_agent_end() {
+    let s = Sandbox::new();
+    let root = s.project().join(".pi/workflows/solo");
+    write(
+        &root.join("workflow.yaml"),
+        "name: Solo\ncommandName: solo\ninitialMessage: \"true\"\nphases:\n  - only.md\n",
+    );
+    write(
+        &root.join("only.md"),
+        "---\nid: only\nname: Only\nemoji: \"1️⃣\"\n---\nDo it.\n",
+    );
+    let turns = json!([
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "${PROMPT}"}}]},
+        {"text": "I stop here."}
+    ]);
+    let dropped = "[workflow] info: countdown: the agent is busy; the reminder is dropped";
+    // The next run lasts 2 s: the 3 s timer has not fired when it ends (and its end restarts
+    // the countdown, which the host's exit ends).
+    let stderr = run_json_stderr(&s, &turns, &["/workflow solo Do it", "sleep 2"]);
+    assert!(!stderr.contains("countdown:"), "{stderr}");
+    // The next run lasts 3.6 s: the timer fires during it, and the reminder is dropped.
+    let stderr = run_json_stderr(&s, &turns, &["/workflow solo Do it", "sleep 3.6"]);
+    assert_eq!(
+        stderr.lines().filter(|l| *l == dropped).count(),
+        1,
+        "{stderr}"
+    );
 }
