@@ -12,7 +12,10 @@ use std::time::{Duration, Instant};
 
 use pi_hooks_tests::rpc_client::RpcClient;
 use pi_hooks_tests::session_rpc::{close_ok, jsonl, request};
-use pi_hooks_tests::{Sandbox, c_fixture, json_lines, output_within, rust_plugin, workspace_root};
+use pi_hooks_tests::{
+    Sandbox, behave_env_var, behave_plugin, c_fixture, json_lines, output_within, read_behave_log,
+    rust_plugin, workspace_root,
+};
 use serde_json::{Value, json};
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -831,5 +834,106 @@ fn without_a_ui_the_reminder_is_due_three_seconds_after_agent_end() {
         stderr.lines().filter(|l| *l == dropped).count(),
         1,
         "{stderr}"
+    );
+}
+
+#[test]
+fn the_context_filter_keeps_the_notices_out_of_the_model_request() {
+    let s = Sandbox::new();
+    install_examples(&s);
+    let script = s.root().join("script.json");
+    std::fs::write(
+        &script,
+        json!({"turns": [{"text": "I stop here."}]}).to_string(),
+    )
+    .expect("script");
+    let plugin = rust_plugin("workflow");
+    let watcher = behave_plugin(&s.lib(), "watcher");
+    let mut command = s.command(&[
+        "run",
+        "--mode",
+        "json",
+        "--no-session",
+        "--no-hooks",
+        "--script",
+        script.to_str().expect("utf-8"),
+        "-e",
+        plugin.to_str().expect("utf-8"),
+        "-e",
+        watcher.to_str().expect("utf-8"),
+        "/workflow feature Add a greeting",
+        "/cancel-workflow",
+        "hello",
+    ]);
+    let log = s.root().join("behave.log");
+    command.env("BEHAVE_LOG", &log);
+    command.env(
+        behave_env_var("watcher"),
+        json!({"handlers": [{"event": "before_provider_request"}]}).to_string(),
+    );
+    let output = output_within(command, LIMIT);
+    assert!(output.status.success(), "{output:?}");
+    let events = json_lines(&output);
+    // Both notices reached the session (the countdown's from the first run's end, the
+    // cancellation's from /cancel-workflow) ...
+    assert_eq!(custom(&events, "workflow:countdown").len(), 1);
+    assert_eq!(custom(&events, "workflow:complete").len(), 1);
+    // ... but not the model: the requests keep the first run's hidden context and leave the
+    // two notices out.
+    let requests: Vec<Value> = read_behave_log(&log)
+        .into_iter()
+        .filter(|l| l.tag == "before_provider_request")
+        .map(|l| l.value)
+        .collect();
+    let kinds = |request: &Value| -> Vec<String> {
+        request["payload"]["messages"]
+            .as_array()
+            .expect("messages")
+            .iter()
+            .map(|m| {
+                let kind = if m["role"] == "custom" {
+                    &m["customType"]
+                } else {
+                    &m["role"]
+                };
+                kind.as_str().unwrap_or_default().to_owned()
+            })
+            .collect()
+    };
+    let all: Vec<Vec<String>> = requests.iter().map(kinds).collect();
+    // The cancellation notice is in the session before the second run and the countdown
+    // notice arrives during it (after its first answer): neither is in any request.
+    let order: Vec<String> = events
+        .iter()
+        .filter(|e| e["type"] == "message_end")
+        .map(|e| {
+            let m = &e["message"];
+            m["customType"]
+                .as_str()
+                .unwrap_or(m["role"].as_str().unwrap_or_default())
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "user",
+            "workflow:context",
+            "assistant",
+            "workflow:complete",
+            "user",
+            "assistant",
+            "workflow:countdown",
+            "assistant"
+        ]
+    );
+    assert_eq!(
+        all,
+        [
+            vec!["user", "workflow:context"],
+            vec!["user", "workflow:context", "assistant", "user"],
+            vec!["user", "workflow:context", "assistant", "user", "assistant"],
+        ],
+        "{all:#?}"
     );
 }
