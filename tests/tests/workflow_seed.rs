@@ -357,6 +357,13 @@ fn every_tool_action_answers_verbatim_and_a_tool_cancel_is_notified_at_agent_end
         "{done:#?}"
     );
     assert_eq!(states(&session).len(), 7, "still not persisted");
+    // Case A without the workflow's definition: nothing is sent.
+    std::fs::remove_dir_all(s.project().join(".pi/workflows/feature")).expect("rm");
+    let events = run_json(&s, &session, &json!([{"text": "Hi."}]), &["one", "two"]);
+    assert!(
+        custom(&events, "workflow:complete").is_empty(),
+        "{events:#?}"
+    );
 }
 
 const GATE_YAML: &str = r#"name: Gate
@@ -936,4 +943,60 @@ fn the_context_filter_keeps_the_notices_out_of_the_model_request() {
         ],
         "{all:#?}"
     );
+}
+
+#[test]
+fn the_commands_answer_with_the_original_wording() {
+    let s = Sandbox::new();
+    install_examples(&s);
+    write(
+        &s.project().join(".pi/workflows/inner/workflow.yaml"),
+        "name: Inner\nshow: workflows\ncommandName: inner\nphases:\n  - ../_shared/verify.md\n",
+    );
+    let mut client = rpc(&s, &json!([{"text": "ok"}]), &s.root().join("s.jsonl"), &[]);
+    let mut notify = |id: &str, message: &str| -> (String, String) {
+        client.send(&json!({"id": id, "type": "prompt", "message": message}));
+        let (_, n) = client.until(|l| l["method"] == "notify");
+        (
+            n["message"].as_str().unwrap_or_default().to_owned(),
+            n["notifyType"].as_str().unwrap_or_default().to_owned(),
+        )
+    };
+    assert_eq!(
+        notify("1", "/cancel-workflow"),
+        (
+            "No active workflow to cancel.".to_owned(),
+            "info".to_owned()
+        )
+    );
+    assert_eq!(
+        notify("2", "/workflow feature"),
+        (
+            "Usage: /workflow feature {description}".to_owned(),
+            "warning".to_owned()
+        )
+    );
+    assert_eq!(
+        notify("3", "/workflow nope Do it"),
+        (
+            "Unknown workflow: \"nope\". Available: feature".to_owned(),
+            "error".to_owned()
+        )
+    );
+    assert_eq!(
+        notify("4", "/workflow inner Do it"),
+        (
+            "\"inner\" is a subworkflow that can only run as part of another workflow. It cannot be started directly.".to_owned(),
+            "error".to_owned()
+        )
+    );
+    // A start names the session: the workflow's prefix and the description.
+    client
+        .send(&json!({"id": "5", "type": "prompt", "message": "/workflow feature Add a greeting"}));
+    client.until(|l| l["type"] == "agent_end");
+    let state = request(&mut client, "6", json!({"type": "get_state"}));
+    assert_eq!(state["data"]["sessionName"], "Feature: Add a greeting");
+    client.send(&json!({"id": "a", "type": "abort"}));
+    client.response("a");
+    close_ok(client);
 }
