@@ -206,6 +206,18 @@ fn a_broken_workflow_is_reported_and_the_others_load() {
         "name: X\ncommandName: x\ninitialMessage: go\n",
     )
     .expect("write");
+    // A phase with both tool lists (seed 000: exactly one of them per phase).
+    std::fs::create_dir_all(root.join("both")).expect("mkdir");
+    std::fs::write(
+        root.join("both/workflow.yaml"),
+        "name: Both\ncommandName: both\ninitialMessage: go\nphases:\n  - p.md\n",
+    )
+    .expect("write");
+    std::fs::write(
+        root.join("both/p.md"),
+        "---\nid: p\nname: P\nemoji: x\ntools:\n  blacklist: [edit]\n  whitelist: [read]\n---\nDo.\n",
+    )
+    .expect("write");
     let (events, stderr) = run_json(
         &s,
         &json!([{"toolCalls": [{"name": "workflow_step", "arguments": {"action": "status"}}]}, {"text": "ok"}]),
@@ -221,6 +233,11 @@ fn a_broken_workflow_is_reported_and_the_others_load() {
     assert!(
         stderr.lines().any(|l| l
             == format!("[workflow] warn: [pi-workflows] Missing or invalid \"phases\" array in {dir}/nophases")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.lines().any(|l| l
+            == "[workflow] warn: [pi-workflows] Skipping invalid workflow definition \"both\": Workflow \"both\", phase \"p\": cannot set both blacklist and whitelist."),
         "{stderr}"
     );
     let status = tool_text(&events, "workflow_step");

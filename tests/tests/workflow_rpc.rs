@@ -146,13 +146,13 @@ fn countdown_widget_ticks_then_reminds_and_cancel_stops_it() {
     );
     client
         .send(&json!({"id": "1", "type": "prompt", "message": "/workflow feature Add a greeting"}));
-    client.until(|l| l["type"] == "agent_end");
     let widget = |l: &Value| l["method"] == "setWidget" && l["widgetKey"] == "workflow-countdown";
     let line = |n: u32| format!("⏳ Auto-continuing in {n}s... (type anything to interrupt)");
-    // The 3s line comes during agent_end; then one line a second, then the removal.
-    let (_, three) = client.until(|l| widget(l) && l["widgetLines"][0] == line(3).as_str());
-    let _ = three;
+    // The 3s line comes from agent_end (before the host reports the end); then one line a
+    // second, then the removal.
+    client.until(|l| widget(l) && l["widgetLines"][0] == line(3).as_str());
     let started = Instant::now();
+    client.until(|l| l["type"] == "agent_end");
     client.until(|l| widget(l) && l["widgetLines"][0] == line(2).as_str());
     client.until(|l| widget(l) && l["widgetLines"][0] == line(1).as_str());
     client.until(|l| widget(l) && l.get("widgetLines").is_none());
@@ -179,8 +179,8 @@ fn countdown_widget_ticks_then_reminds_and_cancel_stops_it() {
     );
     // That run stops too: a new countdown starts (restarted, not stacked: one timer, so one
     // line per second); /cancel-workflow stops it and sends the cancellation message.
-    client.until(|l| l["type"] == "agent_end");
     client.until(|l| widget(l) && l["widgetLines"][0] == line(3).as_str());
+    client.until(|l| l["type"] == "agent_end");
     client.send(&json!({"id": "c", "type": "prompt", "message": "/cancel-workflow"}));
     let (seen, _) =
         client.until(|l| l["method"] == "notify" && l["message"] == "Workflow cancelled.");

@@ -6,6 +6,7 @@
 use std::sync::{Arc, Mutex};
 
 use pi_hooks_abi::ffi::PI_DELIVER_DEFAULT;
+use pi_hooks_abi::sdk::LogLevel;
 use pi_hooks_abi::sdk::prelude::*;
 
 /// The widget key.
@@ -50,10 +51,20 @@ pub fn stop(shared: &Shared, handle: PluginHandle, ctx: Option<&Context<'_>>) {
 }
 
 /// Sends the reminder unless the user started something meanwhile (then, as in the
-/// original, it is dropped).
+/// original, it is dropped). Either outcome is logged at info level (`PI_HOOKS_LOG=info`),
+/// which is how the countdown shows without a UI.
 fn deliver(handle: PluginHandle, ctx: &Context<'_>, reminder: &str) {
-    if ctx.is_idle() {
-        let _ = handle.send_user_message(reminder, PI_DELIVER_DEFAULT);
+    if ctx.is_idle()
+        && handle
+            .send_user_message(reminder, PI_DELIVER_DEFAULT)
+            .is_ok()
+    {
+        handle.log(LogLevel::Info, "countdown: reminder sent");
+    } else {
+        handle.log(
+            LogLevel::Info,
+            "countdown: the agent is busy; the reminder is dropped",
+        );
     }
 }
 

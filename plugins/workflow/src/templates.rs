@@ -10,8 +10,9 @@ pub const DEFAULT_ADVANCE_REMINDER: &str = "When you finish this phase, call the
 /// The default reason of a blocked tool call.
 pub const DEFAULT_BLOCK_REASON: &str = "[workflow] The tool \"{toolName}\" is blocked during the {phaseName} phase.\nRefer to the current phase instructions for allowed tools and approaches.\nWhen finished, call workflow_step to advance to the next phase.";
 
-/// The default reminder sent when the agent stops before the workflow is done.
-pub const DEFAULT_NOT_DONE_REMINDER: &str = "⚠️ The {workflowName} is still active. Current phase: {phaseEmoji} {phaseName}.\n\nYou must NOT stop yet. The workflow requires you to complete the current phase and call workflow_step to advance.\n\nCurrent phase instructions:\n{phaseInstructions}\n\nContinue working on the current phase and call workflow_step when done.";
+/// The default reminder sent when the agent stops before the workflow is done, verbatim from
+/// seed 000 (its line break after "current phase" included).
+pub const DEFAULT_NOT_DONE_REMINDER: &str = "⚠️ The {workflowName} is still active. Current phase: {phaseEmoji} {phaseName}.\n\nYou must NOT stop yet. The workflow requires you to complete the current phase\nand call workflow_step to advance.\n\nCurrent phase instructions:\n{phaseInstructions}\n\nContinue working on the current phase and call workflow_step when done.";
 
 /// The default message of a completed workflow.
 pub const DEFAULT_COMPLETION_MESSAGE: &str = "✅ **{workflowName} Complete**\n\n**Task:** {taskDescription}\n**Task ID:** {taskId}\n**Phases completed:** {phaseCount}";
