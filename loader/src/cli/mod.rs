@@ -42,6 +42,13 @@ enum Command {
     /// extension UI requests out) until stdin closes. Without --script the embedded demo
     /// script plays.
     Rpc(run::RpcArgs),
+    /// Serve mode: the plugins behind the serve protocol on stdin/stdout (a `hello` line,
+    /// then events, commands and tools in, results and plugin requests out; see
+    /// docs/serve-protocol.md) until stdin closes. Runs no agent loop of its own.
+    Serve {
+        #[command(flatten)]
+        sources: Sources,
+    },
     /// List the plugins that would load, from where, their trust state and load result.
     List {
         #[command(flatten)]
@@ -204,6 +211,7 @@ pub fn main() -> ExitCode {
         (Command::Run(_) | Command::Rpc(_), None) => {
             unreachable!("PluginFlags::split takes every run and rpc command line")
         }
+        (Command::Serve { sources }, _) => run::serve(&sources),
         (Command::List { sources, json }, _) => list(&sources, json),
         (
             Command::Inspect {

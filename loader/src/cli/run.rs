@@ -251,6 +251,24 @@ pub(super) fn rpc(args: RpcArgs, flags: &PluginFlags) -> Result<ExitCode, Comman
 
 /// The session of this run: in memory, the named file (created when missing), the most recent
 /// one of `cwd` (`--continue`), or a new file in the agent directory's sessions folder.
+/// `pi-hooks serve`: loads the plugins as the other modes do (load problems on stderr) and
+/// serves them until stdin closes.
+pub(super) fn serve(sources: &Sources) -> Result<ExitCode, CommandError> {
+    let options = sources.options()?;
+    let report = load_all(&options);
+    for line in run_load_lines(&report) {
+        write_stderr(&line);
+    }
+    let setup = crate::modes::serve::ServeSetup {
+        report,
+        cwd: sources.cwd(),
+        mode: PI_MODE_RPC,
+        discovery: options,
+    };
+    let code = crate::modes::serve::run(setup);
+    Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
 fn open_session(
     args: &SessionArgs,
     agent: &std::path::Path,

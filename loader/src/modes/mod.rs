@@ -4,3 +4,4 @@
 pub mod core;
 pub mod print;
 pub mod rpc;
+pub mod serve;

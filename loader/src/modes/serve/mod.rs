@@ -1,0 +1,223 @@
+//! Serve mode (`pi-hooks serve`): the loaded plugins behind one JSON-lines protocol on
+//! stdin/stdout, for a client (the pi bridge, an editor) that runs its own agent loop. The
+//! protocol is described in `docs/serve-protocol.md`: a `hello` line first, then the
+//! client's requests (`event`, `command`, `tool`, `reload`, `render`, `completions`) answered
+//! by `result` / `error` lines, and plugin calls that need the client going out as `request`
+//! lines ([`client_services`]).
+//!
+//! Threads: stdin is read on the host's tokio runtime and never waits; the client's requests
+//! run one after another on a worker thread, so a plugin waiting for a `response` blocks
+//! only that worker. When stdin closes, waiting plugin requests fail, the worker finishes,
+//! `session_shutdown {reason:"quit"}` goes to the plugins and the process exits 0.
+
+pub mod actions;
+pub mod client_services;
+pub mod protocol;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, channel};
+
+use serde_json::{Value, json};
+
+use super::core::LineWriter;
+use super::rpc::framing;
+use crate::discover::DiscoveryOptions;
+use crate::display::escape;
+use crate::load::LoadReport;
+use crate::runner::{Runner, RunnerConfig};
+use client_services::{ClientLink, ClientServices};
+
+/// A client request the worker runs: its id, type and the whole line.
+struct Job {
+    id: Value,
+    kind: String,
+    line: Value,
+}
+
+/// What serve mode starts from.
+pub struct ServeSetup {
+    /// Loaded plugins and settings.
+    pub report: LoadReport,
+    /// The working directory.
+    pub cwd: PathBuf,
+    /// The mode plugins see, a `PI_MODE_*`.
+    pub mode: u32,
+    /// Where the plugins were discovered (for `reload`).
+    pub discovery: DiscoveryOptions,
+}
+
+/// Writes `{"type":"error","id":…,"error":…}`.
+fn error_line(out: &LineWriter, id: &Value, error: &str) {
+    out.line(&json!({"type": "error", "id": id, "error": error}));
+}
+
+/// Runs serve mode until stdin closes; returns the exit code (0).
+pub fn run(setup: ServeSetup) -> i32 {
+    let ServeSetup {
+        report,
+        cwd,
+        mode,
+        discovery,
+    } = setup;
+    let out = LineWriter::stdout();
+    out.line(&protocol::hello(&report));
+    let (hook_timeout, tool_call_timeout) = crate::settings::timeouts(&report.settings);
+    let config = RunnerConfig {
+        cwd: cwd.to_string_lossy().into_owned(),
+        mode,
+        hook_timeout,
+        tool_call_timeout,
+        session_file: None,
+    };
+    let runner = Arc::new(Runner::new(
+        report.plugins.into_iter().map(Arc::new).collect(),
+        config.clone(),
+    ));
+    let link = ClientLink::new(out.clone());
+    runner.bind_services(Arc::new(ClientServices::new(link.clone(), config)));
+    {
+        let out = out.clone();
+        runner.on_error(Arc::new(move |error| {
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "Extension error ({}): {}",
+                escape(&error.extension_path),
+                escape(&error.error)
+            );
+            let mut line = serde_json::to_value(error).unwrap_or_default();
+            line["type"] = "extension_error".into();
+            out.line(&line);
+        }));
+    }
+    let (jobs, queue) = channel::<Job>();
+    let worker = {
+        let runner = runner.clone();
+        let out = out.clone();
+        std::thread::Builder::new()
+            .name("pi-hooks-serve".into())
+            .spawn(move || work(&runner, &out, &discovery, queue))
+    };
+    let worker = match worker {
+        Ok(worker) => worker,
+        Err(error) => {
+            eprintln!("pi-hooks: cannot start the serve worker thread: {error}");
+            return 1;
+        }
+    };
+    crate::runtime::handle().block_on(framing::read_lines(tokio::io::stdin(), |line| {
+        match line {
+            framing::Line::Text(text) => take_line(text, &out, &link, &jobs),
+            framing::Line::TooLong(bytes) => error_line(
+                &out,
+                &Value::Null,
+                &format!(
+                    "line of {bytes} bytes is longer than pi-hooks' limit of {} bytes per line; send less text per line",
+                    framing::MAX_LINE_BYTES
+                ),
+            ),
+        }
+    }));
+    // Stdin closed: plugins waiting on the client get errors, the worker ends its queue.
+    link.close();
+    drop(jobs);
+    if worker.join().is_err() {
+        eprintln!("pi-hooks: the serve worker thread panicked");
+    }
+    runner.emit(json!({"type": "session_shutdown", "reason": "quit"}));
+    crate::event_bus::drain(crate::event_bus::SHUTDOWN_DRAIN);
+    0
+}
+
+/// One input line: a `response` is handed to its waiting plugin call at once; requests go
+/// to the worker; anything else is answered with an error line.
+fn take_line(text: &str, out: &LineWriter, link: &ClientLink, jobs: &std::sync::mpsc::Sender<Job>) {
+    let line: Value = match serde_json::from_str(text) {
+        Ok(line) => line,
+        Err(error) => {
+            let message = framing::parse_error_message(text, &error);
+            error_line(
+                out,
+                &Value::Null,
+                &format!("malformed JSON line: {message}"),
+            );
+            return;
+        }
+    };
+    let id = line.get("id").cloned().unwrap_or(Value::Null);
+    let Some(kind) = line.get("type").and_then(Value::as_str) else {
+        error_line(
+            out,
+            &id,
+            "a line needs a string \"type\" (event, command, tool, reload, render, completions or response)",
+        );
+        return;
+    };
+    match kind {
+        "response" => {
+            if let Err(error) = link.resolve(&line) {
+                error_line(out, &id, &error);
+            }
+        }
+        "event" | "command" | "tool" | "reload" | "render" | "completions" => {
+            if id.is_null() {
+                error_line(
+                    out,
+                    &id,
+                    &format!("a {kind} request needs an \"id\" its result can name"),
+                );
+                return;
+            }
+            let _ = jobs.send(Job {
+                id,
+                kind: kind.to_owned(),
+                line,
+            });
+        }
+        other => error_line(
+            out,
+            &id,
+            &format!(
+                "unknown type {:?}: expected event, command, tool, reload, render, completions or response",
+                escape(other)
+            ),
+        ),
+    }
+}
+
+/// The worker: runs the client's requests in order and writes their answers.
+fn work(
+    runner: &Arc<Runner>,
+    out: &LineWriter,
+    discovery: &DiscoveryOptions,
+    queue: Receiver<Job>,
+) {
+    for Job { id, kind, line } in queue {
+        let answer = match kind.as_str() {
+            "event" => match line.get("name").and_then(Value::as_str) {
+                Some(name) => {
+                    protocol::event(runner, name, line.get("payload").unwrap_or(&Value::Null))
+                }
+                None => Err("an event request needs the event's \"name\" (a string)".into()),
+            },
+            "command" => actions::command(runner, &line),
+            "tool" => {
+                let updates = out.clone();
+                let update_id = id.clone();
+                let on_update = move |partial: Value| {
+                    updates
+                        .line(&json!({"type": "tool_update", "id": update_id, "partial": partial}));
+                };
+                actions::tool(runner, &line, &on_update)
+            }
+            "reload" => Ok(actions::reload(runner, discovery)),
+            "render" => protocol::render(runner, &line),
+            _ => protocol::completions(runner, &line),
+        };
+        match answer {
+            Ok(result) => out.line(&json!({"type": "result", "id": id, "result": result})),
+            Err(error) => error_line(out, &id, &error),
+        }
+    }
+}
