@@ -1,0 +1,326 @@
+//! `pi-hooks serve` driven over its real pipes: the `hello` line, events answered with the
+//! runner's combination rules, plugin calls that need the client going out as `request`
+//! lines and waiting for the test's `response`, bad input answered with error lines, and
+//! the shutdown when stdin closes. Plugins are the configurable `behave` fixture
+//! (tests/fixtures/behave.c) and the confirm-command example, compiled with `cc`.
+
+use pi_hooks_tests::rpc_client::RpcClient as Client;
+use pi_hooks_tests::{Sandbox, behave_command, c_example_plugin, read_behave_log};
+use serde_json::{Value, json};
+
+/// `pi-hooks serve --no-hooks --hook <behave instances>`; reads and returns the `hello`.
+fn serve(sandbox: &Sandbox, plugins: &[(&str, Value)]) -> (Client, Value) {
+    let mut client = Client::start(behave_command(sandbox, plugins, &["serve", "--no-hooks"]));
+    let hello = client.next_line();
+    (client, hello)
+}
+
+/// The answer (`result` or `error`) to the request `id`.
+fn answer(client: &mut Client, id: &str) -> Value {
+    client
+        .until(|l| (l["type"] == "result" || l["type"] == "error") && l["id"] == id)
+        .1
+}
+
+fn event(client: &mut Client, id: &str, name: &str, payload: Value) -> Value {
+    client.send(&json!({"type": "event", "id": id, "name": name, "payload": payload}));
+    answer(client, id)
+}
+
+#[test]
+fn hello_states_the_protocol_and_each_plugins_subscriptions() {
+    let sandbox = Sandbox::new();
+    let (client, hello) = serve(
+        &sandbox,
+        &[(
+            "alpha",
+            json!({"handlers": [{"event": "tool_call"}, {"event": "input"}]}),
+        )],
+    );
+    assert_eq!(hello["type"], "hello", "{hello}");
+    assert_eq!(hello["protocol"], 1);
+    assert!(
+        hello["pluginsHost"]
+            .as_str()
+            .unwrap()
+            .starts_with("pi-hooks "),
+        "{hello}"
+    );
+    let plugins = hello["plugins"].as_array().unwrap();
+    assert_eq!(plugins.len(), 1, "{hello}");
+    assert_eq!(plugins[0]["name"], "alpha");
+    assert!(
+        plugins[0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("libbehave_alpha.so")
+    );
+    let events = plugins[0]["events"].as_array().unwrap();
+    assert!(events.contains(&json!("tool_call")), "{hello}");
+    assert!(events.contains(&json!("input")), "{hello}");
+    assert_eq!(hello["errors"], json!([]));
+    let (status, _) = client.close();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn hello_lists_load_errors_and_the_example_plugins_command() {
+    let sandbox = Sandbox::new();
+    let plugin = c_example_plugin(&sandbox.lib(), "confirm-command", "confirm_command");
+    let missing = sandbox.lib().join("libmissing.so");
+    let mut client = Client::start(sandbox.command(&[
+        "serve",
+        "--no-hooks",
+        "-e",
+        plugin.to_str().unwrap(),
+        "-e",
+        missing.to_str().unwrap(),
+    ]));
+    let hello = client.next_line();
+    let commands = &hello["plugins"][0]["commands"];
+    assert!(
+        commands
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["name"] == "deploy"),
+        "{hello}"
+    );
+    let errors = hello["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{hello}");
+    assert!(
+        errors[0]["path"]
+            .as_str()
+            .unwrap()
+            .contains("libmissing.so"),
+        "{hello}"
+    );
+    client.close();
+}
+
+#[test]
+fn tool_call_is_blocked_with_the_plugins_reason_and_allowed_otherwise() {
+    let sandbox = Sandbox::new();
+    let (mut client, _) = serve(
+        &sandbox,
+        &[(
+            "gate",
+            json!({"handlers": [{"event": "tool_call", "if_contains": "rm -rf",
+                "result": {"block": true, "reason": "no rm -rf here"}}]}),
+        )],
+    );
+    let blocked = event(
+        &mut client,
+        "1",
+        "tool_call",
+        json!({"toolCallId": "t1", "toolName": "bash", "input": {"command": "rm -rf /"}}),
+    );
+    assert_eq!(
+        blocked["result"],
+        json!({"block": true, "reason": "no rm -rf here"}),
+        "{blocked}"
+    );
+    let allowed = event(
+        &mut client,
+        "2",
+        "tool_call",
+        json!({"toolCallId": "t2", "toolName": "bash", "input": {"command": "ls"}}),
+    );
+    assert_eq!(allowed["result"], json!({"block": false}), "{allowed}");
+    client.close();
+}
+
+#[test]
+fn tool_result_gives_the_patch_or_null() {
+    let sandbox = Sandbox::new();
+    let (mut client, _) = serve(
+        &sandbox,
+        &[(
+            "patcher",
+            json!({"handlers": [{"event": "tool_result", "if_contains": "secret",
+                "result": {"content": [{"type": "text", "text": "[redacted]"}]}}]}),
+        )],
+    );
+    let patched = event(
+        &mut client,
+        "1",
+        "tool_result",
+        json!({"toolCallId": "t1", "toolName": "read", "input": {},
+            "content": [{"type": "text", "text": "secret"}], "isError": false}),
+    );
+    assert_eq!(
+        patched["result"]["content"],
+        json!([{"type": "text", "text": "[redacted]"}]),
+        "{patched}"
+    );
+    assert_eq!(patched["result"]["isError"], false, "{patched}");
+    let untouched = event(
+        &mut client,
+        "2",
+        "tool_result",
+        json!({"toolCallId": "t2", "toolName": "read", "input": {},
+            "content": [{"type": "text", "text": "plain"}]}),
+    );
+    assert_eq!(untouched["result"], Value::Null, "{untouched}");
+    client.close();
+}
+
+#[test]
+fn input_transform_chains_through_plugins() {
+    let sandbox = Sandbox::new();
+    let (mut client, _) = serve(
+        &sandbox,
+        &[(
+            "rewriter",
+            json!({"handlers": [{"event": "input", "if_contains": "hello",
+                "result": {"action": "transform", "text": "rewritten"}}]}),
+        )],
+    );
+    let changed = event(
+        &mut client,
+        "1",
+        "input",
+        json!({"text": "hello", "source": "interactive"}),
+    );
+    assert_eq!(changed["result"]["action"], "transform", "{changed}");
+    assert_eq!(changed["result"]["text"], "rewritten", "{changed}");
+    let same = event(&mut client, "2", "input", json!({"text": "other"}));
+    assert_eq!(same["result"], json!({"action": "continue"}), "{same}");
+    client.close();
+}
+
+#[test]
+fn send_message_reaches_the_client_as_a_request_and_waits_for_the_response() {
+    let sandbox = Sandbox::new();
+    let message = json!({"customType": "note", "content": "from the plugin", "display": true});
+    let (mut client, _) = serve(
+        &sandbox,
+        &[(
+            "talker",
+            json!({"handlers": [{"event": "agent_end", "send_message": message}]}),
+        )],
+    );
+    client.send(
+        &json!({"type": "event", "id": "e", "name": "agent_end", "payload": {"messages": []}}),
+    );
+    let (before, request) = client.until(|l| l["type"] == "request");
+    assert!(!before.iter().any(|l| l["id"] == "e"), "{before:?}");
+    assert_eq!(request["method"], "send_message", "{request}");
+    assert_eq!(request["params"]["message"], message, "{request}");
+    assert!(
+        request["params"]["extensionPath"]
+            .as_str()
+            .unwrap()
+            .ends_with("libbehave_talker.so"),
+        "{request}"
+    );
+    client.send(&json!({"type": "response", "id": request["id"], "result": null}));
+    let done = answer(&mut client, "e");
+    assert_eq!(done["type"], "result", "{done}");
+    let log = read_behave_log(&sandbox.behave_log());
+    let status = log
+        .iter()
+        .find(|l| l.tag == "send_message:status")
+        .expect("the plugin logged the send_message status");
+    assert_eq!(
+        status.value,
+        json!(0),
+        "PI_OK after the client answered: {log:?}"
+    );
+    client.close();
+}
+
+#[test]
+fn a_plugin_dialog_is_a_ui_request_answered_by_the_client() {
+    let sandbox = Sandbox::new();
+    let plugin = c_example_plugin(&sandbox.lib(), "confirm-command", "confirm_command");
+    let mut client =
+        Client::start(sandbox.command(&["serve", "--no-hooks", "-e", plugin.to_str().unwrap()]));
+    client.next_line();
+    client.send(&json!({"type": "command", "id": "d", "name": "deploy", "args": "staging"}));
+    let (_, dialog) = client.until(|l| l["type"] == "request");
+    assert_eq!(dialog["method"], "ui", "{dialog}");
+    assert_eq!(dialog["params"]["method"], "confirm", "{dialog}");
+    assert_eq!(dialog["params"]["title"], "Deploy?", "{dialog}");
+    assert_eq!(
+        dialog["params"]["message"], "Deploy to staging?",
+        "{dialog}"
+    );
+    client.send(&json!({"type": "response", "id": dialog["id"], "result": {"confirmed": true}}));
+    let (before, done) = client.until(|l| l["id"] == "d");
+    assert_eq!(done["type"], "result", "{done}");
+    let notify = before
+        .iter()
+        .find(|l| l["type"] == "notification" && l["params"]["method"] == "notify")
+        .unwrap_or_else(|| panic!("a notify notification before the result: {before:?}"));
+    assert_eq!(
+        notify["params"]["message"], "Deploying to staging",
+        "{notify}"
+    );
+    client.close();
+}
+
+#[test]
+fn bad_lines_get_error_lines_and_the_server_goes_on() {
+    let sandbox = Sandbox::new();
+    let (mut client, _) = serve(&sandbox, &[("quiet", json!({"handlers": []}))]);
+    client.send_raw(b"this is not json\n");
+    let malformed = client.next_line();
+    assert_eq!(malformed["type"], "error", "{malformed}");
+    assert!(
+        malformed["error"]
+            .as_str()
+            .unwrap()
+            .contains("malformed JSON line"),
+        "{malformed}"
+    );
+    client.send(&json!({"type": "teleport", "id": "x"}));
+    let unknown = client.next_line();
+    assert_eq!(unknown["type"], "error");
+    assert_eq!(unknown["id"], "x");
+    assert!(
+        unknown["error"].as_str().unwrap().contains("teleport"),
+        "{unknown}"
+    );
+    client.send(&json!({"type": "response", "id": "s999", "result": true}));
+    let stray = client.next_line();
+    assert_eq!(stray["type"], "error");
+    assert!(stray["error"].as_str().unwrap().contains("s999"), "{stray}");
+    client.send(
+        &json!({"type": "event", "id": "bad", "name": "tool_call", "payload": {"toolName": 3}}),
+    );
+    let invalid = answer(&mut client, "bad");
+    assert_eq!(invalid["type"], "error", "{invalid}");
+    assert!(
+        invalid["error"].as_str().unwrap().contains("toolCallId"),
+        "{invalid}"
+    );
+    client.send(&json!({"type": "command", "id": "c", "name": "nothing-here"}));
+    let missing = answer(&mut client, "c");
+    assert_eq!(missing["type"], "error", "{missing}");
+    // Still serving.
+    let fine = event(&mut client, "ok", "input", json!({"text": "hi"}));
+    assert_eq!(fine["result"]["action"], "continue", "{fine}");
+    let (status, _) = client.close();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn stdin_closed_sends_session_shutdown_and_exits_zero() {
+    let sandbox = Sandbox::new();
+    let (client, _) = serve(
+        &sandbox,
+        &[(
+            "watcher",
+            json!({"handlers": [{"event": "session_shutdown"}]}),
+        )],
+    );
+    let (status, _) = client.close();
+    assert_eq!(status.code(), Some(0));
+    let log = read_behave_log(&sandbox.behave_log());
+    let shutdown = log
+        .iter()
+        .find(|l| l.tag == "session_shutdown")
+        .unwrap_or_else(|| panic!("no session_shutdown: {log:?}"));
+    assert_eq!(shutdown.value["reason"], "quit", "{log:?}");
+}
