@@ -324,3 +324,66 @@ fn stdin_closed_sends_session_shutdown_and_exits_zero() {
         .unwrap_or_else(|| panic!("no session_shutdown: {log:?}"));
     assert_eq!(shutdown.value["reason"], "quit", "{log:?}");
 }
+
+#[test]
+fn session_before_events_short_circuit_on_cancel() {
+    let sandbox = Sandbox::new();
+    let (mut client, _) = serve(
+        &sandbox,
+        &[
+            (
+                "keeper",
+                json!({"handlers": [{"event": "session_before_switch", "result": {"cancel": true}}]}),
+            ),
+            (
+                "later",
+                json!({"handlers": [{"event": "session_before_switch"}]}),
+            ),
+        ],
+    );
+    let cancelled = event(
+        &mut client,
+        "1",
+        "session_before_switch",
+        json!({"reason": "resume", "targetSessionFile": "/tmp/other.jsonl"}),
+    );
+    assert_eq!(cancelled["result"]["cancel"], true, "{cancelled}");
+    client.close();
+    let log = read_behave_log(&sandbox.behave_log());
+    assert!(
+        !log.iter()
+            .any(|l| l.plugin == "later" && l.tag == "session_before_switch"),
+        "the chain stopped at the cancel: {log:?}"
+    );
+}
+
+#[test]
+fn before_agent_start_and_context_answer_the_chains_results() {
+    let sandbox = Sandbox::new();
+    let replaced = json!([{"role": "user", "content": "only this", "timestamp": 1}]);
+    let (mut client, _) = serve(
+        &sandbox,
+        &[(
+            "shaper",
+            json!({"handlers": [
+                {"event": "before_agent_start", "result": {"systemPrompt": "be brief"}},
+                {"event": "context", "result": {"messages": replaced}}
+            ]}),
+        )],
+    );
+    let start = event(
+        &mut client,
+        "1",
+        "before_agent_start",
+        json!({"prompt": "hi", "systemPrompt": "base"}),
+    );
+    assert_eq!(start["result"]["systemPrompt"], "be brief", "{start}");
+    let context = event(
+        &mut client,
+        "2",
+        "context",
+        json!({"messages": [{"role": "user", "content": "a", "timestamp": 0}]}),
+    );
+    assert_eq!(context["result"]["messages"], replaced, "{context}");
+    client.close();
+}

@@ -6,6 +6,7 @@
 //! `{"type":"notification","method":"ui","params":…}` lines and wait for nothing.
 
 use std::collections::HashMap;
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Sender, channel};
 use std::sync::{Arc, Mutex};
@@ -261,6 +262,12 @@ impl HostServices for ClientServices {
     }
 
     fn report_error(&self, error: &ExtensionError) {
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "Extension error ({}): {}",
+            crate::display::escape(&error.extension_path),
+            crate::display::escape(&error.error)
+        );
         let mut line = serde_json::to_value(error).unwrap_or_default();
         line["type"] = "extension_error".into();
         self.link.out.line(&line);

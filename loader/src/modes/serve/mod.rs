@@ -8,7 +8,8 @@
 //! Threads: stdin is read on the host's tokio runtime and never waits; the client's requests
 //! run one after another on a worker thread, so a plugin waiting for a `response` blocks
 //! only that worker. When stdin closes, waiting plugin requests fail, the worker finishes,
-//! `session_shutdown {reason:"quit"}` goes to the plugins and the process exits 0.
+//! `session_shutdown {reason:"quit"}` goes to the plugins, they are retired (their timers
+//! and child processes stop) and the process exits 0.
 
 pub mod actions;
 pub mod client_services;
@@ -127,6 +128,10 @@ pub fn run(setup: ServeSetup) -> i32 {
     }
     runner.emit(json!({"type": "session_shutdown", "reason": "quit"}));
     crate::event_bus::drain(crate::event_bus::SHUTDOWN_DRAIN);
+    // What the plugins started (timers, child processes) stops with their instances.
+    for plugin in runner.plugins() {
+        plugin.retire();
+    }
     0
 }
 
@@ -165,7 +170,7 @@ fn take_line(text: &str, out: &LineWriter, link: &ClientLink, jobs: &std::sync::
                 error_line(
                     out,
                     &id,
-                    &format!("a {kind} request needs an \"id\" its result can name"),
+                    &format!("this {kind} request needs an \"id\" its result can name"),
                 );
                 return;
             }
