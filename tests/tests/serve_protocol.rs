@@ -387,3 +387,33 @@ fn before_agent_start_and_context_answer_the_chains_results() {
     assert_eq!(context["result"]["messages"], replaced, "{context}");
     client.close();
 }
+
+#[test]
+fn a_plugin_tool_runs_with_exec_served_by_serve_itself() {
+    let sandbox = Sandbox::new();
+    let plugin = c_example_plugin(&sandbox.lib(), "spawn-hook", "spawn_hook");
+    let mut client =
+        Client::start(sandbox.command(&["serve", "--no-hooks", "-e", plugin.to_str().unwrap()]));
+    let hello = client.next_line();
+    assert_eq!(hello["plugins"][0]["tools"][0]["name"], "bash", "{hello}");
+    client.send(
+        &json!({"type": "tool", "id": "t", "name": "bash", "toolCallId": "call-1",
+        "params": {"command": "echo hi; echo var=$CUSTOM_VAR; pwd"}}),
+    );
+    let done = answer(&mut client, "t");
+    assert_eq!(done["type"], "result", "{done}");
+    let project = std::fs::canonicalize(sandbox.project()).unwrap();
+    assert_eq!(
+        done["result"]["content"][0]["text"],
+        format!("hi\nvar=1\n{}\n", project.display()),
+        "{done}"
+    );
+    client.send(&json!({"type": "tool", "id": "u", "name": "no-such-tool"}));
+    let missing = answer(&mut client, "u");
+    assert_eq!(missing["type"], "error", "{missing}");
+    assert!(
+        missing["error"].as_str().unwrap().contains("no-such-tool"),
+        "{missing}"
+    );
+    client.close();
+}
