@@ -417,3 +417,19 @@ fn a_plugin_tool_runs_with_exec_served_by_serve_itself() {
     );
     client.close();
 }
+
+#[test]
+fn stdin_closed_while_a_dialog_waits_does_not_hang_and_exits_zero() {
+    let sandbox = Sandbox::new();
+    let plugin = c_example_plugin(&sandbox.lib(), "confirm-command", "confirm_command");
+    let mut client =
+        Client::start(sandbox.command(&["serve", "--no-hooks", "-e", plugin.to_str().unwrap()]));
+    client.next_line();
+    client.send(&json!({"type": "command", "id": "d", "name": "deploy", "args": ""}));
+    let (_, dialog) = client.until(|l| l["type"] == "request");
+    assert_eq!(dialog["params"]["method"], "confirm", "{dialog}");
+    // The waiting dialog answers its default, the command returns, the shutdown follows: no
+    // hang (`close` fails the test when the process does not exit within its deadline).
+    let (status, rest) = client.close();
+    assert_eq!(status.code(), Some(0), "{rest:?}");
+}
