@@ -433,3 +433,30 @@ fn stdin_closed_while_a_dialog_waits_does_not_hang_and_exits_zero() {
     let (status, rest) = client.close();
     assert_eq!(status.code(), Some(0), "{rest:?}");
 }
+
+#[test]
+fn reload_reloads_the_plugins_with_the_hot_reload_events() {
+    let sandbox = Sandbox::new();
+    let (mut client, _) = serve(
+        &sandbox,
+        &[(
+            "reloaded",
+            json!({"handlers": [{"event": "session_shutdown"}]}),
+        )],
+    );
+    client.send(&json!({"type": "reload", "id": "r"}));
+    let done = answer(&mut client, "r");
+    assert_eq!(done["type"], "result", "{done}");
+    let plugins = done["result"]["plugins"].as_array().unwrap();
+    assert_eq!(plugins.len(), 1, "{done}");
+    assert_eq!(plugins[0]["name"], "reloaded", "{done}");
+    assert_eq!(done["result"]["errors"], json!([]), "{done}");
+    let (status, _) = client.close();
+    assert_eq!(status.code(), Some(0));
+    let reasons: Vec<Value> = read_behave_log(&sandbox.behave_log())
+        .into_iter()
+        .filter(|l| l.tag == "session_shutdown")
+        .map(|l| l.value["reason"].clone())
+        .collect();
+    assert_eq!(reasons, vec![json!("reload"), json!("quit")]);
+}
