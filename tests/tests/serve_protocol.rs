@@ -460,3 +460,64 @@ fn reload_reloads_the_plugins_with_the_hot_reload_events() {
         .collect();
     assert_eq!(reasons, vec![json!("reload"), json!("quit")]);
 }
+
+/// A plugin rendering `note` messages as `["NOTE: <content>"]` (and `"(expanded)"`).
+const RENDERER: &str = r#"
+#include <stdio.h>
+#include <string.h>
+#include "pi_hooks.h"
+
+static const PiHostApi *host;
+
+static PiStatus note(void *user_data, const PiValue *message, const PiValue *options,
+                     PiResult *result) {
+    char json[512];
+    PiStr content = {NULL, 0};
+    bool expanded = false;
+    (void)user_data;
+    host->values->as_str(host->values->get(message, pi_str("content")), &content);
+    host->values->as_bool(host->values->get(options, pi_str("expanded")), &expanded);
+    if (content.len > 200) content.len = 200;
+    snprintf(json, sizeof json, expanded ? "[\"NOTE: %.*s\", \"(expanded)\"]" : "[\"NOTE: %.*s\"]",
+             (int)content.len, content.ptr);
+    return host->results->set_json(result, pi_str(json));
+}
+
+static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
+    PiRendererDef def;
+    host = h;
+    memset(&def, 0, sizeof def);
+    def.struct_size = sizeof def;
+    def.custom_type = pi_str("note");
+    def.render = note;
+    return host->registry->register_message_renderer(plugin, &def);
+}
+
+PI_HOOKS_PLUGIN("renderer", "1.0.0", "renders note messages", init, NULL);
+"#;
+
+#[test]
+fn render_gives_the_renderers_lines_and_null_for_other_types() {
+    let sandbox = Sandbox::new();
+    let plugin = pi_hooks_tests::compile_c_text(&sandbox.lib(), "renderer", RENDERER, &[]);
+    let mut client =
+        Client::start(sandbox.command(&["serve", "--no-hooks", "-e", plugin.to_str().unwrap()]));
+    let hello = client.next_line();
+    assert_eq!(hello["plugins"][0]["renderers"], json!(["note"]), "{hello}");
+    client.send(&json!({"type": "render", "id": "a", "expanded": true,
+        "message": {"role": "custom", "customType": "note", "content": "hi"}}));
+    let lines = answer(&mut client, "a");
+    assert_eq!(
+        lines["result"],
+        json!({"lines": ["NOTE: hi", "(expanded)"]}),
+        "{lines}"
+    );
+    client.send(&json!({"type": "render", "id": "b",
+        "message": {"role": "custom", "customType": "other", "content": "hi"}}));
+    let other = answer(&mut client, "b");
+    assert_eq!(other["result"], json!({"lines": null}), "{other}");
+    client.send(&json!({"type": "render", "id": "c"}));
+    let missing = answer(&mut client, "c");
+    assert_eq!(missing["type"], "error", "{missing}");
+    client.close();
+}
