@@ -5,6 +5,7 @@
 pub mod reload;
 pub mod rpc_client;
 pub mod session_rpc;
+pub mod workflow;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

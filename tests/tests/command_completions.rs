@@ -2,11 +2,10 @@
 //! addition; pi's RPC has none) asks the plugin whose command runs, through the host's
 //! exception barrier, and returns what it gives.
 
-use std::path::Path;
-
 use pi_hooks_tests::rpc_client::RpcClient;
 use pi_hooks_tests::session_rpc::request;
-use pi_hooks_tests::{Sandbox, compile_c_text, rust_plugin, workspace_root};
+use pi_hooks_tests::workflow::install_examples;
+use pi_hooks_tests::{Sandbox, compile_c_text, rust_plugin};
 use serde_json::json;
 
 const C_COMPLETER: &str = r#"
@@ -53,18 +52,6 @@ static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
 
 PI_HOOKS_PLUGIN("completer", "1.0.0", "completes its arguments", init, NULL);
 "#;
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap().flatten() {
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
 
 #[test]
 fn a_c_plugin_s_completions_reach_an_rpc_client() {
@@ -117,10 +104,7 @@ fn a_c_plugin_s_completions_reach_an_rpc_client() {
 #[test]
 fn workflow_completes_its_workflow_names_from_the_sdk() {
     let sandbox = Sandbox::new();
-    copy_dir(
-        &workspace_root().join("plugins/workflow/examples/workflows"),
-        &sandbox.project().join(".pi/workflows"),
-    );
+    install_examples(&sandbox);
     let plugin = rust_plugin("workflow");
     let mut client = RpcClient::start(sandbox.command(&[
         "rpc",

@@ -4,32 +4,13 @@
 //! as a `workflow:countdown` message, `/cancel-workflow`, and a broken `workflow.yaml`
 //! reported while the other workflows load.
 
-use std::path::Path;
 use std::time::Duration;
 
-use pi_hooks_tests::{Sandbox, json_lines, output_within, rust_plugin, workspace_root};
+use pi_hooks_tests::workflow::install_examples;
+use pi_hooks_tests::{Sandbox, json_lines, output_within, rust_plugin};
 use serde_json::{Value, json};
 
 const LIMIT: Duration = Duration::from_secs(60);
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read examples") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
-}
-
-/// The example workflows as the sandbox project's workflows.
-fn install_examples(s: &Sandbox) {
-    let from = workspace_root().join("plugins/workflow/examples/workflows");
-    copy_dir(&from, &s.project().join(".pi/workflows"));
-}
 
 /// `pi-hooks run --mode json --no-session` with the workflow plugin, `turns` and `prompts`,
 /// plugin logs at info level; returns the JSON lines and stderr.

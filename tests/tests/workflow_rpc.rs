@@ -9,27 +9,9 @@ use std::time::{Duration, Instant};
 
 use pi_hooks_tests::rpc_client::RpcClient;
 use pi_hooks_tests::session_rpc::{close_ok, jsonl, request};
-use pi_hooks_tests::{Sandbox, rust_plugin, workspace_root};
+use pi_hooks_tests::workflow::install_examples;
+use pi_hooks_tests::{Sandbox, rust_plugin};
 use serde_json::{Value, json};
-
-/// Copies the example workflows into the sandbox project's `.pi/workflows`.
-fn install_examples(s: &Sandbox) {
-    let from = workspace_root().join("plugins/workflow/examples/workflows");
-    copy_dir(&from, &s.project().join(".pi/workflows"));
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read examples") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
-}
 
 /// `pi-hooks rpc --session <session> --no-hooks --script <script> -e libworkflow.so`.
 fn rpc(s: &Sandbox, turns: &Value, session: &Path) -> RpcClient {

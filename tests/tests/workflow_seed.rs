@@ -12,32 +12,14 @@ use std::time::{Duration, Instant};
 
 use pi_hooks_tests::rpc_client::RpcClient;
 use pi_hooks_tests::session_rpc::{close_ok, jsonl, request};
+use pi_hooks_tests::workflow::install_examples;
 use pi_hooks_tests::{
     Sandbox, behave_env_var, behave_plugin, c_fixture, json_lines, output_within, read_behave_log,
-    rust_plugin, workspace_root,
+    rust_plugin,
 };
 use serde_json::{Value, json};
 
 const LIMIT: Duration = Duration::from_secs(60);
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read examples") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
-}
-
-/// The example workflows (plugins/workflow/examples/workflows) as the project's workflows.
-fn install_examples(s: &Sandbox) {
-    let from = workspace_root().join("plugins/workflow/examples/workflows");
-    copy_dir(&from, &s.project().join(".pi/workflows"));
-}
 
 fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");

@@ -1,0 +1,27 @@
+//! Helpers for the workflow plugin's tests (`tests/tests/workflow_*.rs`,
+//! `command_completions.rs`).
+
+use std::path::Path;
+
+use crate::{Sandbox, workspace_root};
+
+/// Copies the folder `from` into `to`, recursively (created as needed).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read the folder") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+/// The example workflows (plugins/workflow/examples/workflows) as the sandbox project's
+/// `.pi/workflows`.
+pub fn install_examples(s: &Sandbox) {
+    let from = workspace_root().join("plugins/workflow/examples/workflows");
+    copy_dir(&from, &s.project().join(".pi/workflows"));
+}
