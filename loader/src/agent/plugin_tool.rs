@@ -129,11 +129,7 @@ pub(super) fn is_command(runner: &Runner, text: &str) -> bool {
         return false;
     };
     let name = rest.split(char::is_whitespace).next().unwrap_or(rest);
-    !crate::load::is_builtin_command(name)
-        && runner
-            .plugins()
-            .iter()
-            .any(|p| p.registrations().commands.iter().any(|c| c.name == name))
+    !crate::load::is_builtin_command(name) && runner.find_command(name).is_some()
 }
 
 /// Runs `/name args` when a plugin registered the command `name` (first registration wins;
@@ -148,17 +144,10 @@ pub(super) fn run_command(runner: &Runner, text: &str, cwd: &Path) -> bool {
     if crate::load::is_builtin_command(name) {
         return false;
     }
-    let found = runner.plugins().iter().find_map(|plugin| {
-        let command = plugin
-            .registrations()
-            .commands
-            .into_iter()
-            .find(|c| c.name == name)?;
-        Some((plugin.state().clone(), command))
-    });
-    let Some((state, command)) = found else {
+    let Some((plugin, command)) = runner.find_command(name) else {
         return false;
     };
+    let state = plugin.state().clone();
     let scope = CallScope::new(
         CallKind::Command,
         &cwd.to_string_lossy(),

@@ -25,6 +25,7 @@
 //! no longer holds.
 
 pub mod events;
+mod lookup;
 mod render;
 mod timed;
 

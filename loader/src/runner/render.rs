@@ -22,15 +22,7 @@ impl Runner {
         let Some(custom_type) = message.get("customType").and_then(Value::as_str) else {
             return Ok(None);
         };
-        let found = self.plugins().iter().find_map(|plugin| {
-            let renderer = plugin
-                .registrations()
-                .renderers
-                .into_iter()
-                .find(|r| r.custom_type == custom_type)?;
-            Some((plugin.clone(), renderer))
-        });
-        let Some((plugin, renderer)) = found else {
+        let Some((plugin, renderer)) = self.find_renderer(custom_type) else {
             return Ok(None);
         };
         let outcome = call_renderer(
@@ -80,15 +72,7 @@ impl Runner {
         if crate::load::is_builtin_command(name) {
             return Ok(None);
         }
-        let found = self.plugins().iter().find_map(|plugin| {
-            let command = plugin
-                .registrations()
-                .commands
-                .into_iter()
-                .find(|c| c.name == name)?;
-            Some((plugin.clone(), command))
-        });
-        let Some((plugin, command)) = found else {
+        let Some((plugin, command)) = self.find_command(name) else {
             return Ok(None);
         };
         let Some(outcome) = crate::plugin::call_completions(plugin.state(), &command, prefix)

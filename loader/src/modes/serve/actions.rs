@@ -24,20 +24,17 @@ pub fn command(runner: &Runner, params: &Value) -> Result<Value, String> {
         .and_then(Value::as_str)
         .ok_or("command needs the command's \"name\" (a string, without the slash)")?;
     let args = params.get("args").and_then(Value::as_str).unwrap_or("");
-    let found = runner.plugins().iter().find_map(|plugin| {
-        let command = plugin
-            .registrations()
-            .commands
-            .into_iter()
-            .find(|c| c.name == name)?;
-        Some((plugin.state().clone(), command))
-    });
-    let Some((state, command)) = found else {
+    let Some((plugin, command)) = runner.find_command(name) else {
         return Err(format!(
             "no plugin registered the command {name:?} (see hello's commands)"
         ));
     };
-    let outcome = call_command(&state, &command, args, &scope(runner, CallKind::Command));
+    let outcome = call_command(
+        plugin.state(),
+        &command,
+        args,
+        &scope(runner, CallKind::Command),
+    );
     if outcome.status != PI_OK {
         return Err(outcome.error_text());
     }
