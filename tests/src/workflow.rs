@@ -3,7 +3,10 @@
 
 use std::path::Path;
 
-use crate::{Sandbox, workspace_root};
+use serde_json::{Value, json};
+
+use crate::rpc_client::RpcClient;
+use crate::{Sandbox, rust_plugin, workspace_root};
 
 /// Copies the folder `from` into `to`, recursively (created as needed).
 pub fn copy_dir(from: &Path, to: &Path) {
@@ -24,4 +27,26 @@ pub fn copy_dir(from: &Path, to: &Path) {
 pub fn install_examples(s: &Sandbox) {
     let from = workspace_root().join("plugins/workflow/examples/workflows");
     copy_dir(&from, &s.project().join(".pi/workflows"));
+}
+
+/// `pi-hooks rpc --session <session> --no-hooks --script <root>/script.json -e libworkflow.so
+/// -e <extra>...`, the script holding `turns`.
+pub fn rpc_with_workflow(s: &Sandbox, turns: &Value, session: &Path, extra: &[&Path]) -> RpcClient {
+    let script = s.root().join("script.json");
+    std::fs::write(&script, json!({ "turns": turns }).to_string()).expect("script");
+    let plugin = rust_plugin("workflow");
+    let mut command = s.command(&[
+        "rpc",
+        "--session",
+        session.to_str().expect("utf-8"),
+        "--no-hooks",
+        "--script",
+        script.to_str().expect("utf-8"),
+        "-e",
+        plugin.to_str().expect("utf-8"),
+    ]);
+    for plugin in extra {
+        command.args(["-e", plugin.to_str().expect("utf-8")]);
+    }
+    RpcClient::start(command)
 }

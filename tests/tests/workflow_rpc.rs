@@ -7,28 +7,15 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use pi_hooks_tests::Sandbox;
 use pi_hooks_tests::rpc_client::RpcClient;
 use pi_hooks_tests::session_rpc::{close_ok, jsonl, request};
-use pi_hooks_tests::workflow::install_examples;
-use pi_hooks_tests::{Sandbox, rust_plugin};
+use pi_hooks_tests::workflow::{install_examples, rpc_with_workflow};
 use serde_json::{Value, json};
 
-/// `pi-hooks rpc --session <session> --no-hooks --script <script> -e libworkflow.so`.
+/// `pi-hooks rpc` with the workflow plugin (tests/src/workflow.rs).
 fn rpc(s: &Sandbox, turns: &Value, session: &Path) -> RpcClient {
-    let script = s.root().join("script.json");
-    std::fs::write(&script, json!({ "turns": turns }).to_string()).expect("script");
-    let plugin = rust_plugin("workflow");
-    let command = s.command(&[
-        "rpc",
-        "--session",
-        session.to_str().expect("utf-8"),
-        "--no-hooks",
-        "--script",
-        script.to_str().expect("utf-8"),
-        "-e",
-        plugin.to_str().expect("utf-8"),
-    ]);
-    RpcClient::start(command)
+    rpc_with_workflow(s, turns, session, &[])
 }
 
 fn is_status(line: &Value, text: &str) -> bool {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use pi_hooks_tests::rpc_client::RpcClient;
 use pi_hooks_tests::session_rpc::{close_ok, jsonl, request};
-use pi_hooks_tests::workflow::install_examples;
+use pi_hooks_tests::workflow::{install_examples, rpc_with_workflow};
 use pi_hooks_tests::{
     Sandbox, behave_env_var, behave_plugin, c_fixture, json_lines, output_within, read_behave_log,
     rust_plugin,
@@ -26,26 +26,9 @@ fn write(path: &Path, text: &str) {
     std::fs::write(path, text).expect("write");
 }
 
-/// `pi-hooks rpc --session <session> --no-hooks --script <script> -e libworkflow.so -e
-/// <extra>...`.
+/// `pi-hooks rpc` with the workflow plugin and `extra` plugins (tests/src/workflow.rs).
 fn rpc(s: &Sandbox, turns: &Value, session: &Path, extra: &[&Path]) -> RpcClient {
-    let script = s.root().join("script.json");
-    std::fs::write(&script, json!({ "turns": turns }).to_string()).expect("script");
-    let plugin = rust_plugin("workflow");
-    let mut command = s.command(&[
-        "rpc",
-        "--session",
-        session.to_str().expect("utf-8"),
-        "--no-hooks",
-        "--script",
-        script.to_str().expect("utf-8"),
-        "-e",
-        plugin.to_str().expect("utf-8"),
-    ]);
-    for plugin in extra {
-        command.args(["-e", plugin.to_str().expect("utf-8")]);
-    }
-    RpcClient::start(command)
+    rpc_with_workflow(s, turns, session, extra)
 }
 
 /// `pi-hooks run --mode json --session <session>` with the workflow plugin, `turns` and

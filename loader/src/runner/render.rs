@@ -9,6 +9,17 @@ use crate::host_api::value::HostValue;
 use crate::plugin::call_renderer;
 
 impl Runner {
+    /// Reports a failed front-end call into a plugin to the error listeners and returns it.
+    fn report(&self, plugin_path: &str, event: &str, error: String) -> ExtensionError {
+        let error = ExtensionError {
+            extension_path: plugin_path.to_owned(),
+            event: event.to_owned(),
+            error,
+        };
+        self.emit_error(&error);
+        error
+    }
+
     /// The lines the plugin that registered a renderer for `message`'s `customType` first
     /// gives for it (`options` `{"expanded": expanded}`). `Ok(None)` when no plugin renders
     /// that type, or the renderer left its result empty (the default rendering applies);
@@ -31,15 +42,7 @@ impl Runner {
             &HostValue::from_json(message.clone()),
             &HostValue::from_json(json!({ "expanded": expanded })),
         );
-        let fail = |error: String| {
-            let error = ExtensionError {
-                extension_path: plugin.path.clone(),
-                event: "render".into(),
-                error,
-            };
-            self.emit_error(&error);
-            Err(error)
-        };
+        let fail = |error: String| Err(self.report(&plugin.path, "render", error));
         if outcome.status != pi_hooks_abi::ffi::PI_OK {
             return fail(outcome.error_text());
         }
@@ -79,15 +82,7 @@ impl Runner {
         else {
             return Ok(None);
         };
-        let fail = |error: String| {
-            let error = ExtensionError {
-                extension_path: plugin.path.clone(),
-                event: "completions".into(),
-                error,
-            };
-            self.emit_error(&error);
-            Err(error)
-        };
+        let fail = |error: String| Err(self.report(&plugin.path, "completions", error));
         if outcome.status != pi_hooks_abi::ffi::PI_OK {
             return fail(outcome.error_text());
         }
