@@ -20,6 +20,11 @@ fn sha_of(path: &Path) -> Option<String> {
 }
 
 fn watch(plugins: &[&Path], folders: &[PathBuf]) -> (Watcher, Seen) {
+    watch_with(plugins, folders, true)
+}
+
+/// [`watch`], with the system's file events or by polling alone.
+fn watch_with(plugins: &[&Path], folders: &[PathBuf], system_events: bool) -> (Watcher, Seen) {
     let seen: Seen = Arc::default();
     let config = WatchConfig {
         plugins: plugins
@@ -29,6 +34,7 @@ fn watch(plugins: &[&Path], folders: &[PathBuf]) -> (Watcher, Seen) {
         folders: folders.to_vec(),
         settle: Duration::from_millis(150),
         give_up: Duration::from_secs(3),
+        system_events,
     };
     let sink = Arc::clone(&seen);
     let watcher = Watcher::start(config, move |change| {
@@ -134,6 +140,45 @@ fn each_rebuild_is_reported_once_and_only_when_complete() {
 }
 
 #[test]
+fn polling_alone_sees_a_rebuild_a_new_plugin_and_a_deletion() {
+    // As on a file system that delivers no events (NFS, 9p, some container mounts).
+    let s = Sandbox::new();
+    let source = s.lib().join("plugin.c");
+    std::fs::write(&source, RELOAD_PLUGIN_C).unwrap();
+    let dir = s.root().join("build");
+    std::fs::create_dir_all(&dir).unwrap();
+    let plugin = dir.join("plugin.so");
+    compile_c(&source, &plugin, &["-DVERSION=1"]);
+    let folder = s.agent_dir().join("hooks");
+    std::fs::create_dir_all(&folder).unwrap();
+    let (watcher, seen) = watch_with(&[&plugin], std::slice::from_ref(&folder), false);
+    assert_eq!(
+        watcher.watched(),
+        Vec::<PathBuf>::new(),
+        "no system watches"
+    );
+
+    // Built beside and renamed over the file, as a linker does.
+    compile_c(&source, &dir.join("next.so"), &["-DVERSION=2"]);
+    std::fs::rename(dir.join("next.so"), &plugin).unwrap();
+    let got = settle_on(&seen, 1);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].0, Change::Modified(plugin.clone()));
+    assert_eq!(got[0].1, sha_of(&plugin));
+
+    let added = std::fs::canonicalize(&folder).unwrap().join("new.so");
+    compile_c(&source, &added, &["-DVERSION=3"]);
+    let got = settle_on(&seen, 1);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].0, Change::Added(added));
+
+    std::fs::remove_file(&plugin).unwrap();
+    let got = settle_on(&seen, 1);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].0, Change::Removed(plugin));
+}
+
+#[test]
 fn a_broken_build_that_stays_broken_is_reported_after_the_wait() {
     let s = Sandbox::new();
     let source = s.lib().join("plugin.c");
@@ -146,6 +191,7 @@ fn a_broken_build_that_stays_broken_is_reported_after_the_wait() {
         folders: Vec::new(),
         settle: Duration::from_millis(100),
         give_up: Duration::from_millis(800),
+        system_events: true,
     };
     let sink = Arc::clone(&seen);
     let started = Instant::now();

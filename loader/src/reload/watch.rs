@@ -33,6 +33,13 @@
 //! A discovery folder that does not exist yet is waited for: its nearest existing parent
 //! is watched, and once the folder appears it is watched too and the library files already
 //! in it are decided like new ones.
+//!
+//! Events can be missed: network and virtual file systems (NFS, 9p, some container and VM
+//! mounts) deliver none, and a system out of inotify instances or watches refuses new
+//! ones. So the deciding thread also polls, every [`POLL`]: it compares the stat of every
+//! known plugin file and the library files of the discovery folders with what it saw last,
+//! and a difference marks the path pending exactly as an event would. When the system
+//! watcher cannot be created at all, polling alone does the job (with [`POLL`]'s latency).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -83,6 +90,10 @@ pub struct WatchConfig {
     /// How long a quiet file that fails the library checks waits before it is reported
     /// anyway (so a broken build is shown). Default 3 s.
     pub give_up: Duration,
+    /// Whether to use the system's file events (inotify, FSEvents, ReadDirectoryChangesW)
+    /// besides polling. Default true; false polls alone, every [`POLL`] (for file systems
+    /// that deliver no events).
+    pub system_events: bool,
 }
 
 /// The default settle window.
@@ -90,6 +101,9 @@ pub const DEFAULT_SETTLE: Duration = Duration::from_millis(150);
 
 /// The default wait before a quiet, broken file is reported anyway.
 pub const DEFAULT_GIVE_UP: Duration = Duration::from_secs(3);
+
+/// How often the files are also compared by polling (see the module documentation).
+pub const POLL: Duration = Duration::from_millis(500);
 
 impl WatchConfig {
     /// Watches what `runner` runs (each plugin's file, with the SHA-256 of its loaded bytes)
@@ -104,6 +118,7 @@ impl WatchConfig {
             folders: discovery_folders(options),
             settle: DEFAULT_SETTLE,
             give_up: DEFAULT_GIVE_UP,
+            system_events: true,
         }
     }
 }
@@ -232,22 +247,28 @@ struct Known {
 
 impl Watcher {
     /// Starts watching; `on_change` gets every decision, on the watcher's thread, in order.
-    /// Fails when the system watcher cannot be created; a folder that cannot be watched is
-    /// skipped.
+    /// A folder the system watcher cannot watch (or no system watcher at all) is covered by
+    /// polling alone. Fails only when the deciding thread cannot be started.
     pub fn start(
         config: WatchConfig,
         on_change: impl FnMut(Change) + Send + 'static,
     ) -> Result<Watcher, String> {
         let (wake, events) = channel::<Option<PathBuf>>();
         let forward = wake.clone();
-        let mut inner = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-            if let Ok(event) = event {
-                for path in event.paths {
-                    let _ = forward.send(Some(path));
-                }
-            }
-        })
-        .map_err(|e| format!("cannot start watching plugin files: {e}"))?;
+        // Without a system watcher (out of inotify instances, say), polling alone decides.
+        let mut inner = config
+            .system_events
+            .then(|| {
+                notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                    if let Ok(event) = event {
+                        for path in event.paths {
+                            let _ = forward.send(Some(path));
+                        }
+                    }
+                })
+                .ok()
+            })
+            .flatten();
         let mut folders: Vec<PathBuf> = Vec::new();
         for (path, _) in &config.plugins {
             if let Some(parent) = key(path).parent() {
@@ -267,7 +288,9 @@ impl Watcher {
         folders.dedup();
         let mut watched = Vec::new();
         for folder in folders {
-            if inner.watch(&folder, RecursiveMode::NonRecursive).is_ok() {
+            if let Some(inner) = inner.as_mut()
+                && inner.watch(&folder, RecursiveMode::NonRecursive).is_ok()
+            {
                 watched.push(folder);
             }
         }
@@ -281,7 +304,7 @@ impl Watcher {
             missing: missing.into_iter().cloned().collect(),
         };
         let shared = Folders {
-            inner: Arc::new(Mutex::new(Some(inner))),
+            inner: Arc::new(Mutex::new(inner)),
             watched: Arc::new(Mutex::new(watched)),
         };
         let (inner, watched) = (Arc::clone(&shared.inner), Arc::clone(&shared.watched));
@@ -335,14 +358,17 @@ fn decide_loop(
     stop: Arc<AtomicBool>,
     mut on_change: impl FnMut(Change),
 ) {
+    let mut seen = snapshot(&known);
     let known = Mutex::new(known);
     let mut pending: HashMap<PathBuf, Pending> = HashMap::new();
     let tick = (settle / 4).clamp(Duration::from_millis(5), Duration::from_millis(50));
+    let mut next_poll = Instant::now() + POLL;
     while !stop.load(Ordering::Acquire) {
+        let until_poll = next_poll.saturating_duration_since(Instant::now());
         let wait = if pending.is_empty() {
-            Duration::from_secs(3600)
+            until_poll
         } else {
-            tick
+            tick.min(until_poll)
         };
         match events.recv_timeout(wait) {
             Ok(Some(path)) => {
@@ -380,6 +406,29 @@ fn decide_loop(
             return;
         }
         let now = Instant::now();
+        if now >= next_poll {
+            next_poll = now + POLL;
+            let mut known_now = known.lock().unwrap_or_else(|e| e.into_inner());
+            if !known_now.missing.is_empty() {
+                look_for_missing(&mut known_now, &folders);
+            }
+            let current = snapshot(&known_now);
+            drop(known_now);
+            for (path, now_stat) in &current {
+                if seen.get(path) != Some(now_stat) && !pending.contains_key(path) {
+                    pending.insert(
+                        path.clone(),
+                        Pending {
+                            last_event: now,
+                            stat: *now_stat,
+                            quiet_since: now,
+                            failed_at: None,
+                        },
+                    );
+                }
+            }
+            seen = current;
+        }
         let mut decided = Vec::new();
         for (path, entry) in pending.iter_mut() {
             let current = stat(path);
@@ -405,11 +454,35 @@ fn decide_loop(
         }
         for (path, change) in decided {
             pending.remove(&path);
+            // Decided: the next poll compares with this state.
+            seen.insert(path.clone(), stat(&path));
             if let Some(change) = change {
                 on_change(change);
             }
         }
     }
+}
+
+/// What polling compares: the stat of every known plugin file (`None`: gone) and of every
+/// library file in the known discovery folders.
+fn snapshot(known: &Known) -> HashMap<PathBuf, Option<Stat>> {
+    let mut files: HashMap<PathBuf, Option<Stat>> = known
+        .plugins
+        .keys()
+        .map(|path| (path.clone(), stat(path)))
+        .collect();
+    for folder in &known.folders {
+        let Ok(entries) = std::fs::read_dir(folder) else {
+            continue;
+        };
+        for path in entries.flatten().map(|e| folder.join(e.file_name())) {
+            if has_library_suffix(&path) && !files.contains_key(&path) {
+                let now = stat(&path);
+                files.insert(path, now);
+            }
+        }
+    }
+    files
 }
 
 /// Watches the missing discovery folders that exist now (returning the library files
@@ -423,7 +496,9 @@ fn look_for_missing(known: &mut Known, folders: &Folders) -> Vec<PathBuf> {
             .then(|| std::fs::canonicalize(&folder).ok())
             .flatten();
         match resolved {
-            Some(resolved) if folders.watch(&resolved) => {
+            Some(resolved) => {
+                // Polled even when the system watcher refuses it.
+                folders.watch(&resolved);
                 if let Ok(entries) = std::fs::read_dir(&resolved) {
                     found.extend(
                         entries
