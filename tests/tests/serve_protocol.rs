@@ -521,3 +521,203 @@ fn render_gives_the_renderers_lines_and_null_for_other_types() {
     assert_eq!(missing["type"], "error", "{missing}");
     client.close();
 }
+
+/// Sends `request` and answers the plugin's `is_idle` requests (true) until its answer.
+fn answering_is_idle(client: &mut Client, request: Value) -> Value {
+    let id = request["id"].clone();
+    client.send(&request);
+    loop {
+        let line = client.next_line();
+        if line["type"] == "request" && line["method"] == "is_idle" {
+            client.send(&json!({"type": "response", "id": line["id"], "result": true}));
+        } else if (line["type"] == "result" || line["type"] == "error") && line["id"] == id {
+            return line;
+        }
+    }
+}
+
+#[test]
+fn an_event_s_context_sets_the_session_file_and_whether_plugins_have_a_ui() {
+    let sandbox = Sandbox::new();
+    let (mut client, _) = serve(
+        &sandbox,
+        &[(
+            "ctx",
+            json!({"handlers": [{"event": "agent_start", "log_ctx": true}]}),
+        )],
+    );
+    let start = |id: &str, context: Value| json!({"type": "event", "id": id, "name": "agent_start", "payload": {}, "context": context});
+    answering_is_idle(&mut client, start("1", Value::Null));
+    let set = answering_is_idle(
+        &mut client,
+        start("2", json!({"sessionFile": "/s/one.jsonl", "hasUI": false})),
+    );
+    assert_eq!(set["type"], "result", "{set}");
+    // What a context set stays until another context changes it.
+    answering_is_idle(&mut client, start("3", Value::Null));
+    answering_is_idle(
+        &mut client,
+        start("4", json!({"sessionFile": null, "hasUI": true})),
+    );
+    let bad = answering_is_idle(&mut client, start("5", json!({"hasUI": "yes"})));
+    assert_eq!(bad["type"], "error", "{bad}");
+    assert_eq!(bad["error"], "context.hasUI must be a boolean, got \"yes\"");
+    client.close();
+    let seen: Vec<(Value, Value)> = read_behave_log(&sandbox.behave_log())
+        .into_iter()
+        .filter(|l| l.tag == "agent_start:ctx")
+        .map(|l| (l.value["sessionFile"].clone(), l.value["hasUI"].clone()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (Value::Null, json!(true)),
+            (json!("/s/one.jsonl"), json!(false)),
+            (json!("/s/one.jsonl"), json!(false)),
+            (Value::Null, json!(true)),
+        ]
+    );
+}
+
+/// A plugin with the boolean flag `plan` that notifies `plan=<value>` in `session_start`.
+const FLAGGED: &str = r#"
+#include <stdio.h>
+#include <string.h>
+#include "pi_hooks.h"
+
+static const PiHostApi *host;
+static PiPlugin *self;
+
+static PiStatus on_start(void *u, const PiValue *event, PiContext *ctx, PiResult *result) {
+    PiValue *value = NULL;
+    PiStr json = pi_str("null");
+    char text[64];
+    (void)u; (void)event; (void)result;
+    host->actions->get_flag(self, pi_str("plan"), &value);
+    if (value != NULL) host->values->to_json(value, &json);
+    snprintf(text, sizeof text, "plan=%.*s", (int)json.len, json.ptr);
+    if (value != NULL) host->values->free(value);
+    return host->ui->notify(ctx, pi_str(text), PI_NOTIFY_INFO);
+}
+
+static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
+    PiFlagDef flag;
+    host = h;
+    self = plugin;
+    memset(&flag, 0, sizeof flag);
+    flag.struct_size = sizeof flag;
+    flag.kind = PI_FLAG_BOOLEAN;
+    flag.name = pi_str("plan");
+    flag.description = pi_str("Start in plan mode");
+    flag.default_json = pi_str("false");
+    host->registry->register_flag(plugin, &flag);
+    return host->registry->on(plugin, pi_str("session_start"), on_start, NULL);
+}
+
+PI_HOOKS_PLUGIN("flagged", "1.0.0", "has a flag", init, NULL);
+"#;
+
+#[test]
+fn flags_give_the_plugins_flag_values_from_the_client_s_command_line() {
+    let sandbox = Sandbox::new();
+    let plugin = pi_hooks_tests::compile_c_text(&sandbox.lib(), "flagged", FLAGGED, &[]);
+    let mut client =
+        Client::start(sandbox.command(&["serve", "--no-hooks", "-e", plugin.to_str().unwrap()]));
+    let hello = client.next_line();
+    assert_eq!(
+        hello["plugins"][0]["flags"],
+        json!([{"name": "plan", "type": "boolean", "description": "Start in plan mode", "default": false}])
+    );
+    let plan = |client: &mut Client, id: &str| {
+        client.send(&json!({"type": "event", "id": id, "name": "session_start",
+            "payload": {"reason": "startup"}}));
+        let (lines, _) = client.until(|l| l["type"] == "result" && l["id"] == id);
+        lines
+            .iter()
+            .find(|l| l["method"] == "ui")
+            .map(|l| l["params"]["message"].clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(plan(&mut client, "1"), "plan=false");
+    client.send(&json!({"type": "flags", "id": "f", "values": {"plan": true}}));
+    assert_eq!(answer(&mut client, "f")["result"], json!({}));
+    assert_eq!(plan(&mut client, "2"), "plan=true");
+    client.send(&json!({"type": "flags", "id": "g", "values": {"plan": 3}}));
+    let bad = answer(&mut client, "g");
+    assert_eq!(
+        bad["error"],
+        "flag \"plan\": a value must be a boolean or a string, got 3"
+    );
+    client.close();
+}
+
+#[test]
+fn reload_of_one_plugin_leaves_the_others_and_describes_the_set() {
+    let sandbox = Sandbox::new();
+    let (mut client, _) = serve(
+        &sandbox,
+        &[
+            (
+                "first",
+                json!({"handlers": [{"event": "session_shutdown"}]}),
+            ),
+            (
+                "second",
+                json!({"handlers": [{"event": "session_shutdown"}, {"event": "tool_call"}]}),
+            ),
+        ],
+    );
+    client.send(&json!({"type": "reload", "id": "r", "plugin": "second"}));
+    let done = answer(&mut client, "r");
+    assert_eq!(done["type"], "result", "{done}");
+    let plugins = done["result"]["plugins"].as_array().unwrap();
+    assert_eq!(plugins.len(), 2, "{done}");
+    assert_eq!(plugins[1]["name"], "second");
+    assert_eq!(
+        plugins[1]["events"],
+        json!(["session_shutdown", "tool_call"])
+    );
+    client.send(&json!({"type": "reload", "id": "x", "plugin": "nobody"}));
+    let missing = answer(&mut client, "x");
+    assert_eq!(
+        missing["error"],
+        "no loaded plugin has the path or name \"nobody\" (see hello's plugins)"
+    );
+    client.close();
+    let shutdowns: Vec<(String, Value)> = read_behave_log(&sandbox.behave_log())
+        .into_iter()
+        .filter(|l| l.tag == "session_shutdown")
+        .map(|l| (l.plugin, l.value["reason"].clone()))
+        .collect();
+    assert_eq!(
+        shutdowns,
+        [
+            ("second".to_owned(), json!("reload")),
+            ("first".to_owned(), json!("quit")),
+            ("second".to_owned(), json!("quit")),
+        ]
+    );
+}
+
+#[test]
+fn a_session_shutdown_from_the_client_is_the_only_one_the_plugins_get() {
+    let sandbox = Sandbox::new();
+    let (mut client, _) = serve(
+        &sandbox,
+        &[("once", json!({"handlers": [{"event": "session_shutdown"}]}))],
+    );
+    event(
+        &mut client,
+        "1",
+        "session_shutdown",
+        json!({"reason": "reload"}),
+    );
+    let (status, _) = client.close();
+    assert_eq!(status.code(), Some(0));
+    let reasons: Vec<Value> = read_behave_log(&sandbox.behave_log())
+        .into_iter()
+        .filter(|l| l.tag == "session_shutdown")
+        .map(|l| l.value["reason"].clone())
+        .collect();
+    assert_eq!(reasons, [json!("reload")]);
+}

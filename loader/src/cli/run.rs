@@ -249,8 +249,6 @@ pub(super) fn rpc(args: RpcArgs, flags: &PluginFlags) -> Result<ExitCode, Comman
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
 }
 
-/// The session of this run: in memory, the named file (created when missing), the most recent
-/// one of `cwd` (`--continue`), or a new file in the agent directory's sessions folder.
 /// `pi-hooks serve`: loads the plugins as the other modes do (load problems on stderr) and
 /// serves them until stdin closes.
 pub(super) fn serve(sources: &Sources) -> Result<ExitCode, CommandError> {
@@ -269,6 +267,8 @@ pub(super) fn serve(sources: &Sources) -> Result<ExitCode, CommandError> {
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
 }
 
+/// The session of this run: in memory, the named file (created when missing), the most recent
+/// one of `cwd` (`--continue`), or a new file in the agent directory's sessions folder.
 fn open_session(
     args: &SessionArgs,
     agent: &std::path::Path,

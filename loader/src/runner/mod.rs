@@ -31,7 +31,7 @@ mod timed;
 
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -208,6 +208,8 @@ pub struct Runner {
     config: RunnerConfig,
     /// The session file plugins see (changes with a new session).
     session_file: RwLock<Option<String>>,
+    /// The mode plugins see (a `PI_MODE_*`; a serve client may change it).
+    mode: AtomicU32,
     workers: timed::Workers,
 }
 
@@ -248,6 +250,7 @@ impl Runner {
             listeners: Mutex::new(Vec::new()),
             next_listener: AtomicU64::new(1),
             session_file: RwLock::new(config.session_file.clone()),
+            mode: AtomicU32::new(config.mode),
             config,
             workers: timed::Workers::default(),
         }
@@ -332,7 +335,21 @@ impl Runner {
     pub fn config(&self) -> RunnerConfig {
         let mut config = self.config.clone();
         config.session_file = self.session_file();
+        config.mode = self.mode();
         config
+    }
+
+    /// The mode plugins see (a `PI_MODE_*`).
+    pub fn mode(&self) -> u32 {
+        self.mode.load(Ordering::Relaxed)
+    }
+
+    /// Sets the mode plugins see from the next dispatch on (whether they have a UI follows
+    /// from it); a serve client whose own mode differs sets it.
+    pub fn set_mode(&self, mode: u32) {
+        if self.mode.swap(mode, Ordering::Relaxed) != mode {
+            self.rescope();
+        }
     }
 
     /// The session file plugins see.
@@ -345,7 +362,14 @@ impl Runner {
 
     /// Sets the session file plugins see from the next dispatch on (a new session).
     pub fn set_session_file(&self, path: Option<String>) {
-        let scope = CallScope::new(CallKind::Event, &self.config.cwd, self.config.mode)
+        *self.session_file.write().unwrap_or_else(|e| e.into_inner()) = path;
+        self.rescope();
+    }
+
+    /// Rebuilds the shared event scope from the current mode and session file.
+    fn rescope(&self) {
+        let path = self.session_file();
+        let scope = CallScope::new(CallKind::Event, &self.config.cwd, self.mode())
             .with_session_file(path.as_deref());
         let scope = Arc::new(scope);
         self.current.rcu(|now| {
@@ -355,7 +379,6 @@ impl Runner {
                 scope: Arc::clone(&scope),
             }
         });
-        *self.session_file.write().unwrap_or_else(|e| e.into_inner()) = path;
     }
 
     /// Binds the session services every plugin's actions use (a mode does this once);
@@ -422,7 +445,7 @@ impl Runner {
     /// A fresh scope of `kind` (for dispatches that change their scope).
     pub(crate) fn new_scope(&self, kind: CallKind) -> Arc<CallScope> {
         Arc::new(
-            CallScope::new(kind, &self.config.cwd, self.config.mode)
+            CallScope::new(kind, &self.config.cwd, self.mode())
                 .with_session_file(self.session_file().as_deref()),
         )
     }

@@ -11,6 +11,8 @@ use crate::host_api::value::HostValue;
 use crate::plugin::{call_command, call_tool};
 use crate::runner::Runner;
 
+use super::protocol::describe;
+
 fn scope(runner: &Runner, kind: CallKind) -> CallScope {
     let config = runner.config();
     CallScope::new(kind, &config.cwd, config.mode)
@@ -84,16 +86,66 @@ pub fn tool(
     Ok(outcome.result.unwrap_or(Value::Null))
 }
 
-/// `reload`: every plugin again (the hot-reload semantics); the result lists the plugins
-/// now loaded, the load errors and the unloaded paths.
-pub fn reload(runner: &Runner, options: &DiscoveryOptions) -> Value {
-    let report = runner.reload_all(options);
-    json!({
-        "plugins": report.plugins.iter().map(|(plugin, _)| json!({
-            "name": plugin.name(),
-            "path": plugin.path,
-        })).collect::<Vec<_>>(),
-        "errors": report.errors.iter().map(|e| json!({"path": e.path, "error": e.error})).collect::<Vec<_>>(),
-        "unloaded": report.unloaded,
-    })
+/// `reload` (`plugin`: one plugin's path or name; without it, every plugin) with the
+/// hot-reload semantics. The result describes the plugins loaded now as `hello` does, and
+/// lists the load errors and the unloaded paths; a failed one-plugin reload is an error
+/// naming what still runs.
+pub fn reload(
+    runner: &Runner,
+    options: &DiscoveryOptions,
+    params: &Value,
+) -> Result<Value, String> {
+    let (errors, unloaded) = match params.get("plugin") {
+        None | Some(Value::Null) => {
+            let report = runner.reload_all(options);
+            let errors: Vec<Value> = report
+                .errors
+                .iter()
+                .map(|e| json!({"path": e.path, "error": e.error}))
+                .collect();
+            (errors, report.unloaded)
+        }
+        Some(Value::String(wanted)) => {
+            let Some(plugin) = runner
+                .plugins()
+                .into_iter()
+                .find(|p| p.path == *wanted || p.name() == wanted)
+            else {
+                return Err(format!(
+                    "no loaded plugin has the path or name {wanted:?} (see hello's plugins)"
+                ));
+            };
+            runner
+                .reload_plugin(std::path::Path::new(&plugin.path), options)
+                .map_err(|error| error.to_string())?;
+            (Vec::new(), Vec::new())
+        }
+        Some(other) => {
+            return Err(format!(
+                "reload's \"plugin\" must be a plugin's path or name (a string), got {other}"
+            ));
+        }
+    };
+    Ok(json!({
+        "plugins": runner.plugins().iter().map(|p| describe(p)).collect::<Vec<_>>(),
+        "errors": errors,
+        "unloaded": unloaded,
+    }))
+}
+
+/// `flags` `{values: {name: value}}`: the values the client's command line gave the
+/// plugins' flags (what `get_flag` answers from now on); `{}`.
+pub fn flags(params: &Value) -> Result<Value, String> {
+    let Some(values) = params.get("values").and_then(Value::as_object) else {
+        return Err("flags needs \"values\": an object of flag name to value".into());
+    };
+    for (name, value) in values {
+        if !matches!(value, Value::Bool(_) | Value::String(_)) {
+            return Err(format!(
+                "flag {name:?}: a value must be a boolean or a string, got {value}"
+            ));
+        }
+    }
+    crate::registry::set_flag_values(values.iter().map(|(k, v)| (k.clone(), v.clone())).collect());
+    Ok(json!({}))
 }

@@ -18,7 +18,10 @@ pub mod protocol;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, channel};
+
+use pi_hooks_abi::ffi::{PI_MODE_PRINT, PI_MODE_RPC};
 
 use serde_json::{Value, json};
 
@@ -93,12 +96,14 @@ pub fn run(setup: ServeSetup) -> i32 {
         }));
     }
     let (jobs, queue) = channel::<Job>();
+    let shut_down = Arc::new(AtomicBool::new(false));
     let worker = {
         let runner = runner.clone();
+        let shut_down = Arc::clone(&shut_down);
         let out = out.clone();
         std::thread::Builder::new()
             .name("pi-hooks-serve".into())
-            .spawn(move || work(&runner, &out, &discovery, queue))
+            .spawn(move || work(&runner, &out, &discovery, queue, &shut_down))
     };
     let worker = match worker {
         Ok(worker) => worker,
@@ -126,7 +131,9 @@ pub fn run(setup: ServeSetup) -> i32 {
     if worker.join().is_err() {
         eprintln!("pi-hooks: the serve worker thread panicked");
     }
-    runner.emit(json!({"type": "session_shutdown", "reason": "quit"}));
+    if !shut_down.load(Ordering::Relaxed) {
+        runner.emit(json!({"type": "session_shutdown", "reason": "quit"}));
+    }
     crate::event_bus::drain(crate::event_bus::SHUTDOWN_DRAIN);
     // What the plugins started (timers, child processes) stops with their instances.
     for plugin in runner.plugins() {
@@ -155,7 +162,7 @@ fn take_line(text: &str, out: &LineWriter, link: &ClientLink, jobs: &std::sync::
         error_line(
             out,
             &id,
-            "a line needs a string \"type\" (event, command, tool, reload, render, completions or response)",
+            "a line needs a string \"type\" (event, command, tool, reload, render, completions, flags or response)",
         );
         return;
     };
@@ -165,7 +172,7 @@ fn take_line(text: &str, out: &LineWriter, link: &ClientLink, jobs: &std::sync::
                 error_line(out, &id, &error);
             }
         }
-        "event" | "command" | "tool" | "reload" | "render" | "completions" => {
+        "event" | "command" | "tool" | "reload" | "render" | "completions" | "flags" => {
             if id.is_null() {
                 error_line(
                     out,
@@ -184,11 +191,43 @@ fn take_line(text: &str, out: &LineWriter, link: &ClientLink, jobs: &std::sync::
             out,
             &id,
             &format!(
-                "unknown type {:?}: expected event, command, tool, reload, render, completions or response",
+                "unknown type {:?}: expected event, command, tool, reload, render, completions, flags or response",
                 escape(other)
             ),
         ),
     }
+}
+
+/// Applies a request's `context` (`sessionFile`, `hasUI`) to what plugins see from now on.
+fn apply_context(runner: &Runner, context: Option<&Value>) -> Result<(), String> {
+    let Some(context) = context.filter(|c| !c.is_null()) else {
+        return Ok(());
+    };
+    if !context.is_object() {
+        return Err(format!("context must be an object, got {context}"));
+    }
+    if let Some(file) = context.get("sessionFile") {
+        let file = match file {
+            Value::Null => None,
+            Value::String(file) => Some(file.clone()),
+            other => {
+                return Err(format!(
+                    "context.sessionFile must be a string or null, got {other}"
+                ));
+            }
+        };
+        if runner.session_file() != file {
+            runner.set_session_file(file);
+        }
+    }
+    match context.get("hasUI") {
+        None | Some(Value::Null) => {}
+        Some(Value::Bool(has_ui)) => {
+            runner.set_mode(if *has_ui { PI_MODE_RPC } else { PI_MODE_PRINT })
+        }
+        Some(other) => return Err(format!("context.hasUI must be a boolean, got {other}")),
+    }
+    Ok(())
 }
 
 /// The worker: runs the client's requests in order and writes their answers.
@@ -197,15 +236,28 @@ fn work(
     out: &LineWriter,
     discovery: &DiscoveryOptions,
     queue: Receiver<Job>,
+    shut_down: &AtomicBool,
 ) {
     for Job { id, kind, line } in queue {
+        if let Err(error) = apply_context(runner, line.get("context")) {
+            error_line(out, &id, &error);
+            continue;
+        }
         let answer = match kind.as_str() {
             "event" => match line.get("name").and_then(Value::as_str) {
                 Some(name) => {
+                    // The client's own session_shutdown stands for the one stdin's end
+                    // would send (a plugin gets one per session).
+                    match name {
+                        "session_shutdown" => shut_down.store(true, Ordering::Relaxed),
+                        "session_start" => shut_down.store(false, Ordering::Relaxed),
+                        _ => {}
+                    }
                     protocol::event(runner, name, line.get("payload").unwrap_or(&Value::Null))
                 }
                 None => Err("an event request needs the event's \"name\" (a string)".into()),
             },
+            "flags" => actions::flags(&line),
             "command" => actions::command(runner, &line),
             "tool" => {
                 let updates = out.clone();
@@ -216,7 +268,7 @@ fn work(
                 };
                 actions::tool(runner, &line, &on_update)
             }
-            "reload" => Ok(actions::reload(runner, discovery)),
+            "reload" => actions::reload(runner, discovery, &line),
             "render" => protocol::render(runner, &line),
             _ => protocol::completions(runner, &line),
         };

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use crate::load::LoadReport;
+use crate::plugin::LoadedPlugin;
 use crate::runner::Runner;
 use crate::runner::events::{InputOutcome, ToolCallOutcome};
 
@@ -16,37 +17,7 @@ pub const PROTOCOL_VERSION: u32 = 1;
 /// The `hello` line: the protocol version, the host, every loaded plugin's subscriptions,
 /// commands, tools, flags and renderers, and the load errors.
 pub fn hello(report: &LoadReport) -> Value {
-    let plugins: Vec<Value> = report
-        .plugins
-        .iter()
-        .map(|plugin| {
-            let registrations = plugin.registrations();
-            json!({
-                "name": plugin.name(),
-                "version": plugin.version(),
-                "path": plugin.path,
-                "events": registrations.event_names(),
-                "commands": registrations.commands.iter().map(|c| json!({
-                    "name": c.name,
-                    "description": c.description,
-                })).collect::<Vec<_>>(),
-                "tools": registrations.tools.iter().map(|t| json!({
-                    "name": t.name,
-                    "label": t.label,
-                    "description": t.description,
-                    "parameters": t.parameters,
-                })).collect::<Vec<_>>(),
-                "flags": registrations.flags.iter().map(|f| json!({
-                    "name": f.name,
-                    "type": f.kind,
-                    "description": f.description,
-                    "default": f.default,
-                })).collect::<Vec<_>>(),
-                "renderers": registrations.renderers.iter()
-                    .map(|r| r.custom_type.clone()).collect::<Vec<_>>(),
-            })
-        })
-        .collect();
+    let plugins: Vec<Value> = report.plugins.iter().map(describe).collect();
     let errors: Vec<Value> = report
         .errors
         .iter()
@@ -58,6 +29,36 @@ pub fn hello(report: &LoadReport) -> Value {
         "pluginsHost": format!("pi-hooks {}", env!("CARGO_PKG_VERSION")),
         "plugins": plugins,
         "errors": errors,
+    })
+}
+
+/// One plugin as `hello` (and `reload`) describe it: name, version, path, subscriptions,
+/// commands, tools, flags and renderers.
+pub fn describe(plugin: &LoadedPlugin) -> Value {
+    let registrations = plugin.registrations();
+    json!({
+        "name": plugin.name(),
+        "version": plugin.version(),
+        "path": plugin.path,
+        "events": registrations.event_names(),
+        "commands": registrations.commands.iter().map(|c| json!({
+            "name": c.name,
+            "description": c.description,
+        })).collect::<Vec<_>>(),
+        "tools": registrations.tools.iter().map(|t| json!({
+            "name": t.name,
+            "label": t.label,
+            "description": t.description,
+            "parameters": t.parameters,
+        })).collect::<Vec<_>>(),
+        "flags": registrations.flags.iter().map(|f| json!({
+            "name": f.name,
+            "type": f.kind,
+            "description": f.description,
+            "default": f.default,
+        })).collect::<Vec<_>>(),
+        "renderers": registrations.renderers.iter()
+            .map(|r| r.custom_type.clone()).collect::<Vec<_>>(),
     })
 }
 
