@@ -1,11 +1,13 @@
 //! The command line: the commands and their options, and the dispatch to
-//! `run` (`pi-hooks run` and `pi-hooks rpc`), `inspect`, `trust_cmd` (`trust`, `untrust`) and `list`, with
+//! `run` (`pi-hooks run`, `pi-hooks rpc` and `pi-hooks serve`), `inspect`, `trust_cmd`
+//! (`trust`, `untrust`), `bridge` (`bridge install`) and `list`, with
 //! [`render`] turning load reports into text and JSON.
 //!
 //! Every command writes its output through one writer: a reader that closes the pipe
 //! early (`pi-hooks list --json | head -c 10`) ends the command quietly, with success.
 //! Everything a repository or a plugin controls is escaped before it reaches a terminal.
 
+mod bridge;
 mod inspect;
 mod plugin_flags;
 pub mod render;
@@ -48,6 +50,12 @@ enum Command {
     Serve {
         #[command(flatten)]
         sources: Sources,
+    },
+    /// The pi bridge: a pi extension that runs these native plugins inside pi itself
+    /// (through `pi-hooks serve`).
+    Bridge {
+        #[command(subcommand)]
+        action: bridge::BridgeAction,
     },
     /// List the plugins that would load, from where, their trust state and load result.
     List {
@@ -212,6 +220,7 @@ pub fn main() -> ExitCode {
             unreachable!("PluginFlags::split takes every run and rpc command line")
         }
         (Command::Serve { sources }, _) => run::serve(&sources),
+        (Command::Bridge { action }, _) => bridge::bridge(action),
         (Command::List { sources, json }, _) => list(&sources, json),
         (
             Command::Inspect {

@@ -254,14 +254,16 @@ pub(super) fn rpc(args: RpcArgs, flags: &PluginFlags) -> Result<ExitCode, Comman
 pub(super) fn serve(sources: &Sources) -> Result<ExitCode, CommandError> {
     let options = sources.options()?;
     let report = load_all(&options);
-    for line in run_load_lines(&report) {
-        write_stderr(&line);
+    let load_lines = run_load_lines(&report);
+    for line in &load_lines {
+        write_stderr(line);
     }
     let setup = crate::modes::serve::ServeSetup {
         report,
         cwd: sources.cwd(),
         mode: PI_MODE_RPC,
         discovery: options,
+        load_lines,
     };
     let code = crate::modes::serve::run(setup);
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))

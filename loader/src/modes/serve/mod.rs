@@ -50,6 +50,8 @@ pub struct ServeSetup {
     pub mode: u32,
     /// Where the plugins were discovered (for `reload`).
     pub discovery: DiscoveryOptions,
+    /// The load problems as the other modes print them (hello's `loadMessages`).
+    pub load_lines: Vec<String>,
 }
 
 /// Writes `{"type":"error","id":…,"error":…}`.
@@ -64,9 +66,10 @@ pub fn run(setup: ServeSetup) -> i32 {
         cwd,
         mode,
         discovery,
+        load_lines,
     } = setup;
     let out = LineWriter::stdout();
-    out.line(&protocol::hello(&report));
+    out.line(&protocol::hello(&report, &load_lines));
     let (hook_timeout, tool_call_timeout) = crate::settings::timeouts(&report.settings);
     let config = RunnerConfig {
         cwd: cwd.to_string_lossy().into_owned(),

@@ -15,8 +15,9 @@ use crate::runner::events::{InputOutcome, ToolCallOutcome};
 pub const PROTOCOL_VERSION: u32 = 1;
 
 /// The `hello` line: the protocol version, the host, every loaded plugin's subscriptions,
-/// commands, tools, flags and renderers, and the load errors.
-pub fn hello(report: &LoadReport) -> Value {
+/// commands, tools, flags and renderers, the load errors, and `load_lines` (every load
+/// problem, warning and untrusted project plugin as the other modes print them).
+pub fn hello(report: &LoadReport, load_lines: &[String]) -> Value {
     let plugins: Vec<Value> = report.plugins.iter().map(describe).collect();
     let errors: Vec<Value> = report
         .errors
@@ -29,6 +30,7 @@ pub fn hello(report: &LoadReport) -> Value {
         "pluginsHost": format!("pi-hooks {}", env!("CARGO_PKG_VERSION")),
         "plugins": plugins,
         "errors": errors,
+        "loadMessages": load_lines,
     })
 }
 

@@ -1,0 +1,53 @@
+// Events between pi and serve: the payload pi gives a handler becomes the `event` request's
+// payload, and serve's combined decision becomes what the handler returns to pi. Serve has
+// already applied pi-hooks' combination rules across the native plugins; this file only
+// changes shapes where pi's handler results differ from the protocol's results.
+
+/** The event's fields for serve: `type` is the request's `name`; an AbortSignal (of
+ * `session_before_compact` / `session_before_tree`) cannot cross a pipe. */
+export function payloadFor(event: Record<string, unknown>): Record<string, unknown> {
+	const { type: _type, signal: _signal, ...payload } = event;
+	return payload;
+}
+
+/** What the bridge's handler returns to pi for serve's `result` of the event `name`.
+ * `index` is the handler's place among the bridge's handlers of that event (only
+ * `before_agent_start` has more than one: pi takes one message per handler). */
+export function decisionFor(name: string, result: any, index = 0): unknown {
+	if (result === null || result === undefined) return undefined;
+	switch (name) {
+		case "tool_call":
+			return result.block ? { block: true, reason: result.reason } : undefined;
+		case "tool_result":
+			return { content: result.content, details: result.details ?? undefined, isError: result.isError };
+		case "input":
+			if (result.action === "transform") {
+				return { action: "transform", text: result.text, images: result.images ?? undefined };
+			}
+			return result.action === "handled" ? { action: "handled" } : undefined;
+		case "context":
+			return { messages: result.messages };
+		case "before_agent_start": {
+			const message = result.messages?.[index];
+			const systemPrompt = index === 0 && typeof result.systemPrompt === "string" ? result.systemPrompt : undefined;
+			if (message === undefined && systemPrompt === undefined) return undefined;
+			return { message, systemPrompt };
+		}
+		case "before_provider_request":
+			return result.payload;
+		case "resources_discover":
+			return {
+				skillPaths: (result.skillPaths ?? []).map((p: { path: string }) => p.path),
+				promptPaths: (result.promptPaths ?? []).map((p: { path: string }) => p.path),
+				themePaths: (result.themePaths ?? []).map((p: { path: string }) => p.path),
+			};
+		default:
+			// user_bash and session_before_*: the combined result as pi expects it.
+			return result;
+	}
+}
+
+/** What a handler returns while serve is down: `tool_call` fails closed, the rest waits. */
+export function whileDown(name: string, reason: string): unknown {
+	return name === "tool_call" ? { block: true, reason } : undefined;
+}

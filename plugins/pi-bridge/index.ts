@@ -1,0 +1,212 @@
+// pi-hooks bridge: runs pi-hooks native plugins (`.so` / `.dylib` / `.dll`) inside pi.
+//
+// pi loads this extension; it spawns `pi-hooks serve` (found through $PI_HOOKS_BIN, then
+// the `pi-hooks.json` that `pi-hooks bridge install` writes beside this file, then PATH),
+// which discovers and loads the native plugins as pi-hooks does (`~/.pi/agent/hooks`,
+// `~/.pi/agent/extensions`, the project's `.pi/hooks` and `.pi/extensions`, trust rules
+// included) and speaks the serve protocol (docs/serve-protocol.md in the pi-hooks
+// repository). The bridge subscribes in pi to exactly the events the native plugins want,
+// forwards each and applies serve's decision, registers their commands, tools, flags and
+// message renderers, and answers their UI and session calls with pi's own API.
+//
+// pi's /reload, /new, /resume and /fork create a new instance of this extension: the old
+// one forwards `session_shutdown` and stops its child, the new one starts a fresh child
+// that loads the plugins' current builds.
+//
+// Uses nothing beyond node and what pi ships.
+
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
+import { Text } from "@mariozechner/pi-tui";
+import { PiSide } from "./client-requests.ts";
+import { decisionFor, payloadFor, whileDown } from "./events.ts";
+import type { Hello } from "./serve-client.ts";
+import { contextOf, Supervisor } from "./supervisor.ts";
+
+/** Where `pi-hooks` is: $PI_HOOKS_BIN, the installed `pi-hooks.json`, or PATH. */
+function serveBinary(): string {
+	if (process.env.PI_HOOKS_BIN) return process.env.PI_HOOKS_BIN;
+	const here = typeof __dirname === "string" ? __dirname : dirname(fileURLToPath(import.meta.url));
+	const config = join(here, "pi-hooks.json");
+	if (existsSync(config)) {
+		try {
+			const bin = JSON.parse(readFileSync(config, "utf8")).bin;
+			if (typeof bin === "string" && bin.length > 0) return bin;
+		} catch (error) {
+			throw new Error(`pi-hooks bridge: ${config} is not valid JSON (${(error as Error).message}); run "pi-hooks bridge install" again`);
+		}
+	}
+	return "pi-hooks";
+}
+
+export default async function piHooksBridge(pi: ExtensionAPI): Promise<void> {
+	const side = new PiSide(pi);
+	const bin = serveBinary();
+	const supervisor = new Supervisor(bin, ["--cwd", process.cwd()], side);
+	let hello: Hello;
+	try {
+		hello = await supervisor.start();
+	} catch (error) {
+		throw new Error(
+			`pi-hooks bridge: ${(error as Error).message}. Install pi-hooks and run "pi-hooks bridge install", or set PI_HOOKS_BIN to the pi-hooks binary.`,
+		);
+	}
+	registerEvents(pi, side, supervisor, hello);
+	registerCommands(pi, side, supervisor, hello);
+	registerTools(pi, side, supervisor, hello);
+	registerFlags(pi, supervisor, hello);
+	registerRenderers(pi, supervisor, hello);
+}
+
+function registerEvents(pi: ExtensionAPI, side: PiSide, supervisor: Supervisor, hello: Hello): void {
+	// How many native plugins want each event (before_agent_start takes one message per
+	// pi handler, so it gets one bridge handler per plugin).
+	const wanted = new Map<string, number>();
+	for (const plugin of hello.plugins) {
+		for (const event of plugin.events) wanted.set(event, (wanted.get(event) ?? 0) + 1);
+	}
+	const problems = [...(hello.loadMessages ?? []), ...hello.errors.map((e) => `Failed to load plugin "${e.path}": ${e.error}`)];
+	let shared: Promise<any> | undefined;
+
+	const forward = async (name: string, index: number, event: any, ctx: ExtensionContext): Promise<unknown> => {
+		side.ctx = ctx;
+		if (index > 0) return decisionFor(name, await shared, index);
+		if (supervisor.down) return whileDown(name, supervisor.down);
+		const request = supervisor.request("event", { name, payload: payloadFor(event), context: contextOf(ctx) }, name);
+		shared = request.catch(() => null);
+		try {
+			return decisionFor(name, await request, 0);
+		} catch (error) {
+			// A tool call the native plugins could not judge does not run.
+			if (name === "tool_call") return { block: true, reason: (error as Error).message };
+			throw error;
+		}
+	};
+
+	// The bridge itself needs the session's start (flags, load problems) and end (its child).
+	pi.on("session_start", async (event, ctx) => {
+		side.ctx = ctx;
+		for (const problem of problems.splice(0)) ctx.ui.notify(`pi-hooks: ${problem}`, "warning");
+		await supervisor.sendFlags();
+		if (wanted.has("session_start")) return forward("session_start", 0, event, ctx);
+	});
+	pi.on("session_shutdown", async (event, ctx) => {
+		try {
+			if (wanted.has("session_shutdown")) await forward("session_shutdown", 0, event, ctx);
+		} finally {
+			supervisor.stop();
+		}
+	});
+	for (const [name, count] of wanted) {
+		if (name === "session_start" || name === "session_shutdown") continue;
+		const handlers = name === "before_agent_start" ? count : 1;
+		for (let index = 0; index < handlers; index++) {
+			(pi.on as any)(name, (event: any, ctx: ExtensionContext) => forward(name, index, event, ctx));
+		}
+	}
+}
+
+function registerCommands(pi: ExtensionAPI, side: PiSide, supervisor: Supervisor, hello: Hello): void {
+	const seen = new Set<string>();
+	for (const plugin of hello.plugins) {
+		for (const command of plugin.commands) {
+			if (seen.has(command.name)) continue;
+			seen.add(command.name);
+			pi.registerCommand(command.name, {
+				description: command.description,
+				getArgumentCompletions: async (prefix: string) => {
+					try {
+						const found = await supervisor.request("completions", { name: command.name, prefix }, `completions of /${command.name}`);
+						return found.items ?? null;
+					} catch {
+						return null;
+					}
+				},
+				handler: async (args, ctx) => {
+					side.ctx = ctx;
+					side.commandCtx = ctx;
+					try {
+						await supervisor.request("command", { name: command.name, args, context: contextOf(ctx) }, `command /${command.name}`);
+					} finally {
+						side.commandCtx = undefined;
+					}
+					// Session operations the command asked for run once it returned.
+					await side.runDeferred();
+				},
+			});
+		}
+	}
+}
+
+function registerTools(pi: ExtensionAPI, side: PiSide, supervisor: Supervisor, hello: Hello): void {
+	for (const plugin of hello.plugins) {
+		for (const tool of plugin.tools) {
+			pi.registerTool({
+				name: tool.name,
+				label: tool.label || tool.name,
+				description: tool.description ?? "",
+				parameters: tool.parameters as any,
+				async execute(toolCallId, params, _signal, onUpdate, ctx) {
+					side.ctx = ctx;
+					const result = await supervisor.request(
+						"tool",
+						{ name: tool.name, toolCallId, params, context: contextOf(ctx) },
+						`tool ${tool.name}`,
+						(partial) => onUpdate?.(partial as any),
+					);
+					const content = result?.content ?? [];
+					if (result?.isError) {
+						throw new Error(content.map((c: any) => (c.type === "text" ? c.text : "")).join("\n") || `${tool.name} failed`);
+					}
+					return { content, details: result?.details };
+				},
+			});
+		}
+	}
+}
+
+function registerFlags(pi: ExtensionAPI, supervisor: Supervisor, hello: Hello): void {
+	const names: string[] = [];
+	for (const plugin of hello.plugins) {
+		for (const flag of plugin.flags) {
+			if (names.includes(flag.name)) continue;
+			names.push(flag.name);
+			pi.registerFlag(flag.name, { type: flag.type, description: flag.description, default: flag.default ?? undefined });
+		}
+	}
+	// pi parses extension flags after loading: they are read when the session starts.
+	supervisor.flagValues = () => {
+		const values: Record<string, boolean | string> = {};
+		for (const name of names) {
+			const value = pi.getFlag(name);
+			if (value !== undefined) values[name] = value;
+		}
+		return values;
+	};
+}
+
+function registerRenderers(pi: ExtensionAPI, supervisor: Supervisor, hello: Hello): void {
+	// pi renders synchronously; serve answers over a pipe. A message's lines are asked for
+	// once and drawn from the next redraw on (the message's text until then).
+	const cache = new Map<string, string[] | null>();
+	const types = new Set(hello.plugins.flatMap((p) => p.renderers));
+	for (const customType of types) {
+		pi.registerMessageRenderer(customType, (message: any, options) => {
+			const key = `${customType}\u0000${message.timestamp}\u0000${options.expanded}`;
+			if (!cache.has(key)) {
+				cache.set(key, null);
+				supervisor
+					.request("render", { message, expanded: options.expanded }, `render of ${customType}`)
+					.then((found) => cache.set(key, found?.lines ?? null))
+					.catch(() => {});
+			}
+			const fallback = typeof message.content === "string" ? message.content : "";
+			return {
+				render: (width: number) => new Text(cache.get(key)?.join("\n") ?? fallback, 0, 0).render(width),
+				invalidate: () => {},
+			} as any;
+		});
+	}
+}

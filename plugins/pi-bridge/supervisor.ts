@@ -1,0 +1,120 @@
+// Keeps one `pi-hooks serve` child running for the bridge: starts it, and when it dies
+// without being asked (a native plugin crashed) reports that once in pi's UI, marks the
+// native plugins down (tool calls fail closed meanwhile, see events.ts) and restarts the
+// child with backoff. A restarted child gets the flag values and a `session_start` with
+// reason "reload", so its plugins rebuild their state from the session's entries.
+
+import type { ExtensionContext } from "@mariozechner/pi-coding-agent";
+import type { PiSide } from "./client-requests.ts";
+import { type Crash, type Hello, ServeClient } from "./serve-client.ts";
+
+/** The first wait before a restart; doubled after each crash, up to `MAX_DELAY_MS`. */
+const FIRST_DELAY_MS = 250;
+const MAX_DELAY_MS = 10_000;
+/** A child that ran this long without crashing resets the backoff and the report. */
+const STABLE_MS = 30_000;
+
+/** The context serve applies before a request (docs/serve-protocol.md, "context"). */
+export function contextOf(ctx: ExtensionContext): { sessionFile: string | null; hasUI: boolean } {
+	return { sessionFile: ctx.sessionManager.getSessionFile() ?? null, hasUI: ctx.hasUI };
+}
+
+export class Supervisor {
+	private client: ServeClient | undefined;
+	/** Why the native plugins are unavailable now (`undefined`: they run). */
+	down: string | undefined;
+	private delay = FIRST_DELAY_MS;
+	private reported = false;
+	private stopped = false;
+	private startedAt = 0;
+	/** The native plugins' flag values as pi parsed them (read at each session start and
+	 * sent again to a restarted child). */
+	flagValues: () => Record<string, boolean | string> = () => ({});
+
+	constructor(
+		private bin: string,
+		private args: string[],
+		private side: PiSide,
+	) {}
+
+	/** Starts the child and waits for its `hello`. */
+	async start(): Promise<Hello> {
+		const client = new ServeClient(
+			this.bin,
+			this.args,
+			(method, params) => this.side.answer(method, params),
+			(line) => this.notice(line),
+		);
+		this.client = client;
+		this.startedAt = Date.now();
+		client.exited.then((crash) => this.exited(client, crash));
+		return client.hello;
+	}
+
+	/** A request to the running child; rejects with the reason while it is down. */
+	request(type: string, fields: Record<string, unknown>, what: string, onUpdate?: (partial: unknown) => void): Promise<any> {
+		if (this.down || !this.client) return Promise.reject(new Error(this.down ?? "pi-hooks serve is not running"));
+		return this.client.request(type, fields, what, onUpdate);
+	}
+
+	/** Sends the flag values pi parsed. */
+	async sendFlags(): Promise<void> {
+		const values = this.flagValues();
+		if (Object.keys(values).length > 0) await this.request("flags", { values }, "flags");
+	}
+
+	/** Stops the child for good (pi's session ends or reloads). */
+	stop(): void {
+		this.stopped = true;
+		this.client?.stop();
+	}
+
+	private notice(line: any): void {
+		if (line.type === "notification") {
+			this.side.notice(line.method, line.params ?? {});
+		} else if (line.type === "extension_error") {
+			this.side.ctx?.ui.notify(`Extension error (${line.extensionPath}): ${line.error}`, "error");
+		}
+	}
+
+	private exited(client: ServeClient, crash: Crash | undefined): void {
+		if (client !== this.client || !crash || this.stopped) return;
+		if (Date.now() - this.startedAt > STABLE_MS) {
+			this.delay = FIRST_DELAY_MS;
+			this.reported = false;
+		}
+		const what = crash.how.startsWith("SIG") ? `crashed (${crash.how})` : `exited (${crash.how})`;
+		this.down = `native plugins unavailable: pi-hooks serve ${what} while handling ${crash.during}; restarting it`;
+		if (!this.reported) {
+			this.reported = true;
+			const last = crash.stderr.length > 0 ? ` Last output: ${crash.stderr.slice(-3).join(" | ")}` : "";
+			this.side.ctx?.ui.notify(`pi-hooks: serve ${what} while handling ${crash.during}; restarting in ${this.delay} ms.${last}`, "error");
+		}
+		const wait = this.delay;
+		this.delay = Math.min(this.delay * 2, MAX_DELAY_MS);
+		setTimeout(() => void this.restart(), wait).unref();
+	}
+
+	private async restart(): Promise<void> {
+		if (this.stopped) return;
+		try {
+			await this.start();
+			this.down = undefined;
+			await this.sendFlags();
+			const ctx = this.side.ctx;
+			if (ctx) {
+				await this.request("event", { name: "session_start", payload: { reason: "reload" }, context: contextOf(ctx) }, "session_start");
+				ctx.ui.notify("pi-hooks: native plugins restarted", "info");
+			}
+		} catch {
+			// A child that died before it was up is rescheduled by `exited`; one that could
+			// not even be spawned (the binary went away) is tried again from here.
+			if (!this.stopped && this.client && !this.client.spawned) {
+				this.down ??= "native plugins unavailable: pi-hooks serve could not be started";
+				const wait = this.delay;
+				this.delay = Math.min(this.delay * 2, MAX_DELAY_MS);
+				setTimeout(() => void this.restart(), wait).unref();
+			}
+		}
+	}
+}
