@@ -2,6 +2,8 @@
 //! compile C plugins against the committed header with the system compiler, and run the CLI
 //! in a sandbox with its own home, agent directory and project.
 
+pub mod fake_openai;
+pub mod pi_e2e;
 pub mod reload;
 pub mod rpc_client;
 pub mod session_rpc;

@@ -1,0 +1,79 @@
+//! The real pi (0.73.1, installed from scripts/pi-peer/package-lock.json by
+//! scripts/pi-peer/install.sh) in RPC mode with the pi bridge installed by `pi-hooks bridge
+//! install`, talking to a [`FakeOpenAi`] server, for the bridge's end-to-end tests.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::fake_openai::FakeOpenAi;
+use crate::rpc_client::RpcClient;
+use crate::{Sandbox, workspace_root};
+
+const INSTALL: &str = "run `bash scripts/pi-peer/install.sh` (needs node >= 20.6 and npm; it installs pi 0.73.1 from scripts/pi-peer/package-lock.json)";
+
+/// pi's `cli.js`; fails the test, saying what to run, when node or pi is missing (never a
+/// silent skip).
+pub fn pi_cli() -> PathBuf {
+    match Command::new("node").arg("--version").output() {
+        Ok(output) if output.status.success() => {}
+        Ok(output) => panic!(
+            "`node --version` failed ({}); the pi end-to-end tests need node: {INSTALL}",
+            output.status
+        ),
+        Err(error) => {
+            panic!("cannot run node ({error}); the pi end-to-end tests need node: {INSTALL}")
+        }
+    }
+    let cli = workspace_root()
+        .join("scripts/pi-peer/node_modules/@mariozechner/pi-coding-agent/dist/cli.js");
+    assert!(
+        cli.is_file(),
+        "pi is not installed ({} is missing): {INSTALL}",
+        cli.display()
+    );
+    cli
+}
+
+/// Installs the bridge into the sandbox's agent directory with `pi-hooks bridge install`
+/// (so it finds `pi-hooks` through the `pi-hooks.json` the install writes) and points pi's
+/// `models.json` at `server`.
+pub fn prepare(sandbox: &Sandbox, server: &FakeOpenAi) {
+    let install = sandbox.run(&["bridge", "install"]);
+    assert!(
+        install.status.success(),
+        "pi-hooks bridge install failed: {}",
+        String::from_utf8_lossy(&install.stderr)
+    );
+    std::fs::write(
+        sandbox.agent_dir().join("models.json"),
+        server.models_json().to_string(),
+    )
+    .expect("write models.json");
+}
+
+/// `pi --mode rpc --provider fake --model fake-model <extra>` in the sandbox's project, with
+/// its HOME and agent directory, offline.
+pub fn pi_rpc(sandbox: &Sandbox, extra: &[&str]) -> RpcClient {
+    let mut command = Command::new("node");
+    command
+        .arg(pi_cli())
+        .args([
+            "--mode",
+            "rpc",
+            "--provider",
+            "fake",
+            "--model",
+            "fake-model",
+        ])
+        .args(extra)
+        .current_dir(sandbox.project())
+        .env("HOME", sandbox.home())
+        .env("PI_CODING_AGENT_DIR", sandbox.agent_dir())
+        .env("PI_OFFLINE", "1")
+        .env("PI_SKIP_VERSION_CHECK", "1")
+        .env("PI_TELEMETRY", "0")
+        .env_remove("PI_HOOKS_BIN")
+        .env_remove("PI_HOOKS_CACHE_DIR")
+        .env_remove("PI_HOOKS_LOG");
+    RpcClient::start(command)
+}

@@ -1,0 +1,365 @@
+//! Native plugins inside the real pi: pi 0.73.1 in RPC mode (from scripts/pi-peer, installed
+//! by .ci/run) with the bridge installed by `pi-hooks bridge install`, a fake
+//! OpenAI-compatible server scripting the model (tests/src/fake_openai.rs), and native
+//! plugins dropped into the agent directory: the C protected-paths and confirm-command, the
+//! Rust permission-gate and workflow, a plugin rebuilt and reloaded through pi's `/reload`,
+//! and one that segfaults on a given input.
+
+use std::path::{Path, PathBuf};
+
+use pi_hooks_tests::fake_openai::{
+    FakeOpenAi, Reply, after_tool, last_user_text, tool_call, user_texts,
+};
+use pi_hooks_tests::pi_e2e::{pi_rpc, prepare};
+use pi_hooks_tests::rpc_client::RpcClient;
+use pi_hooks_tests::workflow::install_examples;
+use pi_hooks_tests::{
+    Sandbox, c_example_plugin, compile_c_text, protected_paths_plugin, rust_plugin,
+};
+use serde_json::{Value, json};
+
+/// The model: after a tool result it says "done"; otherwise it runs the tool the prompt
+/// asks for.
+fn model() -> FakeOpenAi {
+    FakeOpenAi::start(|body| {
+        if after_tool(body) {
+            return Reply::Text("done".into());
+        }
+        let prompt = last_user_text(body);
+        if prompt.contains("wipe") {
+            tool_call("bash", json!({"command": "rm -rf build"}))
+        } else if prompt.contains("secret") {
+            tool_call("write", json!({"path": ".env", "content": "KEY=1\n"}))
+        } else if prompt.contains("crash") {
+            tool_call("bash", json!({"command": "echo crash"}))
+        } else if user_texts(body)
+            .iter()
+            .any(|t| t.contains("Start the Feature workflow"))
+        {
+            tool_call("bash", json!({"command": "ls"}))
+        } else if prompt.contains("hello") {
+            tool_call("bash", json!({"command": "echo hello"}))
+        } else {
+            Reply::Text("ok".into())
+        }
+    })
+}
+
+/// The global extensions folder, where pi-hooks discovers native plugins too.
+fn extensions(sandbox: &Sandbox) -> PathBuf {
+    sandbox.agent_dir().join("extensions")
+}
+
+fn install(sandbox: &Sandbox, library: &Path) {
+    let name = library.file_name().unwrap().to_str().unwrap().to_owned();
+    sandbox.install(library, &extensions(sandbox), &name);
+}
+
+/// Sends a prompt and answers no dialog; returns every line up to `agent_end`.
+fn run(pi: &mut RpcClient, id: &str, message: &str) -> Vec<Value> {
+    pi.send(&json!({"id": id, "type": "prompt", "message": message}));
+    let (lines, _) = pi.until(|l| l["type"] == "agent_end");
+    lines
+}
+
+/// The `tool_execution_end` among `lines`.
+fn tool_end(lines: &[Value]) -> &Value {
+    lines
+        .iter()
+        .find(|l| l["type"] == "tool_execution_end")
+        .unwrap_or_else(|| panic!("no tool_execution_end in {lines:#?}"))
+}
+
+fn result_text(end: &Value) -> String {
+    end["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn native_plugins_gate_pi_s_tools_and_ask_through_pi_s_ui() {
+    let sandbox = Sandbox::new();
+    let server = model();
+    prepare(&sandbox, &server);
+    install(&sandbox, &protected_paths_plugin(&sandbox.lib()));
+    install(&sandbox, &rust_plugin("permission-gate"));
+    install(
+        &sandbox,
+        &c_example_plugin(&sandbox.lib(), "confirm-command", "confirm_command"),
+    );
+    let mut pi = pi_rpc(&sandbox, &["--no-session"]);
+
+    // permission-gate asks with pi's select dialog; "No" blocks with its reason.
+    pi.send(&json!({"id": "1", "type": "prompt", "message": "wipe the build"}));
+    let select = pi
+        .until(|l| l["type"] == "extension_ui_request" && l["method"] == "select")
+        .1;
+    assert!(
+        select["title"].as_str().unwrap().contains("rm -rf build"),
+        "{select}"
+    );
+    assert_eq!(select["options"], json!(["Yes", "No"]));
+    pi.send(&json!({"type": "extension_ui_response", "id": select["id"], "value": "No"}));
+    let (lines, _) = pi.until(|l| l["type"] == "agent_end");
+    let end = tool_end(&lines);
+    assert_eq!(end["isError"], true, "{end}");
+    assert_eq!(result_text(end), "Blocked by user");
+
+    // protected-paths (C) blocks a write to .env; the file is never written.
+    let lines = run(&mut pi, "2", "write the secret");
+    let end = tool_end(&lines);
+    assert_eq!(end["isError"], true, "{end}");
+    assert_eq!(result_text(end), "Path \".env\" is protected");
+    assert!(!sandbox.project().join(".env").exists());
+
+    // A harmless command runs: nothing blocks what the plugins allow.
+    let lines = run(&mut pi, "3", "say hello");
+    let end = tool_end(&lines);
+    assert_eq!(end["isError"], false, "{end}");
+    assert!(result_text(end).contains("hello"), "{end}");
+
+    // A native command registered in pi, its confirm dialog round-tripping through pi's RPC UI.
+    pi.send(&json!({"id": "4", "type": "prompt", "message": "/deploy staging"}));
+    let confirm = pi
+        .until(|l| l["type"] == "extension_ui_request" && l["method"] == "confirm")
+        .1;
+    assert_eq!(confirm["title"], "Deploy?");
+    assert_eq!(confirm["message"], "Deploy to staging?");
+    pi.send(&json!({"type": "extension_ui_response", "id": confirm["id"], "confirmed": true}));
+    let notify = pi
+        .until(|l| l["type"] == "extension_ui_request" && l["method"] == "notify")
+        .1;
+    assert_eq!(notify["message"], "Deploying to staging");
+    assert_eq!(notify["notifyType"], "info");
+
+    let (status, _) = pi.close();
+    assert!(status.success(), "{status}");
+}
+
+#[test]
+fn the_workflow_plugin_steers_pi_s_session() {
+    let sandbox = Sandbox::new();
+    let server = model();
+    prepare(&sandbox, &server);
+    install_examples(&sandbox);
+    install(&sandbox, &rust_plugin("workflow"));
+    let mut pi = pi_rpc(&sandbox, &["--no-session"]);
+
+    // /workflow starts it: the status reaches pi's setStatus, the first phase (planning,
+    // whitelist read/grep/find/ls) blocks the model's bash call with the workflow's reason.
+    pi.send(&json!({"id": "w", "type": "prompt", "message": "/workflow feature add a button"}));
+    let (lines, _) = pi.until(|l| l["type"] == "agent_end");
+    let status = lines
+        .iter()
+        .find(|l| {
+            l["type"] == "extension_ui_request"
+                && l["method"] == "setStatus"
+                && l["statusKey"] == "workflow"
+                && l["statusText"].is_string()
+        })
+        .unwrap_or_else(|| panic!("no workflow status in {lines:#?}"));
+    assert!(
+        status["statusText"].as_str().unwrap().contains("Planning"),
+        "{status}"
+    );
+    let end = tool_end(&lines);
+    assert_eq!(end["toolName"], "bash");
+    assert_eq!(end["isError"], true, "{end}");
+    assert!(
+        result_text(end)
+            .starts_with("[workflow] The tool \"bash\" is blocked during the Planning phase."),
+        "{end}"
+    );
+    // The workflow's tool is registered in pi for the model.
+    let request = server.requests().last().cloned().unwrap();
+    let tools: Vec<&str> = request["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert!(tools.contains(&"workflow_step"), "{tools:?}");
+    pi.send(&json!({"id": "c", "type": "prompt", "message": "/cancel-workflow"}));
+    pi.until(|l| {
+        l["type"] == "extension_ui_request"
+            && l["method"] == "setStatus"
+            && l["statusKey"] == "workflow"
+    });
+    let (status, _) = pi.close();
+    assert!(status.success(), "{status}");
+}
+
+/// A plugin whose `tool_call` handler dereferences NULL when the bash command contains
+/// "crash", and notifies `started <reason>` in `session_start`.
+const CRASHY: &str = r#"
+#include <signal.h>
+#include <string.h>
+#include "pi_hooks.h"
+
+static const PiHostApi *host;
+
+static PiStatus on_tool_call(void *ud, const PiValue *event, PiContext *ctx, PiResult *result) {
+    PiStr command = {0};
+    (void)ud; (void)ctx; (void)result;
+    host->values->as_str(host->values->pointer(event, pi_str("/input/command")), &command);
+    if (command.len >= 5 && memmem(command.ptr, command.len, "crash", 5) != NULL) {
+        volatile int *nothing = NULL;
+        *nothing = 1;
+    }
+    return PI_OK;
+}
+
+static PiStatus on_start(void *ud, const PiValue *event, PiContext *ctx, PiResult *result) {
+    PiStr reason = {0};
+    char text[64] = "started ";
+    (void)ud; (void)result;
+    host->values->as_str(host->values->get(event, pi_str("reason")), &reason);
+    strncat(text, reason.ptr, reason.len < 40 ? reason.len : 40);
+    return host->ui->notify(ctx, pi_str(text), PI_NOTIFY_INFO);
+}
+
+static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
+    host = h;
+    host->registry->on(plugin, pi_str("session_start"), on_start, NULL);
+    return host->registry->on(plugin, pi_str("tool_call"), on_tool_call, NULL);
+}
+
+PI_HOOKS_PLUGIN("crashy", "1.0.0", "segfaults on crash", init, NULL);
+"#;
+
+#[test]
+fn a_native_segfault_is_reported_fails_closed_and_is_restarted_while_pi_runs() {
+    let sandbox = Sandbox::new();
+    let server = model();
+    prepare(&sandbox, &server);
+    install(
+        &sandbox,
+        &compile_c_text(&sandbox.lib(), "crashy", CRASHY, &["-D_GNU_SOURCE"]),
+    );
+    install(&sandbox, &protected_paths_plugin(&sandbox.lib()));
+    let session = sandbox.root().join("session.jsonl");
+    let mut pi = pi_rpc(&sandbox, &["--session", session.to_str().unwrap()]);
+
+    let lines = run(&mut pi, "1", "crash now");
+    let end = tool_end(&lines);
+    assert_eq!(end["isError"], true, "{end}");
+    let reason = result_text(end);
+    assert!(
+        reason.contains("crashed (SIGSEGV) while handling tool_call"),
+        "{reason}"
+    );
+    let report = lines
+        .iter()
+        .find(|l| l["method"] == "notify" && l["notifyType"] == "error")
+        .unwrap_or_else(|| panic!("no crash report in {lines:#?}"));
+    assert!(
+        report["message"]
+            .as_str()
+            .unwrap()
+            .contains("serve crashed (SIGSEGV) while handling tool_call"),
+        "{report}"
+    );
+    // The restarted plugins get session_start (reason "reload") and work again.
+    let restarted = pi
+        .until(|l| l["method"] == "notify" && l["message"] == "started reload")
+        .1;
+    assert_eq!(restarted["notifyType"], "info");
+    pi.until(|l| l["method"] == "notify" && l["message"] == "pi-hooks: native plugins restarted");
+    let lines = run(&mut pi, "2", "say hello");
+    assert_eq!(tool_end(&lines)["isError"], false);
+    let lines = run(&mut pi, "3", "write the secret");
+    assert_eq!(result_text(tool_end(&lines)), "Path \".env\" is protected");
+
+    let (status, _) = pi.close();
+    assert!(status.success(), "{status}");
+    // The session file is intact: every line is JSON, the three prompts are in it.
+    let text = std::fs::read_to_string(&session).unwrap();
+    let entries: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let prompts = entries
+        .iter()
+        .filter(|e| e["message"]["role"] == "user")
+        .count();
+    assert_eq!(prompts, 3, "{text}");
+}
+
+/// A plugin with `/ver` (notifies its VERSION) and `/native-reload` (context->reload).
+const VERSIONED: &str = r#"
+#include <string.h>
+#include "pi_hooks.h"
+
+static const PiHostApi *host;
+
+static PiStatus ver(void *ud, PiStr args, PiContext *ctx) {
+    (void)ud; (void)args;
+    return host->ui->notify(ctx, pi_str("version " VERSION), PI_NOTIFY_INFO);
+}
+
+static PiStatus reload(void *ud, PiStr args, PiContext *ctx) {
+    (void)ud; (void)args;
+    return host->context->reload(ctx);
+}
+
+static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
+    PiCommandDef def;
+    host = h;
+    memset(&def, 0, sizeof def);
+    def.struct_size = sizeof def;
+    def.name = pi_str("ver");
+    def.handler = ver;
+    host->registry->register_command(plugin, &def);
+    def.name = pi_str("native-reload");
+    def.handler = reload;
+    return host->registry->register_command(plugin, &def);
+}
+
+PI_HOOKS_PLUGIN("versioned", VERSION, "says its version", init, NULL);
+"#;
+
+#[test]
+fn pi_s_reload_loads_a_rebuilt_native_plugin() {
+    let sandbox = Sandbox::new();
+    let server = model();
+    prepare(&sandbox, &server);
+    let hooks = sandbox.agent_dir().join("hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    let build = |version: &str| {
+        let built = compile_c_text(
+            &sandbox.lib(),
+            "versioned",
+            VERSIONED,
+            &[&format!("-DVERSION=\"{version}\"")],
+        );
+        // Renamed over the installed file, as a linker does.
+        std::fs::rename(built, hooks.join("libversioned.so")).unwrap();
+    };
+    build("1.0.0");
+    let mut pi = pi_rpc(&sandbox, &["--no-session"]);
+    let version = |pi: &mut RpcClient| {
+        pi.send(&json!({"id": "v", "type": "prompt", "message": "/ver"}));
+        let notify = pi.until(|l| l["method"] == "notify").1;
+        notify["message"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(version(&mut pi), "version 1.0.0");
+    build("2.0.0");
+    assert_eq!(version(&mut pi), "version 1.0.0", "no reload yet");
+    // The plugin's own reload goes through pi's ctx.reload(): pi re-creates its extensions,
+    // the bridge starts a new serve, which loads the new build.
+    pi.send(&json!({"id": "r", "type": "prompt", "message": "/native-reload"}));
+    let response = pi.response("r");
+    assert_eq!(response["success"], true, "{response}");
+    let mut again = String::new();
+    for _ in 0..50 {
+        again = version(&mut pi);
+        if again == "version 2.0.0" {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(again, "version 2.0.0");
+    let (status, _) = pi.close();
+    assert!(status.success(), "{status}");
+}
