@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# What the pi bridge adds to a gated tool call in pi (issue #12's benchmark): pi 0.73.1's
+# ExtensionRunner.emitToolCall with no extension vs with the bridge (plugins/pi-bridge/)
+# running the C example protected-paths in `pi-hooks serve` (a real round trip per call).
+# Builds pi-hooks in release mode and protected-paths with -O2, installs pi
+# (scripts/pi-peer/install.sh), then runs scripts/pi-peer/bench-bridge.mjs. About a minute.
+#
+# Usage: scripts/bench-bridge.sh            (BENCH_BRIDGE_PROCESSES=5 for more processes)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TARGET=${CARGO_TARGET_DIR:-$PWD/target}
+bash scripts/pi-peer/install.sh
+cargo build --release -q -p pi-hooks
+plugin=$(mktemp -d "${TMPDIR:-/tmp}/bench-bridge.XXXXXX")
+trap 'rm -rf "$plugin"' EXIT
+cc -O2 -shared -fPIC -Iinclude -o "$plugin/libprotected_paths.so" \
+    plugins/examples/protected-paths/protected_paths.c
+echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ), nproc $(nproc), node $(node --version), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+cmd=(node scripts/pi-peer/bench-bridge.mjs --pi-hooks "$TARGET/release/pi-hooks"
+    --plugin "$plugin/libprotected_paths.so" --processes "${BENCH_BRIDGE_PROCESSES:-3}")
+echo "== ${cmd[*]}"
+"${cmd[@]}"
