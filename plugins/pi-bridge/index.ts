@@ -16,8 +16,7 @@
 // Uses nothing beyond node and what pi ships.
 
 import { existsSync, readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
 import { Text } from "@mariozechner/pi-tui";
 import { PiSide } from "./client-requests.ts";
@@ -28,8 +27,8 @@ import { contextOf, Supervisor } from "./supervisor.ts";
 /** Where `pi-hooks` is: $PI_HOOKS_BIN, the installed `pi-hooks.json`, or PATH. */
 function serveBinary(): string {
 	if (process.env.PI_HOOKS_BIN) return process.env.PI_HOOKS_BIN;
-	const here = typeof __dirname === "string" ? __dirname : dirname(fileURLToPath(import.meta.url));
-	const config = join(here, "pi-hooks.json");
+	// pi loads extensions through jiti, as CommonJS: __dirname is this file's folder.
+	const config = join(__dirname, "pi-hooks.json");
 	if (existsSync(config)) {
 		try {
 			const bin = JSON.parse(readFileSync(config, "utf8")).bin;
@@ -90,7 +89,7 @@ function registerEvents(pi: ExtensionAPI, side: PiSide, supervisor: Supervisor, 
 		side.ctx = ctx;
 		for (const problem of problems.splice(0)) ctx.ui.notify(`pi-hooks: ${problem}`, "warning");
 		await supervisor.sendFlags();
-		if (wanted.has("session_start")) return forward("session_start", 0, event, ctx);
+		if (wanted.has("session_start")) await forward("session_start", 0, event, ctx);
 	});
 	pi.on("session_shutdown", async (event, ctx) => {
 		try {

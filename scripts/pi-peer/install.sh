@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs the pinned peer, pi (@mariozechner/pi-coding-agent 0.73.1), into
+# Installs the pinned peer, pi (@mariozechner/pi-coding-agent 0.73.1), and TypeScript into
 # scripts/pi-peer/node_modules from package-lock.json, for the side-by-side benchmarks
-# (scripts/bench-pi.sh). Needs node (>= 20.6, pi's own minimum) and npm; packages come from
+# (scripts/bench-pi.sh), the tests with the real pi (tests/tests/pi_rpc_client.rs,
+# pi_bridge.rs) and the bridge's type check (plugins/pi-bridge/tsconfig.json). Needs node (>= 20.6, pi's own minimum) and npm; packages come from
 # the npm registry npm is configured for. Idempotent: does nothing when the installed tree
 # already matches the lockfile. Install scripts of dependencies are not run (the loader and
 # the runner need none of them).
