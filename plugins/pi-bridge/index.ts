@@ -48,6 +48,8 @@ export default async function piHooksBridge(pi: ExtensionAPI): Promise<void> {
 	try {
 		hello = await supervisor.start();
 	} catch (error) {
+		// No restarts for a bridge that did not load.
+		supervisor.stop();
 		throw new Error(
 			`pi-hooks bridge: ${(error as Error).message}. Install pi-hooks and run "pi-hooks bridge install", or set PI_HOOKS_BIN to the pi-hooks binary.`,
 		);
@@ -67,14 +69,21 @@ function registerEvents(pi: ExtensionAPI, side: PiSide, supervisor: Supervisor, 
 		for (const event of plugin.events) wanted.set(event, (wanted.get(event) ?? 0) + 1);
 	}
 	const problems = [...(hello.loadMessages ?? []), ...hello.errors.map((e) => `Failed to load plugin "${e.path}": ${e.error}`)];
-	let shared: Promise<any> | undefined;
+	// The result of the event's first bridge handler, for its later ones (before_agent_start).
+	const shared = new Map<string, Promise<any>>();
 
 	const forward = async (name: string, index: number, event: any, ctx: ExtensionContext): Promise<unknown> => {
 		side.ctx = ctx;
-		if (index > 0) return decisionFor(name, await shared, index);
-		if (supervisor.down) return whileDown(name, supervisor.down);
+		if (index > 0) return decisionFor(name, await shared.get(name), index);
+		if (supervisor.down) {
+			shared.set(name, Promise.resolve(null));
+			return whileDown(name, supervisor.down);
+		}
 		const request = supervisor.request("event", { name, payload: payloadFor(event), context: contextOf(ctx) }, name);
-		shared = request.catch(() => null);
+		shared.set(
+			name,
+			request.catch(() => null),
+		);
 		try {
 			return decisionFor(name, await request, 0);
 		} catch (error) {

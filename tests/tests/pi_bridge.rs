@@ -171,6 +171,14 @@ fn the_workflow_plugin_steers_pi_s_session() {
             .starts_with("[workflow] The tool \"bash\" is blocked during the Planning phase."),
         "{end}"
     );
+    // Its hidden workflow:context message (from before_agent_start) reached the model.
+    let first = server.requests().first().cloned().unwrap();
+    assert!(
+        user_texts(&first)
+            .iter()
+            .any(|t| t.contains("Read the code that add a button touches")),
+        "{first}"
+    );
     // The workflow's tool is registered in pi for the model.
     let request = server.requests().last().cloned().unwrap();
     let tools: Vec<&str> = request["tools"]
