@@ -14,7 +14,7 @@ use pi_hooks_tests::pi_e2e::{pi_rpc, prepare};
 use pi_hooks_tests::rpc_client::RpcClient;
 use pi_hooks_tests::workflow::install_examples;
 use pi_hooks_tests::{
-    Sandbox, c_example_plugin, compile_c_text, protected_paths_plugin, rust_plugin,
+    Sandbox, c_example_plugin, c_fixture, compile_c_text, protected_paths_plugin, rust_plugin,
 };
 use serde_json::{Value, json};
 
@@ -198,53 +198,12 @@ fn the_workflow_plugin_steers_pi_s_session() {
     assert!(status.success(), "{status}");
 }
 
-/// A plugin whose `tool_call` handler dereferences NULL when the bash command contains
-/// "crash", and notifies `started <reason>` in `session_start`.
-const CRASHY: &str = r#"
-#include <signal.h>
-#include <string.h>
-#include "pi_hooks.h"
-
-static const PiHostApi *host;
-
-static PiStatus on_tool_call(void *ud, const PiValue *event, PiContext *ctx, PiResult *result) {
-    PiStr command = {0};
-    (void)ud; (void)ctx; (void)result;
-    host->values->as_str(host->values->pointer(event, pi_str("/input/command")), &command);
-    if (command.len >= 5 && memmem(command.ptr, command.len, "crash", 5) != NULL) {
-        volatile int *nothing = NULL;
-        *nothing = 1;
-    }
-    return PI_OK;
-}
-
-static PiStatus on_start(void *ud, const PiValue *event, PiContext *ctx, PiResult *result) {
-    PiStr reason = {0};
-    char text[64] = "started ";
-    (void)ud; (void)result;
-    host->values->as_str(host->values->get(event, pi_str("reason")), &reason);
-    strncat(text, reason.ptr, reason.len < 40 ? reason.len : 40);
-    return host->ui->notify(ctx, pi_str(text), PI_NOTIFY_INFO);
-}
-
-static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
-    host = h;
-    host->registry->on(plugin, pi_str("session_start"), on_start, NULL);
-    return host->registry->on(plugin, pi_str("tool_call"), on_tool_call, NULL);
-}
-
-PI_HOOKS_PLUGIN("crashy", "1.0.0", "segfaults on crash", init, NULL);
-"#;
-
 #[test]
 fn a_native_segfault_is_reported_fails_closed_and_is_restarted_while_pi_runs() {
     let sandbox = Sandbox::new();
     let server = model();
     prepare(&sandbox, &server);
-    install(
-        &sandbox,
-        &compile_c_text(&sandbox.lib(), "crashy", CRASHY, &["-D_GNU_SOURCE"]),
-    );
+    install(&sandbox, &c_fixture(&sandbox.lib(), "segv_on_crash", &[]));
     install(&sandbox, &protected_paths_plugin(&sandbox.lib()));
     let session = sandbox.root().join("session.jsonl");
     let mut pi = pi_rpc(&sandbox, &["--session", session.to_str().unwrap()]);

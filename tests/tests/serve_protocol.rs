@@ -721,3 +721,76 @@ fn a_session_shutdown_from_the_client_is_the_only_one_the_plugins_get() {
         .collect();
     assert_eq!(reasons, [json!("reload")]);
 }
+
+#[test]
+fn a_slow_handler_times_out_with_an_error_line_and_the_answer_still_comes() {
+    let sandbox = Sandbox::new();
+    std::fs::write(
+        sandbox.agent_dir().join("settings.json"),
+        r#"{"hookTimeout": 200}"#,
+    )
+    .unwrap();
+    let (mut client, _) = serve(
+        &sandbox,
+        &[(
+            "slow",
+            json!({"handlers": [{"event": "agent_end", "sleep_ms": 3000}]}),
+        )],
+    );
+    let started = std::time::Instant::now();
+    client.send(
+        &json!({"type": "event", "id": "1", "name": "agent_end", "payload": {"messages": []}}),
+    );
+    let (lines, done) = client.until(|l| l["type"] == "result" && l["id"] == "1");
+    assert!(
+        started.elapsed() < std::time::Duration::from_millis(2500),
+        "waited for the whole handler"
+    );
+    assert_eq!(done["result"], Value::Null);
+    let error = lines
+        .iter()
+        .find(|l| l["type"] == "extension_error")
+        .unwrap_or_else(|| panic!("no extension_error in {lines:?}"));
+    assert_eq!(error["event"], "agent_end");
+    assert!(
+        error["extensionPath"]
+            .as_str()
+            .unwrap()
+            .ends_with("libbehave_slow.so"),
+        "{error}"
+    );
+    client.close();
+}
+
+#[test]
+fn a_plugin_segfault_ends_serve_naming_the_plugin_and_the_event() {
+    let sandbox = Sandbox::new();
+    let plugin = pi_hooks_tests::c_fixture(&sandbox.lib(), "segv_on_crash", &[]);
+    let mut child = sandbox
+        .command(&["serve", "--no-hooks", "-e", plugin.to_str().unwrap()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        let line = json!({"type": "event", "id": 1, "name": "tool_call",
+            "payload": {"toolCallId": "t", "toolName": "bash", "input": {"command": "crash"}}});
+        writeln!(stdin, "{line}").unwrap();
+        // Closed: a serve that did not crash would end its queue and exit 0, never hang.
+    }
+    let output = child.wait_with_output().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(output.status.signal(), Some(11), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("plugin \"segv-on-crash\"")
+            && stderr.contains("crashed with SIGSEGV while handling event tool_call"),
+        "{stderr}"
+    );
+    // The hello went out; no result for the request that crashed.
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+}
