@@ -16,7 +16,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
-import { PI_VERSION, checkPiInstalled, fail, importPi, median, parseArgs, requirePositive, round, runChild, scratchDir } from "./common.mjs";
+import { PI_VERSION, checkPiInstalled, fail, median, piRunner, parseArgs, requirePositive, round, runChild, scratchDir } from "./common.mjs";
 
 const script = fileURLToPath(import.meta.url);
 const bridge = path.resolve(path.dirname(script), "../../plugins/pi-bridge/index.ts");
@@ -25,18 +25,8 @@ const usage =
 
 async function child(opts) {
     const cwd = process.cwd();
-    const { loadExtensions } = await importPi("core/extensions/loader.js");
-    const { ExtensionRunner } = await importPi("core/extensions/runner.js");
-    const { AuthStorage, ModelRegistry, SessionManager } = await importPi("index.js");
-    const loaded = await loadExtensions(opts.case === "bridge" ? [bridge] : [], cwd);
+    const { runner, loaded } = await piRunner(opts.case === "bridge" ? [bridge] : [], cwd);
     if (loaded.errors.length > 0) fail(`pi's loadExtensions reported errors: ${JSON.stringify(loaded.errors)}`);
-    const runner = new ExtensionRunner(
-        loaded.extensions,
-        loaded.runtime,
-        cwd,
-        SessionManager.inMemory(cwd),
-        ModelRegistry.inMemory(AuthStorage.inMemory()),
-    );
     if (runner.hasHandlers("tool_call") !== (opts.case === "bridge")) {
         fail(`runner.hasHandlers("tool_call") is ${runner.hasHandlers("tool_call")} in case ${opts.case}`);
     }

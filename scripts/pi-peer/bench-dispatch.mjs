@@ -27,7 +27,7 @@ import {
     checkPiInstalled,
     countToolCallHandlers,
     fail,
-    importPi,
+    piRunner,
     median,
     parseArgs,
     requirePositive,
@@ -52,20 +52,8 @@ async function child(opts) {
         .map((name) => path.join(opts.dir, name));
     if (paths.length !== opts.count) fail(`${opts.dir} holds ${paths.length} extensions, expected ${opts.count}`);
 
-    const { loadExtensions } = await importPi("core/extensions/loader.js");
-    const { ExtensionRunner } = await importPi("core/extensions/runner.js");
-    const { AuthStorage, ModelRegistry, SessionManager } = await importPi("index.js");
-    const loaded = await loadExtensions(paths, cwd);
+    const { runner, loaded } = await piRunner(paths, cwd);
     checkLoaded(loaded, opts.count);
-    // In-memory session and model registry: the runner only hands them to handlers through
-    // the per-emit context, and nothing here reaches the disk or the network.
-    const runner = new ExtensionRunner(
-        loaded.extensions,
-        loaded.runtime,
-        cwd,
-        SessionManager.inMemory(cwd),
-        ModelRegistry.inMemory(AuthStorage.inMemory()),
-    );
     if (runner.hasHandlers("tool_call") !== opts.count > 0) {
         fail(`runner.hasHandlers("tool_call") is ${runner.hasHandlers("tool_call")} with ${opts.count} handlers`);
     }

@@ -31,6 +31,27 @@ export async function importPi(distFile) {
     return import(pathToFileURL(path.join(piRoot, "dist", distFile)).href);
 }
 
+/**
+ * pi's real `ExtensionRunner` over the extension files `paths`, loaded through pi's own
+ * `loadExtensions` as pi loads them, with an in-memory session and model registry (the
+ * runner only hands them to handlers through the per-emit context; nothing here reaches the
+ * disk or the network). Returns the runner and the `loadExtensions` result.
+ */
+export async function piRunner(paths, cwd) {
+    const { loadExtensions } = await importPi("core/extensions/loader.js");
+    const { ExtensionRunner } = await importPi("core/extensions/runner.js");
+    const { AuthStorage, ModelRegistry, SessionManager } = await importPi("index.js");
+    const loaded = await loadExtensions(paths, cwd);
+    const runner = new ExtensionRunner(
+        loaded.extensions,
+        loaded.runtime,
+        cwd,
+        SessionManager.inMemory(cwd),
+        ModelRegistry.inMemory(AuthStorage.inMemory()),
+    );
+    return { runner, loaded };
+}
+
 /** The source of every generated extension: one `tool_call` handler that returns nothing. */
 export const TRIVIAL_EXTENSION = 'export default function (pi) { pi.on("tool_call", () => undefined); }\n';
 

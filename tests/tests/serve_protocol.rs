@@ -15,6 +15,16 @@ fn serve(sandbox: &Sandbox, plugins: &[(&str, Value)]) -> (Client, Value) {
     (client, hello)
 }
 
+/// `pi-hooks serve --no-hooks -e <the C plugin `code`, compiled as `name`>`; reads and
+/// returns the `hello`.
+fn serve_c(sandbox: &Sandbox, name: &str, code: &str) -> (Client, Value) {
+    let plugin = pi_hooks_tests::compile_c_text(&sandbox.lib(), name, code, &[]);
+    let mut client =
+        Client::start(sandbox.command(&["serve", "--no-hooks", "-e", plugin.to_str().unwrap()]));
+    let hello = client.next_line();
+    (client, hello)
+}
+
 /// The answer (`result` or `error`) to the request `id`.
 fn answer(client: &mut Client, id: &str) -> Value {
     client
@@ -499,10 +509,7 @@ PI_HOOKS_PLUGIN("renderer", "1.0.0", "renders note messages", init, NULL);
 #[test]
 fn render_gives_the_renderers_lines_and_null_for_other_types() {
     let sandbox = Sandbox::new();
-    let plugin = pi_hooks_tests::compile_c_text(&sandbox.lib(), "renderer", RENDERER, &[]);
-    let mut client =
-        Client::start(sandbox.command(&["serve", "--no-hooks", "-e", plugin.to_str().unwrap()]));
-    let hello = client.next_line();
+    let (mut client, hello) = serve_c(&sandbox, "renderer", RENDERER);
     assert_eq!(hello["plugins"][0]["renderers"], json!(["note"]), "{hello}");
     client.send(&json!({"type": "render", "id": "a", "expanded": true,
         "message": {"role": "custom", "customType": "note", "content": "hi"}}));
@@ -620,10 +627,7 @@ PI_HOOKS_PLUGIN("flagged", "1.0.0", "has a flag", init, NULL);
 #[test]
 fn flags_give_the_plugins_flag_values_from_the_client_s_command_line() {
     let sandbox = Sandbox::new();
-    let plugin = pi_hooks_tests::compile_c_text(&sandbox.lib(), "flagged", FLAGGED, &[]);
-    let mut client =
-        Client::start(sandbox.command(&["serve", "--no-hooks", "-e", plugin.to_str().unwrap()]));
-    let hello = client.next_line();
+    let (mut client, hello) = serve_c(&sandbox, "flagged", FLAGGED);
     assert_eq!(
         hello["plugins"][0]["flags"],
         json!([{"name": "plan", "type": "boolean", "description": "Start in plan mode", "default": false}])
