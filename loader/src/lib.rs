@@ -21,6 +21,7 @@ pub mod exec;
 pub mod files;
 pub mod handles;
 pub mod host_api;
+pub mod isolate;
 pub mod library;
 pub mod load;
 pub mod modes;

@@ -79,12 +79,34 @@ pub struct OpenedLibrary {
 
 // SAFETY: the descriptor's pointers (strings, functions) point into the library's immutable
 // statics and code, which stay mapped for the life of the process (retired libraries are
-// never closed); nothing writes through them.
+// never closed), or into the host binary itself (`in_process`); nothing writes through them.
 unsafe impl Send for OpenedLibrary {}
 // SAFETY: as above; the struct is never mutated after it is built, except by `Drop`.
 unsafe impl Sync for OpenedLibrary {}
 
 impl OpenedLibrary {
+    /// A plugin whose code is part of the host binary: `descriptor`'s functions are the
+    /// host's own (the proxy of an isolated plugin, see `crate::isolate`). Nothing is opened
+    /// or mapped; `name`, `version` and `description` are what listings show, and `path` the
+    /// file the plugin stands for.
+    pub fn in_process(
+        descriptor: PiPluginDescriptor,
+        name: String,
+        version: String,
+        description: String,
+        path: PathBuf,
+    ) -> Self {
+        OpenedLibrary {
+            library: None,
+            descriptor,
+            name,
+            version,
+            description,
+            shadow_path: path,
+            _backing: crate::shadow::Backing::none(),
+        }
+    }
+
     /// Retires the library without closing it: its code stays mapped for the life of the
     /// process. Closing a library that registered thread-local destructors (every Rust
     /// cdylib that used `thread_local!`) crashes or is ignored on glibc and macOS, so the

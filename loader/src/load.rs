@@ -121,6 +121,7 @@ pub fn load_candidates(options: &DiscoveryOptions) -> (LoadReport, Vec<Candidate
         None
     };
     let cache = cache_dir(&options.agent_dir);
+    crate::isolate::note_discovery(&options.cwd, &report.settings);
     let (limit, _) = crate::settings::timeouts(&report.settings);
     let mut outcomes = Vec::new();
     let mut loadable = Vec::new();
@@ -437,6 +438,11 @@ fn load_candidate(
     } else {
         TrustState::NotRequired
     };
+    if crate::isolate::selects(path) {
+        // Its code runs in a child process; the host keeps a proxy in its place.
+        let plugin = crate::isolate::load(&file, origin, trust)?;
+        return Ok(Loaded::Plugin(Box::new(plugin)));
+    }
     let library = open(&file, cache)?;
     let plugin = LoadedPlugin::init(
         library,

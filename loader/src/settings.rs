@@ -23,6 +23,8 @@ pub struct Settings {
     pub compaction: Option<crate::session::compaction::CompactionSettings>,
     /// Whether the file is the project's (`<cwd>/.pi/settings.json`) rather than the user's.
     pub project: bool,
+    /// `isolate`: which plugins run in a `pi-hooks serve` child (see `crate::isolate`).
+    pub isolate: crate::isolate::IsolateSetting,
 }
 
 impl Settings {
@@ -70,6 +72,10 @@ pub fn read_settings(path: &Path) -> Result<Option<Settings>, String> {
             ),
         },
         project: false,
+        isolate: match map.get("isolate") {
+            None => crate::isolate::IsolateSetting::Off,
+            Some(value) => crate::isolate::IsolateSetting::from_settings_value(value)?,
+        },
     }))
 }
 

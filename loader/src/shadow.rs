@@ -76,6 +76,17 @@ pub struct Backing {
     _memfd: Option<std::os::fd::OwnedFd>,
 }
 
+impl Backing {
+    /// Nothing to keep: a plugin whose code is part of the host binary (the proxy of an
+    /// isolated plugin, see `crate::isolate`).
+    pub fn none() -> Self {
+        Backing {
+            #[cfg(target_os = "linux")]
+            _memfd: None,
+        }
+    }
+}
+
 /// How many spellings of one `/proc/self/fd/N` path are used (each one more `/`) before
 /// loads fall back to the file cache.
 pub const MAX_FD_NAME_REUSE: usize = 1024;

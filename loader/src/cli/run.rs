@@ -68,6 +68,11 @@ pub(super) struct SessionArgs {
     /// ones), each with a line on stderr.
     #[arg(long)]
     watch: bool,
+    /// Run every plugin in a `pi-hooks serve` child process of its own: a crash or hang in
+    /// one is reported, its tool calls are blocked meanwhile, and it is restarted while the
+    /// session goes on (settings.json's `isolate` chooses plugins one by one).
+    #[arg(long)]
+    isolate: bool,
     #[command(flatten)]
     sources: Sources,
 }
@@ -133,6 +138,7 @@ fn prepare(
         None
     };
     model.set_variable("CWD", &cwd.to_string_lossy());
+    crate::isolate::enable(args.isolate);
     let report = load_all(&options);
     for line in run_load_lines(&report)
         .into_iter()

@@ -182,6 +182,11 @@ impl<'s> CallContext<'s> {
         self.scope.pause_clock()
     }
 
+    /// The kind of call (what decides which context functions work).
+    pub(crate) fn kind(&self) -> CallKind {
+        self.scope.kind
+    }
+
     /// Runs `f` on what the call left, making the box on first use.
     fn left_mut<T>(&self, f: impl FnOnce(&mut LeftByCall) -> T) -> T {
         f(self.left.borrow_mut().get_or_insert_with(Box::default))
