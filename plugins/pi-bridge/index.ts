@@ -124,14 +124,17 @@ function registerCommands(pi: ExtensionAPI, side: PiSide, supervisor: Supervisor
 			seen.add(command.name);
 			pi.registerCommand(command.name, {
 				description: command.description,
-				getArgumentCompletions: async (prefix: string) => {
-					try {
-						const found = await supervisor.request("completions", { name: command.name, prefix }, `completions of /${command.name}`);
-						return found.items ?? null;
-					} catch {
-						return null;
-					}
-				},
+				getArgumentCompletions:
+					command.completions === false
+						? undefined
+						: async (prefix: string) => {
+								try {
+									const found = await supervisor.request("completions", { name: command.name, prefix }, `completions of /${command.name}`);
+									return found.items ?? null;
+								} catch {
+									return null;
+								}
+							},
 				handler: async (args, ctx) => {
 					side.ctx = ctx;
 					side.commandCtx = ctx;

@@ -22,7 +22,7 @@ export interface PluginInfo {
 	version: string;
 	path: string;
 	events: string[];
-	commands: { name: string; description?: string }[];
+	commands: { name: string; description?: string; completions?: boolean }[];
 	tools: { name: string; label?: string; description?: string; parameters: unknown }[];
 	flags: { name: string; type: "boolean" | "string"; description?: string; default?: boolean | string | null }[];
 	renderers: string[];

@@ -540,3 +540,49 @@ fn reload_restarts_the_isolated_plugin_and_ends_the_old_child() {
         ["session_start startup 0", "session_start reload 2"]
     );
 }
+
+#[test]
+fn an_isolated_plugin_sees_the_host_s_session_file_and_ui_state() {
+    let seen = |isolate: bool| {
+        let sandbox = Sandbox::new();
+        let session = sandbox.root().join("session.jsonl");
+        let script = sandbox.script(&json!({"turns": [{"text": "ok"}]}));
+        let mut args = vec![
+            "run",
+            "--session",
+            session.to_str().unwrap(),
+            "--script",
+            script.to_str().unwrap(),
+        ];
+        if isolate {
+            args.push("--isolate");
+        }
+        args.push("hi");
+        let output = pi_hooks_tests::behave_command(
+            &sandbox,
+            &[(
+                "ctx",
+                json!({"handlers": [{"event": "agent_start", "log_ctx": true}]}),
+            )],
+            &args,
+        )
+        .output()
+        .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        let ctx = pi_hooks_tests::read_behave_log(&sandbox.behave_log())
+            .into_iter()
+            .find(|l| l.tag == "agent_start:ctx")
+            .expect("the plugin logged its context")
+            .value;
+        (
+            ctx["sessionFile"].clone(),
+            ctx["hasUI"].clone(),
+            session.display().to_string(),
+        )
+    };
+    let (file, has_ui, session) = seen(true);
+    assert_eq!(file, json!(session));
+    assert_eq!(has_ui, json!(false), "print mode has no UI");
+    let (file, has_ui, session) = seen(false);
+    assert_eq!((file, has_ui), (json!(session), json!(false)));
+}

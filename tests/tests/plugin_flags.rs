@@ -460,3 +460,23 @@ fn commands_first_plugin_wins_and_built_ins_win_with_warnings() {
     assert_eq!(listed[0]["name"], "deploy");
     assert_eq!(listed[0]["sourceInfo"]["path"], first_arg);
 }
+
+#[test]
+fn an_isolated_plugin_reads_the_command_line_s_flag_values_too() {
+    let sandbox = Sandbox::new();
+    let plugin = recorder(&sandbox, "flagger", &[]);
+    let output = run(
+        &sandbox,
+        &[&plugin],
+        &["--isolate", "--plan", "--model-x=foo", "hello"],
+    );
+    assert!(output.status.success(), "stderr: {}", text(&output.stderr));
+    assert_eq!(
+        recorded(&sandbox),
+        [
+            "flagger flag plan=true",
+            "flagger flag model-x=\"foo\"",
+            "flagger flag --plan=true",
+        ]
+    );
+}

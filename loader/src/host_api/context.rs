@@ -187,6 +187,16 @@ impl<'s> CallContext<'s> {
         self.scope.kind
     }
 
+    /// The session file the call sees, if any.
+    pub(crate) fn session_file(&self) -> Option<&str> {
+        self.scope.session_file.as_ref().map(CText::as_str)
+    }
+
+    /// Whether the call has a UI.
+    pub(crate) fn has_ui(&self) -> bool {
+        self.scope.has_ui
+    }
+
     /// Runs `f` on what the call left, making the box on first use.
     fn left_mut<T>(&self, f: impl FnOnce(&mut LeftByCall) -> T) -> T {
         f(self.left.borrow_mut().get_or_insert_with(Box::default))

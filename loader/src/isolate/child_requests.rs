@@ -29,6 +29,14 @@ fn with_call<T>(ctx: *mut PiContext, f: impl FnOnce(&CallContext<'_>) -> T) -> O
     out
 }
 
+/// The `context` of a request to the child (docs/serve-protocol.md): the session file and
+/// whether there is a UI, as the call behind `ctx` sees them; `None` without a live call.
+pub fn context_field(ctx: *mut PiContext) -> Option<String> {
+    with_call(ctx, |c| {
+        json!({"sessionFile": c.session_file(), "hasUI": c.has_ui()}).to_string()
+    })
+}
+
 /// What answers the lines of one child for one call into the proxy.
 pub struct Answerer<'a> {
     /// The proxy's host-side state (its path is the isolated plugin's).

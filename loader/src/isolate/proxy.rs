@@ -36,7 +36,7 @@ use pi_hooks_abi::sdk::{Completion, Context, Error, Registrar, Reply, ToolSpec};
 use serde_json::{Value, json};
 
 use super::child::{CallError, Launch, ServeChild};
-use super::child_requests::Answerer;
+use super::child_requests::{Answerer, context_field};
 use crate::discover::Origin;
 use crate::display::escape;
 use crate::library::OpenedLibrary;
@@ -63,6 +63,8 @@ struct PluginInfo {
     version: String,
     events: Vec<String>,
     commands: Vec<(String, String)>,
+    /// Per command, whether it has completions (`None`: the hello did not say).
+    command_completions: Vec<Option<bool>>,
     tools: Vec<ToolSpec>,
     flags: Vec<(String, String, String, Value)>,
     renderers: Vec<String>,
@@ -106,6 +108,10 @@ impl PluginInfo {
                 .iter()
                 .map(|c| (text(c, "name"), text(c, "description")))
                 .collect(),
+            command_completions: list("commands")
+                .iter()
+                .map(|c| c.get("completions").and_then(Value::as_bool))
+                .collect(),
             tools: list("tools")
                 .iter()
                 .map(|t| ToolSpec {
@@ -144,6 +150,9 @@ struct Outage {
 /// The child and its restart state.
 struct Life {
     child: Option<ServeChild>,
+    /// Whether this child got the flag values (sent before its first forwarded call: the
+    /// command line's plugin flags are matched only after the plugins loaded).
+    flags_sent: bool,
     outage: Option<Outage>,
     backoff: Duration,
 }
@@ -226,11 +235,16 @@ pub fn start(
     let label = format!("\"{}\"", escape(&path));
     let mut child = ServeChild::spawn(&launch, &label, hello_limit)?;
     let info = PluginInfo::from_hello(child.hello())?;
-    // The hello does not say which commands have completions: ask each once.
+    // Which commands have completions: the hello says so; a hello that does not is asked
+    // about each command once.
     let completions = info
         .commands
         .iter()
-        .map(|(name, _)| {
+        .zip(&info.command_completions)
+        .map(|((name, _), known)| {
+            if let Some(known) = known {
+                return *known;
+            }
             let fields = format!("\"name\":{},\"prefix\":\"\"", Value::String(name.clone()));
             let mut refuse = |_: super::child::Incoming<'_>| {
                 Some(Err(
@@ -251,6 +265,7 @@ pub fn start(
         state: OnceLock::new(),
         life: Mutex::new(Life {
             child: Some(child),
+            flags_sent: false,
             outage: None,
             backoff: FIRST_BACKOFF,
         }),
@@ -456,9 +471,10 @@ impl Proxy {
         let Some(state) = self.state() else {
             return Forwarded::Down(format!("plugin \"{}\" is not loaded", self.name));
         };
-        let mut life = self.lock_life();
+        let mut guard = self.lock_life();
+        let life = &mut *guard;
         if life.child.is_none() {
-            self.restart_if_due(&mut life, ctx);
+            self.restart_if_due(life, ctx);
         }
         let Some(child) = life.child.as_mut() else {
             let reason = life.outage.as_ref().map_or_else(
@@ -472,11 +488,37 @@ impl Proxy {
             ctx,
             on_tool_update,
         };
-        match child.call(kind, fields, limit, &mut |line| answerer.take(line)) {
+        if !life.flags_sent {
+            life.flags_sent = true;
+            if let Some(values) = self.flag_values(state) {
+                let fields = format!("\"values\":{values}");
+                // A child too old for `flags` refuses it; its plugin reads the defaults.
+                let _ = child.call("flags", &fields, limit, &mut |line| answerer.take(line));
+            }
+        }
+        // What the call in flight sees (its session file, whether it has a UI).
+        let fields = match ctx.and_then(context_field) {
+            Some(context) if fields.is_empty() => format!("\"context\":{context}"),
+            Some(context) => format!("{fields},\"context\":{context}"),
+            None => fields.to_owned(),
+        };
+        match child.call(kind, &fields, limit, &mut |line| answerer.take(line)) {
             Ok(answer) => Forwarded::Answer(answer),
             Err(CallError::Refused(error)) => Forwarded::Refused(error),
-            Err(failure) => Forwarded::Down(self.fail(&mut life, event, what, &failure)),
+            Err(failure) => Forwarded::Down(self.fail(life, event, what, &failure)),
         }
+    }
+
+    /// The values the command line gave the plugin's flags (as the proxy, which registered
+    /// the same flags, reads them), as a JSON object; `None` when it has no flags.
+    fn flag_values(&self, state: &PluginState) -> Option<Value> {
+        let values: serde_json::Map<String, Value> = self
+            .info
+            .flags
+            .iter()
+            .filter_map(|(name, ..)| Some((name.clone(), state.flag_value(name)??)))
+            .collect();
+        (!values.is_empty()).then_some(Value::Object(values))
     }
 
     /// The child failed `what`: reports it once, kills what is left, schedules the restart.
@@ -601,6 +643,7 @@ impl Proxy {
             answerer.take(line)
         });
         life.child = Some(child);
+        life.flags_sent = false;
         life.outage = None;
         match outcome {
             Ok(_) | Err(CallError::Refused(_)) => {}

@@ -46,6 +46,7 @@ pub fn describe(plugin: &LoadedPlugin) -> Value {
         "commands": registrations.commands.iter().map(|c| json!({
             "name": c.name,
             "description": c.description,
+            "completions": c.complete.is_some(),
         })).collect::<Vec<_>>(),
         "tools": registrations.tools.iter().map(|t| json!({
             "name": t.name,
