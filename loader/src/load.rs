@@ -414,6 +414,33 @@ pub enum Loaded {
     Untrusted(TrustState, String),
 }
 
+/// Files whose bytes must have a given SHA-256 to load here (resolved path, hex), set with
+/// [`pin_sha256`].
+static PINS: std::sync::RwLock<Vec<(PathBuf, String)>> = std::sync::RwLock::new(Vec::new());
+
+/// From now on, `path` loads in this process only if the bytes read have the SHA-256 `sha256`
+/// (hex). A host that checked a file (its trust, its header) and hands it to a `pi-hooks
+/// serve` child (`--isolate`) pins it there, so a file replaced in between is refused
+/// instead of run unchecked.
+pub fn pin_sha256(path: &Path, sha256: &str) {
+    let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    PINS.write()
+        .unwrap_or_else(|e| e.into_inner())
+        .push((path, sha256.to_ascii_lowercase()));
+}
+
+/// The pin of `path`, if one was set.
+fn pinned(path: &Path) -> Option<String> {
+    let pins = PINS.read().unwrap_or_else(|e| e.into_inner());
+    if pins.is_empty() {
+        return None;
+    }
+    let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    pins.iter()
+        .find(|(p, _)| *p == path)
+        .map(|(_, sha)| sha.clone())
+}
+
 /// Reads a candidate once, checks trust on those bytes (when `origin` needs trust, against
 /// `store`), and loads exactly those bytes.
 fn load_candidate(
@@ -423,6 +450,14 @@ fn load_candidate(
     cache: &Path,
 ) -> Result<Loaded, String> {
     let file = read_plugin_file(path)?;
+    if let Some(pin) = pinned(path)
+        && file.sha256() != pin
+    {
+        return Err(format!(
+            "its bytes changed since the host checked them (SHA-256 {} now, {pin} checked); it was not loaded",
+            file.sha256()
+        ));
+    }
     let trust = if origin.needs_trust() {
         let store = match store {
             Some(Ok(store)) => store,

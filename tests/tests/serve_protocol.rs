@@ -798,3 +798,35 @@ fn a_plugin_segfault_ends_serve_naming_the_plugin_and_the_event() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(stdout.lines().count(), 1, "{stdout}");
 }
+
+#[test]
+fn a_pinned_file_loads_only_with_the_checked_bytes() {
+    let sandbox = Sandbox::new();
+    let plugin = c_example_plugin(&sandbox.lib(), "confirm-command", "confirm_command");
+    let sha = pi_hooks::trust::sha256_hex(&std::fs::read(&plugin).unwrap());
+    let hello = |pin: &str| {
+        let mut client = Client::start(sandbox.command(&[
+            "serve",
+            "--no-hooks",
+            "--pin-sha256",
+            pin,
+            "-e",
+            plugin.to_str().unwrap(),
+        ]));
+        let hello = client.next_line();
+        client.close();
+        hello
+    };
+    let good = hello(&sha);
+    assert_eq!(good["plugins"][0]["name"], "confirm-command", "{good}");
+    let other = "0".repeat(64);
+    let bad = hello(&other);
+    assert_eq!(bad["plugins"], json!([]), "{bad}");
+    let error = bad["errors"][0]["error"].as_str().unwrap();
+    assert_eq!(
+        error,
+        format!(
+            "its bytes changed since the host checked them (SHA-256 {sha} now, {other} checked); it was not loaded"
+        )
+    );
+}

@@ -50,6 +50,10 @@ enum Command {
     Serve {
         #[command(flatten)]
         sources: Sources,
+        /// Load the --hook files only if their bytes have this SHA-256 (hex): for a host
+        /// that checked the file before handing it to serve (`--isolate` does).
+        #[arg(long = "pin-sha256", value_name = "HEX", hide = true)]
+        pin_sha256: Option<String>,
     },
     /// The pi bridge: a pi extension that runs these native plugins inside pi itself
     /// (through `pi-hooks serve`).
@@ -219,7 +223,13 @@ pub fn main() -> ExitCode {
         (Command::Run(_) | Command::Rpc(_), None) => {
             unreachable!("PluginFlags::split takes every run and rpc command line")
         }
-        (Command::Serve { sources }, _) => run::serve(&sources),
+        (
+            Command::Serve {
+                sources,
+                pin_sha256,
+            },
+            _,
+        ) => run::serve(&sources, pin_sha256.as_deref()),
         (Command::Bridge { action }, _) => bridge::bridge(action),
         (Command::List { sources, json }, _) => list(&sources, json),
         (

@@ -256,9 +256,14 @@ pub(super) fn rpc(args: RpcArgs, flags: &PluginFlags) -> Result<ExitCode, Comman
 }
 
 /// `pi-hooks serve`: loads the plugins as the other modes do (load problems on stderr) and
-/// serves them until stdin closes.
-pub(super) fn serve(sources: &Sources) -> Result<ExitCode, CommandError> {
+/// serves them until stdin closes. `pin`: the SHA-256 the --hook files must have.
+pub(super) fn serve(sources: &Sources, pin: Option<&str>) -> Result<ExitCode, CommandError> {
     let options = sources.options()?;
+    if let Some(pin) = pin {
+        for hook in &options.explicit {
+            crate::load::pin_sha256(&crate::paths::resolve(hook, &options.cwd), pin);
+        }
+    }
     let report = load_all(&options);
     let load_lines = run_load_lines(&report);
     for line in &load_lines {

@@ -37,6 +37,9 @@ pub struct Launch {
     pub program: PathBuf,
     /// The plugin file, as discovered.
     pub plugin: PathBuf,
+    /// The SHA-256 of the bytes the host checked: the child loads the file only if it still
+    /// has them.
+    pub sha256: String,
     /// The session's working directory.
     pub cwd: PathBuf,
 }
@@ -46,6 +49,8 @@ impl Launch {
         vec![
             "serve".into(),
             "--no-hooks".into(),
+            "--pin-sha256".into(),
+            self.sha256.clone().into(),
             "-e".into(),
             self.plugin.clone().into_os_string(),
             "--cwd".into(),

@@ -231,6 +231,7 @@ pub fn load(file: &PluginFile, origin: Origin, trust: TrustState) -> Result<Load
     let launch = child::Launch {
         program: serve_program()?,
         plugin: file.path.clone(),
+        sha256: file.sha256().to_owned(),
         cwd,
     };
     let hello_limit = selection
