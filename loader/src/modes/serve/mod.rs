@@ -5,7 +5,8 @@
 //! by `result` / `error` lines, and plugin calls that need the client going out as `request`
 //! lines ([`client_services`]).
 //!
-//! Threads: stdin is read on the host's tokio runtime and never waits; the client's requests
+//! Threads: stdin is read on serve's main thread (under the tokio runtime, see
+//! `InlineStdin`) and never waits for a request to finish; the client's requests
 //! run one after another on a worker thread, so a plugin waiting for a `response` blocks
 //! only that worker. When stdin closes, waiting plugin requests fail, the worker finishes,
 //! `session_shutdown {reason:"quit"}` goes to the plugins, they are retired (their timers
@@ -115,7 +116,7 @@ pub fn run(setup: ServeSetup) -> i32 {
             return 1;
         }
     };
-    crate::runtime::handle().block_on(framing::read_lines(tokio::io::stdin(), |line| {
+    crate::runtime::handle().block_on(framing::read_lines(InlineStdin(std::io::stdin()), |line| {
         match line {
             framing::Line::Text(text) => take_line(text, &out, &link, &jobs),
             framing::Line::TooLong(bytes) => error_line(
@@ -279,5 +280,24 @@ fn work(
             Ok(result) => out.line(&json!({"type": "result", "id": id, "result": result})),
             Err(error) => error_line(out, &id, &error),
         }
+    }
+}
+
+/// Stdin read in place by the thread that polls it. `tokio::io::stdin` hands every read to a
+/// blocking-pool thread that then wakes the reader: one thread wake-up more per request line,
+/// a measurable share of a serve round trip. Here the read blocks the polling thread itself,
+/// which is right because the read loop runs alone under `block_on` on serve's main thread
+/// (nothing else is polled there; the runtime's own threads keep running timers and `exec`).
+struct InlineStdin(std::io::Stdin);
+
+impl tokio::io::AsyncRead for InlineStdin {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        use std::io::Read;
+        let read = self.get_mut().0.lock().read(buf.initialize_unfilled());
+        std::task::Poll::Ready(read.map(|n| buf.advance(n)))
     }
 }
