@@ -330,3 +330,50 @@ fn pi_s_reload_loads_a_rebuilt_native_plugin() {
     let (status, _) = pi.close();
     assert!(status.success(), "{status}");
 }
+
+#[test]
+fn bridge_install_writes_the_extension_and_says_where() {
+    let sandbox = Sandbox::new();
+    let output = sandbox.run(&["bridge", "install", "--project"]);
+    assert!(output.status.success(), "{output:?}");
+    let folder = sandbox.project().join(".pi/extensions/pi-hooks-bridge");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.starts_with(&format!(
+            "Installed the pi bridge in {}\n",
+            folder.display()
+        )),
+        "{stdout}"
+    );
+    for file in [
+        "index.ts",
+        "serve-client.ts",
+        "supervisor.ts",
+        "events.ts",
+        "client-requests.ts",
+        "README.md",
+    ] {
+        let installed = std::fs::read_to_string(folder.join(file)).unwrap();
+        let source = std::fs::read_to_string(
+            pi_hooks_tests::workspace_root()
+                .join("plugins/pi-bridge")
+                .join(file),
+        )
+        .unwrap();
+        assert_eq!(installed, source, "{file} is the committed one");
+    }
+    let config: Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("pi-hooks.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        config["bin"],
+        json!(pi_hooks_tests::pi_hooks_bin().display().to_string())
+    );
+    // Installing again updates in place.
+    assert!(
+        sandbox
+            .run(&["bridge", "install", "--project"])
+            .status
+            .success()
+    );
+}
