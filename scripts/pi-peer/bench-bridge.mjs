@@ -8,7 +8,9 @@
 // Method as bench-dispatch.mjs: a fresh node process per (case, process); in it `warmup`
 // awaited calls, then `repeats` runs of `calls` calls; the process reports the median
 // ns/event of its runs; a case's figure is the median of its processes' medians. Processes
-// of both cases are interleaved.
+// of all cases are interleaved. A third case, "floor", times the same awaited line round
+// trip from node to a child that only echoes it (`cat`): what any out-of-process design pays
+// on this machine at this moment, to compare the bridge with.
 //
 // Usage: node scripts/pi-peer/bench-bridge.mjs --pi-hooks PATH --plugin PATH
 //            [--processes 3] [--repeats 7] [--calls 5000] [--warmup 1000]
@@ -23,7 +25,32 @@ const bridge = path.resolve(path.dirname(script), "../../plugins/pi-bridge/index
 const usage =
     "usage: node scripts/pi-peer/bench-bridge.mjs --pi-hooks PATH --plugin PATH [--processes 3] [--repeats 7] [--calls 5000] [--warmup 1000]";
 
+/** The floor: the same awaited line round trip to a child that only echoes it (`cat`). */
+async function floor(opts) {
+    const { spawn } = await import("node:child_process");
+    const { createInterface } = await import("node:readline");
+    const echo = spawn("cat", [], { stdio: ["pipe", "pipe", "inherit"] });
+    let waiting;
+    createInterface({ input: echo.stdout }).on("line", () => waiting?.());
+    const line = `${JSON.stringify({ type: "event", id: 1, name: "tool_call", payload: { toolCallId: "toolu_bench_0001", toolName: "bash", input: { command: "echo hi" } } })}\n`;
+    const once = () =>
+        new Promise((resolve) => {
+            waiting = resolve;
+            echo.stdin.write(line);
+        });
+    for (let i = 0; i < opts.warmup; i++) await once();
+    const runs = [];
+    for (let r = 0; r < opts.repeats; r++) {
+        const t0 = process.hrtime.bigint();
+        for (let i = 0; i < opts.calls; i++) await once();
+        runs.push(Number(process.hrtime.bigint() - t0) / opts.calls);
+    }
+    console.log(JSON.stringify({ case: opts.case, median_ns: median(runs), runs_ns: runs }));
+    process.exit(0);
+}
+
 async function child(opts) {
+    if (opts.case === "floor") return floor(opts);
     const cwd = process.cwd();
     const { runner, loaded } = await piRunner(opts.case === "bridge" ? [bridge] : [], cwd);
     if (loaded.errors.length > 0) fail(`pi's loadExtensions reported errors: ${JSON.stringify(loaded.errors)}`);
@@ -60,7 +87,7 @@ function parent(opts) {
         TMPDIR: path.join(root, "tmp"),
     };
     fs.mkdirSync(env.TMPDIR);
-    const cases = ["none", "bridge"].map((name) => ({ name, medians: [] }));
+    const cases = ["none", "bridge", "floor"].map((name) => ({ name, medians: [] }));
     for (let p = 0; p < opts.processes; p++) {
         for (const c of cases) {
             const args = ["--child", "--case", c.name];
@@ -77,7 +104,7 @@ function parent(opts) {
                 median_ns: round(median(c.medians), 0),
                 min_ns: round(Math.min(...c.medians), 0),
                 max_ns: round(Math.max(...c.medians), 0),
-                added_ns: round(median(c.medians) - none, 0),
+                added_ns: c.name === "floor" ? undefined : round(median(c.medians) - none, 0),
                 processes: opts.processes,
                 repeats: opts.repeats,
                 calls: opts.calls,
