@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What the pi bridge adds to a gated tool call in pi (issue #12's benchmark): pi 0.73.1's
+# What the pi bridge adds to a gated tool call in pi (BENCHMARKS.md section 8): pi 0.73.1's
 # ExtensionRunner.emitToolCall with no extension vs with the bridge (plugins/pi-bridge/)
 # running the C example protected-paths in `pi-hooks serve` (a real round trip per call).
 # Builds pi-hooks in release mode and protected-paths with -O2, installs pi

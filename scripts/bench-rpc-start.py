@@ -1,7 +1,6 @@
 #!/usr/bin/env python3
 """Time from spawning `pi-hooks rpc` to the response of its first `get_state`, with 0 and with
-50 trivial plugins (issue 9's start-up figure; pi 0.73.1 needs about 570 ms, see
-shared/reference/pi-observed.md section 4 a2).
+50 trivial plugins (BENCHMARKS.md section 5; pi 0.73.1 itself needs about 570 ms to start).
 
 Usage: python3 scripts/bench-rpc-start.py [ROUNDS]     (default 60 rounds, interleaved)
 

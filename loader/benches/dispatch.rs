@@ -1,4 +1,4 @@
-//! `tool_call` dispatch: the hot path of issue #3.
+//! `tool_call` dispatch: the host's hot path.
 //!
 //! At start the C fixtures in `benches/fixtures/` are compiled into a temp dir (10 distinct
 //! copies of each, `-DPLUGIN_NAME="trivial-NN"`), loaded through the real loader (shadow

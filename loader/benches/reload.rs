@@ -1,4 +1,4 @@
-//! Hot reload (issue #10): how long a reload takes, on real plugins and a real `Runner`.
+//! Hot reload: how long a reload takes, on real plugins and a real `Runner`.
 //!
 //! - `reload/one`: a plugin file replaced by rename (as cargo and ld do), then
 //!   `Runner::reload_plugin` and one `tool_call` answered by the new version: the time from

@@ -1,6 +1,6 @@
 //! Discovery: which plugin files to load, in which order, from where.
 //!
-//! Order (DESIGN section 3): project `<cwd>/.pi/hooks/` and `<cwd>/.pi/extensions/`, global
+//! Order: project `<cwd>/.pi/hooks/` and `<cwd>/.pi/extensions/`, global
 //! `<agentDir>/hooks/` and `<agentDir>/extensions/`, then `hooks` and `extensions` from the
 //! project's and then the user's `settings.json`, then `--hook`/`-e` paths. Inside a folder,
 //! files with this platform's library suffix in name order. Duplicates (same canonical path)

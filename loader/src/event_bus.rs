@@ -14,8 +14,8 @@
 //!   listeners (`HostServices::report_error`: `Extension error (<path>): ...` on stderr, and an
 //!   `extension_error` line in JSON mode), or on stderr when no mode is bound.
 //!
-//! What differs, because a host service never calls back into a plugin synchronously
-//! (DESIGN section 2): pi's `emit` calls the handlers before it returns; here `events_emit`
+//! What differs, because a host service never calls back into a plugin synchronously:
+//! pi's `emit` calls the handlers before it returns; here `events_emit`
 //! queues the emission and returns. One delivery task on the host's runtime
 //! ([`crate::runtime`]) takes emissions first in, first out and calls their subscribers one at
 //! a time through [`crate::plugin::call_bus_handler`], so deliveries keep emission order, an

@@ -1,5 +1,5 @@
 //! `exec`: runs a program for a plugin (the action `PiActionsApi.exec`), after pi's
-//! `pi.exec(command, args, {signal, timeout, cwd})` (reference pi-hooks.md section 5.3).
+//! `pi.exec(command, args, {signal, timeout, cwd})`.
 //!
 //! * No shell: the program (found through `PATH` when it has no slash) gets the arguments as
 //!   they are, so `;`, `$x` or `*` in an argument are plain characters.

@@ -582,7 +582,7 @@ fn not_called_retired() -> CallOutcome {
 const RETIRE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl LoadedPlugin {
-    /// Retires this instance (DESIGN section 4): no new call enters it, the host-side
+    /// Retires this instance: no new call enters it, the host-side
     /// teardown it registered runs (its timers are cancelled, its `exec` children killed, its
     /// event-bus subscriptions removed), a call still running inside it is waited for (at
     /// most two seconds), then its `shutdown` and its cleanups run, once. Its library stays

@@ -1,4 +1,4 @@
-//! The host's async core (tokio, DESIGN section 1): everything that waits (`exec` children,
+//! The host's async core (tokio): everything that waits (`exec` children,
 //! timers, later the RPC and serve I/O and dialog waits) runs on one process-wide runtime,
 //! started on first use. Calls into plugins stay synchronous C calls on host threads
 //! (`spawn_blocking` or a dispatching thread), and the untimed `tool_call` path never touches

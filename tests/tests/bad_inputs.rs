@@ -1,4 +1,4 @@
-//! The bad-input corpus (issue #2): broken plugin files, odd folder entries and broken
+//! The bad-input corpus: broken plugin files, odd folder entries and broken
 //! settings files, each built by its test in a fresh sandbox.
 //!
 //! Every test runs the real `pi-hooks list`, once with `--json` and once as text, and checks

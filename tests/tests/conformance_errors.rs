@@ -1,5 +1,4 @@
-//! Conformance: error paths (DESIGN section 3 "Errors" and "Timeouts", reference pi-hooks.md
-//! sections 3 and 4). A failing handler of any event but `tool_call` is reported as
+//! Conformance: error paths and timeouts. A failing handler of any event but `tool_call` is reported as
 //! `{extensionPath, event, error}` and the chain goes on from the state before it; in
 //! `tool_call` an error, a panic or a timeout blocks the tool, reported nowhere.
 

@@ -1,5 +1,4 @@
-//! Conformance: print mode (`pi-hooks run -p`) and the prompt pipeline end to end (issue #3
-//! items 4 and 7, reference pi-hooks.md sections 2.4 and 12): the final assistant text on
+//! Conformance: print mode (`pi-hooks run -p`) and the prompt pipeline end to end: the final assistant text on
 //! stdout, plugin errors on stderr as `Extension error (<path>): <message>`, `input` and
 //! `before_agent_start` results applied to the run, and the embedded demo with the examples.
 

@@ -1,5 +1,5 @@
-//! Conformance: dispatch order and the combination rule of every event kind (DESIGN section 3,
-//! reference pi-hooks.md sections 1 and 2.4), with real C plugins (`tests/fixtures/behave.c`)
+//! Conformance: dispatch order and the combination rule of every event kind, as pi
+//! 0.73.1 combines them (README "Events and how results combine"), with real C plugins (`tests/fixtures/behave.c`)
 //! loaded in-process by the real loader into a real `Runner`.
 
 use pi_hooks::runner::Runner;

@@ -1,5 +1,4 @@
-//! Conformance: the session file end to end (issue #3 item 6, reference pi-hooks.md section
-//! 10): `--session FILE` round trip, `append_entry` from a plugin, and a crash-truncated last
+//! Conformance: the session file end to end: `--session FILE` round trip, `append_entry` from a plugin, and a crash-truncated last
 //! line skipped with a warning and cut off before the next append.
 
 use std::collections::HashSet;

@@ -1,6 +1,5 @@
 //! Conformance, end to end: tool interception in the real agent loop (`pi-hooks run --mode json
-//! --script ...`), DESIGN section 3, issue #3 item 2, reference pi-hooks.md 9.3 and
-//! pi-observed.md 3. Each test runs the real binary in its own sandbox with `behave` plugins
+//! --script ...`), in pi 0.73.1's order and with its rules. Each test runs the real binary in its own sandbox with `behave` plugins
 //! and reads both the JSON event stream and the plugins' own log.
 
 use std::process::Output;
@@ -859,7 +858,7 @@ fn calls_into_one_plugin_never_overlap_even_for_parallel_tools() {
 
 #[test]
 fn invalid_arguments_are_an_error_result_without_tool_call() {
-    // pi (reference pi-hooks.md 9.3, step 2): arguments are validated before `tool_call`; a
+    // pi: arguments are validated before `tool_call`; a
     // validation error is the tool's error result, with no tool_call and no tool_result.
     let run = run(
         Sandbox::new(),

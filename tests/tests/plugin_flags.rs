@@ -1,7 +1,7 @@
 //! Plugin flags on the command line of `pi-hooks run` and `pi-hooks rpc` (pi's
 //! `registerFlag` / `getFlag`: `--plan`, `--model-x foo`, `--model-x=foo`, unset flags read
 //! their default, an unknown `--x` is refused, `--help` lists the plugins' flags) and pi's
-//! command conflict rules (reference pi-hooks.md section 5.4: built-ins win, the first plugin
+//! command conflict rules (built-ins win, the first plugin
 //! wins, the loser is warned), with real C plugins and the real binary.
 
 use std::io::Write;

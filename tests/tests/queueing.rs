@@ -1,4 +1,4 @@
-//! pi's queueing rules for a plugin's `send_user_message` (reference pi-hooks.md 5.3): while
+//! pi's queueing rules for a plugin's `send_user_message`: while
 //! the agent streams, a message with `deliverAs` goes through the `input` event (source
 //! "extension") before it is queued; without one it is refused and reported as a
 //! `<runtime>` error of `send_user_message`; when idle it becomes a prompt that is never taken

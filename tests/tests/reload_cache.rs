@@ -1,4 +1,4 @@
-//! The plugin cache stays bounded (issue #10 item 4) with the file shadow copies
+//! The plugin cache stays bounded with the file shadow copies
 //! (`PI_HOOKS_SHADOW=file`, what non-Linux systems always use): a copy is deleted once the
 //! system loader has mapped it, a failed load leaves nothing, and leftovers no process holds
 //! are swept while a copy another process holds is left alone.

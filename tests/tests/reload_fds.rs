@@ -1,4 +1,4 @@
-//! Reloads do not use up file descriptors (issue #10: "a hundred times a day"): on Linux
+//! Reloads do not use up file descriptors (authors reload "a hundred times a day"): on Linux
 //! each load's sealed memfd is closed when its plugin instance is dropped, and a descriptor
 //! number that comes back still loads the new code (the system loader would otherwise hand
 //! back the library it already opened under that `/proc/self/fd/N` name).

@@ -1,4 +1,4 @@
-//! `--watch` (issue #10): the watcher reports a rebuilt, new or deleted plugin file once,
+//! `--watch`: the watcher reports a rebuilt, new or deleted plugin file once,
 //! and only once the file is complete; the runner applies the change. Real files, real `cc`
 //! rebuilds, the real watcher (inotify here).
 

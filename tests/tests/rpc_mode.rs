@@ -1,5 +1,4 @@
-//! `pi-hooks rpc` driven over pipes as a pi RPC client drives pi 0.73.1 (reference
-//! pi-observed.md, "RPC protocol"): the failure lines, the read commands, a prompt's events,
+//! `pi-hooks rpc` driven over pipes as a pi RPC client drives pi 0.73.1: the failure lines, the read commands, a prompt's events,
 //! queueing while a run is in progress, the `extension_ui_request` / `extension_ui_response`
 //! sub-protocol with a real C plugin, and the graceful end on stdin close.
 

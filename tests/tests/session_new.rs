@@ -1,4 +1,4 @@
-//! A new session end to end (issue 9 item 2; reference pi-hooks.md section 2.4): RPC
+//! A new session end to end: RPC
 //! `new_session` answers `{"cancelled": bool}`, plugins get `session_before_switch`
 //! `{reason:"new"}` (which can cancel) and then `session_switch`
 //! `{reason:"new", previousSessionFile}`, the old file is closed and complete, later prompts

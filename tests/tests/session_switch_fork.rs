@@ -1,7 +1,7 @@
 //! Resuming another session, forking, cloning, model selection and the provider request hook,
 //! end to end over RPC with real plugins (pi 0.73.1's runtime replacement: the cancellable
 //! `session_before_*`, `session_shutdown {reason, targetSessionFile}`, `session_start {reason,
-//! previousSessionFile}`, then seed 001's `session_switch` / `session_fork`).
+//! previousSessionFile}`, then the older hook API's `session_switch` / `session_fork`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

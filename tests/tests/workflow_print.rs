@@ -187,7 +187,7 @@ fn a_broken_workflow_is_reported_and_the_others_load() {
         "name: X\ncommandName: x\ninitialMessage: go\n",
     )
     .expect("write");
-    // A phase with both tool lists (seed 000: exactly one of them per phase).
+    // A phase with both tool lists (pi-workflows: exactly one of them per phase).
     std::fs::create_dir_all(root.join("both")).expect("mkdir");
     std::fs::write(
         root.join("both/workflow.yaml"),

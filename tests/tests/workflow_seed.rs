@@ -1,5 +1,5 @@
-//! The workflow plugin (`plugins/workflow`) against seed 000 (the hook lifecycle of
-//! pi-workflows), behaviour by behaviour, through the real `pi-hooks` host: `session_tree`
+//! The workflow plugin (`plugins/workflow`) against the hook lifecycle of
+//! pi-workflows (plugins/workflow/README.md), behaviour by behaviour, through the real `pi-hooks` host: `session_tree`
 //! rebuilding the state from the branch and reloading the definitions, every tool action's
 //! answer, a cancellation through the tool notified at `agent_end` (case A, not persisted),
 //! the custom templates with all their variables (role instruction, advance reminder, block
@@ -287,7 +287,7 @@ fn every_tool_action_answers_verbatim_and_a_tool_cancel_is_notified_at_agent_end
         "the workflow's first message and hello; the notice (triggerTurn false) starts none"
     );
     // Persisted: start, next, loop, next, next, next, the cancellation; case A of a
-    // cancellation persists nothing more (seed 000: `persist: false`).
+    // cancellation persists nothing more (pi-workflows: `persist: false`).
     let entries = states(&session);
     assert_eq!(entries.len(), 7, "{entries:#?}");
     let last = &entries[6]["data"];

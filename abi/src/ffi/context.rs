@@ -110,7 +110,7 @@ pub struct PiContextApi {
     /// `session_before_switch {reason:"new"|"resume", targetSessionFile?}` or
     /// `session_before_fork {entryId, position}` can cancel; then `session_shutdown {reason,
     /// targetSessionFile}`, the switch, `session_start {reason, previousSessionFile}` and
-    /// `resources_discover {reason:"startup"}`; then, for plugins written against seed 001,
+    /// `resources_discover {reason:"startup"}`; then, for plugins written against pi's older hook API,
     /// `session_switch {reason, previousSessionFile}` or `session_fork
     /// {previousSessionFile}`. The plugins stay loaded (pi re-creates its extensions).
     pub new_session: unsafe extern "C" fn(

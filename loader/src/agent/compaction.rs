@@ -111,7 +111,7 @@ impl Agent {
         let (summary, first_kept, tokens_before, details, from_extension) = match from_plugin {
             Some(compaction) => (
                 // A plugin's compaction; what it leaves out comes from the preparation (the
-                // plain-string form of seed 002 gives only a summary).
+                // plain-string form of pi's older hook API gives only a summary).
                 compaction["summary"]
                     .as_str()
                     .unwrap_or_default()
@@ -234,7 +234,7 @@ impl Agent {
     }
 }
 
-/// The legacy `session.compacting` hook (seed 002) before the model summarizes: the
+/// The legacy `session.compacting` hook (pi's older hook API) before the model summarizes: the
 /// last truthy result's `context` lines are added to the history request, its `prompt`
 /// replaces that request's instructions, and its `preserveData` is returned for the entry's
 /// `details`.

@@ -1,4 +1,4 @@
-//! The agent loop, in pi's order (reference pi-hooks.md 2.4, pi-observed.md 3):
+//! The agent loop, in pi 0.73.1's order:
 //!
 //! `input` -> `before_agent_start` -> `agent_start` -> per turn: `turn_start`, the turn's new
 //! messages (`message_start`/`message_end`), `context`, the model (`message_start`,
@@ -554,7 +554,7 @@ impl Core {
         body
     }
 
-    /// The legacy `session` event (seed 003) with the session's entries and file; the
+    /// The legacy `session` event (pi's older hook API) with the session's entries and file; the
     /// entries are copied only when some plugin listens.
     fn emit_legacy_session(&self, reason: &str) {
         if self.runner.has_handlers("session") {

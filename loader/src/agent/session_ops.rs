@@ -10,7 +10,7 @@
 //! theirs to rebuild on `session_start`, as pi's examples do). The earlier event names seed
 //! 001 documents follow for plugins written against them: `session_switch {reason,
 //! previousSessionFile}` or `session_fork` / `session_branch {previousSessionFile}`, and the
-//! legacy `session` event with its reason (seed 003).
+//! legacy `session` event with its reason (pi's older hook API).
 
 use serde_json::{Map, Value, json};
 

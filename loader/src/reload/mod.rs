@@ -1,10 +1,10 @@
-//! Hot reload (DESIGN section 4): replacing plugin instances in a running [`Runner`] without
+//! Hot reload (README "Hot reload"): replacing plugin instances in a running [`Runner`] without
 //! a gap, without a mix, and without losing the working version when the new one is bad.
 //!
 //! # What a mode calls
 //!
 //! - [`Runner::reload_all`] for `/reload`, the RPC `reload` command and `ctx.reload()`:
-//!   pi's order (reference pi-hooks.md section 13, pi-observed.md section 5):
+//!   pi 0.73.1's order:
 //!   `session_shutdown {reason:"reload"}` on the old instances in load order, rediscovery and
 //!   a fresh load of every plugin, one atomic swap, the old instances retired, then
 //!   `session_start {reason:"reload"}` and `resources_discover {cwd, reason:"reload"}` on the

@@ -1,5 +1,5 @@
-//! One dispatch function per event kind, each with pi's combination rule (DESIGN section 3,
-//! reference pi-hooks.md section 2.4), plus the alternative result forms the other seeds use.
+//! One dispatch function per event kind, each with pi's combination rule, plus
+//! the alternative result forms of pi's older hook API.
 
 use std::sync::Arc;
 
@@ -632,7 +632,7 @@ impl Runner {
         self.emit_rule(event, Rule::CancelShortCircuit, compact)
     }
 
-    /// Dispatches the legacy `session` event with a `reason` (seed 003): `before_*` reasons
+    /// Dispatches the legacy `session` event with a `reason` (pi's older hook API): `before_*` reasons
     /// can cancel like `session_before_*`; others are notifications.
     pub fn emit_legacy_session(&self, reason: &str, fields: Map<String, Value>) -> Option<Value> {
         let mut event = fields;

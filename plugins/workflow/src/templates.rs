@@ -11,7 +11,7 @@ pub const DEFAULT_ADVANCE_REMINDER: &str = "When you finish this phase, call the
 pub const DEFAULT_BLOCK_REASON: &str = "[workflow] The tool \"{toolName}\" is blocked during the {phaseName} phase.\nRefer to the current phase instructions for allowed tools and approaches.\nWhen finished, call workflow_step to advance to the next phase.";
 
 /// The default reminder sent when the agent stops before the workflow is done, verbatim from
-/// seed 000 (its line break after "current phase" included).
+/// pi-workflows (its line break after "current phase" included).
 pub const DEFAULT_NOT_DONE_REMINDER: &str = "⚠️ The {workflowName} is still active. Current phase: {phaseEmoji} {phaseName}.\n\nYou must NOT stop yet. The workflow requires you to complete the current phase\nand call workflow_step to advance.\n\nCurrent phase instructions:\n{phaseInstructions}\n\nContinue working on the current phase and call workflow_step when done.";
 
 /// The default message of a completed workflow.
