@@ -74,8 +74,39 @@ fn expand_home_in(path: &Path, home: &Path) -> PathBuf {
 }
 
 /// Resolves a configured path: Unicode spaces become ASCII spaces, `~` is expanded, an
-/// absolute path is kept, a relative one is joined to `base`.
+/// absolute path is kept, a relative one is joined to `base`; then `.` components are
+/// dropped and `..` removes the folder before it where that folder is not a symbolic link
+/// (so the result names the same file, and shows as `/work/b/x.so`, not `/work/./a/../b/x.so`).
 pub fn resolve(path: &str, base: &Path) -> PathBuf {
+    tidy(&resolve_raw(path, base))
+}
+
+/// `path` without `.` components and with `..` applied to each preceding folder that is not
+/// a symbolic link (through a link, `..` leads elsewhere, so it is kept).
+fn tidy(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                let last_is_plain =
+                    matches!(out.components().next_back(), Some(Component::Normal(_)))
+                        && !std::fs::symlink_metadata(&out)
+                            .is_ok_and(|m| m.file_type().is_symlink());
+                if last_is_plain {
+                    out.pop();
+                } else {
+                    out.push("..");
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+fn resolve_raw(path: &str, base: &Path) -> PathBuf {
     let normalised: String = path
         .chars()
         .map(|c| match c {
@@ -102,6 +133,27 @@ pub fn has_library_suffix(path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dot_and_dot_dot_are_applied_except_through_a_link() {
+        let base = Path::new("/base");
+        assert_eq!(
+            resolve("./a/../b/x.so", base),
+            PathBuf::from("/base/b/x.so")
+        );
+        assert_eq!(resolve("/abs/./x.so", base), PathBuf::from("/abs/x.so"));
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("real")).unwrap();
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(dir.path().join("real"), dir.path().join("link")).unwrap();
+            assert_eq!(
+                resolve("link/../x.so", dir.path()),
+                dir.path().join("link/../x.so")
+            );
+        }
+        assert_eq!(resolve("real/../x.so", dir.path()), dir.path().join("x.so"));
+    }
 
     #[test]
     fn resolves_relative_absolute_and_home() {

@@ -259,7 +259,8 @@ fn settings_folder() -> Shadowing {
     )
     .unwrap();
     Shadowing {
-        project_entry: pi.join("../../home/.pi/agent/hooks/gate.so"),
+        // Shown with `..` applied: the same file as the user's.
+        project_entry: sandbox.root().join("home/.pi/agent/hooks/gate.so"),
         sandbox,
         user_path,
         source: "global",
