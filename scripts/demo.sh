@@ -19,6 +19,7 @@ echo "== 1. The workflow plugin"
 bash scripts/workflow-demo.sh
 echo
 echo "== 2. The safety plugins: permission-gate (Rust) and protected-paths (C)"
+echo "(building the example plugins: cargo build -p pi-hooks -p permission-gate, cc protected_paths.c)" >&2
 cargo build --quiet -p pi-hooks -p permission-gate
 bash scripts/build-c-plugins.sh >/dev/null
 bin="$root/target/debug/pi-hooks"

@@ -12,6 +12,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 
+echo "(building pi-hooks and the workflow plugin: cargo build -p pi-hooks -p workflow; the first build takes a minute or two)" >&2
 cargo build --quiet -p pi-hooks -p workflow
 bin="$root/target/debug/pi-hooks"
 case "$(uname -s)" in

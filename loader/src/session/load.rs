@@ -332,10 +332,10 @@ fn migrate(entries: &mut [(usize, Map<String, Value>)], version: u64) {
         if entry.get("type").and_then(Value::as_str) != Some("message") {
             continue;
         }
-        if let Some(Value::Object(message)) = entry.get_mut("message") {
-            if message.get("role").and_then(Value::as_str) == Some("hookMessage") {
-                message.insert("role".into(), Value::String("custom".into()));
-            }
+        if let Some(Value::Object(message)) = entry.get_mut("message")
+            && message.get("role").and_then(Value::as_str) == Some("hookMessage")
+        {
+            message.insert("role".into(), Value::String("custom".into()));
         }
     }
 }

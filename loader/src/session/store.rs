@@ -404,10 +404,10 @@ impl SessionStore {
         details: Option<Value>,
         from_hook: Option<bool>,
     ) -> Result<String, SessionError> {
-        if let Some(id) = branch_from {
-            if !self.by_id.contains_key(id) {
-                return Err(self.unknown_entry(id));
-            }
+        if let Some(id) = branch_from
+            && !self.by_id.contains_key(id)
+        {
+            return Err(self.unknown_entry(id));
         }
         let previous_leaf = std::mem::replace(&mut self.leaf, branch_from.map(str::to_owned));
         let appended = self.append(fields(
@@ -455,15 +455,15 @@ impl SessionStore {
     /// Adds an entry to the in-memory indexes and makes it the leaf.
     fn index(&mut self, entry: Value) {
         let id = entry.get("id").and_then(Value::as_str).map(str::to_owned);
-        if entry.get("type").and_then(Value::as_str) == Some("label") {
-            if let Some(target) = entry.get("targetId").and_then(Value::as_str) {
-                match entry.get("label").and_then(Value::as_str) {
-                    Some(label) if !label.is_empty() => {
-                        self.labels.insert(target.to_owned(), label.to_owned());
-                    }
-                    _ => {
-                        self.labels.remove(target);
-                    }
+        if entry.get("type").and_then(Value::as_str) == Some("label")
+            && let Some(target) = entry.get("targetId").and_then(Value::as_str)
+        {
+            match entry.get("label").and_then(Value::as_str) {
+                Some(label) if !label.is_empty() => {
+                    self.labels.insert(target.to_owned(), label.to_owned());
+                }
+                _ => {
+                    self.labels.remove(target);
                 }
             }
         }
@@ -496,15 +496,15 @@ impl SessionStore {
             _ => return Err(write_error(io::ErrorKind::PermissionDenied.into())),
         };
         let mut len = file.metadata().map_err(write_error)?.len();
-        if let Some(cut) = self.pending_cut.take() {
-            if len == cut.expected_len {
-                if let Err(error) = file.set_len(cut.at) {
-                    self.pending_cut = Some(cut);
-                    return Err(write_error(error));
-                }
-                len = cut.at;
-                self.written_len = cut.at;
+        if let Some(cut) = self.pending_cut.take()
+            && len == cut.expected_len
+        {
+            if let Err(error) = file.set_len(cut.at) {
+                self.pending_cut = Some(cut);
+                return Err(write_error(error));
             }
+            len = cut.at;
+            self.written_len = cut.at;
         }
         if len < self.written_len {
             return Err(SessionError::ChangedOnDisk {

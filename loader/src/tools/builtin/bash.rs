@@ -212,10 +212,10 @@ fn run(
                 Err(e) => return Err(format!("Failed to wait for the shell: {e}")),
             }
         }
-        if let Some((status, at)) = exited {
-            if !streams_open || at.elapsed() >= EXIT_DRAIN_GRACE {
-                break Outcome::Exited(status);
-            }
+        if let Some((status, at)) = exited
+            && (!streams_open || at.elapsed() >= EXIT_DRAIN_GRACE)
+        {
+            break Outcome::Exited(status);
         }
     };
 
@@ -505,10 +505,10 @@ impl OutputAccumulator {
     fn snapshot(&mut self) -> Snapshot {
         let raw = String::from_utf8_lossy(&self.tail);
         let mut text: &str = &raw;
-        if !self.tail_at_line_start {
-            if let Some(pos) = text.find('\n') {
-                text = &text[pos + 1..];
-            }
+        if !self.tail_at_line_start
+            && let Some(pos) = text.find('\n')
+        {
+            text = &text[pos + 1..];
         }
         let truncated = self.over_limits();
         let mut truncation = if truncated {

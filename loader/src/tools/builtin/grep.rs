@@ -191,10 +191,10 @@ struct Formatter<'a> {
 
 impl Formatter<'_> {
     fn display_path(&self, file: &Path) -> String {
-        if self.is_directory {
-            if let Some(rel) = relative_slash_path(file, self.root).filter(|r| !r.is_empty()) {
-                return rel;
-            }
+        if self.is_directory
+            && let Some(rel) = relative_slash_path(file, self.root).filter(|r| !r.is_empty())
+        {
+            return rel;
         }
         file.file_name()
             .map(|n| n.to_string_lossy().into_owned())
