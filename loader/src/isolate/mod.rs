@@ -281,10 +281,12 @@ mod tests {
             assert!(!entry_matches(entry, base, path, None), "{entry}");
         }
         assert!(entry_matches("/p/libpermission_gate.so", base, path, None));
+        // A relative entry resolves against the settings folder, `..` applied as discovery
+        // applies it to the plugin's own path.
         assert!(entry_matches(
             "../p/libpermission_gate.so",
             Path::new("/q"),
-            Path::new("/q/../p/libpermission_gate.so"),
+            Path::new("/p/libpermission_gate.so"),
             None
         ));
     }
