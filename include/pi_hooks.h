@@ -103,6 +103,216 @@
  *
  * The rest of this file: constants and types generated from abi/src/ffi (one section per
  * topic of the ABI), then the helpers for C and C++ authors (PI_HOOKS_PLUGIN and friends).
+ *
+ * Events (payload fields besides `type`; result; how results combine). The full
+ * reference with types is docs/events.md; both come from abi/src/event_reference.rs.
+ *
+ *   session_directory (session): once at start-up, before the session file is opened, when no
+ *     --session-dir was given (a later pi event)
+ *     payload: cwd
+ *     result: {sessionDir: string}
+ *     combine: the last handler that returns a sessionDir wins
+ *
+ *   session_start (session): when a session starts: at start-up, after /reload, and after a
+ *     new, resumed or forked session replaced the current one
+ *     payload: reason, previousSessionFile
+ *     result: ignored
+ *     combine: every handler runs; results are ignored
+ *
+ *   resources_discover (session): after session_start (reason "startup") and after /reload
+ *     (reason "reload")
+ *     payload: cwd, reason
+ *     result: {skillPaths?: string[], promptPaths?: string[], themePaths?: string[]}
+ *     combine: paths accumulate in load order, each tagged with its plugin
+ *
+ *   session_before_switch (session): before a new session (/new, ctx.newSession) or a resume
+ *     (switch_session) replaces the current one
+ *     payload: reason, targetSessionFile
+ *     result: {cancel?: boolean}
+ *     combine: the first {cancel: true} stops the chain and the switch; otherwise the last
+ *       result
+ *
+ *   session_before_fork (session): before the session is forked at an entry (fork, ctx.fork)
+ *     payload: entryId, position
+ *     result: {cancel?: boolean, skipConversationRestore?: boolean}
+ *     combine: the first {cancel: true} stops the chain and the fork; otherwise the last
+ *       result
+ *
+ *   session_before_compact (session): before a compaction (manual, by a plugin, or automatic
+ *     at the context threshold)
+ *     payload: preparation, branchEntries, customInstructions
+ *     result: {cancel?: boolean, compaction?: CompactionResult}, or a plain string (the
+ *       summary)
+ *     combine: the first {cancel: true} stops the chain; otherwise the last result; a
+ *       compaction (or string) replaces the model's summary
+ *
+ *   session_compact (session): after a compaction entry was written
+ *     payload: compactionEntry, fromExtension
+ *     result: ignored
+ *     combine: every handler runs; results are ignored
+ *
+ *   session_before_tree (session): before the session's leaf moves to another entry
+ *     (navigate_tree, ctx.navigateTree)
+ *     payload: preparation
+ *     result: {cancel?: boolean, summary?: {summary, details?}, customInstructions?,
+ *       replaceInstructions?, label?}
+ *     combine: the first {cancel: true} stops the chain; otherwise the last result
+ *
+ *   session_tree (session): after the leaf moved
+ *     payload: newLeafId, oldLeafId, summaryEntry, fromExtension
+ *     result: ignored
+ *     combine: every handler runs; results are ignored
+ *
+ *   session_shutdown (session): when a session ends: quit (stdin closed, end of a print run),
+ *     /reload, or before a new, resumed or forked session replaces it
+ *     payload: reason, targetSessionFile
+ *     result: ignored
+ *     combine: every handler runs; results are ignored
+ *
+ *   model_select (session): when the model changes (set_model, cycling, or restored when a
+ *     session resumes)
+ *     payload: model, previousModel, source
+ *     result: ignored
+ *     combine: every handler runs; results are ignored
+ *
+ *   input (input): for each prompt before it starts a run (not for slash commands of plugins,
+ *     which run the command instead)
+ *     payload: text, images, source
+ *     result: {action: "continue"}, {action: "transform", text, images?}, {action: "handled"},
+ *       or a plain string (a transform)
+ *     combine: transforms chain; the first handled stops the chain and the prompt
+ *
+ *   user_bash (input): when the user runs a shell command with !cmd / !!cmd, before it runs
+ *     (in pi, through the bridge; pi-hooks' own modes have no such input yet)
+ *     payload: command, excludeFromContext, cwd
+ *     result: {result: BashResult} (the output, the command does not run), {operations}, or
+ *       {command, cwd, env} (run this instead)
+ *     combine: the first handler with a result wins
+ *
+ *   before_agent_start (agent): once per prompt, after input, before the run
+ *     payload: prompt, images, systemPrompt
+ *     result: {message?: {customType, content, display, details?}, systemPrompt?: string};
+ *       context->set_system_prompt works too
+ *     combine: messages accumulate in order (each becomes a custom message after the prompt);
+ *       systemPrompt chains, an empty one restores the base prompt
+ *
+ *   agent_start (agent): when a run starts
+ *     payload: -
+ *     result: ignored
+ *     combine: every handler runs; results are ignored
+ *
+ *   turn_start (agent): before each model request of a run
+ *     payload: turnIndex, timestamp
+ *     result: ignored
+ *     combine: every handler runs; results are ignored
+ *
+ *   context (agent): before each model request, with the messages about to be sent
+ *     payload: messages
+ *     result: {messages: AgentMessage[]}
+ *     combine: chains: each handler sees the previous handler's messages; the last ones are
+ *       sent (the session is not changed)
+ *
+ *   message_start (agent): when a message (user, assistant, tool result, custom) starts
+ *     payload: message
+ *     result: ignored
+ *     combine: every handler runs; results are ignored
+ *
+ *   message_update (agent): for each streamed piece of an assistant message
+ *     payload: message, assistantMessageEvent
+ *     result: ignored
+ *     combine: every handler runs; results are ignored
+ *
+ *   message_end (agent): when a message is complete (it is then in the session)
+ *     payload: message
+ *     result: ignored
+ *     combine: every handler runs; results are ignored
+ *
+ *   turn_end (agent): after each turn (the assistant message and its tool results)
+ *     payload: turnIndex, message, toolResults
+ *     result: ignored
+ *     combine: every handler runs; results are ignored
+ *
+ *   agent_end (agent): when a run ends (also after an abort or an error)
+ *     payload: messages
+ *     result: ignored
+ *     combine: every handler runs; results are ignored
+ *
+ *   before_provider_request (provider): before each request to the model provider, with the
+ *     request body
+ *     payload: payload
+ *     result: any value, even null: the new request body (returning nothing keeps it)
+ *     combine: chains: each handler sees the previous handler's body
+ *
+ *   after_provider_response (provider): when the provider's response headers arrive
+ *     payload: status, headers
+ *     result: ignored
+ *     combine: every handler runs; results are ignored
+ *
+ *   tool_call (tools): before each tool runs, after its arguments were validated
+ *     payload: toolCallId, toolName, input
+ *     result: {block: true, reason?: string}
+ *     combine: the first block wins and the tool does not run (its reason becomes the tool's
+ *       error result); a handler error, panic or timeout also blocks (fail closed)
+ *
+ *   tool_execution_start (tools): when a tool starts running
+ *     payload: toolCallId, toolName, args
+ *     result: ignored
+ *     combine: every handler runs; results are ignored
+ *
+ *   tool_execution_update (tools): for each partial result of a running tool
+ *     payload: toolCallId, toolName, args, partialResult
+ *     result: ignored
+ *     combine: every handler runs; results are ignored
+ *
+ *   tool_result (tools): after a tool ran (also when it failed), before its result reaches the
+ *     model
+ *     payload: toolCallId, toolName, input, content, details, isError
+ *     result: {content?, details?, isError?} (the fields to replace)
+ *     combine: patches chain: each handler sees the result as patched so far
+ *
+ *   tool_execution_end (tools): when a tool's final result is known (after tool_result)
+ *     payload: toolCallId, toolName, result, isError
+ *     result: ignored
+ *     combine: every handler runs; results are ignored
+ *
+ *   session (older hook API): beside the split session events, with a reason: start,
+ *     before_switch, switch, clear (new session), before_branch, branch, shutdown
+ *     payload: reason, entries, sessionFile, previousSessionFile, targetSessionFile,
+ *       targetTurnIndex
+ *     result: {cancel?: boolean} for the before_* reasons
+ *     combine: the first {cancel: true} cancels; otherwise ignored
+ *
+ *   session_switch (older hook API): after a new or resumed session replaced the current one
+ *     payload: reason, previousSessionFile
+ *     result: ignored
+ *     combine: every handler runs; results are ignored
+ *
+ *   session_fork (older hook API): after a fork replaced the current session
+ *     payload: previousSessionFile
+ *     result: ignored
+ *     combine: every handler runs; results are ignored
+ *
+ *   session_before_branch (older hook API): before a fork (the older name of
+ *     session_before_fork)
+ *     payload: entryId
+ *     result: {cancel?: boolean}
+ *     combine: the first {cancel: true} stops the chain and the fork
+ *
+ *   session_branch (older hook API): after a fork (the older name of session_fork)
+ *     payload: previousSessionFile
+ *     result: ignored
+ *     combine: every handler runs; results are ignored
+ *
+ *   session.compacting (older hook API): before the model summarizes for a compaction
+ *     payload: sessionId, messages
+ *     result: {context?: string[], prompt?: string, preserveData?: any}
+ *     combine: the last result wins: context lines are added to the summary request, prompt
+ *       replaces its instructions, preserveData goes into the entry's details
+ *
+ * Not implemented yet:
+ *   registry->register_shortcut: stored and listed by pi-hooks inspect, never called:
+ *     shortcuts are keys of an interactive terminal UI, which the host does not have yet (in
+ *     pi, through the bridge, they are not bound either)
  */
 
 

@@ -5,6 +5,8 @@
 //! - [`ffi`]: the raw `#[repr(C)]` types, one module per topic; `include/pi_hooks.h` is
 //!   generated from exactly these files.
 //! - [`layout`]: the ABI version check data: layout fingerprint and struct sizes per minor.
+//! - [`event_reference`]: every event the host emits, its payload and how results combine
+//!   (rendered into the header and `docs/events.md`).
 //! - [`sdk`]: write a plugin in safe Rust: [`plugin!`] exports the entry symbol, closures
 //!   handle events, panics become error reports.
 //!
@@ -21,6 +23,7 @@
 //! }
 //! ```
 
+pub mod event_reference;
 pub mod ffi;
 pub mod layout;
 pub mod sdk;

@@ -4,60 +4,23 @@
 //! a typo such as `tool_calls` or `toolCall` silently turns a security plugin off, so an
 //! unknown name is reported at load, with the nearest known name.
 
-/// Every event name a plugin can receive: pi's extension events, the legacy hook events the
-/// seeds document (`session` with a `reason`, `session.compacting`, the `branch` pair), and
-/// the events of later pi versions the host emits.
-pub const KNOWN_EVENTS: &[&str] = &[
-    "resources_discover",
-    "session_directory",
-    "session_start",
-    "session_before_switch",
-    "session_switch",
-    "session_before_fork",
-    "session_fork",
-    "session_before_branch",
-    "session_branch",
-    "session_before_compact",
-    "session_compact",
-    "session.compacting",
-    "session_before_tree",
-    "session_tree",
-    "session_shutdown",
-    "session",
-    "branch",
-    "context",
-    "before_provider_request",
-    "after_provider_response",
-    "before_agent_start",
-    "agent_start",
-    "agent_end",
-    "turn_start",
-    "turn_end",
-    "message_start",
-    "message_update",
-    "message_end",
-    "tool_execution_start",
-    "tool_execution_update",
-    "tool_execution_end",
-    "model_select",
-    "tool_call",
-    "tool_result",
-    "user_bash",
-    "input",
-];
+/// Every event name a plugin can receive, from the event reference
+/// ([`pi_hooks_abi::event_reference::EVENTS`], also rendered into `docs/events.md`).
+pub fn known_events() -> impl Iterator<Item = &'static str> {
+    pi_hooks_abi::event_reference::EVENTS.iter().map(|e| e.name)
+}
 
 /// Whether the host emits `name`.
 pub fn is_known(name: &str) -> bool {
-    KNOWN_EVENTS.contains(&name)
+    pi_hooks_abi::event_reference::find(name).is_some()
 }
 
 /// The known name closest to `name` (case, `_`, `-` and `.` aside, then by edit distance),
 /// if one is close enough to be a likely typo.
 pub fn nearest(name: &str) -> Option<&'static str> {
     let folded = fold(name);
-    KNOWN_EVENTS
-        .iter()
-        .map(|known| (strsim::levenshtein(&folded, &fold(known)), *known))
+    known_events()
+        .map(|known| (strsim::levenshtein(&folded, &fold(known)), known))
         .filter(|(distance, _)| *distance <= 2.max(folded.len() / 4))
         .min_by_key(|(distance, _)| *distance)
         .map(|(_, known)| known)

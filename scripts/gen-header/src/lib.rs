@@ -28,6 +28,17 @@ const REPO_ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 
 /// Placeholder in the configured trailer for `PI_HOOKS_LAYOUT_FINGERPRINT`'s value.
 const FINGERPRINT_PLACEHOLDER: &str = "@PI_HOOKS_LAYOUT_FINGERPRINT@";
+/// Placeholder in the configured header for the event reference.
+pub const EVENTS_PLACEHOLDER: &str = "@PI_HOOKS_EVENT_REFERENCE@";
+
+/// Where the Markdown event reference goes, relative to the repository root.
+pub const EVENTS_DOC_REL_PATH: &str = "docs/events.md";
+
+/// The text of `docs/events.md`.
+pub fn events_doc() -> String {
+    pi_hooks_abi::event_reference::markdown()
+}
+
 /// Placeholder in the configured trailer for the generated layout asserts.
 const ASSERTS_PLACEHOLDER: &str = "@PI_HOOKS_LAYOUT_ASSERTS@";
 
@@ -267,6 +278,20 @@ pub fn config() -> Result<cbindgen::Config, String> {
             config.export.rename.insert(option, item.name.clone());
         }
     }
+    let header = config
+        .header
+        .take()
+        .ok_or_else(|| format!("{CONFIG_FILE}: `header` is missing"))?;
+    if !header.contains(EVENTS_PLACEHOLDER) {
+        return Err(format!(
+            "{CONFIG_FILE}: the header lacks the placeholder {EVENTS_PLACEHOLDER}"
+        ));
+    }
+    let events: Vec<String> = pi_hooks_abi::event_reference::header_lines()
+        .iter()
+        .map(|line| format!(" * {line}").trim_end().to_owned())
+        .collect();
+    config.header = Some(header.replace(EVENTS_PLACEHOLDER, &events.join("\n")));
     let trailer = config
         .trailer
         .take()
@@ -392,6 +417,12 @@ pub fn verify() -> Result<(), String> {
             ));
         }
     };
+    let doc_path = repo_root().join(EVENTS_DOC_REL_PATH);
+    if fs::read_to_string(&doc_path).ok().as_deref() != Some(events_doc().as_str()) {
+        return Err(format!(
+            "{EVENTS_DOC_REL_PATH} is stale (it is generated from abi/src/event_reference.rs): run scripts/gen-header.sh"
+        ));
+    }
     if committed == generated {
         return Ok(());
     }

@@ -4,14 +4,16 @@
 use std::fs;
 use std::process::ExitCode;
 
-use pi_hooks_gen_header::{HEADER_REL_PATH, generate, header_path, verify};
+use pi_hooks_gen_header::{
+    EVENTS_DOC_REL_PATH, HEADER_REL_PATH, events_doc, generate, header_path, repo_root, verify,
+};
 
 const USAGE: &str = "usage: scripts/gen-header.sh [--verify]
 
 Generates include/pi_hooks.h from the C ABI in abi/src/ffi (cbindgen, configured by
-scripts/gen-header/cbindgen.toml).
+scripts/gen-header/cbindgen.toml) and docs/events.md from abi/src/event_reference.rs.
 
-  --verify   do not write; exit 1 with a diff when include/pi_hooks.h is not current";
+  --verify   do not write; exit 1 with a diff when either is not current";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -38,8 +40,14 @@ fn main() -> ExitCode {
     }
 }
 
-/// Writes the header when its text changed.
+/// Writes the header and docs/events.md when their text changed.
 fn write() -> Result<(), String> {
+    let doc = repo_root().join(EVENTS_DOC_REL_PATH);
+    let text = events_doc();
+    if fs::read_to_string(&doc).ok().as_deref() != Some(text.as_str()) {
+        fs::write(&doc, text).map_err(|e| format!("cannot write {}: {e}", doc.display()))?;
+        println!("wrote {EVENTS_DOC_REL_PATH}");
+    }
     let text = generate()?;
     let path = header_path();
     if fs::read_to_string(&path).is_ok_and(|old| old == text) {

@@ -1,0 +1,693 @@
+//! The event reference: every event the host emits, when, with which payload fields, what a
+//! handler may return and how results of several handlers combine. One table, used by the
+//! host's unknown-event warning (`pi_hooks::event_names`), rendered into the header's comment
+//! (`include/pi_hooks.h`) and into `docs/events.md` by `scripts/gen-header.sh`, so the three
+//! cannot drift apart.
+//!
+//! Payload field names and shapes are pi 0.73.1's. Every payload also has `type`, the event's
+//! name. Types are written as in TypeScript: `string`, `number`, `boolean`, `T[]`, `T?` for a
+//! field that may be missing, `A | B`, and pi's own shapes (`AgentMessage`, `SessionEntry`,
+//! ...), which are JSON objects as pi's session file stores them.
+
+/// One payload field.
+#[derive(Debug, Clone, Copy)]
+pub struct EventField {
+    /// The field's name in the payload object.
+    pub name: &'static str,
+    /// Its type (TypeScript notation).
+    pub ty: &'static str,
+    /// What it holds.
+    pub doc: &'static str,
+}
+
+/// One event.
+#[derive(Debug, Clone, Copy)]
+pub struct EventSpec {
+    /// The name a plugin subscribes to.
+    pub name: &'static str,
+    /// The group it belongs to in the reference (`session`, `agent`, `tools`, `input`,
+    /// `provider`, `older hook API`).
+    pub group: &'static str,
+    /// When it fires.
+    pub when: &'static str,
+    /// Its payload's fields (besides `type`).
+    pub payload: &'static [EventField],
+    /// What a handler may return (`ignored` for notifications).
+    pub result: &'static str,
+    /// How the results of several handlers combine.
+    pub combine: &'static str,
+}
+
+const fn f(name: &'static str, ty: &'static str, doc: &'static str) -> EventField {
+    EventField { name, ty, doc }
+}
+
+/// Handlers of a notification: every one runs, results are ignored.
+const NOTIFY: &str = "every handler runs; results are ignored";
+
+/// Every event the host emits, in the order of the reference.
+pub const EVENTS: &[EventSpec] = &[
+    // Session.
+    EventSpec {
+        name: "session_directory",
+        group: "session",
+        when: "once at start-up, before the session file is opened, when no --session-dir was given (a later pi event)",
+        payload: &[f("cwd", "string", "the working directory")],
+        result: "`{sessionDir: string}`",
+        combine: "the last handler that returns a `sessionDir` wins",
+    },
+    EventSpec {
+        name: "session_start",
+        group: "session",
+        when: "when a session starts: at start-up, after /reload, and after a new, resumed or forked session replaced the current one",
+        payload: &[
+            f(
+                "reason",
+                "\"startup\" | \"reload\" | \"new\" | \"resume\" | \"fork\"",
+                "why it starts",
+            ),
+            f(
+                "previousSessionFile",
+                "string?",
+                "the session file before a new/resume/fork",
+            ),
+        ],
+        result: "ignored",
+        combine: NOTIFY,
+    },
+    EventSpec {
+        name: "resources_discover",
+        group: "session",
+        when: "after `session_start` (reason \"startup\") and after /reload (reason \"reload\")",
+        payload: &[
+            f("cwd", "string", "the working directory"),
+            f("reason", "\"startup\" | \"reload\"", "why"),
+        ],
+        result: "`{skillPaths?: string[], promptPaths?: string[], themePaths?: string[]}`",
+        combine: "paths accumulate in load order, each tagged with its plugin",
+    },
+    EventSpec {
+        name: "session_before_switch",
+        group: "session",
+        when: "before a new session (/new, `ctx.newSession`) or a resume (`switch_session`) replaces the current one",
+        payload: &[
+            f("reason", "\"new\" | \"resume\"", "what is about to happen"),
+            f("targetSessionFile", "string?", "the session to resume"),
+        ],
+        result: "`{cancel?: boolean}`",
+        combine: "the first `{cancel: true}` stops the chain and the switch; otherwise the last result",
+    },
+    EventSpec {
+        name: "session_before_fork",
+        group: "session",
+        when: "before the session is forked at an entry (`fork`, `ctx.fork`)",
+        payload: &[
+            f("entryId", "string", "the entry the fork starts from"),
+            f(
+                "position",
+                "\"before\" | \"at\"",
+                "fork before the entry or at it",
+            ),
+        ],
+        result: "`{cancel?: boolean, skipConversationRestore?: boolean}`",
+        combine: "the first `{cancel: true}` stops the chain and the fork; otherwise the last result",
+    },
+    EventSpec {
+        name: "session_before_compact",
+        group: "session",
+        when: "before a compaction (manual, by a plugin, or automatic at the context threshold)",
+        payload: &[
+            f(
+                "preparation",
+                "CompactionPreparation",
+                "what pi would summarize and keep (cut point, messages, file lists)",
+            ),
+            f("branchEntries", "SessionEntry[]", "the current branch"),
+            f(
+                "customInstructions",
+                "string?",
+                "instructions given with /compact",
+            ),
+        ],
+        result: "`{cancel?: boolean, compaction?: CompactionResult}`, or a plain string (the summary)",
+        combine: "the first `{cancel: true}` stops the chain; otherwise the last result; a `compaction` (or string) replaces the model's summary",
+    },
+    EventSpec {
+        name: "session_compact",
+        group: "session",
+        when: "after a compaction entry was written",
+        payload: &[
+            f("compactionEntry", "CompactionEntry", "the entry"),
+            f(
+                "fromExtension",
+                "boolean",
+                "whether a plugin gave the summary",
+            ),
+        ],
+        result: "ignored",
+        combine: NOTIFY,
+    },
+    EventSpec {
+        name: "session_before_tree",
+        group: "session",
+        when: "before the session's leaf moves to another entry (`navigate_tree`, `ctx.navigateTree`)",
+        payload: &[f(
+            "preparation",
+            "{targetId, oldLeafId, commonAncestorId, entriesToSummarize, userWantsSummary, customInstructions?, replaceInstructions?, label?}",
+            "the move and what would be summarized",
+        )],
+        result: "`{cancel?: boolean, summary?: {summary, details?}, customInstructions?, replaceInstructions?, label?}`",
+        combine: "the first `{cancel: true}` stops the chain; otherwise the last result",
+    },
+    EventSpec {
+        name: "session_tree",
+        group: "session",
+        when: "after the leaf moved",
+        payload: &[
+            f("newLeafId", "string | null", "the new leaf"),
+            f("oldLeafId", "string | null", "the old leaf"),
+            f(
+                "summaryEntry",
+                "BranchSummaryEntry?",
+                "the branch summary written, if any",
+            ),
+            f(
+                "fromExtension",
+                "boolean?",
+                "whether a plugin gave the summary",
+            ),
+        ],
+        result: "ignored",
+        combine: NOTIFY,
+    },
+    EventSpec {
+        name: "session_shutdown",
+        group: "session",
+        when: "when a session ends: quit (stdin closed, end of a print run), /reload, or before a new, resumed or forked session replaces it",
+        payload: &[
+            f(
+                "reason",
+                "\"quit\" | \"reload\" | \"new\" | \"resume\" | \"fork\"",
+                "why it ends",
+            ),
+            f(
+                "targetSessionFile",
+                "string?",
+                "the session that replaces it",
+            ),
+        ],
+        result: "ignored",
+        combine: NOTIFY,
+    },
+    EventSpec {
+        name: "model_select",
+        group: "session",
+        when: "when the model changes (`set_model`, cycling, or restored when a session resumes)",
+        payload: &[
+            f("model", "Model", "the new model `{id, provider, ...}`"),
+            f("previousModel", "Model?", "the one before"),
+            f(
+                "source",
+                "\"set\" | \"cycle\" | \"restore\"",
+                "what changed it",
+            ),
+        ],
+        result: "ignored",
+        combine: NOTIFY,
+    },
+    // Input.
+    EventSpec {
+        name: "input",
+        group: "input",
+        when: "for each prompt before it starts a run (not for slash commands of plugins, which run the command instead)",
+        payload: &[
+            f("text", "string", "the prompt"),
+            f("images", "ImageContent[]?", "attached images"),
+            f(
+                "source",
+                "\"interactive\" | \"rpc\" | \"extension\"",
+                "who sent it (`extension`: a plugin's `send_user_message`)",
+            ),
+        ],
+        result: "`{action: \"continue\"}`, `{action: \"transform\", text, images?}`, `{action: \"handled\"}`, or a plain string (a transform)",
+        combine: "transforms chain; the first `handled` stops the chain and the prompt",
+    },
+    EventSpec {
+        name: "user_bash",
+        group: "input",
+        when: "when the user runs a shell command with `!cmd` / `!!cmd`, before it runs (in pi, through the bridge; pi-hooks' own modes have no such input yet)",
+        payload: &[
+            f("command", "string", "the command"),
+            f(
+                "excludeFromContext",
+                "boolean",
+                "`!!`: its output stays out of the model's context",
+            ),
+            f("cwd", "string", "where it runs"),
+        ],
+        result: "`{result: BashResult}` (the output, the command does not run), `{operations}`, or `{command, cwd, env}` (run this instead)",
+        combine: "the first handler with a result wins",
+    },
+    // Agent.
+    EventSpec {
+        name: "before_agent_start",
+        group: "agent",
+        when: "once per prompt, after `input`, before the run",
+        payload: &[
+            f("prompt", "string", "the prompt text"),
+            f("images", "ImageContent[]?", "its images"),
+            f(
+                "systemPrompt",
+                "string",
+                "the system prompt so far (after earlier handlers)",
+            ),
+        ],
+        result: "`{message?: {customType, content, display, details?}, systemPrompt?: string}`; `context->set_system_prompt` works too",
+        combine: "messages accumulate in order (each becomes a custom message after the prompt); `systemPrompt` chains, an empty one restores the base prompt",
+    },
+    EventSpec {
+        name: "agent_start",
+        group: "agent",
+        when: "when a run starts",
+        payload: &[],
+        result: "ignored",
+        combine: NOTIFY,
+    },
+    EventSpec {
+        name: "turn_start",
+        group: "agent",
+        when: "before each model request of a run",
+        payload: &[
+            f("turnIndex", "number", "0 for the first turn of the run"),
+            f("timestamp", "number", "milliseconds since the epoch"),
+        ],
+        result: "ignored",
+        combine: NOTIFY,
+    },
+    EventSpec {
+        name: "context",
+        group: "agent",
+        when: "before each model request, with the messages about to be sent",
+        payload: &[f("messages", "AgentMessage[]", "the conversation (a copy)")],
+        result: "`{messages: AgentMessage[]}`",
+        combine: "chains: each handler sees the previous handler's messages; the last ones are sent (the session is not changed)",
+    },
+    EventSpec {
+        name: "message_start",
+        group: "agent",
+        when: "when a message (user, assistant, tool result, custom) starts",
+        payload: &[f("message", "AgentMessage", "the message")],
+        result: "ignored",
+        combine: NOTIFY,
+    },
+    EventSpec {
+        name: "message_update",
+        group: "agent",
+        when: "for each streamed piece of an assistant message",
+        payload: &[
+            f("message", "AgentMessage", "the message so far"),
+            f(
+                "assistantMessageEvent",
+                "AssistantMessageEvent",
+                "the piece (`text_delta`, `toolcall_start`, ...)",
+            ),
+        ],
+        result: "ignored",
+        combine: NOTIFY,
+    },
+    EventSpec {
+        name: "message_end",
+        group: "agent",
+        when: "when a message is complete (it is then in the session)",
+        payload: &[f("message", "AgentMessage", "the message")],
+        result: "ignored",
+        combine: NOTIFY,
+    },
+    EventSpec {
+        name: "turn_end",
+        group: "agent",
+        when: "after each turn (the assistant message and its tool results)",
+        payload: &[
+            f("turnIndex", "number", "the turn"),
+            f("message", "AgentMessage", "the assistant message"),
+            f("toolResults", "ToolResultMessage[]", "its tool results"),
+        ],
+        result: "ignored",
+        combine: NOTIFY,
+    },
+    EventSpec {
+        name: "agent_end",
+        group: "agent",
+        when: "when a run ends (also after an abort or an error)",
+        payload: &[f(
+            "messages",
+            "AgentMessage[]",
+            "the messages the run added",
+        )],
+        result: "ignored",
+        combine: NOTIFY,
+    },
+    // Provider.
+    EventSpec {
+        name: "before_provider_request",
+        group: "provider",
+        when: "before each request to the model provider, with the request body",
+        payload: &[f("payload", "any", "the request body")],
+        result: "any value, even null: the new request body (returning nothing keeps it)",
+        combine: "chains: each handler sees the previous handler's body",
+    },
+    EventSpec {
+        name: "after_provider_response",
+        group: "provider",
+        when: "when the provider's response headers arrive",
+        payload: &[
+            f("status", "number", "the HTTP status"),
+            f("headers", "Record<string, string>", "the response headers"),
+        ],
+        result: "ignored",
+        combine: NOTIFY,
+    },
+    // Tools.
+    EventSpec {
+        name: "tool_call",
+        group: "tools",
+        when: "before each tool runs, after its arguments were validated",
+        payload: &[
+            f("toolCallId", "string", "the call's id"),
+            f(
+                "toolName",
+                "string",
+                "`bash`, `read`, `edit`, `write`, `grep`, `find`, `ls`, or a plugin tool",
+            ),
+            f(
+                "input",
+                "object",
+                "the arguments (`bash`: `{command, timeout?}`; `write`: `{path, content}`; `edit`: `{path, edits}`; `read`: `{path, offset?, limit?}`)",
+            ),
+        ],
+        result: "`{block: true, reason?: string}`",
+        combine: "the first block wins and the tool does not run (its reason becomes the tool's error result); a handler error, panic or timeout also blocks (fail closed)",
+    },
+    EventSpec {
+        name: "tool_execution_start",
+        group: "tools",
+        when: "when a tool starts running",
+        payload: &[
+            f("toolCallId", "string", "the call's id"),
+            f("toolName", "string", "the tool"),
+            f("args", "object", "its arguments"),
+        ],
+        result: "ignored",
+        combine: NOTIFY,
+    },
+    EventSpec {
+        name: "tool_execution_update",
+        group: "tools",
+        when: "for each partial result of a running tool",
+        payload: &[
+            f("toolCallId", "string", "the call's id"),
+            f("toolName", "string", "the tool"),
+            f("args", "object", "its arguments"),
+            f("partialResult", "object", "`{content, details?}` so far"),
+        ],
+        result: "ignored",
+        combine: NOTIFY,
+    },
+    EventSpec {
+        name: "tool_result",
+        group: "tools",
+        when: "after a tool ran (also when it failed), before its result reaches the model",
+        payload: &[
+            f("toolCallId", "string", "the call's id"),
+            f("toolName", "string", "the tool"),
+            f("input", "object", "its arguments"),
+            f(
+                "content",
+                "(TextContent | ImageContent)[]",
+                "the result: `{type: \"text\", text}` and `{type: \"image\", data, mimeType}` blocks",
+            ),
+            f(
+                "details",
+                "any",
+                "the tool's details (`bash`: `{truncation?, fullOutputPath?}`), or undefined",
+            ),
+            f("isError", "boolean", "whether it failed"),
+        ],
+        result: "`{content?, details?, isError?}` (the fields to replace)",
+        combine: "patches chain: each handler sees the result as patched so far",
+    },
+    EventSpec {
+        name: "tool_execution_end",
+        group: "tools",
+        when: "when a tool's final result is known (after `tool_result`)",
+        payload: &[
+            f("toolCallId", "string", "the call's id"),
+            f("toolName", "string", "the tool"),
+            f("result", "object", "`{content, details?}`"),
+            f("isError", "boolean", "whether it failed"),
+        ],
+        result: "ignored",
+        combine: NOTIFY,
+    },
+    // The older hook API, still emitted beside the events above.
+    EventSpec {
+        name: "session",
+        group: "older hook API",
+        when: "beside the split session events, with a `reason`: `start`, `before_switch`, `switch`, `clear` (new session), `before_branch`, `branch`, `shutdown`",
+        payload: &[
+            f("reason", "string", "what happened"),
+            f("entries", "SessionEntry[]", "the session's entries"),
+            f("sessionFile", "string | null", "the session file"),
+            f(
+                "previousSessionFile",
+                "string | null",
+                "the file before a switch",
+            ),
+            f(
+                "targetSessionFile",
+                "string?",
+                "the file to switch to (`before_switch`)",
+            ),
+            f(
+                "targetTurnIndex",
+                "number?",
+                "the turn of a branch (`before_branch`, `branch`)",
+            ),
+        ],
+        result: "`{cancel?: boolean}` for the `before_*` reasons",
+        combine: "the first `{cancel: true}` cancels; otherwise ignored",
+    },
+    EventSpec {
+        name: "session_switch",
+        group: "older hook API",
+        when: "after a new or resumed session replaced the current one",
+        payload: &[
+            f("reason", "\"new\" | \"resume\"", "what happened"),
+            f("previousSessionFile", "string | null", "the session before"),
+        ],
+        result: "ignored",
+        combine: NOTIFY,
+    },
+    EventSpec {
+        name: "session_fork",
+        group: "older hook API",
+        when: "after a fork replaced the current session",
+        payload: &[f(
+            "previousSessionFile",
+            "string | null",
+            "the session before",
+        )],
+        result: "ignored",
+        combine: NOTIFY,
+    },
+    EventSpec {
+        name: "session_before_branch",
+        group: "older hook API",
+        when: "before a fork (the older name of `session_before_fork`)",
+        payload: &[f("entryId", "string", "the entry the fork starts from")],
+        result: "`{cancel?: boolean}`",
+        combine: "the first `{cancel: true}` stops the chain and the fork",
+    },
+    EventSpec {
+        name: "session_branch",
+        group: "older hook API",
+        when: "after a fork (the older name of `session_fork`)",
+        payload: &[f(
+            "previousSessionFile",
+            "string | null",
+            "the session before",
+        )],
+        result: "ignored",
+        combine: NOTIFY,
+    },
+    EventSpec {
+        name: "session.compacting",
+        group: "older hook API",
+        when: "before the model summarizes for a compaction",
+        payload: &[
+            f("sessionId", "string", "the session's id"),
+            f("messages", "AgentMessage[]", "the messages to summarize"),
+        ],
+        result: "`{context?: string[], prompt?: string, preserveData?: any}`",
+        combine: "the last result wins: `context` lines are added to the summary request, `prompt` replaces its instructions, `preserveData` goes into the entry's details",
+    },
+];
+
+/// Host entries that are declared in the header but do not do everything yet, with what they
+/// do now (rendered into the header and docs/events.md).
+pub const NOT_YET: &[(&str, &str)] = &[(
+    "registry->register_shortcut",
+    "stored and listed by `pi-hooks inspect`, never called: shortcuts are keys of an interactive terminal UI, which the host does not have yet (in pi, through the bridge, they are not bound either)",
+)];
+
+/// The event named `name`, if the host emits it.
+pub fn find(name: &str) -> Option<&'static EventSpec> {
+    EVENTS.iter().find(|e| e.name == name)
+}
+
+/// The reference as Markdown (`docs/events.md`).
+pub fn markdown() -> String {
+    let mut out = String::from(
+        "# Event reference\n\n\
+         Generated from `abi/src/event_reference.rs` by `scripts/gen-header.sh` (which also puts a\n\
+         short form into `include/pi_hooks.h`); edit the table there, not this file.\n\n\
+         Every payload is a JSON object with `type` (the event's name) and the fields below, with\n\
+         pi 0.73.1's names and shapes; read them with `values->get` / `values->pointer` in C,\n\
+         `event.get(\"...\")` in Rust. Types are written as in TypeScript (`T?`: may be missing).\n\
+         Handlers run in load order, then registration order, one at a time.\n",
+    );
+    let mut group = "";
+    for event in EVENTS {
+        if event.group != group {
+            group = event.group;
+            out.push_str(&format!("\n## {}\n", capitalized(group)));
+        }
+        out.push_str(&format!(
+            "\n### `{}`\n\n{}.\n\n",
+            event.name,
+            capitalized(event.when)
+        ));
+        if event.payload.is_empty() {
+            out.push_str("Payload: no fields besides `type`.\n\n");
+        } else {
+            out.push_str("| field | type | |\n|---|---|---|\n");
+            for field in event.payload {
+                out.push_str(&format!(
+                    "| `{}` | `{}` | {} |\n",
+                    field.name,
+                    field.ty.replace('|', "\\|"),
+                    field.doc.replace('|', "\\|")
+                ));
+            }
+            out.push('\n');
+        }
+        out.push_str(&format!(
+            "Result: {}. Combination: {}.\n",
+            event.result, event.combine
+        ));
+    }
+    out.push_str("\n## Not implemented yet\n\n");
+    for (entry, note) in NOT_YET {
+        out.push_str(&format!("- `{entry}`: {note}.\n"));
+    }
+    out
+}
+
+/// The reference as the lines of a C comment block (without the comment markers), for the
+/// header: one entry per event with its fields and result, wrapped at 92 columns.
+pub fn header_lines() -> Vec<String> {
+    let mut lines = vec![
+        "Events (payload fields besides `type`; result; how results combine). The full".to_owned(),
+        "reference with types is docs/events.md; both come from abi/src/event_reference.rs."
+            .to_owned(),
+    ];
+    for event in EVENTS {
+        let fields: Vec<&str> = event.payload.iter().map(|f| f.name).collect();
+        let fields = if fields.is_empty() {
+            "-".to_owned()
+        } else {
+            fields.join(", ")
+        };
+        lines.push(String::new());
+        wrap(
+            &mut lines,
+            &format!("{} ({}): {}", event.name, event.group, event.when),
+            "  ",
+            "    ",
+        );
+        wrap(&mut lines, &format!("payload: {fields}"), "    ", "      ");
+        wrap(
+            &mut lines,
+            &format!("result: {}", event.result),
+            "    ",
+            "      ",
+        );
+        wrap(
+            &mut lines,
+            &format!("combine: {}", event.combine),
+            "    ",
+            "      ",
+        );
+    }
+    lines.push(String::new());
+    lines.push("Not implemented yet:".to_owned());
+    for (entry, note) in NOT_YET {
+        wrap(&mut lines, &format!("{entry}: {note}"), "  ", "    ");
+    }
+    lines
+}
+
+/// Appends `text` (backticks dropped) as lines of at most 92 columns: the first with `first`
+/// in front, the others with `rest`.
+fn wrap(lines: &mut Vec<String>, text: &str, first: &str, rest: &str) {
+    const WIDTH: usize = 92;
+    let text = text.replace('`', "");
+    let mut line = first.to_owned();
+    let mut empty = true;
+    for word in text.split_whitespace() {
+        if !empty && line.len() + 1 + word.len() > WIDTH {
+            lines.push(std::mem::replace(&mut line, rest.to_owned()));
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+        empty = false;
+    }
+    lines.push(line);
+}
+
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_every_event_says_when_and_what() {
+        for (i, event) in EVENTS.iter().enumerate() {
+            assert!(
+                EVENTS[..i].iter().all(|e| e.name != event.name),
+                "{} twice",
+                event.name
+            );
+            assert!(
+                !event.when.is_empty() && !event.result.is_empty() && !event.combine.is_empty()
+            );
+        }
+        assert_eq!(find("tool_call").unwrap().payload[0].name, "toolCallId");
+        assert!(find("toolCall").is_none());
+    }
+
+    #[test]
+    fn header_lines_never_close_the_comment() {
+        assert!(header_lines().iter().all(|l| !l.contains("*/")));
+    }
+}
