@@ -62,6 +62,18 @@ pub struct ExecRequest {
     pub timeout: Option<Duration>,
 }
 
+impl ExecRequest {
+    /// The request as JSON: `{program, args, cwd, timeoutMs}` (`timeoutMs` null when untimed).
+    pub fn to_json(&self) -> Value {
+        json!({
+            "program": self.program,
+            "args": self.args,
+            "cwd": self.cwd.to_string_lossy(),
+            "timeoutMs": self.timeout.map(|t| t.as_millis() as u64),
+        })
+    }
+}
+
 /// What a run produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecOutput {

@@ -36,6 +36,7 @@ pub mod services;
 pub mod session;
 pub mod settings;
 pub mod shadow;
+pub mod testing;
 pub mod timers;
 pub mod tools;
 pub mod trust;

@@ -88,6 +88,12 @@ pub trait HostServices: Send + Sync {
     fn context_usage(&self) -> Option<Value> {
         None
     }
+    /// Sees a finished `exec` of the plugin: the request `{program, args, cwd, timeoutMs}`
+    /// and what it produced (the value the plugin got). Nothing by default; `pi-hooks emit`
+    /// and `crate::testing` record it.
+    fn observe_exec(&self, request: &Value, output: &Value) {
+        let _ = (request, output);
+    }
 }
 
 /// Options of a tree navigation (pi's `navigateTree` options).

@@ -1,6 +1,6 @@
 //! The command line: the commands and their options, and the dispatch to
 //! `run` (`pi-hooks run`, `pi-hooks rpc` and `pi-hooks serve`), `inspect`, `trust_cmd`
-//! (`trust`, `untrust`), `bridge` (`bridge install`) and `list`, with
+//! (`trust`, `untrust`), `bridge` (`bridge install`), `emit` and `list`, with
 //! [`render`] turning load reports into text and JSON.
 //!
 //! Every command writes its output through one writer: a reader that closes the pipe
@@ -8,6 +8,7 @@
 //! Everything a repository or a plugin controls is escaped before it reaches a terminal.
 
 mod bridge;
+mod emit;
 mod inspect;
 mod plugin_flags;
 pub mod render;
@@ -55,6 +56,10 @@ enum Command {
         #[arg(long = "pin-sha256", value_name = "HEX", hide = true)]
         pin_sha256: Option<String>,
     },
+    /// Fire one event at one plugin without a session and print, as JSON, its decision and
+    /// every host call it made (dialogs with the answers given, UI updates, messages,
+    /// entries, exec). For testing a plugin from a shell script or CI.
+    Emit(emit::EmitArgs),
     /// The pi bridge: a pi extension that runs these native plugins inside pi itself
     /// (through `pi-hooks serve`).
     Bridge {
@@ -231,6 +236,7 @@ pub fn main() -> ExitCode {
             _,
         ) => run::serve(&sources, pin_sha256.as_deref()),
         (Command::Bridge { action }, _) => bridge::bridge(action),
+        (Command::Emit(args), _) => emit::emit(args),
         (Command::List { sources, json }, _) => list(&sources, json),
         (
             Command::Inspect {

@@ -228,8 +228,13 @@ unsafe extern "C" fn exec(
             Ok(request) => request,
             Err(status) => return status,
         };
-        let output = crate::exec::run(state, request);
-        give(out, Some(output.to_json()))
+        let services = state.services();
+        let seen = services.as_ref().map(|_| request.to_json());
+        let output = crate::exec::run(state, request).to_json();
+        if let (Some(services), Some(seen)) = (services, seen) {
+            services.observe_exec(&seen, &output);
+        }
+        give(out, Some(output))
     })
 }
 

@@ -139,7 +139,7 @@ impl ClientServices {
 }
 
 /// A [`SessionOp`] as the `params` of a `session_op` request.
-fn session_op_params(op: SessionOp) -> Value {
+pub(crate) fn session_op_params(op: SessionOp) -> Value {
     match op {
         SessionOp::New(parent) => json!({"op": "new", "parentSession": parent}),
         SessionOp::Switch(path) => json!({"op": "switch", "sessionPath": path}),

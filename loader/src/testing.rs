@@ -1,0 +1,366 @@
+//! Unit-testing a plugin without a session: load one plugin file, fire an event (or run a
+//! command) at it, and read its decision and every host call it made, as JSON. `pi-hooks
+//! emit` prints the same from a shell; this module is for `cargo test`.
+//!
+//! ```no_run
+//! use pi_hooks::testing::PluginTest;
+//! use serde_json::json;
+//!
+//! let plugin = PluginTest::load("target/debug/libpermission_gate.so")?;
+//! plugin.answer_dialogs([json!({"value": "No"})]);
+//! let out = plugin.emit(
+//!     "tool_call",
+//!     json!({"toolCallId": "t1", "toolName": "bash", "input": {"command": "rm -rf /"}}),
+//! )?;
+//! assert_eq!(out.decision, json!({"block": true, "reason": "Blocked by user"}));
+//! assert_eq!(out.calls[0]["method"], "select");
+//! # Ok::<(), String>(())
+//! ```
+//!
+//! The decision is what the host would do with the plugin's results, combined with pi's
+//! rules: the shapes of `docs/serve-protocol.md` ("`event`": `{"block": …}` for `tool_call`,
+//! the patch or `null` for `tool_result`, `{"action": …}` for `input`, ...). `calls` lists,
+//! in order, every dialog (`{"call": "ui", "method": "confirm", …, "answer": …}`), UI update
+//! (`notify`, `setStatus`, `setWidget`, `setTitle`), action (`send_message`,
+//! `send_user_message`, `append_entry`, `set_session_name`, `set_label`, `set_active_tools`,
+//! `abort`, `shutdown`, `session_op`, `set_model`) and `exec` (with its result) the plugin
+//! made. Session reads answer from [`PluginTest::set_session_entries`] (empty by default).
+//! Plugin errors (a failing handler) are in `errors`, as `extension_error` objects.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pi_hooks_abi::ffi::{PI_MODE_PRINT, PI_MODE_RPC};
+use serde_json::{Value, json};
+
+use crate::runner::{ExtensionError, Runner, RunnerConfig};
+use crate::services::{HostServices, SessionOp, UiService};
+
+/// What one event or command did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Emitted {
+    /// The combined decision (see the module documentation).
+    pub decision: Value,
+    /// Every host call the plugin made, in order.
+    pub calls: Vec<Value>,
+    /// The plugin's reported errors: `{extensionPath, event, error}`.
+    pub errors: Vec<Value>,
+}
+
+impl Emitted {
+    /// As one JSON object `{decision, calls, errors}` (what `pi-hooks emit` prints).
+    pub fn to_json(&self) -> Value {
+        json!({"decision": self.decision, "calls": self.calls, "errors": self.errors})
+    }
+}
+
+/// One plugin loaded for testing (see the module documentation).
+pub struct PluginTest {
+    runner: Arc<Runner>,
+    record: Arc<Record>,
+    // The private copies of the loaded library live here until the test ends.
+    _cache: tempfile::TempDir,
+}
+
+/// What the test's services saw and what they answer.
+#[derive(Default)]
+struct Record {
+    calls: Mutex<Vec<Value>>,
+    errors: Mutex<Vec<Value>>,
+    answers: Mutex<VecDeque<Value>>,
+    entries: Mutex<Value>,
+    config: Mutex<Option<RunnerConfig>>,
+}
+
+impl Record {
+    fn push(&self, call: Value) {
+        self.calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(call);
+    }
+
+    fn take(&self) -> (Vec<Value>, Vec<Value>) {
+        let calls = std::mem::take(&mut *self.calls.lock().unwrap_or_else(|e| e.into_inner()));
+        let errors = std::mem::take(&mut *self.errors.lock().unwrap_or_else(|e| e.into_inner()));
+        (calls, errors)
+    }
+}
+
+impl PluginTest {
+    /// Loads the plugin file at `path` (no discovery, no trust: you named it), with a UI
+    /// (dialogs answer from [`PluginTest::answer_dialogs`]) in `cwd` = the current directory.
+    pub fn load(path: impl AsRef<Path>) -> Result<PluginTest, String> {
+        PluginTest::load_with(path, true)
+    }
+
+    /// [`PluginTest::load`], choosing whether the plugin has a UI (`false`: as in pi's print
+    /// mode, dialogs answer their defaults at once and are not recorded).
+    pub fn load_with(path: impl AsRef<Path>, has_ui: bool) -> Result<PluginTest, String> {
+        let path = path.as_ref();
+        let cache = tempfile::tempdir().map_err(|e| format!("cannot make a cache folder: {e}"))?;
+        let plugin = crate::load::load_file(path, cache.path()).map_err(|e| {
+            format!(
+                "{}: {e}",
+                crate::display::escape(&path.display().to_string())
+            )
+        })?;
+        let cwd = std::env::current_dir()
+            .unwrap_or_else(|_| ".".into())
+            .to_string_lossy()
+            .into_owned();
+        let config = RunnerConfig {
+            cwd,
+            mode: if has_ui { PI_MODE_RPC } else { PI_MODE_PRINT },
+            hook_timeout: crate::settings::DEFAULT_HOOK_TIMEOUT,
+            tool_call_timeout: None,
+            session_file: None,
+        };
+        let runner = Arc::new(Runner::new(vec![Arc::new(plugin)], config.clone()));
+        let record = Arc::new(Record {
+            entries: Mutex::new(json!([])),
+            config: Mutex::new(Some(config)),
+            ..Record::default()
+        });
+        runner.bind_services(Arc::new(Services {
+            record: Arc::clone(&record),
+            has_ui,
+        }));
+        {
+            let record = Arc::clone(&record);
+            runner.on_error(Arc::new(move |error| {
+                let mut line = serde_json::to_value(error).unwrap_or_default();
+                line["type"] = "extension_error".into();
+                record
+                    .errors
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(line);
+            }));
+        }
+        Ok(PluginTest {
+            runner,
+            record,
+            _cache: cache,
+        })
+    }
+
+    /// Queues answers for the plugin's next dialogs, in order: pi's `extension_ui_response`
+    /// fields (`{"confirmed": true}`, `{"value": "Yes"}`, `{"cancelled": true}`). A dialog
+    /// with no answer left gets its default (cancelled).
+    pub fn answer_dialogs(&self, answers: impl IntoIterator<Item = Value>) {
+        self.record
+            .answers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(answers);
+    }
+
+    /// The session entries the plugin reads (`session_entries`, `session_branch`).
+    pub fn set_session_entries(&self, entries: Value) {
+        *self
+            .record
+            .entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = entries;
+    }
+
+    /// Fires the event `name` with `payload` (its fields, without `type`).
+    pub fn emit(&self, name: &str, payload: Value) -> Result<Emitted, String> {
+        let decision = crate::modes::serve::protocol::event(&self.runner, name, &payload)?;
+        Ok(self.finish(decision))
+    }
+
+    /// Runs the plugin's command `name` with `args`; the decision is `{}` when it returned.
+    pub fn command(&self, name: &str, args: &str) -> Result<Emitted, String> {
+        let decision = crate::modes::serve::actions::command(
+            &self.runner,
+            &json!({"name": name, "args": args}),
+        )?;
+        Ok(self.finish(decision))
+    }
+
+    fn finish(&self, decision: Value) -> Emitted {
+        // What the plugin emitted on the event bus reaches its subscribers first.
+        crate::event_bus::drain(crate::event_bus::SHUTDOWN_DRAIN);
+        let (calls, errors) = self.record.take();
+        Emitted {
+            decision,
+            calls,
+            errors,
+        }
+    }
+}
+
+impl Drop for PluginTest {
+    fn drop(&mut self) {
+        self.runner
+            .emit(json!({"type": "session_shutdown", "reason": "quit"}));
+        for plugin in self.runner.plugins() {
+            plugin.retire();
+        }
+    }
+}
+
+/// The services a tested plugin sees: every call recorded, reads answered from the record.
+struct Services {
+    record: Arc<Record>,
+    has_ui: bool,
+}
+
+impl Services {
+    fn done(&self, call: Value) -> Result<(), String> {
+        self.record.push(call);
+        Ok(())
+    }
+}
+
+impl HostServices for Services {
+    fn session_entries(&self) -> Value {
+        self.record
+            .entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+    fn session_branch(&self) -> Value {
+        self.session_entries()
+    }
+    fn session_leaf_id(&self) -> Option<String> {
+        self.session_entries()
+            .as_array()
+            .and_then(|e| e.last())
+            .and_then(|e| e["id"].as_str())
+            .map(str::to_owned)
+    }
+    fn session_name(&self) -> Option<String> {
+        None
+    }
+    fn set_session_name(&self, name: &str) -> Result<(), String> {
+        self.done(json!({"call": "set_session_name", "name": name}))
+    }
+    fn set_label(&self, entry_id: &str, label: Option<&str>) -> Result<(), String> {
+        self.done(json!({"call": "set_label", "entryId": entry_id, "label": label}))
+    }
+    fn append_entry(&self, custom_type: &str, data: Option<Value>) -> Result<(), String> {
+        self.done(json!({"call": "append_entry", "customType": custom_type, "data": data}))
+    }
+    fn send_message(&self, _plugin: &str, message: Value, options: Value) -> Result<(), String> {
+        self.done(json!({"call": "send_message", "message": message, "options": options}))
+    }
+    fn send_user_message(
+        &self,
+        _plugin: &str,
+        text: String,
+        deliver_as: u32,
+    ) -> Result<(), String> {
+        let deliver_as = match deliver_as {
+            pi_hooks_abi::ffi::PI_DELIVER_STEER => "steer",
+            pi_hooks_abi::ffi::PI_DELIVER_FOLLOW_UP => "followUp",
+            pi_hooks_abi::ffi::PI_DELIVER_NEXT_TURN => "nextTurn",
+            _ => "default",
+        };
+        self.done(json!({"call": "send_user_message", "text": text, "deliverAs": deliver_as}))
+    }
+    fn active_tools(&self) -> Vec<String> {
+        Vec::new()
+    }
+    fn all_tools(&self) -> Value {
+        json!([])
+    }
+    fn set_active_tools(&self, names: Vec<String>) {
+        self.record
+            .push(json!({"call": "set_active_tools", "names": names}));
+    }
+    fn is_idle(&self) -> bool {
+        true
+    }
+    fn abort(&self) {
+        self.record.push(json!({"call": "abort"}));
+    }
+    fn has_pending_messages(&self) -> bool {
+        false
+    }
+    fn model(&self) -> Option<Value> {
+        None
+    }
+    fn runner_config(&self) -> Option<RunnerConfig> {
+        self.record
+            .config
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+    fn report_error(&self, error: &ExtensionError) {
+        let mut line = serde_json::to_value(error).unwrap_or_default();
+        line["type"] = "extension_error".into();
+        self.record
+            .errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(line);
+    }
+    fn ui(&self) -> Option<Arc<dyn UiService>> {
+        self.has_ui.then(|| {
+            Arc::new(Ui {
+                record: Arc::clone(&self.record),
+            }) as Arc<dyn UiService>
+        })
+    }
+    fn request_session_op(&self, _plugin: &str, op: SessionOp) -> Result<(), String> {
+        let mut call = serde_json::Map::new();
+        call.insert("call".into(), "session_op".into());
+        if let Value::Object(fields) = crate::modes::serve::client_services::session_op_params(op) {
+            call.extend(fields);
+        }
+        self.done(Value::Object(call))
+    }
+    fn request_model(&self, provider: &str, id: &str) -> Result<bool, String> {
+        self.record
+            .push(json!({"call": "set_model", "provider": provider, "id": id}));
+        Ok(true)
+    }
+    fn request_shutdown(&self) {
+        self.record.push(json!({"call": "shutdown"}));
+    }
+    fn observe_exec(&self, request: &Value, output: &Value) {
+        self.record
+            .push(json!({"call": "exec", "request": request, "result": output}));
+    }
+}
+
+/// The tested plugin's UI: dialogs answered from the queue, everything recorded.
+struct Ui {
+    record: Arc<Record>,
+}
+
+impl UiService for Ui {
+    fn dialog(&self, request: Value, _timeout: Option<Duration>) -> Option<Value> {
+        let answer = self
+            .record
+            .answers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop_front();
+        let mut call = ui_call(request);
+        call["answer"] = answer.clone().unwrap_or_else(|| json!({"cancelled": true}));
+        self.record.push(call);
+        answer
+    }
+
+    fn fire(&self, request: Value) {
+        self.record.push(ui_call(request));
+    }
+}
+
+/// `{"call": "ui", ...request}`.
+fn ui_call(request: Value) -> Value {
+    let mut call = serde_json::Map::new();
+    call.insert("call".into(), "ui".into());
+    if let Value::Object(fields) = request {
+        call.extend(fields);
+    }
+    Value::Object(call)
+}
