@@ -1,6 +1,6 @@
 //! The command line: the commands and their options, and the dispatch to
 //! `run` (`pi-hooks run`, `pi-hooks rpc` and `pi-hooks serve`), `inspect`, `trust_cmd`
-//! (`trust`, `untrust`), `bridge` (`bridge install`), `emit` and `list`, with
+//! (`trust`, `untrust`), `bridge` (`bridge install`), `emit`, `new` and `list`, with
 //! [`render`] turning load reports into text and JSON.
 //!
 //! Every command writes its output through one writer: a reader that closes the pipe
@@ -10,6 +10,7 @@
 mod bridge;
 mod emit;
 mod inspect;
+mod new;
 mod plugin_flags;
 pub mod render;
 mod run;
@@ -56,6 +57,9 @@ enum Command {
         #[arg(long = "pin-sha256", value_name = "HEX", hide = true)]
         pin_sha256: Option<String>,
     },
+    /// Create a plugin project that builds as generated: one handler, a test, a README with
+    /// the dev loop (Rust: a cdylib crate; C and C++: a Makefile and a CMakeLists.txt).
+    New(new::NewArgs),
     /// Fire one event at one plugin without a session and print, as JSON, its decision and
     /// every host call it made (dialogs with the answers given, UI updates, messages,
     /// entries, exec). For testing a plugin from a shell script or CI.
@@ -237,6 +241,7 @@ pub fn main() -> ExitCode {
         ) => run::serve(&sources, pin_sha256.as_deref()),
         (Command::Bridge { action }, _) => bridge::bridge(action),
         (Command::Emit(args), _) => emit::emit(args),
+        (Command::New(args), _) => new::new(args),
         (Command::List { sources, json }, _) => list(&sources, json),
         (
             Command::Inspect {
