@@ -13,8 +13,7 @@ fn generate(sandbox: &Sandbox, name: &str, lang: &str) -> PathBuf {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let folder = sandbox.project().join(name);
     assert!(
-        stdout.starts_with(&format!("Created the "))
-            && stdout.contains(&folder.display().to_string()),
+        stdout.starts_with("Created the ") && stdout.contains(&folder.display().to_string()),
         "{stdout}"
     );
     folder
