@@ -289,6 +289,12 @@ pub fn check_object_header(bytes: &[u8]) -> Result<(), String> {
     } else {
         "ELF"
     };
+    if bytes.starts_with(b"!<arch>\n") {
+        return Err(
+            "is a static archive (a Rust .rlib or a C .a), not a shared library; for a Rust plugin add `crate-type = [\"cdylib\"]` to the [lib] section of its Cargo.toml and use the lib<name>.so cargo then builds; for C, link with -shared"
+                .to_owned(),
+        );
+    }
     let format = match FileKind::parse(bytes) {
         Ok(FileKind::Elf32 | FileKind::Elf64) => "ELF",
         Ok(FileKind::MachO32 | FileKind::MachO64 | FileKind::MachOFat32 | FileKind::MachOFat64) => {

@@ -96,6 +96,33 @@ impl PluginTest {
         PluginTest::load_with(path, true)
     }
 
+    /// From a plugin crate's own integration tests (`tests/*.rs`): loads the shared library
+    /// cargo built for the crate `crate_name` (`lib<crate_name, - as _>.so` in
+    /// `target/<profile>/`, beside the test binary's `deps/` folder; cargo builds a crate's
+    /// cdylib before its integration tests).
+    pub fn built(crate_name: &str) -> Result<PluginTest, String> {
+        let exe =
+            std::env::current_exe().map_err(|e| format!("cannot find the test binary: {e}"))?;
+        let profile = exe
+            .parent()
+            .and_then(Path::parent)
+            .ok_or("the test binary is not in target/<profile>/deps")?;
+        let file = format!(
+            "{}{}{}",
+            std::env::consts::DLL_PREFIX,
+            crate_name.replace('-', "_"),
+            std::env::consts::DLL_SUFFIX
+        );
+        let path = profile.join(&file);
+        if !path.is_file() {
+            return Err(format!(
+                "{} was not built: is `crate-type = [\"cdylib\"]` in the [lib] section of {crate_name}'s Cargo.toml?",
+                crate::display::escape(&path.display().to_string())
+            ));
+        }
+        PluginTest::load(path)
+    }
+
     /// [`PluginTest::load`], choosing whether the plugin has a UI (`false`: as in pi's print
     /// mode, dialogs answer their defaults at once and are not recorded).
     pub fn load_with(path: impl AsRef<Path>, has_ui: bool) -> Result<PluginTest, String> {

@@ -274,6 +274,23 @@ fn text_file_named_like_a_library() {
     listing.expect_only_error("x.so", "is a text file, not a compiled library");
 }
 
+/// A Rust crate built without `crate-type = ["cdylib"]` gives an rlib (an ar archive): the
+/// error says what to add.
+#[test]
+fn an_rlib_named_like_a_library_says_to_build_a_cdylib() {
+    let (sandbox, hooks) = sandbox_with_good();
+    let mut rlib = b"!<arch>\n".to_vec();
+    rlib.extend_from_slice(
+        b"lib.rmeta/      0           0     0     644     8         `\nrust-lib",
+    );
+    std::fs::write(hooks.join("libmine.so"), rlib).unwrap();
+    let listing = list(&sandbox, &[]);
+    listing.expect_only_error(
+        "libmine.so",
+        "is a static archive (a Rust .rlib or a C .a), not a shared library; for a Rust plugin add `crate-type = [\"cdylib\"]`",
+    );
+}
+
 /// Item 2: An empty file (an interrupted build).
 #[test]
 fn empty_file() {

@@ -13,6 +13,7 @@ mod events;
 mod handle;
 mod registrar;
 mod reply;
+mod shared;
 mod strings;
 mod value;
 
@@ -23,7 +24,12 @@ pub use events::ToolCall;
 pub use handle::{ExecOutput, LogLevel, PluginHandle};
 pub use registrar::{Completion, Registrar, ToolSpec};
 pub use reply::{IntoReply, Reply, ToolCallDecision};
+pub use shared::Shared;
 pub use value::{OwnedValue, Value};
+
+/// The JSON crate the SDK speaks (results, `deserialize`), re-exported so a plugin needs no
+/// dependency of its own to name `serde_json::Value`.
+pub use serde_json;
 
 pub use crate::ffi::{
     PI_MODE_INSPECT, PI_MODE_INTERACTIVE, PI_MODE_JSON, PI_MODE_PRINT, PI_MODE_RPC,
@@ -43,9 +49,11 @@ pub enum Notify {
 /// Everything a plugin usually needs: `use pi_hooks_abi::sdk::prelude::*;`.
 pub mod prelude {
     pub use super::{
-        Context, Error, IntoReply, Notify, PluginHandle, Registrar, Reply, Result, ToolCall,
-        ToolCallDecision, ToolSpec, Ui, Value,
+        Context, Error, IntoReply, Notify, PluginHandle, Registrar, Reply, Result, Shared,
+        ToolCall, ToolCallDecision, ToolSpec, Ui, Value,
     };
+    /// `serde_json::Value`, owned JSON (the payload [`Value`] is a borrowed view).
+    pub use serde_json::Value as Json;
     pub use serde_json::json;
 }
 

@@ -55,6 +55,21 @@ impl IntoReply for serde_json::Value {
     }
 }
 
+/// A plain string: what pi takes as a string result (an `input` transform to that text, a
+/// `session_before_compact` summary).
+impl IntoReply for String {
+    fn into_reply(self) -> Reply {
+        Reply::Json(serde_json::Value::String(self))
+    }
+}
+
+/// As [`String`].
+impl IntoReply for &str {
+    fn into_reply(self) -> Reply {
+        Reply::Json(serde_json::Value::String(self.to_owned()))
+    }
+}
+
 impl IntoReply for ToolCallDecision {
     fn into_reply(self) -> Reply {
         match self {

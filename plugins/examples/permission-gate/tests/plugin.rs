@@ -4,20 +4,8 @@
 use pi_hooks::testing::PluginTest;
 use serde_json::json;
 
-/// `libpermission_gate.so` beside this test's `deps/` folder (cargo builds the cdylib before
-/// the crate's integration tests).
 fn plugin() -> PluginTest {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target/<profile>");
-    let file = format!(
-        "{}permission_gate{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    );
-    PluginTest::load(dir.join(file)).expect("load the plugin")
+    PluginTest::built("permission-gate").expect("load the plugin")
 }
 
 fn bash(command: &str) -> serde_json::Value {
