@@ -461,7 +461,7 @@ pub fn call_tool(
 }
 
 /// Calls a handler the plugin subscribed to the event bus (`events_on`) with one emission,
-/// through [`invoke`] like every call into a plugin (call lock, active check, crash marker,
+/// through `invoke` like every call into a plugin (call lock, active check, crash marker,
 /// exception barrier). A bus handler gets no context: the host-side context `invoke` opens
 /// for the call (kind `Event`, no cwd) is never handed to the plugin. The crash report names
 /// the call `bus:<channel>`.

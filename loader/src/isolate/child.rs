@@ -4,7 +4,7 @@
 //! answers the requests), telling a crash (the exit status, the signal) or a hang (no answer
 //! within the limit) from an answer, and ending the child.
 //!
-//! Threads: one reads the child's stdout into an [`Inbox`] (lines parsed as JSON), one
+//! Threads: one reads the child's stdout into an `Inbox` (lines parsed as JSON), one
 //! forwards its stderr to ours. The caller of [`ServeChild::call`] takes the lines from the
 //! inbox on its own thread, so a request the child makes while it handles a call is answered
 //! with the context of that call. Lines that arrive while nobody is reading (a timer of the
@@ -211,7 +211,7 @@ pub struct ServeChild {
 impl ServeChild {
     /// Starts a child and waits (at most `limit`) for its `hello`. `label` names the plugin
     /// in the lines its stdout carries that are not protocol. The child's stderr goes to
-    /// ours, except the lines the host reports itself (see [`forward_stderr`]).
+    /// ours, except the lines the host reports itself (see `forward_stderr`).
     pub fn spawn(launch: &Launch, label: &str, limit: Duration) -> Result<ServeChild, String> {
         let mut command = Command::new(&launch.program);
         command

@@ -1,5 +1,5 @@
 //! The proxy plugin: the in-process stand-in for one isolated plugin. It is an ordinary
-//! [`LoadedPlugin`] whose descriptor's `init` is [`proxy_init`], a function of the host
+//! [`LoadedPlugin`] whose descriptor's `init` is `proxy_init`, a function of the host
 //! binary, built with the Rust SDK like any Rust plugin; the runner dispatches to it at the
 //! isolated plugin's place in the load order.
 //!
@@ -182,7 +182,7 @@ pub struct Proxy {
 }
 
 thread_local! {
-    /// The proxy whose [`LoadedPlugin::init`] runs on this thread ([`proxy_init`] takes it).
+    /// The proxy whose [`LoadedPlugin::init`] runs on this thread (`proxy_init` takes it).
     static STARTING: RefCell<Option<Arc<Proxy>>> = const { RefCell::new(None) };
 }
 
@@ -194,7 +194,7 @@ fn proxies() -> MutexGuard<'static, Option<rustc_hash::FxHashMap<u32, Weak<Proxy
 }
 
 /// The descriptor of every proxy: the host's ABI, no name (the name comes from the child),
-/// [`proxy_init`] as init.
+/// `proxy_init` as init.
 fn descriptor() -> PiPluginDescriptor {
     let sizes = AbiSizes::CURRENT;
     let empty = PiStr {

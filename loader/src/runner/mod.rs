@@ -79,6 +79,20 @@ pub struct RunnerConfig {
     pub session_file: Option<String>,
 }
 
+impl RunnerConfig {
+    /// A configuration for `cwd` in `mode` (a `PI_MODE_*`) with the default `hookTimeout`
+    /// (30 s), an untimed `tool_call` and no session file.
+    pub fn new(cwd: &std::path::Path, mode: u32) -> Self {
+        RunnerConfig {
+            cwd: cwd.to_string_lossy().into_owned(),
+            mode,
+            hook_timeout: DEFAULT_HOOK_TIMEOUT,
+            tool_call_timeout: None,
+            session_file: None,
+        }
+    }
+}
+
 /// One handler in dispatch order.
 #[derive(Clone)]
 pub(crate) struct Slot {
