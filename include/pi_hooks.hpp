@@ -286,19 +286,28 @@ public:
         }
     }
 
-    /// Sets field `key` of this object to `x` (anything `of` takes); returns *this.
+    /// Sets field `key` of this object to `x` (anything `of` takes); returns *this, so calls
+    /// chain, also on a temporary: `auto o = OwnedValue::object().set("a", 1).set("b", "x");`
     template <class T>
-    OwnedValue &set(std::string_view key, T &&x) {
+    OwnedValue &set(std::string_view key, T &&x) & {
         OwnedValue item = of(std::forward<T>(x));
         check(api_->set(value_, Str(key), item.release()), "set");
         return *this;
     }
-    /// Appends `x` (anything `of` takes) to this array; returns *this.
     template <class T>
-    OwnedValue &push(T &&x) {
+    OwnedValue &&set(std::string_view key, T &&x) && {
+        return std::move(set(key, std::forward<T>(x)));
+    }
+    /// Appends `x` (anything `of` takes) to this array; returns *this (chains as `set`).
+    template <class T>
+    OwnedValue &push(T &&x) & {
         OwnedValue item = of(std::forward<T>(x));
         check(api_->push(value_, item.release()), "push");
         return *this;
+    }
+    template <class T>
+    OwnedValue &&push(T &&x) && {
+        return std::move(push(std::forward<T>(x)));
     }
     /// Read access, as on a Value: `owned.get("key")`, `owned.len()`, iteration.
     Value get(std::string_view key) const noexcept { return view().get(key); }
