@@ -7,19 +7,17 @@
 
 static const PiHostApi *host;
 
-static bool is_key(const char *s) { /* s has at least 20 bytes */
-    for (int i = 0; i < 20; i++)
-        if (i < 4 ? s[i] != "AKIA"[i] : !((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'A' && s[i] <= 'Z')))
-            return false;
-    return true;
-}
+static bool key_char(char c) { return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z'); }
 
-/* Redacts the n bytes at s in place (the replacement is shorter); returns the new length. */
+/* Replaces each AKIA[0-9A-Z]{16} in the n bytes at s with [REDACTED], in place (the
+ * replacement is shorter); returns the new length. */
 static size_t redact(char *s, size_t n) {
-    size_t w = 0;
-    for (size_t r = 0; r < n;)
-        if (n - r >= 20 && is_key(s + r)) memcpy(s + w, "[REDACTED]", 10), w += 10, r += 20;
+    size_t w = 0, r = 0, k;
+    while (r < n) {
+        for (k = 4; k < 20 && r + 20 <= n && key_char(s[r + k]); k++) {}
+        if (k == 20 && memcmp(s + r, "AKIA", 4) == 0) memcpy(s + w, "[REDACTED]", 10), w += 10, r += 20;
         else s[w++] = s[r++];
+    }
     return w;
 }
 
