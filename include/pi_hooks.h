@@ -42,7 +42,8 @@
  *   handler returns (or its owning value is freed). Never free it. Host strings are also
  *   NUL-terminated (ptr[len] == 0), so they may go to printf("%s") and strstr.
  * - A PiValue you receive through a `PiValue **out` parameter (exec, dialogs, session reads,
- *   parse) is owned by you: free it exactly once with host->values->free.
+ *   parse) or from values->new_* and values->copy is owned by you: free it exactly once with
+ *   host->values->free, unless you handed it to values->push or values->set, which take it.
  * - What you hand the host (strings, JSON text, definition structs) is copied before the call
  *   returns: you may free or reuse it right after. user_data pointers are kept as given; free
  *   them in a cleanup registered with host->registry->add_cleanup.
@@ -772,13 +773,15 @@ typedef struct PiValueApi {
     PiStatus (*parse)(struct PiStr json, struct PiValue **out);
     /**
      * Frees an owned value (one handed out through a `PiValue **out` parameter, or made by
-     * `new_*` or `copy`), with everything in it. NULL is ignored. Never pass a borrowed value: the host ignores one (and a second free of the
-     * same value), but a plugin that does so has a bug.
+     * `new_*` or `copy`), with everything in it. NULL is ignored. Never pass a borrowed
+     * value: the host ignores one (and a second free of the same value), but a plugin that
+     * does so has a bug.
      */
     void (*free)(struct PiValue *value);
     /**
-     * **ABI 1.2** (this and every entry below: check `host->abi_minor >= 2`, or
-     * `values->struct_size`, before calling them on a host that may be older).
+     * **Added in ABI 1.2**, as every entry below. A plugin built against this header
+     * declares ABI 1.2 and a host older than that refuses to load it, so they are there
+     * whenever its code runs.
      *
      * A new, empty owned object (`{}`). Like every `new_*` and `copy`, it returns a new owned
      * value (free it with `free`, or hand it to `push` or `set`, which take it over), or NULL

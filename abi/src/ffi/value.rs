@@ -86,12 +86,14 @@ pub struct PiValueApi {
     /// `PI_ERR_INVALID_ARG` when the text is not valid JSON.
     pub parse: unsafe extern "C" fn(json: PiStr, out: *mut *mut PiValue) -> PiStatus,
     /// Frees an owned value (one handed out through a `PiValue **out` parameter, or made by
-    /// `new_*` or `copy`), with everything in it. NULL is ignored. Never pass a borrowed value: the host ignores one (and a second free of the
-    /// same value), but a plugin that does so has a bug.
+    /// `new_*` or `copy`), with everything in it. NULL is ignored. Never pass a borrowed
+    /// value: the host ignores one (and a second free of the same value), but a plugin that
+    /// does so has a bug.
     pub free: unsafe extern "C" fn(value: *mut PiValue),
 
-    /// **ABI 1.2** (this and every entry below: check `host->abi_minor >= 2`, or
-    /// `values->struct_size`, before calling them on a host that may be older).
+    /// **Added in ABI 1.2**, as every entry below. A plugin built against this header
+    /// declares ABI 1.2 and a host older than that refuses to load it, so they are there
+    /// whenever its code runs.
     ///
     /// A new, empty owned object (`{}`). Like every `new_*` and `copy`, it returns a new owned
     /// value (free it with `free`, or hand it to `push` or `set`, which take it over), or NULL
