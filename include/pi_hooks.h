@@ -42,7 +42,8 @@
  *   handler returns (or its owning value is freed). Never free it. Host strings are also
  *   NUL-terminated (ptr[len] == 0), so they may go to printf("%s") and strstr.
  * - A PiValue you receive through a `PiValue **out` parameter (exec, dialogs, session reads,
- *   parse) is owned by you: free it exactly once with host->values->free.
+ *   parse) or from values->new_* and values->copy is owned by you: free it exactly once with
+ *   host->values->free, unless you handed it to values->push or values->set, which take it.
  * - What you hand the host (strings, JSON text, definition structs) is copied before the call
  *   returns: you may free or reuse it right after. user_data pointers are kept as given; free
  *   them in a cleanup registered with host->registry->add_cleanup.
@@ -471,9 +472,10 @@
  * never anything else. A host of minor N loads plugins built for minors 0..=N; a plugin built
  * for a minor newer than the host's is refused (it may call entries the host lacks).
  *
- * Minor 1 appended `PiActionsApi::set_model`.
+ * Minor 1 appended `PiActionsApi::set_model`; minor 2 appended the value builders to
+ * `PiValueApi` (`new_object` ... `json_quote`) and `PiResultApi::set_from_value`.
  */
-#define PI_HOOKS_ABI_MINOR 1
+#define PI_HOOKS_ABI_MINOR 2
 
 /**
  * An opaque context, valid until the handler, command, tool, timer or callback it was given
@@ -514,11 +516,16 @@ typedef struct PiResult PiResult;
  *   through `get`, `at`, `entry` or `pointer`. Valid until the handler returns (or until the
  *   owning value is freed); never free them.
  * - **owned**: values a host function hands back through a `PiValue **out` parameter (exec
- *   results, dialog answers, session reads, `parse`). Free each exactly once with
- *   `values->free`.
+ *   results, dialog answers, session reads, `parse`), and (ABI 1.2) those `new_*` and `copy`
+ *   return. Free each exactly once with `values->free`, unless you gave it to `push` or
+ *   `set`.
  *
  * Every accessor accepts NULL and then answers as for an absent value, so lookups can be
  * chained without checks: `v->get(v->get(event, pi_str("input")), pi_str("command"))`.
+ *
+ * Since ABI 1.2 a plugin can also **build** owned values (`new_object`, `new_array`,
+ * `new_string`, ..., `copy`) and change them (`push`, `set`); see `PiValueApi`. Only an owned
+ * value can be changed: borrowed ones stay read-only.
  */
 typedef struct PiValue PiValue;
 
@@ -975,11 +982,101 @@ typedef struct PiValueApi {
      */
     PiStatus (*parse)(struct PiStr json, struct PiValue **out);
     /**
-     * Frees an owned value (one handed out through a `PiValue **out` parameter). NULL is
-     * ignored. Never pass a borrowed value: the host ignores one (and a second free of the
-     * same value), but a plugin that does so has a bug.
+     * Frees an owned value (one handed out through a `PiValue **out` parameter, or made by
+     * `new_*` or `copy`), with everything in it. NULL is ignored. Never pass a borrowed
+     * value: the host ignores one (and a second free of the same value), but a plugin that
+     * does so has a bug.
      */
     void (*free)(struct PiValue *value);
+    /**
+     * **Added in ABI 1.2**, as every entry below. A plugin built against this header
+     * declares ABI 1.2 and a host older than that refuses to load it, so they are there
+     * whenever its code runs.
+     *
+     * A new, empty owned object (`{}`). Like every `new_*` and `copy`, it returns a new owned
+     * value (free it with `free`, or hand it to `push` or `set`, which take it over), or NULL
+     * when it cannot be made. They nest:
+     *
+     * ```c
+     * PiValue *block = v->new_object();
+     * v->set(block, pi_str("type"), v->new_string(pi_str("text")));
+     * v->set(block, pi_str("text"), v->new_string(pi_str("hello")));
+     * v->push(content, block);   // content, an owned array, now owns block
+     * ```
+     *
+     * A change (`push`, `set`) invalidates what was read from the changed value before: the
+     * pointers `get`, `at`, `entry` and `pointer` gave, and the strings `as_str`, `entry` and
+     * `to_json` gave. Read again after a change. An owned value is not thread-safe: use it
+     * from one thread at a time.
+     */
+    struct PiValue *(*new_object)(void);
+    /**
+     * A new, empty owned array (`[]`).
+     */
+    struct PiValue *(*new_array)(void);
+    /**
+     * A new owned string holding a copy of `text`; NULL when `text` is not UTF-8 (or its
+     * pointer is NULL with a length). Interior NULs are kept.
+     */
+    struct PiValue *(*new_string)(struct PiStr text);
+    /**
+     * A new owned number holding `value`.
+     */
+    struct PiValue *(*new_int)(int64_t value);
+    /**
+     * A new owned number holding `value`; NaN and the infinities give JSON `null` (as in
+     * JSON, which has no such numbers).
+     */
+    struct PiValue *(*new_float)(double value);
+    /**
+     * A new owned `true` or `false`.
+     */
+    struct PiValue *(*new_bool)(bool value);
+    /**
+     * A new owned JSON `null`.
+     */
+    struct PiValue *(*new_null)(void);
+    /**
+     * A deep copy of `value` (borrowed or owned; a payload, a field of one, an exec result)
+     * as a new owned value that can then be changed; NULL for NULL. This is how a plugin
+     * edits part of a payload: copy it, change the copy, give the copy to the result.
+     */
+    struct PiValue *(*copy)(const struct PiValue *value);
+    /**
+     * Appends `item` to the owned array `array`, taking `item` over: afterwards `item`
+     * belongs to the array (do not use or free it; read it back with `at`).
+     * - `PI_ERR_INVALID_ARG`: `array` is NULL or not an owned value (a borrowed value, a
+     *   value already given to another `push` or `set`, a freed one, a wild pointer), or
+     *   `item` is NULL, not owned, or `array` itself.
+     * - `PI_ERR_WRONG_TYPE`: `array` is not an array.
+     *
+     * On an error, `array` is unchanged and an owned `item` is freed (unless it is `array`),
+     * so `push(a, new_string(s))` never leaks.
+     */
+    PiStatus (*push)(struct PiValue *array, struct PiValue *item);
+    /**
+     * Sets field `key` of the owned object `object` to `item`, taking `item` over as `push`
+     * does. An existing field keeps its place and gets the new value (the old one is
+     * freed); a new field is added at the end.
+     * - `PI_ERR_INVALID_ARG`: as for `push` (`object` not owned, `item` NULL or not owned or
+     *   `object` itself).
+     * - `PI_ERR_WRONG_TYPE`: `object` is not an object.
+     * - `PI_ERR_UTF8`: `key` is not UTF-8.
+     *
+     * On an error, `object` is unchanged and an owned `item` is freed (unless it is
+     * `object`).
+     */
+    PiStatus (*set)(struct PiValue *object, struct PiStr key, struct PiValue *item);
+    /**
+     * Writes `text` as a JSON string literal, quotes included (`he said "hi"` becomes
+     * `"he said \"hi\""`), into `buf` (`cap` bytes), NUL-terminated, when it fits. Returns
+     * the length of the literal without the NUL, whether or not it fitted (as `snprintf`
+     * does: call with `cap` 0 to learn the size, then with `len + 1`); nothing is written
+     * unless the literal and its NUL fit. Returns 0 (a literal is at least 2 bytes) when
+     * `text` is not UTF-8, or `buf` is NULL with a `cap`. Control characters become `\n`,
+     * `\t`, `\u001b`, ...; other characters are kept as UTF-8.
+     */
+    size_t (*json_quote)(struct PiStr text, char *buf, size_t cap);
 } PiValueApi;
 
 /**
@@ -1032,6 +1129,13 @@ typedef struct PiResultApi {
      * missing: the usual way to give a tool result or a message its text.
      */
     PiStatus (*add_text)(struct PiResult *result, struct PiStr text);
+    /**
+     * Replaces the whole result with a deep copy of `value` (borrowed or owned; the caller
+     * keeps it and frees an owned one as usual): the value form of `set_json`, for example
+     * a string built with `values->new_string` as an `input` handler's plain-string result.
+     * A NULL `value` makes the result JSON `null`. `set_value` sets one field the same way.
+     */
+    PiStatus (*set_from_value)(struct PiResult *result, const struct PiValue *value);
 } PiResultApi;
 
 /**
@@ -1685,7 +1789,7 @@ typedef const struct PiPluginDescriptor *(*PiEntryFn)(void);
  * (pi_hooks_abi::layout::LAYOUT_FINGERPRINT). PI_HOOKS_DESCRIPTOR puts it in the descriptor,
  * so that the host refuses a plugin built against an edited header of the same version.
  */
-#define PI_HOOKS_LAYOUT_FINGERPRINT 0xe243c031c00fdbdbULL
+#define PI_HOOKS_LAYOUT_FINGERPRINT 0x2cfe11073f88c486ULL
 
 /** The name of the entry symbol every v1 plugin exports (see PI_HOOKS_PLUGIN). */
 #define PI_HOOKS_ENTRY_SYMBOL "pi_hooks_plugin_v1"
@@ -1729,6 +1833,28 @@ static inline PiStr pi_str_n(const char *s, size_t n) {
     out.len = n;
     return out;
 }
+
+/*
+ * C only (C99 and later; C++ registers through pi_hooks.hpp): a PiCommandDef or PiToolDef as
+ * a compound literal with `struct_size` filled in, from designated initialisers, so that a
+ * registration is one readable line. Fields left out are zero (no completions, NULL
+ * user_data, the default `{"type":"object"}` parameters). Take its address:
+ *
+ *     host->registry->register_command(plugin,
+ *         &PI_COMMAND(.name = pi_str("stats"), .description = pi_str("Show counts"),
+ *                     .handler = on_stats));
+ *     host->registry->register_tool(plugin,
+ *         &PI_TOOL(.name = pi_str("now"), .description = pi_str("The current time"),
+ *                  .parameters_json = pi_str("{\"type\":\"object\"}"), .execute = now));
+ *
+ * The literal lives until the end of the enclosing block; the host copies it during the call.
+ */
+#ifndef __cplusplus
+/** A PiCommandDef with its struct_size, from designated initialisers (see above). */
+#define PI_COMMAND(...) ((PiCommandDef){.struct_size = (uint32_t)sizeof(PiCommandDef), __VA_ARGS__})
+/** A PiToolDef with its struct_size, from designated initialisers (see above). */
+#define PI_TOOL(...) ((PiToolDef){.struct_size = (uint32_t)sizeof(PiToolDef), __VA_ARGS__})
+#endif
 
 /**
  * Initialiser of a PiPluginDescriptor for this header: struct sizes, ABI version and layout

@@ -4,12 +4,37 @@
  *
  *   pi_hooks::Str          a PiStr from a std::string_view, std::string or C string
  *   pi_hooks::view         a std::string_view over a PiStr
- *   pi_hooks::Value        a read-only view of a PiValue (get, pointer, at, as_string ...)
- *   pi_hooks::OwnedValue   owns a PiValue the host handed out; frees it with values->free
- *   pi_hooks::Result       setters on the PiResult of a handler
+ *   pi_hooks::Value        a read-only view of a PiValue (get, pointer, at, as_string,
+ *                          iteration over an array, copy, json ...)
+ *   pi_hooks::OwnedValue   owns a PiValue (one the host handed out, or one built with
+ *                          object(), array(), of(...), parse(...), copy()); set and push
+ *                          change it (ABI 1.2); frees it with values->free
+ *   pi_hooks::Result       setters on the PiResult of a handler (set(key, x), assign(value))
+ *   pi_hooks::Context      the PiContext of a call (cwd, has_ui, notify, set_status)
+ *   pi_hooks::Plugin       registration with lambdas: on(event), command, tool
+ *   PI_HOOKS_CPP_PLUGIN    the entry point, calling a setup(pi_hooks::Plugin &) function
  *   pi_hooks::Error/check  a non-PI_OK status as an exception
  *   pi_hooks::guard        the exception barrier every callback must go through
  *
+ * A whole plugin with the lambda API (every lambda runs behind guard(): an exception becomes
+ * the call's error, with its what() as the message; in tool_call it blocks the tool):
+ *
+ *     #include "pi_hooks.hpp"
+ *     using namespace pi_hooks;
+ *
+ *     static void setup(Plugin &pi) {
+ *         pi.on("tool_call", [](Value event, Context &, Result &result) {
+ *             if (event.get("toolName").as_string() == "bash")
+ *                 result.set("block", true).set("reason", "no bash today");
+ *         });
+ *         pi.command("hi", "Say hi", [](std::string_view args, Context &ctx) {
+ *             ctx.notify("hi " + std::string(args));
+ *         });
+ *     }
+ *
+ *     PI_HOOKS_CPP_PLUGIN("no-bash", "1.0.0", "Blocks bash", setup);
+ *
+ * The lower-level pieces below work on their own too (see guard):
  * Exceptions must never escape into the host: the host is not C++ and unwinding through its
  * frames is undefined behaviour (in practice: an abort). Wrap the body of every function the
  * host calls (init, handlers, commands, tools, timers, cleanups) in pi_hooks::guard or
@@ -31,6 +56,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <iterator>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -71,6 +97,31 @@ inline void check(PiStatus status, const char *what) {
     if (status != PI_OK)
         throw Error(status, std::string(what) + " failed with status " + std::to_string(status));
 }
+
+class OwnedValue;
+
+namespace detail {
+#if defined(__GNUC__) || defined(__clang__)
+#define PI_HOOKS_HPP_HIDDEN __attribute__((visibility("hidden")))
+#else
+#define PI_HOOKS_HPP_HIDDEN
+#endif
+/// The host's tables, set by PI_HOOKS_CPP_PLUGIN (or pi_hooks::Plugin) before setup runs;
+/// hidden, so that every plugin library keeps its own.
+inline PI_HOOKS_HPP_HIDDEN const PiHostApi *g_host = nullptr;
+
+/// The host's value table; throws when no plugin was set up yet, or when the host is older
+/// than ABI 1.2 and `builders` are needed.
+inline const PiValueApi *values(bool builders = false) {
+    if (g_host == nullptr) throw Error(PI_ERR_UNAVAILABLE, "pi_hooks: no host yet (use PI_HOOKS_CPP_PLUGIN)");
+    if (builders && (g_host->abi_minor < 2 || g_host->values->struct_size < sizeof(PiValueApi)))
+        throw Error(PI_ERR_UNAVAILABLE, "pi_hooks: building values needs a host of ABI 1.2 or newer");
+    return g_host->values;
+}
+
+template <class>
+inline constexpr bool always_false = false;
+}  // namespace detail
 
 /// A read-only view of a host value; cheap to copy. Borrowed: valid as long as the PiValue it
 /// views (until the handler returns for event payloads). A view of NULL is "absent": every
@@ -124,6 +175,38 @@ public:
         if (api_->to_json(value_, &out) != PI_OK) return std::nullopt;
         return view(out);
     }
+    /// The value as compact JSON, copied; "" when absent.
+    std::string json() const { return std::string(to_json().value_or(std::string_view())); }
+
+    /// A deep copy as an owned value that can be changed (ABI 1.2); throws Error when absent.
+    inline OwnedValue copy() const;
+
+    /// Iterates the elements of an array (nothing for anything else):
+    /// `for (pi_hooks::Value block : event.get("content")) ...`
+    class iterator {
+    public:
+        using iterator_category = std::input_iterator_tag;
+        using value_type = Value;
+        using difference_type = std::ptrdiff_t;
+        using pointer = void;
+        using reference = Value;
+        iterator(const PiValueApi *api, const PiValue *array, size_t index) noexcept
+            : api_(api), array_(array), index_(index) {}
+        Value operator*() const noexcept { return {api_, api_->at(array_, index_)}; }
+        iterator &operator++() noexcept {
+            ++index_;
+            return *this;
+        }
+        bool operator==(const iterator &other) const noexcept { return index_ == other.index_; }
+        bool operator!=(const iterator &other) const noexcept { return index_ != other.index_; }
+
+    private:
+        const PiValueApi *api_;
+        const PiValue *array_;
+        size_t index_;
+    };
+    iterator begin() const noexcept { return {api_, value_, 0}; }
+    iterator end() const noexcept { return {api_, value_, kind() == PI_VALUE_ARRAY ? len() : 0}; }
 
 private:
     const PiValueApi *api_;
@@ -166,10 +249,85 @@ public:
         if (value_ != nullptr) api_->free(std::exchange(value_, nullptr));
     }
 
+    // ---- Building (ABI 1.2; each throws Error on a host without the builders, as after a
+    // refusal). Needs the host pointer that PI_HOOKS_CPP_PLUGIN sets.
+
+    /// A new empty object / array.
+    static OwnedValue object() { return made(detail::values(true)->new_object(), "new_object"); }
+    static OwnedValue array() { return made(detail::values(true)->new_array(), "new_array"); }
+    /// JSON null.
+    static OwnedValue null() { return made(detail::values(true)->new_null(), "new_null"); }
+    /// Parses JSON text; throws Error when it is not JSON.
+    static OwnedValue parse(std::string_view json) {
+        OwnedValue out(detail::values());
+        check(out.api_->parse(Str(json), out.out()), "parse");
+        return out;
+    }
+    /// A value from a C++ value: a string (std::string, std::string_view, const char *), a
+    /// bool, an integer, a floating-point number, a Value (deep copy) or an OwnedValue (moved).
+    template <class T>
+    static OwnedValue of(T &&x) {
+        using D = std::decay_t<T>;
+        const PiValueApi *v = detail::values(true);
+        if constexpr (std::is_same_v<D, OwnedValue>) {
+            return OwnedValue(std::forward<T>(x));
+        } else if constexpr (std::is_same_v<D, Value>) {
+            return made(v->copy(x.raw()), "copy");
+        } else if constexpr (std::is_same_v<D, bool>) {
+            return made(v->new_bool(x), "new_bool");
+        } else if constexpr (std::is_integral_v<D>) {
+            return made(v->new_int(static_cast<int64_t>(x)), "new_int");
+        } else if constexpr (std::is_floating_point_v<D>) {
+            return made(v->new_float(static_cast<double>(x)), "new_float");
+        } else if constexpr (std::is_convertible_v<const T &, std::string_view>) {
+            return made(v->new_string(Str(std::string_view(x))), "new_string (not UTF-8?)");
+        } else {
+            static_assert(detail::always_false<D>, "OwnedValue::of: unsupported type");
+        }
+    }
+
+    /// Sets field `key` of this object to `x` (anything `of` takes); returns *this, so calls
+    /// chain, also on a temporary: `auto o = OwnedValue::object().set("a", 1).set("b", "x");`
+    template <class T>
+    OwnedValue &set(std::string_view key, T &&x) & {
+        OwnedValue item = of(std::forward<T>(x));
+        check(api_->set(value_, Str(key), item.release()), "set");
+        return *this;
+    }
+    template <class T>
+    OwnedValue &&set(std::string_view key, T &&x) && {
+        return std::move(set(key, std::forward<T>(x)));
+    }
+    /// Appends `x` (anything `of` takes) to this array; returns *this (chains as `set`).
+    template <class T>
+    OwnedValue &push(T &&x) & {
+        OwnedValue item = of(std::forward<T>(x));
+        check(api_->push(value_, item.release()), "push");
+        return *this;
+    }
+    template <class T>
+    OwnedValue &&push(T &&x) && {
+        return std::move(push(std::forward<T>(x)));
+    }
+    /// Read access, as on a Value: `owned.get("key")`, `owned.len()`, iteration.
+    Value get(std::string_view key) const noexcept { return view().get(key); }
+    size_t len() const noexcept { return view().len(); }
+    Value::iterator begin() const noexcept { return view().begin(); }
+    Value::iterator end() const noexcept { return view().end(); }
+    std::string json() const { return view().json(); }
+
 private:
+    /// Owns what a builder returned; throws Error when it returned NULL.
+    static OwnedValue made(PiValue *value, const char *what) {
+        if (value == nullptr) throw Error(PI_ERR_INVALID_ARG, std::string(what) + " failed");
+        return OwnedValue(detail::g_host->values, value);
+    }
+
     const PiValueApi *api_;
     PiValue *value_;
 };
+
+inline OwnedValue Value::copy() const { return OwnedValue::of(*this); }
 
 /// Setters on a handler's result, named as in PiResultApi (no overloads: a literal would pick
 /// the wrong one); each throws Error when the host refuses, so use it inside guard().
@@ -206,6 +364,36 @@ public:
         check(api_->add_text(result_, Str(text)), "add_text");
         return *this;
     }
+    /// Field `key` set to `x`: a string, bool, integer, floating-point number, Value or
+    /// OwnedValue (deep-copied; the owned value stays yours), picked by type:
+    /// `result.set("block", true).set("reason", "why")`.
+    template <class T>
+    Result &set(std::string_view key, const T &x) {
+        if constexpr (std::is_same_v<T, bool>) {
+            return set_bool(key, x);
+        } else if constexpr (std::is_integral_v<T>) {
+            return set_int(key, static_cast<int64_t>(x));
+        } else if constexpr (std::is_floating_point_v<T>) {
+            return set_float(key, static_cast<double>(x));
+        } else if constexpr (std::is_same_v<T, Value>) {
+            return set_value(key, x);
+        } else if constexpr (std::is_same_v<T, OwnedValue>) {
+            return set_value(key, x.view());
+        } else if constexpr (std::is_convertible_v<const T &, std::string_view>) {
+            return set_string(key, std::string_view(x));
+        } else {
+            static_assert(detail::always_false<T>, "Result::set: unsupported type");
+        }
+    }
+    /// Replaces the whole result with a deep copy of `value` (ABI 1.2), for example a plain
+    /// string for `input`: `result.assign(OwnedValue::of("new text"))`.
+    Result &assign(Value value) {
+        if (detail::g_host != nullptr && detail::g_host->abi_minor < 2)
+            throw Error(PI_ERR_UNAVAILABLE, "Result::assign needs a host of ABI 1.2 or newer");
+        check(api_->set_from_value(result_, value.raw()), "set_from_value");
+        return *this;
+    }
+    Result &assign(const OwnedValue &value) { return assign(value.view()); }
 
 private:
     const PiResultApi *api_;
@@ -256,6 +444,161 @@ PiStatus guard_init(const PiHostApi *host, PiPlugin *plugin, F &&f) noexcept {
     });
 }
 
+/// The context of one handler, command or tool call: valid until that call returns, on its
+/// thread. The helpers throw Error when the host refuses (use them inside guard(), which
+/// every lambda registered through Plugin already is).
+class Context {
+public:
+    Context(const PiHostApi *host, PiContext *raw) noexcept : host_(host), raw_(raw) {}
+    PiContext *raw() const noexcept { return raw_; }
+    const PiHostApi *host() const noexcept { return host_; }
+    /// The session's working directory.
+    std::string_view cwd() const noexcept { return view(host_->context->cwd(raw_)); }
+    /// Whether dialogs reach a user (false in print and JSON modes).
+    bool has_ui() const noexcept { return host_->context->has_ui(raw_); }
+    /// One of PI_MODE_*.
+    uint32_t mode() const noexcept { return host_->context->mode(raw_); }
+    /// A notification (PI_NOTIFY_INFO, _WARNING or _ERROR); dropped where there is no UI.
+    void notify(std::string_view message, uint32_t level = PI_NOTIFY_INFO) const {
+        check(host_->ui->notify(raw_, Str(message), level), "notify");
+    }
+    /// The status line entry `key`.
+    void set_status(std::string_view key, std::string_view text) const {
+        check(host_->ui->set_status(raw_, Str(key), Str(text)), "set_status");
+    }
+
+private:
+    const PiHostApi *host_;
+    PiContext *raw_;
+};
+
+/// A tool for Plugin::tool: the name the model calls, a label (may be empty), the
+/// description the model reads, and the parameters as JSON Schema text (empty: any object).
+struct ToolSpec {
+    std::string_view name;
+    std::string_view label;
+    std::string_view description;
+    std::string_view parameters_json;
+};
+
+namespace detail {
+/// Keeps `f` on the heap until the plugin is retired (a cleanup deletes it); returns it.
+template <class F>
+F *keep(const PiHostApi *host, PiPlugin *plugin, F &&f) {
+    using D = std::decay_t<F>;
+    D *stored = new D(std::forward<F>(f));
+    PiStatus status = host->registry->add_cleanup(
+        plugin, [](void *data) { delete static_cast<D *>(data); }, stored);
+    if (status != PI_OK) {
+        delete stored;
+        check(status, "add_cleanup");
+    }
+    return stored;
+}
+
+template <class F>
+PiStatus event_trampoline(void *ud, const PiValue *event, PiContext *ctx, PiResult *result) noexcept {
+    return guard(g_host, ctx, [&] {
+        Context c(g_host, ctx);
+        Result r(g_host->results, result);
+        return (*static_cast<F *>(ud))(Value(g_host->values, event), c, r);
+    });
+}
+
+template <class F>
+PiStatus command_trampoline(void *ud, PiStr args, PiContext *ctx) noexcept {
+    return guard(g_host, ctx, [&] {
+        Context c(g_host, ctx);
+        return (*static_cast<F *>(ud))(view(args), c);
+    });
+}
+
+template <class F>
+PiStatus tool_trampoline(void *ud, PiStr, const PiValue *params, PiContext *ctx, PiResult *result) noexcept {
+    return guard(g_host, ctx, [&] {
+        Context c(g_host, ctx);
+        Result r(g_host->results, result);
+        return (*static_cast<F *>(ud))(Value(g_host->values, params), c, r);
+    });
+}
+}  // namespace detail
+
+/// Registration with lambdas, handed to the setup function of PI_HOOKS_CPP_PLUGIN (during
+/// init: registration works only there). Each lambda is kept until the plugin is retired and
+/// runs behind guard(): return nothing (PI_OK) or a PiStatus; an exception becomes the call's
+/// error (Error keeps its status, anything else is PI_ERR_PANIC) with what() as the message.
+/// A registration the host refuses throws Error, which fails init with that message.
+class Plugin {
+public:
+    Plugin(const PiHostApi *host, PiPlugin *raw) noexcept : host_(host), raw_(raw) {
+        detail::g_host = host;
+    }
+    const PiHostApi *host() const noexcept { return host_; }
+    PiPlugin *raw() const noexcept { return raw_; }
+
+    /// `handler(pi_hooks::Value event, pi_hooks::Context &ctx, pi_hooks::Result &result)` for
+    /// every `event` (for example "tool_call"); leave `result` empty to return nothing.
+    template <class F>
+    Plugin &on(std::string_view event, F &&handler) {
+        using D = std::decay_t<F>;
+        D *stored = detail::keep(host_, raw_, std::forward<F>(handler));
+        check(host_->registry->on(raw_, Str(event), detail::event_trampoline<D>, stored), "on");
+        return *this;
+    }
+    /// The slash command `/name`: `handler(std::string_view args, pi_hooks::Context &ctx)`.
+    template <class F>
+    Plugin &command(std::string_view name, std::string_view description, F &&handler) {
+        using D = std::decay_t<F>;
+        D *stored = detail::keep(host_, raw_, std::forward<F>(handler));
+        PiCommandDef def{};
+        def.struct_size = sizeof def;
+        def.name = Str(name);
+        def.description = Str(description);
+        def.handler = detail::command_trampoline<D>;
+        def.user_data = stored;
+        check(host_->registry->register_command(raw_, &def), "register_command");
+        return *this;
+    }
+    /// A tool: `execute(pi_hooks::Value params, pi_hooks::Context &ctx, pi_hooks::Result &r)`
+    /// fills `r` (`add_text`, `set("details", ...)`, `set("isError", true)`).
+    template <class F>
+    Plugin &tool(const ToolSpec &spec, F &&execute) {
+        using D = std::decay_t<F>;
+        D *stored = detail::keep(host_, raw_, std::forward<F>(execute));
+        PiToolDef def{};
+        def.struct_size = sizeof def;
+        def.name = Str(spec.name);
+        def.label = Str(spec.label);
+        def.description = Str(spec.description);
+        def.parameters_json = Str(spec.parameters_json);
+        def.execute = detail::tool_trampoline<D>;
+        def.user_data = stored;
+        check(host_->registry->register_tool(raw_, &def), "register_tool");
+        return *this;
+    }
+    /// A line in the host's log (PI_LOG_*).
+    void log(uint32_t level, std::string_view message) const {
+        host_->actions->log(raw_, level, Str(message));
+    }
+
+private:
+    const PiHostApi *host_;
+    PiPlugin *raw_;
+};
+
 }  // namespace pi_hooks
+
+/// The entry point of a C++ plugin: defines init, which runs `setup_fn(pi_hooks::Plugin &)`
+/// behind guard_init (an exception fails the load with its message), and the descriptor
+/// (as PI_HOOKS_PLUGIN; `name`, `version` and `description` are string literals). Once per
+/// library, at file scope: `PI_HOOKS_CPP_PLUGIN("my-plugin", "1.0.0", "What it does", setup);`
+#define PI_HOOKS_CPP_PLUGIN(name, version, description, setup_fn)                             \
+    static PiStatus pi_hooks_cpp_init_(const PiHostApi *host, PiPlugin *plugin) {            \
+        return ::pi_hooks::guard_init(host, plugin, [&] {                                     \
+            ::pi_hooks::Plugin pi(host, plugin);                                              \
+            setup_fn(pi);                                                                     \
+        });                                                                                   \
+    }                                                                                         \
+    PI_HOOKS_PLUGIN(name, version, description, pi_hooks_cpp_init_, nullptr)
 
 #endif  // PI_HOOKS_HPP

@@ -12,7 +12,11 @@ pub const LAYOUT_FINGERPRINT: u64 = include!(concat!(env!("OUT_DIR"), "/fingerpr
 /// The fingerprint each released minor had, index = minor. The last entry must equal
 /// [`LAYOUT_FINGERPRINT`]; a test fails otherwise, so an ABI edit cannot slip in without
 /// either a new minor (append an entry) or a deliberate change before release.
-pub const RELEASED_FINGERPRINTS: &[u64] = &[0xfad2_28d5_859c_9234, 0xe243_c031_c00f_dbdb];
+pub const RELEASED_FINGERPRINTS: &[u64] = &[
+    0xfad2_28d5_859c_9234,
+    0xe243_c031_c00f_dbdb,
+    0x2cfe_1107_3f88_c486,
+];
 
 /// Sizes of the boundary structs at one ABI minor, on this target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,14 +56,25 @@ impl AbiSizes {
     /// does not know. Each minor appends to the tables, so an older minor's sizes are the
     /// current ones less what later minors appended.
     pub fn for_minor(minor: u32) -> Option<AbiSizes> {
-        /// One function pointer: what minor 1 appended to `PiActionsApi` (`set_model`).
+        /// One function pointer.
         const POINTER: u32 = size_of::<unsafe extern "C" fn()>() as u32;
+        /// What minor 2 appended to `PiValueApi`: `new_object` to `json_quote`.
+        const VALUE_BUILDERS: u32 = 11 * POINTER;
+        // Minor 1: the current tables less minor 2's appendices (the value builders and
+        // `PiResultApi::set_from_value`).
+        let minor_1 = AbiSizes {
+            value_api: Self::CURRENT.value_api - VALUE_BUILDERS,
+            result_api: Self::CURRENT.result_api - POINTER,
+            ..Self::CURRENT
+        };
         match minor {
+            // Minor 0: minor 1 less `PiActionsApi::set_model`.
             0 => Some(AbiSizes {
-                actions_api: Self::CURRENT.actions_api - POINTER,
-                ..Self::CURRENT
+                actions_api: minor_1.actions_api - POINTER,
+                ..minor_1
             }),
-            1 => Some(Self::CURRENT),
+            1 => Some(minor_1),
+            2 => Some(Self::CURRENT),
             _ => None,
         }
     }
@@ -121,6 +136,25 @@ mod tests {
              fingerprint to RELEASED_FINGERPRINTS (appending fields only), then regenerate the \
              header with scripts/gen-header.sh"
         );
+    }
+
+    #[test]
+    fn minor_sizes_end_where_the_next_minor_appended() {
+        use std::mem::offset_of;
+        let one = AbiSizes::for_minor(1).expect("minor 1");
+        assert_eq!(one.value_api as usize, offset_of!(PiValueApi, new_object));
+        assert_eq!(
+            one.result_api as usize,
+            offset_of!(PiResultApi, set_from_value)
+        );
+        let zero = AbiSizes::for_minor(0).expect("minor 0");
+        assert_eq!(
+            zero.actions_api as usize,
+            offset_of!(PiActionsApi, set_model)
+        );
+        assert_eq!(zero.value_api, one.value_api);
+        assert_eq!(AbiSizes::for_minor(2), Some(AbiSizes::CURRENT));
+        assert_eq!(AbiSizes::for_minor(3), None);
     }
 
     #[test]

@@ -452,34 +452,52 @@ fn abi_minor_newer_than_host() {
     listing.expect_loaded(&["good", "variant-ok"]);
 }
 
-/// A plugin built against the header of ABI 1.0 (before `PiActionsApi::set_model` was
-/// appended) declares the older, smaller tables and 1.0's fingerprint: it still loads.
+/// Plugins built against the headers of ABI 1.0 (before `PiActionsApi::set_model` was
+/// appended) and 1.1 (before the value builders and `PiResultApi::set_from_value`) declare
+/// the older, smaller tables and their minor's fingerprint: they still load.
 #[test]
 fn a_plugin_of_an_older_minor_loads() {
     let (sandbox, hooks) = sandbox_with_good();
-    let old = pi_hooks_abi::layout::fingerprint_for_minor(0).expect("1.0 was released");
+    let pointer = size_of::<usize>();
+    let minor_flags = |minor: u32, name: &str| -> Vec<String> {
+        let old = pi_hooks_abi::layout::fingerprint_for_minor(minor).expect("released");
+        let mut flags = vec![
+            format!("-DMINOR_DELTA=-{}", PI_HOOKS_ABI_MINOR - minor),
+            format!(
+                "-DFINGERPRINT_XOR=0x{:x}ULL",
+                pi_hooks_abi::layout::LAYOUT_FINGERPRINT ^ old
+            ),
+            format!("-DPLUGIN_NAME=\"{name}\""),
+            format!("-DVALUE_API_SIZE_DELTA=-{}", 11 * pointer),
+            format!("-DRESULT_API_SIZE_DELTA=-{pointer}"),
+        ];
+        if minor == 0 {
+            flags.push(format!("-DACTIONS_API_SIZE_DELTA=-{pointer}"));
+        }
+        flags
+    };
+    for (minor, name) in [(0, "minor-zero"), (1, "minor-one")] {
+        let flags = minor_flags(minor, name);
+        let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+        sandbox.install(
+            &build(&sandbox, "descriptor_variants", name, &flags),
+            &hooks,
+            &format!("{name}.so"),
+        );
+    }
+    let listing = list(&sandbox, &[]);
+    listing.expect_error_count(0);
+    listing.expect_loaded(&["good", "minor-one", "minor-zero"]);
+    // The same plugin declaring the current tables with minor 1 is refused: its sizes are
+    // not 1.1's.
+    let old = pi_hooks_abi::layout::fingerprint_for_minor(1).expect("1.1 was released");
     let xor = format!(
         "-DFINGERPRINT_XOR=0x{:x}ULL",
         pi_hooks_abi::layout::LAYOUT_FINGERPRINT ^ old
     );
-    let pointer = format!("-DACTIONS_API_SIZE_DELTA=-{}", size_of::<usize>());
+    let minor = format!("-DMINOR_DELTA=-{}", PI_HOOKS_ABI_MINOR - 1);
     let flags = [
-        "-DMINOR_DELTA=-1",
-        pointer.as_str(),
-        xor.as_str(),
-        "-DPLUGIN_NAME=\"minor-zero\"",
-    ];
-    sandbox.install(
-        &build(&sandbox, "descriptor_variants", "minor_zero", &flags),
-        &hooks,
-        "minor_zero.so",
-    );
-    let listing = list(&sandbox, &[]);
-    listing.expect_error_count(0);
-    listing.expect_loaded(&["good", "minor-zero"]);
-    // The same plugin declaring the 1.1 tables with minor 0 is refused: its sizes are not 1.0's.
-    let flags = [
-        "-DMINOR_DELTA=-1",
+        minor.as_str(),
         xor.as_str(),
         "-DPLUGIN_NAME=\"minor-mixed\"",
     ];
@@ -489,7 +507,7 @@ fn a_plugin_of_an_older_minor_loads() {
         "minor_mixed.so",
     );
     let listing = list(&sandbox, &[]);
-    listing.expect_error("minor_mixed.so", "PiActionsApi");
+    listing.expect_error("minor_mixed.so", "PiValueApi");
 }
 
 /// Item 8: Descriptors declaring wrong struct sizes: `host_api_size` 8 bytes short, and

@@ -52,4 +52,12 @@ pub struct PiResultApi {
     /// Appends `{"type":"text","text":text}` to the array field `content`, creating it when
     /// missing: the usual way to give a tool result or a message its text.
     pub add_text: unsafe extern "C" fn(result: *mut PiResult, text: PiStr) -> PiStatus,
+
+    // ---- ABI 1.2
+    /// Replaces the whole result with a deep copy of `value` (borrowed or owned; the caller
+    /// keeps it and frees an owned one as usual): the value form of `set_json`, for example
+    /// a string built with `values->new_string` as an `input` handler's plain-string result.
+    /// A NULL `value` makes the result JSON `null`. `set_value` sets one field the same way.
+    pub set_from_value:
+        unsafe extern "C" fn(result: *mut PiResult, value: *const PiValue) -> PiStatus,
 }

@@ -1,6 +1,7 @@
 //! Host-owned JSON-like values, read through accessor functions (no JSON library needed).
 
 use std::marker::{PhantomData, PhantomPinned};
+use std::os::raw::c_char;
 
 use super::status::PiStatus;
 use super::strings::PiStr;
@@ -12,11 +13,16 @@ use super::strings::PiStr;
 ///   through `get`, `at`, `entry` or `pointer`. Valid until the handler returns (or until the
 ///   owning value is freed); never free them.
 /// - **owned**: values a host function hands back through a `PiValue **out` parameter (exec
-///   results, dialog answers, session reads, `parse`). Free each exactly once with
-///   `values->free`.
+///   results, dialog answers, session reads, `parse`), and (ABI 1.2) those `new_*` and `copy`
+///   return. Free each exactly once with `values->free`, unless you gave it to `push` or
+///   `set`.
 ///
 /// Every accessor accepts NULL and then answers as for an absent value, so lookups can be
 /// chained without checks: `v->get(v->get(event, pi_str("input")), pi_str("command"))`.
+///
+/// Since ABI 1.2 a plugin can also **build** owned values (`new_object`, `new_array`,
+/// `new_string`, ..., `copy`) and change them (`push`, `set`); see `PiValueApi`. Only an owned
+/// value can be changed: borrowed ones stay read-only.
 pub struct PiValue {
     _opaque: [u8; 0],
     _not_send_sync_or_movable: PhantomData<(*mut u8, PhantomPinned)>,
@@ -79,8 +85,77 @@ pub struct PiValueApi {
     /// Parses JSON text into a new owned value in `*out` (free it with `free`).
     /// `PI_ERR_INVALID_ARG` when the text is not valid JSON.
     pub parse: unsafe extern "C" fn(json: PiStr, out: *mut *mut PiValue) -> PiStatus,
-    /// Frees an owned value (one handed out through a `PiValue **out` parameter). NULL is
-    /// ignored. Never pass a borrowed value: the host ignores one (and a second free of the
-    /// same value), but a plugin that does so has a bug.
+    /// Frees an owned value (one handed out through a `PiValue **out` parameter, or made by
+    /// `new_*` or `copy`), with everything in it. NULL is ignored. Never pass a borrowed
+    /// value: the host ignores one (and a second free of the same value), but a plugin that
+    /// does so has a bug.
     pub free: unsafe extern "C" fn(value: *mut PiValue),
+
+    /// **Added in ABI 1.2**, as every entry below. A plugin built against this header
+    /// declares ABI 1.2 and a host older than that refuses to load it, so they are there
+    /// whenever its code runs.
+    ///
+    /// A new, empty owned object (`{}`). Like every `new_*` and `copy`, it returns a new owned
+    /// value (free it with `free`, or hand it to `push` or `set`, which take it over), or NULL
+    /// when it cannot be made. They nest:
+    ///
+    /// ```c
+    /// PiValue *block = v->new_object();
+    /// v->set(block, pi_str("type"), v->new_string(pi_str("text")));
+    /// v->set(block, pi_str("text"), v->new_string(pi_str("hello")));
+    /// v->push(content, block);   // content, an owned array, now owns block
+    /// ```
+    ///
+    /// A change (`push`, `set`) invalidates what was read from the changed value before: the
+    /// pointers `get`, `at`, `entry` and `pointer` gave, and the strings `as_str`, `entry` and
+    /// `to_json` gave. Read again after a change. An owned value is not thread-safe: use it
+    /// from one thread at a time.
+    pub new_object: unsafe extern "C" fn() -> *mut PiValue,
+    /// A new, empty owned array (`[]`).
+    pub new_array: unsafe extern "C" fn() -> *mut PiValue,
+    /// A new owned string holding a copy of `text`; NULL when `text` is not UTF-8 (or its
+    /// pointer is NULL with a length). Interior NULs are kept.
+    pub new_string: unsafe extern "C" fn(text: PiStr) -> *mut PiValue,
+    /// A new owned number holding `value`.
+    pub new_int: unsafe extern "C" fn(value: i64) -> *mut PiValue,
+    /// A new owned number holding `value`; NaN and the infinities give JSON `null` (as in
+    /// JSON, which has no such numbers).
+    pub new_float: unsafe extern "C" fn(value: f64) -> *mut PiValue,
+    /// A new owned `true` or `false`.
+    pub new_bool: unsafe extern "C" fn(value: bool) -> *mut PiValue,
+    /// A new owned JSON `null`.
+    pub new_null: unsafe extern "C" fn() -> *mut PiValue,
+    /// A deep copy of `value` (borrowed or owned; a payload, a field of one, an exec result)
+    /// as a new owned value that can then be changed; NULL for NULL. This is how a plugin
+    /// edits part of a payload: copy it, change the copy, give the copy to the result.
+    pub copy: unsafe extern "C" fn(value: *const PiValue) -> *mut PiValue,
+    /// Appends `item` to the owned array `array`, taking `item` over: afterwards `item`
+    /// belongs to the array (do not use or free it; read it back with `at`).
+    /// - `PI_ERR_INVALID_ARG`: `array` is NULL or not an owned value (a borrowed value, a
+    ///   value already given to another `push` or `set`, a freed one, a wild pointer), or
+    ///   `item` is NULL, not owned, or `array` itself.
+    /// - `PI_ERR_WRONG_TYPE`: `array` is not an array.
+    ///
+    /// On an error, `array` is unchanged and an owned `item` is freed (unless it is `array`),
+    /// so `push(a, new_string(s))` never leaks.
+    pub push: unsafe extern "C" fn(array: *mut PiValue, item: *mut PiValue) -> PiStatus,
+    /// Sets field `key` of the owned object `object` to `item`, taking `item` over as `push`
+    /// does. An existing field keeps its place and gets the new value (the old one is
+    /// freed); a new field is added at the end.
+    /// - `PI_ERR_INVALID_ARG`: as for `push` (`object` not owned, `item` NULL or not owned or
+    ///   `object` itself).
+    /// - `PI_ERR_WRONG_TYPE`: `object` is not an object.
+    /// - `PI_ERR_UTF8`: `key` is not UTF-8.
+    ///
+    /// On an error, `object` is unchanged and an owned `item` is freed (unless it is
+    /// `object`).
+    pub set: unsafe extern "C" fn(object: *mut PiValue, key: PiStr, item: *mut PiValue) -> PiStatus,
+    /// Writes `text` as a JSON string literal, quotes included (`he said "hi"` becomes
+    /// `"he said \"hi\""`), into `buf` (`cap` bytes), NUL-terminated, when it fits. Returns
+    /// the length of the literal without the NUL, whether or not it fitted (as `snprintf`
+    /// does: call with `cap` 0 to learn the size, then with `len + 1`); nothing is written
+    /// unless the literal and its NUL fit. Returns 0 (a literal is at least 2 bytes) when
+    /// `text` is not UTF-8, or `buf` is NULL with a `cap`. Control characters become `\n`,
+    /// `\t`, `\u001b`, ...; other characters are kept as UTF-8.
+    pub json_quote: unsafe extern "C" fn(text: PiStr, buf: *mut c_char, cap: usize) -> usize,
 }

@@ -179,6 +179,18 @@ unsafe extern "C" fn add_text(result: *mut PiResult, text: PiStr) -> PiStatus {
     )
 }
 
+unsafe extern "C" fn set_from_value(result: *mut PiResult, value: *const PiValue) -> PiStatus {
+    barrier(PI_ERR_PANIC, || {
+        let Some(builder) = builder_of(result) else {
+            return PI_ERR_INVALID_ARG;
+        };
+        // SAFETY: plugins pass values the host handed out and that are still alive.
+        let copy = unsafe { host_value(value) }.map_or(Value::Null, |v| v.to_json_value());
+        builder.value = Some(copy);
+        PI_OK
+    })
+}
+
 /// The host's `PiResultApi`.
 pub static RESULT_API: PiResultApi = PiResultApi {
     struct_size: size_of::<PiResultApi>() as u32,
@@ -191,4 +203,5 @@ pub static RESULT_API: PiResultApi = PiResultApi {
     set_value,
     set_field_json,
     add_text,
+    set_from_value,
 };

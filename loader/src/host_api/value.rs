@@ -11,6 +11,7 @@ use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use super::{barrier, read_bytes, read_str};
 
 /// A NUL-terminated UTF-8 string; `as_str` excludes the terminator.
+#[derive(Clone)]
 pub struct CText(Box<str>);
 
 impl CText {
@@ -56,6 +57,7 @@ impl CText {
     }
 }
 
+#[derive(Clone)]
 enum Node {
     Null,
     Bool(bool),
@@ -71,7 +73,21 @@ pub struct HostValue {
     json: OnceLock<CText>,
 }
 
+/// A deep copy; the copy computes its own JSON text when asked.
+impl Clone for HostValue {
+    fn clone(&self) -> Self {
+        HostValue::of(self.node.clone())
+    }
+}
+
 impl HostValue {
+    fn of(node: Node) -> Self {
+        HostValue {
+            node,
+            json: OnceLock::new(),
+        }
+    }
+
     /// Converts a `serde_json::Value` (consumed).
     pub fn from_json(value: serde_json::Value) -> Self {
         let node = match value {
@@ -597,6 +613,141 @@ unsafe extern "C" fn free(value: *mut PiValue) {
     })
 }
 
+/// Hands a new value to the plugin as owned.
+fn new_owned(node: Node) -> *mut PiValue {
+    barrier(std::ptr::null_mut(), || {
+        HostValue::of(node).into_owned_ptr()
+    })
+}
+
+unsafe extern "C" fn new_object() -> *mut PiValue {
+    new_owned(Node::Object(Vec::new()))
+}
+
+unsafe extern "C" fn new_array() -> *mut PiValue {
+    new_owned(Node::Array(Vec::new()))
+}
+
+unsafe extern "C" fn new_string(text: PiStr) -> *mut PiValue {
+    barrier(std::ptr::null_mut(), || {
+        // SAFETY: `text` is a plugin string valid for the call.
+        match unsafe { read_str(text) } {
+            Ok(text) => HostValue::string(text).into_owned_ptr(),
+            Err(_) => std::ptr::null_mut(),
+        }
+    })
+}
+
+unsafe extern "C" fn new_int(value: i64) -> *mut PiValue {
+    new_owned(Node::Number(value.into()))
+}
+
+unsafe extern "C" fn new_float(value: f64) -> *mut PiValue {
+    new_owned(serde_json::Number::from_f64(value).map_or(Node::Null, Node::Number))
+}
+
+unsafe extern "C" fn new_bool(value: bool) -> *mut PiValue {
+    new_owned(Node::Bool(value))
+}
+
+unsafe extern "C" fn new_null() -> *mut PiValue {
+    new_owned(Node::Null)
+}
+
+unsafe extern "C" fn copy(value: *const PiValue) -> *mut PiValue {
+    barrier(std::ptr::null_mut(), || {
+        // SAFETY: as in `kind`.
+        unsafe { host_value(value) }.map_or(std::ptr::null_mut(), |v| v.clone().into_owned_ptr())
+    })
+}
+
+/// Moves the owned value `item` into the owned value `target` with `change`, which answers
+/// a status (dropping `item` when it refuses it). `item` is taken over whenever it is owned
+/// and not `target`: on an error it is freed. Neither pointer is read unless it is in the
+/// owned set, so a borrowed, freed or wild pointer is refused without touching it.
+fn adopt(
+    target: *mut PiValue,
+    item: *mut PiValue,
+    change: impl FnOnce(&mut Node, HostValue) -> PiStatus,
+) -> PiStatus {
+    barrier(PI_ERR_PANIC, || {
+        let mut owned = owned_values();
+        if item.is_null() || item == target || !owned.remove(&(item as usize)) {
+            return PI_ERR_INVALID_ARG;
+        }
+        // SAFETY: `item` was in the owned set, so `into_owned_ptr` made it and nobody freed
+        // it; taking it out of the set makes this the only owner.
+        let item = unsafe { Box::from_raw(item.cast::<HostValue>()) };
+        if target.is_null() || !owned.contains(&(target as usize)) {
+            drop(owned);
+            drop(item);
+            return PI_ERR_INVALID_ARG;
+        }
+        // SAFETY: `target` is in the owned set, so it is a live HostValue that only the
+        // plugin holds, and the plugin is inside this call; the lock on the owned set keeps
+        // a concurrent `free`, `push` or `set` of it waiting until the change is made.
+        let target = unsafe { &mut *target.cast::<HostValue>() };
+        let status = change(&mut target.node, *item);
+        if status == PI_OK {
+            target.json = OnceLock::new();
+        }
+        status
+    })
+}
+
+unsafe extern "C" fn push(array: *mut PiValue, item: *mut PiValue) -> PiStatus {
+    adopt(array, item, |node, item| match node {
+        Node::Array(items) => {
+            items.push(item);
+            PI_OK
+        }
+        _ => PI_ERR_WRONG_TYPE,
+    })
+}
+
+unsafe extern "C" fn set(object: *mut PiValue, key: PiStr, item: *mut PiValue) -> PiStatus {
+    adopt(object, item, |node, item| {
+        // SAFETY: `key` is a plugin string valid for the call.
+        let key = match unsafe { read_str(key) } {
+            Ok(key) => key,
+            Err(status) => return status,
+        };
+        let Node::Object(fields) = node else {
+            return PI_ERR_WRONG_TYPE;
+        };
+        match fields.iter_mut().find(|(k, _)| k.as_str() == key) {
+            Some((_, value)) => *value = item,
+            None => fields.push((CText::new(key), item)),
+        }
+        PI_OK
+    })
+}
+
+unsafe extern "C" fn json_quote(text: PiStr, buf: *mut std::os::raw::c_char, cap: usize) -> usize {
+    barrier(0, || {
+        // SAFETY: `text` is a plugin string valid for the call.
+        let Ok(text) = (unsafe { read_str(text) }) else {
+            return 0;
+        };
+        if buf.is_null() && cap != 0 {
+            return 0;
+        }
+        let Ok(quoted) = serde_json::to_string(text) else {
+            return 0;
+        };
+        if quoted.len() < cap {
+            // SAFETY: the plugin gives `cap` writable bytes at `buf` (ABI contract), and the
+            // literal and its NUL take `quoted.len() + 1 <= cap` of them; the regions are
+            // distinct (ours is a fresh String).
+            unsafe {
+                std::ptr::copy_nonoverlapping(quoted.as_ptr(), buf.cast::<u8>(), quoted.len());
+                buf.add(quoted.len()).write(0);
+            }
+        }
+        quoted.len()
+    })
+}
+
 /// The host's `PiValueApi`.
 pub static VALUE_API: PiValueApi = PiValueApi {
     struct_size: size_of::<PiValueApi>() as u32,
@@ -614,6 +765,17 @@ pub static VALUE_API: PiValueApi = PiValueApi {
     to_json,
     parse,
     free,
+    new_object,
+    new_array,
+    new_string,
+    new_int,
+    new_float,
+    new_bool,
+    new_null,
+    copy,
+    push,
+    set,
+    json_quote,
 };
 
 #[cfg(test)]
@@ -881,5 +1043,191 @@ mod tests {
             assert!(get(y, pi(b"0")).is_null(), "get does not index arrays");
             assert_eq!(json_at(pointer(y, pi(b"/2/z"))), Some(json!("deep")));
         }
+    }
+
+    /// The JSON of an owned or borrowed value (panics on NULL).
+    fn json_of(ptr: *const PiValue) -> serde_json::Value {
+        json_at(ptr).expect("a value")
+    }
+
+    #[test]
+    fn builders_make_owned_values_that_push_and_set_take_over() {
+        // SAFETY: every pointer used is NULL or one these functions handed out and that was
+        // not given away or freed before its use (except where a refusal is the point: those
+        // pointers are only compared, never read, by the host).
+        unsafe {
+            let content = new_array();
+            let block = new_object();
+            assert_eq!(set(block, pi(b"type"), new_string(pi(b"text"))), PI_OK);
+            assert_eq!(set(block, pi(b"text"), new_string(pi(b"a \"b\"\n"))), PI_OK);
+            assert_eq!(set(block, pi(b"type"), new_string(pi(b"note"))), PI_OK);
+            assert_eq!(push(content, block), PI_OK);
+            assert_eq!(push(content, new_int(-7)), PI_OK);
+            assert_eq!(push(content, new_float(1.5)), PI_OK);
+            assert_eq!(push(content, new_float(f64::NAN)), PI_OK);
+            assert_eq!(push(content, new_bool(true)), PI_OK);
+            assert_eq!(push(content, new_null()), PI_OK);
+            assert_eq!(
+                json_of(content),
+                json!([{"type": "note", "text": "a \"b\"\n"}, -7, 1.5, null, true, null]),
+                "a replaced field keeps its place"
+            );
+            // `block` now belongs to the array: it is no longer owned on its own.
+            assert!(!owned_values().contains(&(block as usize)));
+            let mut text = PiStr {
+                ptr: std::ptr::null(),
+                len: 0,
+            };
+            assert_eq!(to_json(at(content, 1), &mut text), PI_OK);
+            assert_eq!(
+                std::slice::from_raw_parts(text.ptr.cast::<u8>(), text.len),
+                b"-7"
+            );
+            free(content);
+            assert!(!owned_values().contains(&(content as usize)));
+        }
+    }
+
+    #[test]
+    fn a_change_refreshes_the_json_text() {
+        // SAFETY: owned values made here, used before they are freed.
+        unsafe {
+            let object = new_object();
+            let mut text = PiStr {
+                ptr: std::ptr::null(),
+                len: 0,
+            };
+            assert_eq!(to_json(object, &mut text), PI_OK);
+            assert_eq!(
+                std::slice::from_raw_parts(text.ptr.cast::<u8>(), text.len),
+                b"{}"
+            );
+            assert_eq!(set(object, pi(b"k"), new_int(1)), PI_OK);
+            assert_eq!(to_json(object, &mut text), PI_OK);
+            assert_eq!(
+                std::slice::from_raw_parts(text.ptr.cast::<u8>(), text.len),
+                br#"{"k":1}"#
+            );
+            free(object);
+        }
+    }
+
+    #[test]
+    fn copy_makes_a_borrowed_payload_changeable_and_leaves_it_alone() {
+        let payload = HostValue::from_json(json!({"content": [
+            {"type": "text", "text": "key AKIA"},
+            {"type": "image", "data": "iVBO", "mimeType": "image/png"}
+        ]}));
+        // SAFETY: `payload` lives through the block; owned values are freed once.
+        unsafe {
+            let borrowed = get(payload.as_ptr(), pi(b"content"));
+            let first = copy(at(borrowed, 0));
+            assert_eq!(
+                set(first, pi(b"text"), new_string(pi(b"key [REDACTED]"))),
+                PI_OK
+            );
+            let content = new_array();
+            assert_eq!(push(content, first), PI_OK);
+            assert_eq!(push(content, copy(at(borrowed, 1))), PI_OK);
+            assert_eq!(
+                json_of(content),
+                json!([
+                    {"type": "text", "text": "key [REDACTED]"},
+                    {"type": "image", "data": "iVBO", "mimeType": "image/png"}
+                ])
+            );
+            assert_eq!(
+                json_of(borrowed)[0]["text"],
+                "key AKIA",
+                "the payload is unchanged"
+            );
+            assert!(copy(std::ptr::null()).is_null());
+            free(content);
+        }
+    }
+
+    #[test]
+    fn borrowed_freed_and_wild_values_are_refused_and_owned_items_still_freed() {
+        let payload = HostValue::from_json(json!({"a": [], "o": {}}));
+        // SAFETY: the host only compares the refused pointers with its owned set; it never
+        // reads them. Owned values are freed once.
+        unsafe {
+            let borrowed_array = get(payload.as_ptr(), pi(b"a")).cast_mut();
+            let borrowed_object = get(payload.as_ptr(), pi(b"o")).cast_mut();
+            // A borrowed target: refused, and the owned item is freed (no leak).
+            let item = new_int(1);
+            assert_eq!(push(borrowed_array, item), PI_ERR_INVALID_ARG);
+            assert!(!owned_values().contains(&(item as usize)), "item freed");
+            let item = new_int(1);
+            assert_eq!(set(borrowed_object, pi(b"k"), item), PI_ERR_INVALID_ARG);
+            assert!(!owned_values().contains(&(item as usize)), "item freed");
+            assert_eq!(json_of(payload.as_ptr()), json!({"a": [], "o": {}}));
+            // A wild pointer as target or item.
+            let wild = 0x10 as *mut PiValue;
+            assert_eq!(push(wild, new_null()), PI_ERR_INVALID_ARG);
+            let array = new_array();
+            assert_eq!(push(array, wild), PI_ERR_INVALID_ARG);
+            // A borrowed item is refused and left alone; NULL items too.
+            assert_eq!(push(array, borrowed_object), PI_ERR_INVALID_ARG);
+            assert_eq!(push(array, std::ptr::null_mut()), PI_ERR_INVALID_ARG);
+            assert_eq!(push(std::ptr::null_mut(), new_null()), PI_ERR_INVALID_ARG);
+            // Into itself: refused, and the array is not freed.
+            assert_eq!(push(array, array), PI_ERR_INVALID_ARG);
+            assert!(owned_values().contains(&(array as usize)));
+            // An item given away already is no longer owned.
+            let item = new_bool(false);
+            assert_eq!(push(array, item), PI_OK);
+            assert_eq!(push(array, item), PI_ERR_INVALID_ARG);
+            // The wrong kind of target.
+            let item = new_null();
+            assert_eq!(set(array, pi(b"k"), item), PI_ERR_WRONG_TYPE);
+            assert!(!owned_values().contains(&(item as usize)), "item freed");
+            let object = new_object();
+            assert_eq!(push(object, new_null()), PI_ERR_WRONG_TYPE);
+            assert_eq!(set(object, pi(b"\xff"), new_null()), PI_ERR_UTF8);
+            assert_eq!(json_of(object), json!({}));
+            // A freed target (the item is made first, so it cannot reuse the address).
+            let item = new_null();
+            free(object);
+            assert_eq!(push(object, item), PI_ERR_INVALID_ARG);
+            assert!(!owned_values().contains(&(item as usize)), "item freed");
+            assert_eq!(json_of(array), json!([false]));
+            assert!(new_string(pi(b"\xc3")).is_null(), "not UTF-8");
+            let null_long = PiStr {
+                ptr: std::ptr::null(),
+                len: 2,
+            };
+            assert!(new_string(null_long).is_null());
+            free(array);
+        }
+    }
+
+    #[test]
+    fn json_quote_escapes_and_sizes_like_snprintf() {
+        let quote = |text: &[u8], cap: usize| -> (usize, Vec<u8>) {
+            let mut buf = vec![0xaa_u8; cap];
+            // SAFETY: `buf` has `cap` writable bytes; `text` is alive for the call.
+            let n = unsafe { json_quote(pi(text), buf.as_mut_ptr().cast(), cap) };
+            (n, buf)
+        };
+        let text = "say \"hi\"\n\t\u{1b}é\\".as_bytes();
+        let want = r#""say \"hi\"\n\t\u001bé\\""#.as_bytes();
+        let (n, buf) = quote(text, 64);
+        assert_eq!(n, want.len());
+        assert_eq!(&buf[..n], want);
+        assert_eq!(buf[n], 0, "NUL-terminated");
+        // Too small by one (no room for the NUL): the length, nothing written.
+        let (n, buf) = quote(text, want.len());
+        assert_eq!(n, want.len());
+        assert!(buf.iter().all(|&b| b == 0xaa));
+        // cap 0 with NULL: the size only.
+        // SAFETY: nothing is written with cap 0.
+        let n = unsafe { json_quote(pi(b"x"), std::ptr::null_mut(), 0) };
+        assert_eq!(n, 3);
+        // SAFETY: a NULL buffer with a cap is refused before any write.
+        let n = unsafe { json_quote(pi(b"x"), std::ptr::null_mut(), 8) };
+        assert_eq!(n, 0);
+        assert_eq!(quote(b"\xff", 8).0, 0, "not UTF-8");
+        assert_eq!(quote(b"", 8).1[..3], *b"\"\"\0");
     }
 }

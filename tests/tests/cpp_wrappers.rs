@@ -1,0 +1,133 @@
+//! `include/pi_hooks.hpp`'s lambda API in a real session: a C++17 plugin (compiled with
+//! `-std=c++17 -Wall -Wextra -Werror`) registers an event handler, a command and a tool with
+//! lambdas, builds values with `OwnedValue`, gives a whole result with `Result::assign`, and
+//! throws: each exception becomes that call's error with its `what()` (a `tool_call` that
+//! throws blocks its tool); a setup that throws fails the load with its message.
+
+use std::time::Duration;
+
+use pi_hooks_tests::{Sandbox, compile_cpp_text, json_lines, output_within};
+use serde_json::{Value, json};
+
+const PLUGIN: &str = r#"
+#include <stdexcept>
+#include "pi_hooks.hpp"
+using namespace pi_hooks;
+
+static void setup(Plugin &pi) {
+    pi.on("tool_call", [](Value event, Context &, Result &) {
+        if (event.pointer("/input/command").as_string() == "throw")
+            throw std::runtime_error("no such luck");
+    });
+    pi.on("input", [](Value event, Context &, Result &result) {
+        auto text = event.get("text").as_string();
+        if (text == "plain") result.assign(OwnedValue::of("assigned"));
+        if (text == "error") throw Error(PI_ERR_NOT_FOUND, "custom status");
+    });
+    pi.tool({"echo", "Echo", "Echoes its params", R"({"type":"object"})"},
+            [](Value params, Context &ctx, Result &r) {
+                auto list = OwnedValue::array().push("a").push(OwnedValue::parse(R"({"x":[1]})"));
+                list.push(OwnedValue::null()).push(params.get("n"));
+                auto details = OwnedValue::object().set("params", params).set("n", 3);
+                details.set("f", 0.25).set("yes", true).set("cwd", !ctx.cwd().empty());
+                details.set("list", std::move(list)).set("count", static_cast<int64_t>(list.len()));
+                int seen = 0;
+                for (Value item : details.get("list")) seen += item ? 1 : 0;
+                r.add_text(params.json()).set("details", details).set("seen", seen);
+            });
+    pi.command("boom", "Throws", [](std::string_view args, Context &) {
+        throw std::logic_error("command exploded: " + std::string(args));
+    });
+}
+
+PI_HOOKS_CPP_PLUGIN("cpp-wrappers", "1.0.0", "The lambda API", setup);
+"#;
+
+const FAILING_SETUP: &str = r#"
+#include <stdexcept>
+#include "pi_hooks.hpp"
+
+static void setup(pi_hooks::Plugin &pi) {
+    pi.on("input", [](pi_hooks::Value, pi_hooks::Context &, pi_hooks::Result &) {});
+    throw std::runtime_error("setup refused: missing config");
+}
+
+PI_HOOKS_CPP_PLUGIN("cpp-failing-setup", "1.0.0", "", setup);
+"#;
+
+#[test]
+fn lambdas_values_and_exceptions_at_the_boundary() {
+    let s = Sandbox::new();
+    let plugin = compile_cpp_text(&s.lib(), "libcpp_wrappers", PLUGIN);
+    let script = s.script(&json!({"turns": [
+        {"toolCalls": [
+            {"name": "bash", "arguments": {"command": "throw"}},
+            {"name": "echo", "arguments": {"n": 7, "s": "é\"q\""}}
+        ]},
+        {"text": "done"}
+    ]}));
+    let mut command = s.command(&["run", "--mode", "json", "--no-session", "--script"]);
+    command
+        .arg(&script)
+        .arg("--hook")
+        .arg(&plugin)
+        .args(["plain", "error", "/boom now"]);
+    let output = output_within(command, Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{stderr}");
+    let events = json_lines(&output);
+    let users: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "message_end" && e["message"]["role"] == "user")
+        .map(|e| &e["message"]["content"][0]["text"])
+        .collect();
+    assert_eq!(users, [&json!("assigned"), &json!("error")], "{stderr}");
+    let ends: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "tool_execution_end")
+        .collect();
+    let blocked = ends
+        .iter()
+        .find(|e| e["toolName"] == "bash")
+        .expect("the bash call");
+    assert_eq!(blocked["isError"], true);
+    let reason = blocked["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(reason.contains("no such luck"), "{reason}");
+    let echo = ends
+        .iter()
+        .find(|e| e["toolName"] == "echo")
+        .expect("the echo call");
+    assert_eq!(echo["isError"], false, "{echo}");
+    assert_eq!(
+        echo["result"]["content"],
+        json!([{"type": "text", "text": r#"{"n":7,"s":"é\"q\""}"#}])
+    );
+    assert_eq!(
+        echo["result"]["details"],
+        json!({
+            "params": {"n": 7, "s": "é\"q\""}, "n": 3, "f": 0.25, "yes": true, "cwd": true,
+            "list": ["a", {"x": [1]}, null, 7], "count": 0
+        }),
+        "a moved-from OwnedValue is empty (count 0)"
+    );
+    for message in ["custom status", "command exploded: now"] {
+        assert!(
+            stderr.contains(message),
+            "{message:?} reported as the call's error:\n{stderr}"
+        );
+    }
+}
+
+#[test]
+fn a_setup_that_throws_fails_the_load_with_its_message() {
+    let s = Sandbox::new();
+    let plugin = compile_cpp_text(&s.lib(), "libcpp_failing_setup", FAILING_SETUP);
+    let output = s.run(&["inspect", plugin.to_str().unwrap()]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(text.contains("setup refused: missing config"), "{text}");
+}
