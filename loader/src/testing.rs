@@ -96,17 +96,40 @@ impl PluginTest {
         PluginTest::load_with(path, true)
     }
 
-    /// From a plugin crate's own integration tests (`tests/*.rs`): loads the shared library
-    /// cargo built for the crate `crate_name` (`lib<crate_name, - as _>.so` in
-    /// `target/<profile>/`, beside the test binary's `deps/` folder; cargo builds a crate's
-    /// cdylib before its integration tests).
+    /// From a plugin crate's own integration tests (`tests/*.rs`): builds the crate
+    /// `crate_name` (`cargo build --lib`, a quick no-op when it is current; cargo does not
+    /// build a cdylib for integration tests by itself) and loads the shared library it makes
+    /// (`lib<crate_name, - as _>.so` in the test binary's `target/<profile>/`).
     pub fn built(crate_name: &str) -> Result<PluginTest, String> {
-        let exe =
-            std::env::current_exe().map_err(|e| format!("cannot find the test binary: {e}"))?;
+        let exe = std::env::current_exe().map_err(|e| format!("cannot find the test binary: {e}"))?;
         let profile = exe
             .parent()
             .and_then(Path::parent)
             .ok_or("the test binary is not in target/<profile>/deps")?;
+        let target = profile.parent().ok_or("the test binary is not in target/<profile>/deps")?;
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut build = std::process::Command::new(cargo);
+        build
+            .args(["build", "--quiet", "--lib", "-p", crate_name, "--target-dir"])
+            .arg(target);
+        match profile.file_name().and_then(|n| n.to_str()) {
+            Some("debug") | None => {}
+            Some("release") => {
+                build.arg("--release");
+            }
+            Some(other) => {
+                build.args(["--profile", other]);
+            }
+        }
+        if let Some(dir) = std::env::var_os("CARGO_MANIFEST_DIR") {
+            build.current_dir(dir);
+        }
+        let status = build
+            .status()
+            .map_err(|e| format!("cannot run cargo to build {crate_name}: {e}"))?;
+        if !status.success() {
+            return Err(format!("cargo build -p {crate_name} failed ({status})"));
+        }
         let file = format!(
             "{}{}{}",
             std::env::consts::DLL_PREFIX,
