@@ -101,16 +101,26 @@ impl PluginTest {
     /// build a cdylib for integration tests by itself) and loads the shared library it makes
     /// (`lib<crate_name, - as _>.so` in the test binary's `target/<profile>/`).
     pub fn built(crate_name: &str) -> Result<PluginTest, String> {
-        let exe = std::env::current_exe().map_err(|e| format!("cannot find the test binary: {e}"))?;
+        let exe =
+            std::env::current_exe().map_err(|e| format!("cannot find the test binary: {e}"))?;
         let profile = exe
             .parent()
             .and_then(Path::parent)
             .ok_or("the test binary is not in target/<profile>/deps")?;
-        let target = profile.parent().ok_or("the test binary is not in target/<profile>/deps")?;
+        let target = profile
+            .parent()
+            .ok_or("the test binary is not in target/<profile>/deps")?;
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let mut build = std::process::Command::new(cargo);
         build
-            .args(["build", "--quiet", "--lib", "-p", crate_name, "--target-dir"])
+            .args([
+                "build",
+                "--quiet",
+                "--lib",
+                "-p",
+                crate_name,
+                "--target-dir",
+            ])
             .arg(target);
         match profile.file_name().and_then(|n| n.to_str()) {
             Some("debug") | None => {}
