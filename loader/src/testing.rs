@@ -35,8 +35,9 @@ use std::time::Duration;
 use pi_hooks_abi::ffi::{PI_MODE_PRINT, PI_MODE_RPC};
 use serde_json::{Value, json};
 
-use crate::runner::{ExtensionError, Runner, RunnerConfig};
-use crate::services::{HostServices, SessionOp, UiService};
+use crate::runner::{Runner, RunnerConfig};
+use crate::services::UiService;
+use crate::standalone::Standalone;
 
 /// What one event or command did.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,18 +61,17 @@ impl Emitted {
 pub struct PluginTest {
     runner: Arc<Runner>,
     record: Arc<Record>,
+    entries: Arc<Mutex<Value>>,
     // The private copies of the loaded library live here until the test ends.
     _cache: tempfile::TempDir,
 }
 
-/// What the test's services saw and what they answer.
+/// What the test's services saw and the dialog answers they give.
 #[derive(Default)]
 struct Record {
     calls: Mutex<Vec<Value>>,
     errors: Mutex<Vec<Value>>,
     answers: Mutex<VecDeque<Value>>,
-    entries: Mutex<Value>,
-    config: Mutex<Option<RunnerConfig>>,
 }
 
 impl Record {
@@ -179,15 +179,17 @@ impl PluginTest {
             session_file: None,
         };
         let runner = Arc::new(Runner::new(vec![Arc::new(plugin)], config.clone()));
-        let record = Arc::new(Record {
-            entries: Mutex::new(json!([])),
-            config: Mutex::new(Some(config)),
-            ..Record::default()
-        });
-        runner.bind_services(Arc::new(Services {
-            record: Arc::clone(&record),
-            has_ui,
-        }));
+        let record = Arc::new(Record::default());
+        let sink = Arc::clone(&record);
+        let mut services =
+            Standalone::new(config).with_actions(Arc::new(move |call| sink.push(call)));
+        if has_ui {
+            services = services.with_ui(Arc::new(Ui {
+                record: Arc::clone(&record),
+            }));
+        }
+        let entries = services.entries();
+        runner.bind_services(Arc::new(services));
         {
             let record = Arc::clone(&record);
             runner.on_error(Arc::new(move |error| {
@@ -203,6 +205,7 @@ impl PluginTest {
         Ok(PluginTest {
             runner,
             record,
+            entries,
             _cache: cache,
         })
     }
@@ -220,11 +223,7 @@ impl PluginTest {
 
     /// The session entries the plugin reads (`session_entries`, `session_branch`).
     pub fn set_session_entries(&self, entries: Value) {
-        *self
-            .record
-            .entries
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = entries;
+        *self.entries.lock().unwrap_or_else(|e| e.into_inner()) = entries;
     }
 
     /// Fires the event `name` with `payload` (its fields, without `type`).
@@ -261,133 +260,6 @@ impl Drop for PluginTest {
         for plugin in self.runner.plugins() {
             plugin.retire();
         }
-    }
-}
-
-/// The services a tested plugin sees: every call recorded, reads answered from the record.
-struct Services {
-    record: Arc<Record>,
-    has_ui: bool,
-}
-
-impl Services {
-    fn done(&self, call: Value) -> Result<(), String> {
-        self.record.push(call);
-        Ok(())
-    }
-}
-
-impl HostServices for Services {
-    fn session_entries(&self) -> Value {
-        self.record
-            .entries
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-    fn session_branch(&self) -> Value {
-        self.session_entries()
-    }
-    fn session_leaf_id(&self) -> Option<String> {
-        self.session_entries()
-            .as_array()
-            .and_then(|e| e.last())
-            .and_then(|e| e["id"].as_str())
-            .map(str::to_owned)
-    }
-    fn session_name(&self) -> Option<String> {
-        None
-    }
-    fn set_session_name(&self, name: &str) -> Result<(), String> {
-        self.done(json!({"call": "set_session_name", "name": name}))
-    }
-    fn set_label(&self, entry_id: &str, label: Option<&str>) -> Result<(), String> {
-        self.done(json!({"call": "set_label", "entryId": entry_id, "label": label}))
-    }
-    fn append_entry(&self, custom_type: &str, data: Option<Value>) -> Result<(), String> {
-        self.done(json!({"call": "append_entry", "customType": custom_type, "data": data}))
-    }
-    fn send_message(&self, _plugin: &str, message: Value, options: Value) -> Result<(), String> {
-        self.done(json!({"call": "send_message", "message": message, "options": options}))
-    }
-    fn send_user_message(
-        &self,
-        _plugin: &str,
-        text: String,
-        deliver_as: u32,
-    ) -> Result<(), String> {
-        let deliver_as = match deliver_as {
-            pi_hooks_abi::ffi::PI_DELIVER_STEER => "steer",
-            pi_hooks_abi::ffi::PI_DELIVER_FOLLOW_UP => "followUp",
-            pi_hooks_abi::ffi::PI_DELIVER_NEXT_TURN => "nextTurn",
-            _ => "default",
-        };
-        self.done(json!({"call": "send_user_message", "text": text, "deliverAs": deliver_as}))
-    }
-    fn active_tools(&self) -> Vec<String> {
-        Vec::new()
-    }
-    fn all_tools(&self) -> Value {
-        json!([])
-    }
-    fn set_active_tools(&self, names: Vec<String>) {
-        self.record
-            .push(json!({"call": "set_active_tools", "names": names}));
-    }
-    fn is_idle(&self) -> bool {
-        true
-    }
-    fn abort(&self) {
-        self.record.push(json!({"call": "abort"}));
-    }
-    fn has_pending_messages(&self) -> bool {
-        false
-    }
-    fn model(&self) -> Option<Value> {
-        None
-    }
-    fn runner_config(&self) -> Option<RunnerConfig> {
-        self.record
-            .config
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-    fn report_error(&self, error: &ExtensionError) {
-        let mut line = serde_json::to_value(error).unwrap_or_default();
-        line["type"] = "extension_error".into();
-        self.record
-            .errors
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(line);
-    }
-    fn ui(&self) -> Option<Arc<dyn UiService>> {
-        self.has_ui.then(|| {
-            Arc::new(Ui {
-                record: Arc::clone(&self.record),
-            }) as Arc<dyn UiService>
-        })
-    }
-    fn request_session_op(&self, _plugin: &str, op: SessionOp) -> Result<(), String> {
-        let mut call = serde_json::Map::new();
-        call.insert("call".into(), "session_op".into());
-        if let Value::Object(fields) = crate::modes::serve::client_services::session_op_params(op) {
-            call.extend(fields);
-        }
-        self.done(Value::Object(call))
-    }
-    fn request_model(&self, provider: &str, id: &str) -> Result<bool, String> {
-        self.record
-            .push(json!({"call": "set_model", "provider": provider, "id": id}));
-        Ok(true)
-    }
-    fn request_shutdown(&self) {
-        self.record.push(json!({"call": "shutdown"}));
-    }
-    fn observe_exec(&self, request: &Value, output: &Value) {
-        self.record
-            .push(json!({"call": "exec", "request": request, "result": output}));
     }
 }
 
