@@ -235,10 +235,12 @@ impl StreamDecoder {
     }
 }
 
+/// Appends `text` to a string field in place (a missing field becomes the text).
 fn append(field: &mut Value, text: &str) {
-    let mut joined = field.as_str().unwrap_or_default().to_owned();
-    joined.push_str(text);
-    *field = Value::String(joined);
+    match field {
+        Value::String(joined) => joined.push_str(text),
+        other => *other = Value::String(text.to_owned()),
+    }
 }
 
 /// Streaming scratch fields pi keeps on a tool call block until it ends.
