@@ -1,10 +1,18 @@
 //! A fake OpenAI-compatible chat-completions server on 127.0.0.1, for end-to-end tests that
-//! run the real pi against scripted turns: every `POST /v1/chat/completions` is answered by
-//! the test's script (given the request body) with a streamed reply (server-sent events:
-//! a role chunk, the text or the tool calls, a finish chunk with usage, `[DONE]`), as
-//! OpenAI and llama.cpp's server stream it. Every request body is kept for assertions.
+//! run the real pi or `pi-hooks --provider` against scripted turns: every
+//! `POST /v1/chat/completions` is answered by the test's script (given the request body) with
+//! a streamed reply (server-sent events in HTTP chunks: a role chunk, the text or the tool
+//! calls, a finish chunk with usage, `[DONE]`), as OpenAI and llama.cpp's server stream it, or
+//! with what a broken server sends (an HTTP error, a chunk that is not JSON, a stream cut
+//! off before its end). Every request (body and headers) is kept for assertions.
+//!
+//! HTTP/1.1 by hand on a `TcpListener`, one connection at a time, each closed after its
+//! response: a test needs to cut a response in the middle, which an HTTP server library does
+//! not let it do.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
@@ -17,6 +25,17 @@ pub enum Reply {
     Text(String),
     /// Tool calls `(name, arguments)`; the agent runs them and asks again.
     ToolCalls(Vec<(String, Value)>),
+    /// These chunks (`chat.completion.chunk` objects, see [`chunk`]), each as one `data:`
+    /// event, then `[DONE]`.
+    Chunks(Vec<Value>),
+    /// An HTTP error: this status and body (`application/json`).
+    Status(u16, String),
+    /// These pieces of event-stream text as they are (each in one HTTP chunk), the response
+    /// ended properly after them.
+    Raw(Vec<String>),
+    /// These pieces of event-stream text, then the connection is closed before the response
+    /// ends (no final HTTP chunk): a stream cut off in the middle.
+    Cut(Vec<String>),
 }
 
 /// A tool call reply with one call.
@@ -24,58 +43,88 @@ pub fn tool_call(name: &str, arguments: Value) -> Reply {
     Reply::ToolCalls(vec![(name.to_owned(), arguments)])
 }
 
+/// A `chat.completion.chunk` with one choice: `delta` and `finish_reason`.
+pub fn chunk(delta: Value, finish: Option<&str>) -> Value {
+    json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0,
+        "model": "fake-model", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+}
+
+/// The usage-only chunk OpenAI sends last with `stream_options.include_usage`.
+pub fn usage_chunk(prompt: u64, completion: u64) -> Value {
+    json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0,
+        "model": "fake-model", "choices": [],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}})
+}
+
+/// One request as the server saw it.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    /// The body, parsed (`null` when it was not JSON).
+    pub body: Value,
+    /// The headers, names in lower case.
+    pub headers: Vec<(String, String)>,
+}
+
+impl Recorded {
+    /// The value of header `name` (lower case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
 /// The running server; dropping it stops it.
 pub struct FakeOpenAi {
     /// `http://127.0.0.1:<port>/v1`, the `baseUrl` for pi's `models.json`.
     pub base_url: String,
-    requests: Arc<Mutex<Vec<Value>>>,
-    server: Arc<tiny_http::Server>,
+    requests: Arc<Mutex<Vec<Recorded>>>,
+    stop: Arc<AtomicBool>,
+    port: u16,
     thread: Option<JoinHandle<()>>,
 }
+
+type Script = Box<dyn Fn(&Value) -> Reply + Send>;
 
 impl FakeOpenAi {
     /// Starts serving on a free port; `script` answers each request body.
     pub fn start(script: impl Fn(&Value) -> Reply + Send + 'static) -> FakeOpenAi {
-        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind 127.0.0.1"));
-        let port = server.server_addr().to_ip().expect("an IP address").port();
-        let requests: Arc<Mutex<Vec<Value>>> = Arc::default();
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+        let port = listener.local_addr().expect("a local address").port();
+        let requests: Arc<Mutex<Vec<Recorded>>> = Arc::default();
+        let stop = Arc::new(AtomicBool::new(false));
         let thread = {
-            let server = Arc::clone(&server);
             let requests = Arc::clone(&requests);
-            let calls = AtomicU64::new(0);
+            let stop = Arc::clone(&stop);
+            let script: Script = Box::new(script);
             std::thread::spawn(move || {
-                for mut request in server.incoming_requests() {
-                    let mut body = String::new();
-                    let _ = request.as_reader().read_to_string(&mut body);
-                    if !request.url().ends_with("/chat/completions") {
-                        let _ = request.respond(
-                            tiny_http::Response::from_string("not found").with_status_code(404),
-                        );
-                        continue;
+                let calls = AtomicU64::new(0);
+                for stream in listener.incoming() {
+                    if stop.load(Ordering::Acquire) {
+                        break;
                     }
-                    let body: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
-                    let reply = script(&body);
-                    requests.lock().unwrap().push(body);
-                    let n = calls.fetch_add(1, Ordering::Relaxed);
-                    let header = tiny_http::Header::from_bytes("Content-Type", "text/event-stream")
-                        .expect("header");
-                    let _ = request.respond(
-                        tiny_http::Response::from_string(event_stream(&reply, n))
-                            .with_header(header),
-                    );
+                    let Ok(stream) = stream else { continue };
+                    let _ = serve(stream, &script, &requests, &calls);
                 }
             })
         };
         FakeOpenAi {
             base_url: format!("http://127.0.0.1:{port}/v1"),
             requests,
-            server,
+            stop,
+            port,
             thread: Some(thread),
         }
     }
 
     /// The request bodies so far, in order.
     pub fn requests(&self) -> Vec<Value> {
+        self.recorded().into_iter().map(|r| r.body).collect()
+    }
+
+    /// The requests so far (bodies and headers), in order.
+    pub fn recorded(&self) -> Vec<Recorded> {
         self.requests.lock().unwrap().clone()
     }
 
@@ -93,11 +142,80 @@ impl FakeOpenAi {
 
 impl Drop for FakeOpenAi {
     fn drop(&mut self) {
-        self.server.unblock();
+        self.stop.store(true, Ordering::Release);
+        // Wake the accept loop so it sees the flag.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
     }
+}
+
+/// Reads one request from `stream`, records it, answers it, and closes the connection.
+fn serve(
+    stream: TcpStream,
+    script: &Script,
+    requests: &Mutex<Vec<Recorded>>,
+    calls: &AtomicU64,
+) -> std::io::Result<()> {
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut request_line = String::new();
+    reader.read_line(&mut request_line)?;
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line)? == 0 || line.trim_end().is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.trim_end().split_once(':') {
+            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
+        }
+    }
+    let length = headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .and_then(|(_, v)| v.parse::<usize>().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body)?;
+    let mut out = stream;
+    let path = request_line.split_whitespace().nth(1).unwrap_or_default();
+    if !path.ends_with("/chat/completions") {
+        out.write_all(
+            b"HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\nConnection: close\r\n\r\nnot found",
+        )?;
+        return out.shutdown(Shutdown::Both);
+    }
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let reply = script(&body);
+    requests.lock().unwrap().push(Recorded { body, headers });
+    let n = calls.fetch_add(1, Ordering::Relaxed);
+    let (pieces, complete) = match reply {
+        Reply::Status(status, body) => {
+            write!(
+                out,
+                "HTTP/1.1 {status} Error\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            )?;
+            return out.shutdown(Shutdown::Both);
+        }
+        Reply::Raw(pieces) => (pieces, true),
+        Reply::Cut(pieces) => (pieces, false),
+        Reply::Chunks(chunks) => (events(&chunks), true),
+        reply => (events(&reply_chunks(&reply, n)), true),
+    };
+    out.write_all(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+    )?;
+    for piece in pieces {
+        write!(out, "{:x}\r\n{piece}\r\n", piece.len())?;
+        out.flush()?;
+    }
+    if complete {
+        out.write_all(b"0\r\n\r\n")?;
+    }
+    out.flush()?;
+    out.shutdown(Shutdown::Both)
 }
 
 /// The text of the last `user` message of a request body (string or text parts).
@@ -144,7 +262,15 @@ pub fn after_tool(body: &Value) -> bool {
 }
 
 /// One `data:` event per chunk, then `data: [DONE]`.
-fn event_stream(reply: &Reply, n: u64) -> String {
+fn events(chunks: &[Value]) -> Vec<String> {
+    let mut events: Vec<String> = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+    events.push("data: [DONE]\n\n".to_owned());
+    events
+}
+
+/// The chunks of a text or tool-call reply: a role chunk, the content, a finish chunk with
+/// usage.
+fn reply_chunks(reply: &Reply, n: u64) -> Vec<Value> {
     let chunk = |delta: Value, finish: Value| {
         json!({"id": format!("chatcmpl-fake-{n}"), "object": "chat.completion.chunk", "created": 0,
             "model": "fake-model", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
@@ -168,11 +294,10 @@ fn event_stream(reply: &Reply, n: u64) -> String {
             }
             "tool_calls"
         }
+        _ => unreachable!("only text and tool calls are built here"),
     };
     let mut last = chunk(json!({}), json!(finish));
     last["usage"] = json!({"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60});
     chunks.push(last);
-    let mut stream: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
-    stream.push_str("data: [DONE]\n\n");
-    stream
+    chunks
 }

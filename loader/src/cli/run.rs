@@ -1,5 +1,5 @@
-//! `pi-hooks run` and `pi-hooks rpc`: the wiring of one session. It picks the model (a script
-//! or the embedded demo), opens or creates the session, loads the plugins, reports what did
+//! `pi-hooks run` and `pi-hooks rpc`: the wiring of one session. It picks the model (a script,
+//! an OpenAI-compatible provider, or the embedded demo; see [`choose_model`]), opens or creates the session, loads the plugins, reports what did
 //! not load on stderr, and hands everything to the print/JSON mode or the RPC mode.
 
 use std::path::PathBuf;
@@ -11,7 +11,8 @@ use pi_hooks_abi::ffi::{PI_MODE_JSON, PI_MODE_PRINT, PI_MODE_RPC};
 use super::plugin_flags::PluginFlags;
 use super::render::run_load_lines;
 use super::{Cli, Command, CommandError, Sources, write_stderr};
-use crate::agent::model::{Model, ScriptedModel};
+use crate::agent::model::openai::models_json::{self, ModelsJson, ProviderModel};
+use crate::agent::model::{Model, ModelCatalog, OpenAiModel, ScriptedModel};
 use crate::display::escape;
 use crate::load::load_all;
 use crate::modes::core::CoreSetup;
@@ -49,8 +50,19 @@ pub(super) struct RpcArgs {
 #[derive(Debug, Args)]
 pub(super) struct SessionArgs {
     /// A JSON script of assistant turns for the scripted model (default: the embedded demo).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["provider", "model", "base_url"])]
     script: Option<PathBuf>,
+    /// An OpenAI-compatible provider: one of `<agentDir>/models.json`, or any name with
+    /// `--base-url` (the key from `OPENAI_API_KEY`).
+    #[arg(long, value_name = "NAME")]
+    provider: Option<String>,
+    /// The model id (with `--provider`, one of its models; alone, looked up in models.json).
+    #[arg(long, value_name = "ID")]
+    model: Option<String>,
+    /// The provider's base URL, such as `http://localhost:8080/v1` (default for the provider
+    /// `openai`: `https://api.openai.com/v1`).
+    #[arg(long, value_name = "URL", requires = "provider")]
+    base_url: Option<String>,
     /// Keep the session in memory only.
     #[arg(long, conflicts_with_all = ["session", "continue_session"])]
     no_session: bool,
@@ -115,29 +127,23 @@ fn prepare(
     let cwd = args.sources.cwd();
     let agent = agent_dir().map_err(CommandError::setup)?;
     let options = args.sources.options()?;
-    let mut model = match &args.script {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| {
-                CommandError::failed(format!(
-                    "cannot read the script {}: {e}",
-                    escape(&path.display().to_string())
-                ))
-            })?;
-            ScriptedModel::from_json(&text, &path.display().to_string())
-                .map_err(|e| CommandError::failed(escape(&e)))?
+    let models_json = agent.join("models.json");
+    let chosen = choose_model(args, &models_json)?;
+    let (model, scratch): (Box<dyn Model>, _) = match chosen {
+        Chosen::Provider(models) => (Box::new(OpenAiModel::new(models)), None),
+        Chosen::Demo(offered) => {
+            let (scripted, scratch) = scripted_model(args.script.as_deref(), &cwd)?;
+            if offered.is_empty() {
+                (Box::new(scripted), scratch)
+            } else {
+                let catalog = ModelCatalog::new(vec![
+                    Box::new(scripted),
+                    Box::new(OpenAiModel::new(offered)),
+                ]);
+                (Box::new(catalog), scratch)
+            }
         }
-        None => ScriptedModel::demo(),
     };
-    // A script that names ${SCRATCH} (the demo does) works in a scratch folder of its own,
-    // removed when the run ends; other runs create none.
-    let scratch = if model.uses_variable("SCRATCH") {
-        let scratch = scratch_folder()?;
-        model.set_variable("SCRATCH", &scratch.path().to_string_lossy());
-        Some(scratch)
-    } else {
-        None
-    };
-    model.set_variable("CWD", &cwd.to_string_lossy());
     crate::isolate::enable(args.isolate);
     let report = load_all(&options);
     for line in run_load_lines(&report)
@@ -157,7 +163,6 @@ fn prepare(
     // Before the session file is created: a wrong flag leaves nothing behind.
     let reparsed = flags.apply(&report)?;
     let session = open_session(args, &agent, &cwd, &report, mode)?;
-    let model: Box<dyn Model> = Box::new(model);
     Ok(Prepared {
         setup: CoreSetup {
             report,
@@ -172,6 +177,175 @@ fn prepare(
         _scratch: scratch,
         reparsed,
     })
+}
+
+/// The scripted model of `--script` (or the demo), its `${CWD}` set and, when it names
+/// `${SCRATCH}` (the demo does), a scratch folder of its own, removed when the run ends.
+fn scripted_model(
+    script: Option<&std::path::Path>,
+    cwd: &std::path::Path,
+) -> Result<(ScriptedModel, Option<tempfile::TempDir>), CommandError> {
+    let mut model = match script {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                CommandError::failed(format!(
+                    "cannot read the script {}: {e}",
+                    escape(&path.display().to_string())
+                ))
+            })?;
+            ScriptedModel::from_json(&text, &path.display().to_string())
+                .map_err(|e| CommandError::failed(escape(&e)))?
+        }
+        None => ScriptedModel::demo(),
+    };
+    let scratch = if model.uses_variable("SCRATCH") {
+        let scratch = scratch_folder()?;
+        model.set_variable("SCRATCH", &scratch.path().to_string_lossy());
+        Some(scratch)
+    } else {
+        None
+    };
+    model.set_variable("CWD", &cwd.to_string_lossy());
+    Ok((model, scratch))
+}
+
+/// The model a run uses.
+enum Chosen {
+    /// The scripted model (`--script` or the demo) is selected; models.json's models are
+    /// offered beside it.
+    Demo(Vec<ProviderModel>),
+    /// An OpenAI-compatible model, selected first, the others of models.json offered.
+    Provider(Vec<ProviderModel>),
+}
+
+/// Picks the model from `--provider`, `--model`, `--base-url` and pi's `models.json` at
+/// `models_json`:
+///
+/// - `--provider NAME` of models.json: its model `--model ID` (default its first);
+///   `--base-url` moves it to another server;
+/// - `--provider NAME --base-url URL --model ID` for a provider models.json does not name
+///   (`openai` needs no `--base-url`): that server, the key from `OPENAI_API_KEY`;
+/// - `--model ID` alone (or `PROVIDER/ID`): that model of models.json;
+/// - nothing: the scripted model, with models.json's models offered to `set_model`.
+///
+/// A models.json that cannot be read is an error when it was asked for, else a warning.
+fn choose_model(args: &SessionArgs, models_json: &std::path::Path) -> Result<Chosen, CommandError> {
+    let asked = args.provider.is_some() || args.model.is_some();
+    let file = match ModelsJson::read(models_json) {
+        Ok(file) => file,
+        Err(e) if asked && args.base_url.is_none() => {
+            return Err(CommandError::failed(escape(&e)));
+        }
+        Err(e) => {
+            write_stderr(&format!(
+                "pi-hooks: warning: {}; its models are not offered",
+                escape(&e)
+            ));
+            ModelsJson::default()
+        }
+    };
+    let offered = file.models;
+    if !asked || args.script.is_some() {
+        return Ok(Chosen::Demo(offered));
+    }
+    let (provider, id) = match (&args.provider, &args.model) {
+        (Some(provider), id) => (provider.clone(), id.clone()),
+        (None, Some(model)) => match model.split_once('/') {
+            Some((provider, id)) if offered.iter().any(|m| m.info["provider"] == provider) => {
+                (provider.to_owned(), Some(id.to_owned()))
+            }
+            _ => {
+                let Some(found) = offered.iter().find(|m| m.info["id"] == model.as_str()) else {
+                    return Err(CommandError::failed(format!(
+                        "no model \"{}\" in {}; name its provider with --provider NAME --base-url URL",
+                        escape(model),
+                        escape(&models_json.display().to_string())
+                    )));
+                };
+                (
+                    found.info["provider"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                    Some(model.clone()),
+                )
+            }
+        },
+        (None, None) => unreachable!("asked"),
+    };
+    let of_provider: Vec<usize> = (0..offered.len())
+        .filter(|&n| offered[n].info["provider"] == provider.as_str())
+        .collect();
+    let mut chosen = if of_provider.is_empty() {
+        if let Some((_, id, api)) = file
+            .other_api
+            .iter()
+            .find(|(p, m, _)| *p == provider && args.model.as_deref().is_none_or(|want| want == m))
+        {
+            return Err(CommandError::failed(format!(
+                "{}/{} in {} uses the api \"{}\"; pi-hooks speaks only \"openai-completions\" (OpenAI-compatible servers)",
+                escape(&provider),
+                escape(id),
+                escape(&models_json.display().to_string()),
+                escape(api)
+            )));
+        }
+        let base_url = match (&args.base_url, provider.as_str()) {
+            (Some(url), _) => url.clone(),
+            (None, "openai") => models_json::OPENAI_BASE_URL.to_owned(),
+            (None, _) => {
+                return Err(CommandError::failed(format!(
+                    "provider \"{}\" is not in {}: give its server with --base-url URL (such as http://localhost:8080/v1), or add it to models.json",
+                    escape(&provider),
+                    escape(&models_json.display().to_string())
+                )));
+            }
+        };
+        let Some(id) = id else {
+            return Err(CommandError::failed(format!(
+                "--provider {} needs --model ID (the model name the server knows)",
+                escape(&provider)
+            )));
+        };
+        models_json::command_line_model(&provider, &base_url, &id)
+    } else {
+        let at = match &id {
+            None => of_provider[0],
+            Some(id) => *of_provider
+                .iter()
+                .find(|&&n| offered[n].info["id"] == id.as_str())
+                .ok_or_else(|| {
+                    let ids: Vec<&str> = of_provider
+                        .iter()
+                        .filter_map(|&n| offered[n].info["id"].as_str())
+                        .collect();
+                    CommandError::failed(format!(
+                        "provider \"{}\" in {} has no model \"{}\"; it offers: {}",
+                        escape(&provider),
+                        escape(&models_json.display().to_string()),
+                        escape(id),
+                        escape(&ids.join(", "))
+                    ))
+                })?,
+        };
+        let mut model = offered[at].clone();
+        if let Some(url) = &args.base_url {
+            model.info["baseUrl"] = url.clone().into();
+        }
+        model
+    };
+    chosen.info["baseUrl"] = chosen.info["baseUrl"]
+        .as_str()
+        .unwrap_or_default()
+        .trim_end_matches('/')
+        .into();
+    let mut models = vec![chosen];
+    for model in offered {
+        if !crate::agent::model::same_model(&model.info, &models[0].info) {
+            models.push(model);
+        }
+    }
+    Ok(Chosen::Provider(models))
 }
 
 /// pi's `session_directory` event, at startup when no `--session-dir` is given: every

@@ -2,9 +2,12 @@
 //! session header, then every event as one JSON line, as pi writes them). Neither has a UI:
 //! `hasUI` is false and dialogs answer their defaults. Plugin errors go to stderr as
 //! `Extension error (<path>): <message>` (and, in JSON mode, also as `extension_error` lines).
+//! In print mode a run whose last assistant message failed prints its `errorMessage` on
+//! stderr and exits with 1, as pi does.
 
 use pi_hooks_abi::ffi::{PI_MODE_JSON, PI_MODE_PRINT};
 use serde_json::Value;
+use std::io::Write as _;
 
 use super::core::{self, CoreSetup, LineWriter};
 use crate::agent::EventSink;
@@ -44,10 +47,24 @@ pub fn run(setup: CoreSetup, prompts: Vec<String>, output: Output) -> i32 {
         agent.prompt(prompt);
     }
     core::shutdown(&mut agent);
-    if output == Output::Text
-        && let Some(text) = agent.last_assistant_text()
-    {
-        stdout.text(&text);
+    if output == Output::Text {
+        // As pi's print mode: a last assistant message that failed or was aborted is reported
+        // on stderr (its errorMessage) with exit code 1 instead of printed.
+        let last = agent.handle().messages().pop();
+        if let Some(last) = last.filter(|m| m["role"] == "assistant") {
+            let stop = last["stopReason"].as_str().unwrap_or_default();
+            if stop == "error" || stop == "aborted" {
+                let message = last["errorMessage"]
+                    .as_str()
+                    .map_or_else(|| format!("Request {stop}"), str::to_owned);
+                let mut err = std::io::stderr().lock();
+                let _ = writeln!(err, "{}", crate::display::escape(&message));
+                return 1;
+            }
+        }
+        if let Some(text) = agent.last_assistant_text() {
+            stdout.text(&text);
+        }
     }
     0
 }

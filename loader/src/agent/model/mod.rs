@@ -1,15 +1,21 @@
-//! The model behind the agent loop: the [`Model`] trait and the [`ScriptedModel`], which plays
-//! a JSON script of assistant turns, deterministic and offline.
+//! The model behind the agent loop: the [`Model`] trait; the [`ScriptedModel`], which plays
+//! a JSON script of assistant turns, deterministic and offline; the [`OpenAiModel`], an
+//! OpenAI-compatible chat-completions provider; and the [`ModelCatalog`], which offers
+//! several of them in one session.
 //!
 //! Every model call goes through the provider request hook, as in pi: the model builds its
 //! request body ([`Model::request_body`]), plugins see it in `before_provider_request` (any
 //! result other than "nothing" replaces it), the model is called with the final body, and
 //! `after_provider_response` follows.
 
+mod catalog;
+pub mod openai;
 mod scripted;
 
 use serde_json::Value;
 
+pub use catalog::ModelCatalog;
+pub use openai::OpenAiModel;
 pub use scripted::{DEMO_SCRIPT, ScriptedModel};
 
 /// What the model is asked.
