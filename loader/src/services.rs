@@ -96,6 +96,29 @@ pub trait HostServices: Send + Sync {
     }
 }
 
+/// pi's name of a `PI_DELIVER_*` (`default`, `steer`, `followUp`, `nextTurn`), as the serve
+/// protocol and the recorded actions write it.
+pub fn deliver_as_name(deliver_as: u32) -> &'static str {
+    use pi_hooks_abi::ffi::{PI_DELIVER_FOLLOW_UP, PI_DELIVER_NEXT_TURN, PI_DELIVER_STEER};
+    match deliver_as {
+        PI_DELIVER_STEER => "steer",
+        PI_DELIVER_FOLLOW_UP => "followUp",
+        PI_DELIVER_NEXT_TURN => "nextTurn",
+        _ => "default",
+    }
+}
+
+/// The `PI_DELIVER_*` of pi's name (anything else: `PI_DELIVER_DEFAULT`).
+pub fn deliver_as_code(name: Option<&str>) -> u32 {
+    use pi_hooks_abi::ffi::*;
+    match name {
+        Some("steer") => PI_DELIVER_STEER,
+        Some("followUp") => PI_DELIVER_FOLLOW_UP,
+        Some("nextTurn") => PI_DELIVER_NEXT_TURN,
+        _ => PI_DELIVER_DEFAULT,
+    }
+}
+
 /// Options of a tree navigation (pi's `navigateTree` options).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TreeOptions {

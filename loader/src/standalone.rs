@@ -126,12 +126,7 @@ impl HostServices for Standalone {
         text: String,
         deliver_as: u32,
     ) -> Result<(), String> {
-        let deliver_as = match deliver_as {
-            pi_hooks_abi::ffi::PI_DELIVER_STEER => "steer",
-            pi_hooks_abi::ffi::PI_DELIVER_FOLLOW_UP => "followUp",
-            pi_hooks_abi::ffi::PI_DELIVER_NEXT_TURN => "nextTurn",
-            _ => "default",
-        };
+        let deliver_as = crate::services::deliver_as_name(deliver_as);
         self.act(
             "send_user_message",
             json!({"text": text, "deliverAs": deliver_as}),

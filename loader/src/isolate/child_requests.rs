@@ -10,9 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use pi_hooks_abi::ffi::{
-    PI_DELIVER_DEFAULT, PI_DELIVER_FOLLOW_UP, PI_DELIVER_NEXT_TURN, PI_DELIVER_STEER, PiContext,
-};
+use pi_hooks_abi::ffi::PiContext;
 use serde_json::{Value, json};
 
 use super::child::Incoming;
@@ -107,12 +105,9 @@ impl Answerer<'_> {
                 params.get("options").cloned().unwrap_or(Value::Null),
             )),
             "send_user_message" => {
-                let deliver_as = match params.get("deliverAs").and_then(Value::as_str) {
-                    Some("steer") => PI_DELIVER_STEER,
-                    Some("followUp") => PI_DELIVER_FOLLOW_UP,
-                    Some("nextTurn") => PI_DELIVER_NEXT_TURN,
-                    _ => PI_DELIVER_DEFAULT,
-                };
+                let deliver_as = crate::services::deliver_as_code(
+                    params.get("deliverAs").and_then(Value::as_str),
+                );
                 done(s.send_user_message(path, text("text")?, deliver_as))
             }
             "append_entry" => done(s.append_entry(
