@@ -253,7 +253,8 @@ fn a_native_segfault_is_reported_fails_closed_and_is_restarted_while_pi_runs() {
     assert_eq!(prompts, 3, "{text}");
 }
 
-/// A plugin with `/ver` (notifies its VERSION) and `/native-reload` (context->reload).
+/// A plugin with `/ver` (notifies `version VERSION`), `/native-reload` (context->reload) and
+/// a `session_start` handler that notifies `started <reason> VERSION`.
 const VERSIONED: &str = r#"
 #include <string.h>
 #include "pi_hooks.h"
@@ -270,6 +271,16 @@ static PiStatus reload(void *ud, PiStr args, PiContext *ctx) {
     return host->context->reload(ctx);
 }
 
+static PiStatus on_start(void *ud, const PiValue *event, PiContext *ctx, PiResult *result) {
+    PiStr reason = {0};
+    char text[64] = "started ";
+    (void)ud; (void)result;
+    host->values->as_str(host->values->get(event, pi_str("reason")), &reason);
+    strncat(text, reason.ptr, reason.len < 20 ? reason.len : 20);
+    strcat(text, " " VERSION);
+    return host->ui->notify(ctx, pi_str(text), PI_NOTIFY_INFO);
+}
+
 static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
     PiCommandDef def;
     host = h;
@@ -280,7 +291,8 @@ static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
     host->registry->register_command(plugin, &def);
     def.name = pi_str("native-reload");
     def.handler = reload;
-    return host->registry->register_command(plugin, &def);
+    host->registry->register_command(plugin, &def);
+    return host->registry->on(plugin, pi_str("session_start"), on_start, NULL);
 }
 
 PI_HOOKS_PLUGIN("versioned", VERSION, "says its version", init, NULL);
@@ -305,10 +317,13 @@ fn pi_s_reload_loads_a_rebuilt_native_plugin() {
     };
     build("1.0.0");
     let mut pi = pi_rpc(&sandbox, &["--no-session"]);
+    pi.until(|l| l["method"] == "notify" && l["message"] == "started startup 1.0.0");
     let version = |pi: &mut RpcClient| {
         pi.send(&json!({"id": "v", "type": "prompt", "message": "/ver"}));
-        let notify = pi.until(|l| l["method"] == "notify").1;
-        notify["message"].as_str().unwrap().to_owned()
+        let notify = pi.until(|l| {
+            l["method"] == "notify" && l["message"].as_str().unwrap_or("").starts_with("version ")
+        });
+        notify.1["message"].as_str().unwrap().to_owned()
     };
     assert_eq!(version(&mut pi), "version 1.0.0");
     build("2.0.0");
@@ -316,17 +331,15 @@ fn pi_s_reload_loads_a_rebuilt_native_plugin() {
     // The plugin's own reload goes through pi's ctx.reload(): pi re-creates its extensions,
     // the bridge starts a new serve, which loads the new build.
     pi.send(&json!({"id": "r", "type": "prompt", "message": "/native-reload"}));
-    let response = pi.response("r");
+    let (lines, response) = pi.until(|l| l["type"] == "response" && l["id"] == "r");
     assert_eq!(response["success"], true, "{response}");
-    let mut again = String::new();
-    for _ in 0..50 {
-        again = version(&mut pi);
-        if again == "version 2.0.0" {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
+    // The new instance's session_start (reason "reload") says which build runs now; pi's
+    // reload may finish after the command's response.
+    let started = |l: &Value| l["method"] == "notify" && l["message"] == "started reload 2.0.0";
+    if !lines.iter().any(started) {
+        pi.until(started);
     }
-    assert_eq!(again, "version 2.0.0");
+    assert_eq!(version(&mut pi), "version 2.0.0");
     let (status, _) = pi.close();
     assert!(status.success(), "{status}");
 }
