@@ -82,13 +82,16 @@ pub fn resolve(path: &str, base: &Path) -> PathBuf {
 }
 
 /// `path` without `.` components and with `..` applied to each preceding folder that is not
-/// a symbolic link (through a link, `..` leads elsewhere, so it is kept).
+/// a symbolic link (through a link, `..` leads elsewhere, so it is kept); `/..` is `/`.
 fn tidy(path: &Path) -> PathBuf {
     use std::path::Component;
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {
             Component::CurDir => {}
+            // `/..` is `/`.
+            Component::ParentDir
+                if matches!(out.components().next_back(), Some(Component::RootDir)) => {}
             Component::ParentDir => {
                 let last_is_plain =
                     matches!(out.components().next_back(), Some(Component::Normal(_)))
@@ -142,6 +145,11 @@ mod tests {
             PathBuf::from("/base/b/x.so")
         );
         assert_eq!(resolve("/abs/./x.so", base), PathBuf::from("/abs/x.so"));
+        assert_eq!(
+            resolve("/a/./b/../c/./x.so", base),
+            PathBuf::from("/a/c/x.so")
+        );
+        assert_eq!(resolve("/../x.so", base), PathBuf::from("/x.so"));
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("real")).unwrap();
         #[cfg(unix)]

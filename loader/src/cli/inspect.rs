@@ -6,7 +6,7 @@
 //! inside a `.pi` folder that is not inside the agent directory (the file as named or after
 //! resolving links), or a file the current directory's `.pi/settings.json` lists.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use super::render::{error_and_warning_lines, inspect_text, report_json};
@@ -22,7 +22,8 @@ use crate::trust::{TrustState, TrustStore};
 pub(super) fn inspect(file: &Path, json: bool, run_code: bool) -> Result<ExitCode, CommandError> {
     let agent = agent_dir().map_err(CommandError::setup)?;
     let here = current_dir();
-    let given = normalise(&resolve(&file.to_string_lossy(), &here));
+    // Shown normalised (`.` and `..` applied): `resolve` does that.
+    let given = resolve(&file.to_string_lossy(), &here);
     write_stderr(
         "pi-hooks: note: inspecting loads the plugin, which runs its initialiser (the plugin's own code)",
     );
@@ -130,33 +131,9 @@ fn is_project_plugin(given: &Path, canonical: &Path, cwd: &Path, agent: &Path) -
     })
 }
 
-/// `path` with `.` and `..` components removed (lexically; the path is absolute).
-fn normalise(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn normalise_drops_dot_and_dot_dot() {
-        assert_eq!(
-            normalise(Path::new("/a/./b/../c/./x.so")),
-            PathBuf::from("/a/c/x.so")
-        );
-        assert_eq!(normalise(Path::new("/../x.so")), PathBuf::from("/x.so"));
-    }
 
     #[test]
     fn project_folders_are_any_dot_pi_outside_the_agent_dir() {
