@@ -167,17 +167,8 @@ impl PluginTest {
                 crate::display::escape(&path.display().to_string())
             )
         })?;
-        let cwd = std::env::current_dir()
-            .unwrap_or_else(|_| ".".into())
-            .to_string_lossy()
-            .into_owned();
-        let config = RunnerConfig {
-            cwd,
-            mode: if has_ui { PI_MODE_RPC } else { PI_MODE_PRINT },
-            hook_timeout: crate::settings::DEFAULT_HOOK_TIMEOUT,
-            tool_call_timeout: None,
-            session_file: None,
-        };
+        let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
+        let config = RunnerConfig::new(&cwd, if has_ui { PI_MODE_RPC } else { PI_MODE_PRINT });
         let runner = Arc::new(Runner::new(vec![Arc::new(plugin)], config.clone()));
         let record = Arc::new(Record::default());
         let sink = Arc::clone(&record);

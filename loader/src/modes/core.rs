@@ -78,13 +78,9 @@ pub fn build(setup: CoreSetup, error_lines: Option<LineWriter>, sink: EventSink)
         discovery,
         watch,
     } = setup;
-    let (hook_timeout, tool_call_timeout) = crate::settings::timeouts(&report.settings);
     let config = RunnerConfig {
-        cwd: cwd.to_string_lossy().into_owned(),
-        mode,
-        hook_timeout,
-        tool_call_timeout,
         session_file: session.path().map(|p| p.to_string_lossy().into_owned()),
+        ..RunnerConfig::new(&cwd, mode).with_settings(&report.settings)
     };
     let runner = Arc::new(Runner::new(
         report.plugins.into_iter().map(Arc::new).collect(),

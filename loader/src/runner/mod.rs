@@ -91,6 +91,13 @@ impl RunnerConfig {
             session_file: None,
         }
     }
+
+    /// With the `hookTimeout` and `toolCallTimeout` of the settings files that were read
+    /// (the user's, which a project's may only raise).
+    pub fn with_settings(mut self, settings: &[crate::settings::Settings]) -> Self {
+        (self.hook_timeout, self.tool_call_timeout) = crate::settings::timeouts(settings);
+        self
+    }
 }
 
 /// One handler in dispatch order.

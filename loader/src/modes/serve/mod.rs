@@ -71,14 +71,7 @@ pub fn run(setup: ServeSetup) -> i32 {
     } = setup;
     let out = LineWriter::stdout();
     out.line(&protocol::hello(&report, &load_lines));
-    let (hook_timeout, tool_call_timeout) = crate::settings::timeouts(&report.settings);
-    let config = RunnerConfig {
-        cwd: cwd.to_string_lossy().into_owned(),
-        mode,
-        hook_timeout,
-        tool_call_timeout,
-        session_file: None,
-    };
+    let config = RunnerConfig::new(&cwd, mode).with_settings(&report.settings);
     let runner = Arc::new(Runner::new(
         report.plugins.into_iter().map(Arc::new).collect(),
         config.clone(),
