@@ -165,4 +165,14 @@ pub trait UiService: Send + Sync {
     fn fire(&self, request: Value);
     /// Clears every status and widget plugins set (after `/reload`, as pi clears them).
     fn reset(&self) {}
+    /// The text in the mode's prompt editor (`get_editor_text`); `None` (the default) where
+    /// the mode has no editor of its own, which plugins read as `""`.
+    fn editor_text(&self) -> Option<String> {
+        None
+    }
+    /// Sets (`Some`) or resets (`None`) the message shown while the agent works; modes
+    /// without such a line ignore it (the default), as pi's RPC mode does.
+    fn set_working_message(&self, message: Option<String>) {
+        let _ = message;
+    }
 }

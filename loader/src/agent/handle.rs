@@ -156,6 +156,33 @@ impl AgentHandle {
             .map_err(|e| e.error)
     }
 
+    /// The plugin commands that run, as `(name, description, has completions)`: the first
+    /// registration of a name in load order, built-in names left out (their plugins were
+    /// warned at load).
+    pub fn commands(&self) -> Vec<(String, String, bool)> {
+        let mut seen = std::collections::HashSet::new();
+        let mut list = Vec::new();
+        for plugin in self.runner.plugins() {
+            for command in plugin.registrations().commands {
+                if !crate::load::is_builtin_command(&command.name)
+                    && seen.insert(command.name.clone())
+                {
+                    let completes = command.complete.is_some();
+                    list.push((command.name, command.description, completes));
+                }
+            }
+        }
+        list
+    }
+
+    /// pi's `user_bash` event for a `!command` (`!!`: `exclude_from_context`), run in the
+    /// session's cwd: the first truthy result (`{result}` or `{command, cwd, env}`). Plugin
+    /// code: call it on a thread that may block.
+    pub fn user_bash(&self, command: &str, exclude_from_context: bool) -> Option<Value> {
+        self.runner
+            .emit_user_bash(command, exclude_from_context, &self.cwd.to_string_lossy())
+    }
+
     /// Whether a plugin asked the host to shut down.
     pub fn shutdown_requested(&self) -> bool {
         self.shared.shutdown_requested.load(Ordering::Acquire)

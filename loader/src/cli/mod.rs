@@ -38,6 +38,11 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// The interactive mode (also `pi-hooks` with no command): a terminal UI with the
+    /// conversation, an editor with slash-command completion, `!` commands, and every
+    /// status, widget, dialog and notification the plugins draw. The prompts given are sent
+    /// first. Needs a terminal; without a model option the embedded demo script plays.
+    Chat(run::ChatArgs),
     /// Run prompts through the agent with the plugins loaded (print or JSON mode). Without
     /// --script the embedded demo script plays: one harmless bash command, an `rm -rf` and a
     /// write to `.env` in a scratch folder of its own.
@@ -217,7 +222,16 @@ fn current_dir() -> PathBuf {
 
 /// Runs the command line.
 pub fn main() -> ExitCode {
-    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // No command (or only options, such as `--provider`): the interactive mode.
+    let bare = match argv.get(1).and_then(|a| a.to_str()) {
+        None => true,
+        Some("-h" | "--help" | "-V" | "--version") => false,
+        Some(first) => first.starts_with('-'),
+    };
+    if bare {
+        argv.insert(1.min(argv.len()), "chat".into());
+    }
     // `run` and `rpc` take the plugins' flags too: clap parses the rest first.
     let flags = PluginFlags::split(argv.clone());
     let cli = match &flags {
@@ -227,10 +241,14 @@ pub fn main() -> ExitCode {
     let result = match (cli.command, flags) {
         (Command::Run(args), Some(flags)) if flags.wants_help() => run::help(&args.session, &flags),
         (Command::Rpc(args), Some(flags)) if flags.wants_help() => run::help(&args.session, &flags),
+        (Command::Chat(args), Some(flags)) if flags.wants_help() => {
+            run::help(&args.session, &flags)
+        }
+        (Command::Chat(args), Some(flags)) => run::chat(args, &flags),
         (Command::Run(args), Some(flags)) => run::run(args, &flags),
         (Command::Rpc(args), Some(flags)) => run::rpc(args, &flags),
-        (Command::Run(_) | Command::Rpc(_), None) => {
-            unreachable!("PluginFlags::split takes every run and rpc command line")
+        (Command::Chat(_) | Command::Run(_) | Command::Rpc(_), None) => {
+            unreachable!("PluginFlags::split takes every chat, run and rpc command line")
         }
         (
             Command::Serve {

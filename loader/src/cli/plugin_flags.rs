@@ -18,7 +18,7 @@ use crate::display::escape;
 use crate::load::LoadReport;
 
 /// The subcommands that take plugin flags.
-const SUBCOMMANDS: [&str; 2] = ["run", "rpc"];
+const SUBCOMMANDS: [&str; 3] = ["chat", "run", "rpc"];
 
 /// A long option the first pass set aside for the plugins.
 #[derive(Debug)]
@@ -92,7 +92,7 @@ fn plugin_names(plugins: &[String]) -> String {
 }
 
 impl PluginFlags {
-    /// Splits `argv` when its subcommand is `run` or `rpc`; `None` for any other command line.
+    /// Splits `argv` when its subcommand is `chat`, `run` or `rpc`; `None` for any other command line.
     pub(super) fn split(argv: Vec<OsString>) -> Option<Self> {
         let subcommand = SUBCOMMANDS
             .into_iter()

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use pi_hooks_abi::ffi::{PI_MODE_JSON, PI_MODE_PRINT, PI_MODE_RPC};
+use pi_hooks_abi::ffi::{PI_MODE_INTERACTIVE, PI_MODE_JSON, PI_MODE_PRINT, PI_MODE_RPC};
 
 use super::plugin_flags::PluginFlags;
 use super::render::run_load_lines;
@@ -34,6 +34,15 @@ pub(super) struct RunArgs {
     #[command(flatten)]
     pub(super) session: SessionArgs,
     /// The prompts, run one after another (default: "Run the demo.").
+    messages: Vec<String>,
+}
+
+/// Options of `pi-hooks chat`.
+#[derive(Debug, Args)]
+pub(super) struct ChatArgs {
+    #[command(flatten)]
+    pub(super) session: SessionArgs,
+    /// Prompts to send first, one after another.
     messages: Vec<String>,
 }
 
@@ -419,6 +428,18 @@ pub(super) fn run(args: RunArgs, flags: &PluginFlags) -> Result<ExitCode, Comman
         messages
     };
     let code = print::run(prepared.setup, prompts, output);
+    Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+/// Runs the interactive mode until the person quits.
+pub(super) fn chat(args: ChatArgs, flags: &PluginFlags) -> Result<ExitCode, CommandError> {
+    let mut prepared = prepare(&args.session, PI_MODE_INTERACTIVE, "interactive", flags)?;
+    let messages = match prepared.reparsed.take().map(|cli| cli.command) {
+        Some(Command::Chat(again)) => again.messages,
+        _ => args.messages,
+    };
+    let load_lines = run_load_lines(&prepared.setup.report);
+    let code = crate::modes::interactive::run(prepared.setup, load_lines, messages);
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
 }
 

@@ -282,8 +282,9 @@ unsafe extern "C" fn set_editor_text(ctx: *mut PiContext, text: PiStr) -> PiStat
 }
 
 unsafe extern "C" fn get_editor_text(ctx: *mut PiContext, out: *mut *mut PiValue) -> PiStatus {
-    with_ctx(ctx, PI_ERR_INVALID_ARG, |_| {
-        give(out, Some(serde_json::Value::String(String::new())))
+    with_ctx(ctx, PI_ERR_INVALID_ARG, |c| {
+        let text = ui_of(c).and_then(|ui| ui.editor_text()).unwrap_or_default();
+        give(out, Some(serde_json::Value::String(text)))
     })
 }
 
@@ -300,8 +301,13 @@ unsafe extern "C" fn set_working_message(ctx: *mut PiContext, message: PiStr) ->
     // SAFETY: a plugin string valid for the call (ABI contract).
     checked(
         ctx,
-        || unsafe { read_opt_str(message) }.map(drop),
-        |_, ()| PI_OK,
+        || unsafe { read_opt_str(message) }.map(|m| m.map(str::to_owned)),
+        |c, message| {
+            if let Some(ui) = ui_of(c) {
+                ui.set_working_message(message);
+            }
+            PI_OK
+        },
     )
 }
 

@@ -2,6 +2,7 @@
 //! core's events and UI requests into its own medium, and its input into core commands.
 
 pub mod core;
+pub mod interactive;
 pub mod print;
 pub mod rpc;
 pub mod serve;

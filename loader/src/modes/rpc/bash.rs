@@ -51,19 +51,33 @@ impl BashControl {
         }
     }
 
-    /// Starts `command` in `cwd`: the abort switch is set at once (an `abort_bash` read after
-    /// this call reaches it), the returned future runs the command and gives pi's
-    /// `BashResult` or the error text.
+    /// Whether a command runs.
+    pub fn is_running(&self) -> bool {
+        self.current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+    }
+
+    /// Starts `run.command` in `run.cwd`: the abort switch is set at once (an `abort_bash`
+    /// read after this call reaches it), the returned future runs the command and gives
+    /// pi's `BashResult` or the error text. The recorded `bashExecution` message carries
+    /// `excludeFromContext` when `run` says so (`!!` in the terminal).
     pub fn execute(
         self: Arc<Self>,
-        command: String,
-        cwd: PathBuf,
+        run: BashRun,
         agent: AgentHandle,
     ) -> impl std::future::Future<Output = Result<Value, String>> + Send + 'static {
         let abort = Arc::new(Abort::default());
         *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(abort.clone());
         async move {
-            let result = run(&command, &cwd, &abort).await;
+            let BashRun {
+                command,
+                cwd,
+                env,
+                exclude_from_context,
+            } = run;
+            let result = self::run(&command, &cwd, &env, &abort).await;
             {
                 // A later command took the switch over (pi keeps one): leave it to that one.
                 let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
@@ -80,6 +94,9 @@ impl BashControl {
             if let (Value::Object(fields), Value::Object(result)) = (&mut message, &result) {
                 fields.extend(result.clone());
             }
+            if exclude_from_context {
+                message["excludeFromContext"] = true.into();
+            }
             message["timestamp"] = now_ms().into();
             agent.append_message(message)?;
             Ok(result)
@@ -87,8 +104,27 @@ impl BashControl {
     }
 }
 
-async fn run(command: &str, cwd: &std::path::Path, abort: &Abort) -> Result<Value, String> {
+/// A command to run for `bash` (RPC) or `!` (the terminal).
+#[derive(Debug, Clone, Default)]
+pub struct BashRun {
+    /// The shell command.
+    pub command: String,
+    /// Where it runs.
+    pub cwd: PathBuf,
+    /// Variables set for it on top of the host's environment.
+    pub env: Vec<(String, String)>,
+    /// `!!`: the record stays out of the model's context.
+    pub exclude_from_context: bool,
+}
+
+async fn run(
+    command: &str,
+    cwd: &std::path::Path,
+    env: &[(String, String)],
+    abort: &Abort,
+) -> Result<Value, String> {
     let mut shell = tokio::process::Command::new(shell_program());
+    shell.envs(env.iter().map(|(k, v)| (k, v)));
     shell
         .arg("-c")
         .arg(crate::tools::builtin::merged_stderr_script(command))

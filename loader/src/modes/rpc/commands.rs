@@ -596,10 +596,12 @@ impl Commands {
                 .out
                 .line(&failure(id.as_ref(), Some("bash".into()), &error));
         };
-        let run = self
-            .bash
-            .clone()
-            .execute(text.to_owned(), self.cwd.clone(), self.agent.clone());
+        let run = super::bash::BashRun {
+            command: text.to_owned(),
+            cwd: self.cwd.clone(),
+            ..Default::default()
+        };
+        let run = self.bash.clone().execute(run, self.agent.clone());
         let out = self.out.clone();
         crate::runtime::handle().spawn(async move {
             let line = match run.await {
