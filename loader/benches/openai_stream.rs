@@ -11,7 +11,7 @@ use std::net::{Shutdown, TcpListener};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use pi_hooks::agent::model::openai::models_json::command_line_model;
-use pi_hooks::agent::model::{Model, ModelRequest, OpenAiModel};
+use pi_hooks::agent::model::{CancelToken, Model, ModelRequest, OpenAiModel};
 use serde_json::{Value, json};
 
 /// The response: `n` chunks of a few words each, as llama.cpp's server streams them.
@@ -74,7 +74,8 @@ fn bench(c: &mut Criterion) {
         group.bench_function(format!("{n}_chunks"), |b| {
             b.iter(|| {
                 let mut events = 0usize;
-                let message: Value = model.complete(&body, &mut |_, _| events += 1);
+                let message: Value =
+                    model.complete(&body, &CancelToken::new(), &mut |_, _| events += 1);
                 assert_eq!(message["stopReason"], "stop", "{message}");
                 events
             });

@@ -36,6 +36,9 @@ pub enum Reply {
     /// These pieces of event-stream text, then the connection is closed before the response
     /// ends (no final HTTP chunk): a stream cut off in the middle.
     Cut(Vec<String>),
+    /// These pieces of event-stream text, then nothing more for a minute with the
+    /// connection open: a server that went silent in the middle of its answer.
+    Stall(Vec<String>),
 }
 
 /// A tool call reply with one call.
@@ -201,6 +204,22 @@ fn serve(
         }
         Reply::Raw(pieces) => (pieces, true),
         Reply::Cut(pieces) => (pieces, false),
+        Reply::Stall(pieces) => {
+            out.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n",
+            )?;
+            for piece in pieces {
+                write!(out, "{:x}\r\n{piece}\r\n", piece.len())?;
+                out.flush()?;
+            }
+            // Held open on a thread of its own: the server goes on answering, and its
+            // drop does not wait for the silence to end.
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_secs(60));
+                drop(out);
+            });
+            return Ok(());
+        }
         Reply::Chunks(chunks) => (events(&chunks), true),
         reply => (events(&reply_chunks(&reply, n)), true),
     };

@@ -629,3 +629,36 @@ fn a_wrong_selection_names_what_to_do() {
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(stderr(&output).contains("warning"), "{}", stderr(&output));
 }
+
+#[test]
+fn abort_ends_a_turn_while_the_server_is_silent() {
+    // The server sends the start of an answer, then nothing more for a minute with the
+    // connection open: `abort` must end the turn now, with the text that arrived, not when
+    // the server speaks again.
+    let server = FakeOpenAi::start(|_| {
+        Reply::Stall(vec![format!(
+            "data: {}\n\n",
+            chunk(
+                json!({"role": "assistant", "content": "Thinking about it"}),
+                None
+            )
+        )])
+    });
+    let sandbox = Sandbox::new();
+    let mut client = RpcClient::start(provider_command(&sandbox, &server, &["rpc"]));
+    client.send(&json!({"id": "p", "type": "prompt", "message": "take your time"}));
+    client.until(|l| {
+        l["type"] == "message_update" && l["message"]["content"][0]["text"] == "Thinking about it"
+    });
+    client.send(&json!({"id": "a", "type": "abort"}));
+    let (lines, _) = client.until(|l| l["type"] == "agent_end");
+    let end = lines
+        .iter()
+        .rev()
+        .find(|l| l["type"] == "message_end" && l["message"]["role"] == "assistant")
+        .expect("the assistant message ended");
+    assert_eq!(end["message"]["stopReason"], "aborted", "{end}");
+    assert_eq!(end["message"]["content"][0]["text"], "Thinking about it");
+    assert_eq!(client.response("a")["success"], true);
+    close_ok(client);
+}

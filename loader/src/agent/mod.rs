@@ -379,7 +379,7 @@ impl Agent {
                 apply_model_request(self.model.as_mut(), core);
                 let body = core.provider_request(self.model.request_body(&request));
                 let mut started = false;
-                let mut message = self.model.complete(&body, &mut |event, partial| {
+                let mut message = self.model.complete(&body, &abort, &mut |event, partial| {
                     if !started {
                         started = true;
                         core.emit(json!({"type": "message_start", "message": partial}));

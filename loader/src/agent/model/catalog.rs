@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::{AssistantEvent, Model, ModelRequest};
+use super::{AssistantEvent, CancelToken, Model, ModelRequest};
 
 /// Models in the order they are offered; one of them selected.
 pub struct ModelCatalog {
@@ -65,9 +65,10 @@ impl Model for ModelCatalog {
     fn complete(
         &mut self,
         body: &Value,
+        cancel: &CancelToken,
         on_event: &mut dyn FnMut(AssistantEvent, &Value),
     ) -> Value {
-        self.current().complete(body, on_event)
+        self.current().complete(body, cancel, on_event)
     }
 
     fn summarize(

@@ -14,6 +14,8 @@ mod scripted;
 
 use serde_json::Value;
 
+pub use crate::tools::CancelToken;
+
 pub use catalog::ModelCatalog;
 pub use openai::OpenAiModel;
 pub use scripted::{DEMO_SCRIPT, ScriptedModel};
@@ -57,9 +59,14 @@ pub trait Model: Send {
     fn request_body(&self, request: &ModelRequest<'_>) -> Value;
     /// Produces the next assistant message from the (possibly replaced) request `body`,
     /// streaming its events through `on_event` (each gets the event and the partial message
-    /// so far).
-    fn complete(&mut self, body: &Value, on_event: &mut dyn FnMut(AssistantEvent, &Value))
-    -> Value;
+    /// so far). Once `cancel` is set (an abort) it returns what it has at once, without
+    /// waiting for the rest of the answer; the caller marks the message aborted.
+    fn complete(
+        &mut self,
+        body: &Value,
+        cancel: &CancelToken,
+        on_event: &mut dyn FnMut(AssistantEvent, &Value),
+    ) -> Value;
     /// Answers a summarization request (compaction, branch summaries): one user message
     /// `prompt` under `system_prompt`, at most `max_tokens` long; the summary text, or why
     /// the model could not answer.

@@ -35,7 +35,7 @@ use std::collections::HashMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{AssistantEvent, Model, ModelRequest};
+use super::{AssistantEvent, CancelToken, Model, ModelRequest};
 use crate::agent::now_ms;
 
 /// The embedded demo script.
@@ -287,6 +287,7 @@ impl Model for ScriptedModel {
     fn complete(
         &mut self,
         body: &Value,
+        _cancel: &CancelToken,
         on_event: &mut dyn FnMut(AssistantEvent, &Value),
     ) -> Value {
         let last = body["messages"]
@@ -414,7 +415,7 @@ mod tests {
             tools: &[],
         });
         let mut events = Vec::new();
-        let first = model.complete(&request, &mut |e, _| {
+        let first = model.complete(&request, &CancelToken::new(), &mut |e, _| {
             events.push(e["type"].as_str().unwrap().to_owned())
         });
         assert_eq!(first["stopReason"], "toolUse");
@@ -422,7 +423,7 @@ mod tests {
         assert_eq!(first["content"][1]["arguments"]["command"], "echo hi");
         assert_eq!(events.first().map(String::as_str), Some("start"));
         assert!(events.contains(&"toolcall_end".to_owned()) && events.last().unwrap() == "done");
-        let second = model.complete(&request, &mut |_, _| {});
+        let second = model.complete(&request, &CancelToken::new(), &mut |_, _| {});
         assert_eq!(
             (
                 second["stopReason"].as_str(),
@@ -432,7 +433,7 @@ mod tests {
         );
         model.new_prompt("again");
         assert_eq!(
-            model.complete(&request, &mut |_, _| {})["content"][0]["text"],
+            model.complete(&request, &CancelToken::new(), &mut |_, _| {})["content"][0]["text"],
             "run hi"
         );
     }

@@ -19,8 +19,12 @@ use serde_json::{Value, json};
 
 use self::decode::{OnEvent, StreamDecoder};
 use self::models_json::{ProviderModel, resolve_config_value};
-use self::transport::Chunk;
-use super::{AssistantEvent, Model, ModelRequest};
+use self::transport::{Chunk, Reading};
+use super::{AssistantEvent, CancelToken, Model, ModelRequest};
+use std::sync::mpsc::RecvTimeoutError;
+
+/// How often a silent stream looks whether the run was aborted.
+const CANCEL_POLL: std::time::Duration = std::time::Duration::from_millis(25);
 
 /// The OpenAI-compatible models on offer, one of them selected.
 pub struct OpenAiModel {
@@ -62,21 +66,45 @@ impl OpenAiModel {
 
     /// Sends `body` and decodes the streamed answer; every failure ends the message with
     /// `stopReason: "error"`.
-    fn stream(&self, body: &Value, on_event: OnEvent<'_>) -> Value {
+    ///
+    /// The request runs on a thread of its own that hands the chunks over, so an abort
+    /// (`cancel`) ends the message at once even while the server is silent; that thread
+    /// then stops at its next chunk and drops the connection.
+    fn stream(&self, body: &Value, cancel: &CancelToken, on_event: OnEvent<'_>) -> Value {
         let mut decoder = StreamDecoder::new(&self.current().info);
-        let opened = self
-            .endpoint()
-            .and_then(|(url, headers)| transport::open(&url, &headers, &body.to_string()));
-        let mut events = match opened {
-            Ok(events) => events,
+        let (url, headers) = match self.endpoint() {
+            Ok(endpoint) => endpoint,
             Err(error) => return decoder.fail(&error, on_event),
         };
-        decoder.start(on_event);
+        let chunks = transport::spawn_reader(url, headers, body.to_string());
+        let mut started = false;
         loop {
-            match events.next_chunk() {
-                Ok(Chunk::Data(chunk)) => decoder.chunk(&chunk, on_event),
-                Ok(Chunk::End) => return decoder.finish(on_event),
+            let next = match chunks.recv_timeout(CANCEL_POLL) {
+                Ok(next) => next,
+                Err(RecvTimeoutError::Timeout) if cancel.is_cancelled() => {
+                    return decoder.finish(on_event);
+                }
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => {
+                    Err("the request thread ended without an answer".to_owned())
+                }
+            };
+            if let Ok(Reading::Opened) = next {
+                started = true;
+                decoder.start(on_event);
+                continue;
+            }
+            if !started && let Err(error) = &next {
+                return decoder.fail(error, on_event);
+            }
+            match next {
+                Ok(Reading::Chunk(Chunk::Data(chunk))) => decoder.chunk(&chunk, on_event),
+                Ok(Reading::Chunk(Chunk::End)) => return decoder.finish(on_event),
+                Ok(Reading::Opened) => {}
                 Err(error) => return decoder.fail(&error, on_event),
+            }
+            if cancel.is_cancelled() {
+                return decoder.finish(on_event);
             }
         }
     }
@@ -112,9 +140,10 @@ impl Model for OpenAiModel {
     fn complete(
         &mut self,
         body: &Value,
+        cancel: &CancelToken,
         on_event: &mut dyn FnMut(AssistantEvent, &Value),
     ) -> Value {
-        self.stream(body, on_event)
+        self.stream(body, cancel, on_event)
     }
 
     /// Streams one request, as pi's `completeSimple` does, and joins the text blocks; an
@@ -134,7 +163,7 @@ impl Model for OpenAiModel {
             tools: &[],
         };
         let body = request::chat_body(self.current(), &request, Some(max_tokens));
-        let message = self.stream(&body, &mut |_, _| {});
+        let message = self.stream(&body, &CancelToken::new(), &mut |_, _| {});
         if message["stopReason"] == "error" {
             return Err(format!(
                 "Summarization failed: {}",

@@ -52,6 +52,57 @@ pub fn open(url: &str, headers: &[(String, String)], body: &str) -> Result<Event
     })
 }
 
+/// What the request thread of [`spawn_reader`] hands over.
+pub enum Reading {
+    /// The server answered with a stream (the message starts).
+    Opened,
+    /// A chunk, or the end.
+    Chunk(Chunk),
+}
+
+/// Chunks buffered between the request thread and the agent.
+const READ_AHEAD: usize = 256;
+
+/// Sends `body` to `url` on a thread of its own, which hands over [`Reading::Opened`], then
+/// each chunk up to [`Chunk::End`], or the error that ended it. When the receiver is
+/// dropped (the run was aborted), the thread stops at its next chunk and the connection
+/// is dropped with it.
+pub fn spawn_reader(
+    url: String,
+    headers: Vec<(String, String)>,
+    body: String,
+) -> std::sync::mpsc::Receiver<Result<Reading, String>> {
+    let (sender, receiver) = std::sync::mpsc::sync_channel(READ_AHEAD);
+    let thread = std::thread::Builder::new()
+        .name("pi-hooks-model".into())
+        .spawn({
+            let sender = sender.clone();
+            move || {
+                let mut events = match open(&url, &headers, &body) {
+                    Ok(events) => events,
+                    Err(error) => {
+                        let _ = sender.send(Err(error));
+                        return;
+                    }
+                };
+                if sender.send(Ok(Reading::Opened)).is_err() {
+                    return;
+                }
+                loop {
+                    let next = events.next_chunk();
+                    let last = !matches!(next, Ok(Chunk::Data(_)));
+                    if sender.send(next.map(Reading::Chunk)).is_err() || last {
+                        return;
+                    }
+                }
+            }
+        });
+    if let Err(error) = thread {
+        let _ = sender.send(Err(format!("cannot start the request thread: {error}")));
+    }
+    receiver
+}
+
 /// The OpenAI SDK's message for a failed request: a connection that could not be made reads
 /// `Connection error.` (with the cause after it here); anything else as ureq words it.
 fn request_error(error: &ureq::Error) -> String {
