@@ -183,11 +183,14 @@
  *       or a plain string (a transform)
  *     combine: transforms chain; the first handled stops the chain and the prompt
  *
- *   user_bash (input): when the user runs a shell command with !cmd / !!cmd, before it runs
- *     (in pi, through the bridge; pi-hooks' own modes have no such input yet)
+ *   user_bash (input): when the user runs a shell command with !cmd / !!cmd in the interactive
+ *     mode (or in pi, through the bridge), before it runs; RPC's bash command does not fire it
+ *     (nor does pi's)
  *     payload: command, excludeFromContext, cwd
- *     result: {result: BashResult} (the output, the command does not run), {operations}, or
- *       {command, cwd, env} (run this instead)
+ *     result: {result: BashResult} ({output, exitCode?, cancelled, truncated}: shown and
+ *       recorded, the command does not run), or {command?, cwd?, env?} (run this command, in
+ *       this folder, with these variables, instead); pi's {operations} form carries TypeScript
+ *       functions and exists only in pi
  *     combine: the first handler with a result wins
  *
  *   before_agent_start (agent): once per prompt, after input, before the run
@@ -1167,9 +1170,11 @@ typedef PiStatus (*PiCommandHandler)(void *user_data, struct PiStr args, struct 
 /**
  * Argument completions for a command: set `result` to a JSON array of
  * `{"value","label","description"?}` objects, or leave it empty for none. `prefix` is the
- * text typed after the command's name. Called when a front end asks: RPC clients with the
- * `get_command_completions` command (a pi-hooks addition; pi's RPC has no completion
- * request). Gets the command's `user_data`; never called at the same time as the handler.
+ * text typed after the command's name. Called when a front end asks: the interactive
+ * mode's editor on each key typed after `/name `, pi's editor through the bridge, and RPC
+ * clients with the `get_command_completions` command (a pi-hooks addition; pi's RPC has no
+ * completion request). Gets the command's `user_data`; never called at the same time as
+ * the handler.
  */
 typedef PiStatus (*PiCompletionHandler)(void *user_data,
                                         struct PiStr prefix,
@@ -1447,7 +1452,12 @@ typedef struct PiDialogOptions {
 } PiDialogOptions;
 
 /**
- * UI functions, all on a `PiContext`. Without a UI (print and JSON modes, `has_ui` false) the
+ * UI functions, all on a `PiContext`. The interactive mode (`pi-hooks`, `pi-hooks chat`)
+ * draws every one of them in the terminal (dialogs in place of the editor, with a `(Ns)`
+ * countdown when they have a timeout; statuses on the footer's last line, sorted by key;
+ * widgets above or below the editor, at most 10 lines each); RPC mode sends them to the
+ * client as pi's `extension_ui_request` lines; through the pi bridge, pi draws them.
+ * Without a UI (print and JSON modes, `has_ui` false) the
  * dialogs return their default answer at once with `PI_OK`, and the setters do nothing. The
  * arguments are checked in every mode, as a UI checks them: NULL `options`, a dialog struct
  * smaller than this header's, an unknown notify level or widget placement, a blank or
@@ -1498,11 +1508,14 @@ typedef struct PiUiApi {
                        struct PiStr prefill,
                        struct PiValue **out);
     /**
-     * Shows a notification; `level` is a `PI_NOTIFY_*`.
+     * Shows a notification; `level` is a `PI_NOTIFY_*` (in the terminal, as pi shows them:
+     * info as a dim line in the conversation, `Warning: …` and `Error: …` lines).
      */
     PiStatus (*notify)(struct PiContext *ctx, struct PiStr message, uint32_t level);
     /**
-     * Sets the footer status under `key`; a NULL `text.ptr` removes it.
+     * Sets the footer status under `key`; a NULL `text.ptr` removes it. The footer shows
+     * every status on one line, sorted by key, each with line breaks and tabs turned into
+     * spaces, cut to the terminal's width.
      */
     PiStatus (*set_status)(struct PiContext *ctx, struct PiStr key, struct PiStr text);
     /**
@@ -1523,7 +1536,8 @@ typedef struct PiUiApi {
      */
     PiStatus (*set_editor_text)(struct PiContext *ctx, struct PiStr text);
     /**
-     * The editor's text as an owned string in `*out` ("" without UI).
+     * The editor's text as an owned string in `*out`: what is typed in the interactive
+     * mode's editor; "" in the other modes (as in pi's RPC mode) and without UI.
      */
     PiStatus (*get_editor_text)(struct PiContext *ctx, struct PiValue **out);
     /**
@@ -1531,7 +1545,8 @@ typedef struct PiUiApi {
      */
     PiStatus (*theme)(struct PiContext *ctx, struct PiValue **out);
     /**
-     * Sets (NULL `message.ptr`: resets) the message shown while the agent works.
+     * Sets (NULL `message.ptr`: resets) the message shown while the agent works. Shown by
+     * the interactive mode; RPC, print and JSON modes ignore it, as pi's RPC mode does.
      */
     PiStatus (*set_working_message)(struct PiContext *ctx, struct PiStr message);
 } PiUiApi;

@@ -235,7 +235,7 @@ pub const EVENTS: &[EventSpec] = &[
     EventSpec {
         name: "user_bash",
         group: "input",
-        when: "when the user runs a shell command with `!cmd` / `!!cmd`, before it runs (in pi, through the bridge; pi-hooks' own modes have no such input yet)",
+        when: "when the user runs a shell command with `!cmd` / `!!cmd` in the interactive mode (or in pi, through the bridge), before it runs; RPC's `bash` command does not fire it (nor does pi's)",
         payload: &[
             f("command", "string", "the command"),
             f(
@@ -245,7 +245,7 @@ pub const EVENTS: &[EventSpec] = &[
             ),
             f("cwd", "string", "where it runs"),
         ],
-        result: "`{result: BashResult}` (the output, the command does not run), `{operations}`, or `{command, cwd, env}` (run this instead)",
+        result: "`{result: BashResult}` (`{output, exitCode?, cancelled, truncated}`: shown and recorded, the command does not run), or `{command?, cwd?, env?}` (run this command, in this folder, with these variables, instead); pi's `{operations}` form carries TypeScript functions and exists only in pi",
         combine: "the first handler with a result wins",
     },
     // Agent.
@@ -535,10 +535,7 @@ pub const EVENTS: &[EventSpec] = &[
 
 /// Host entries that are declared in the header but do not do everything yet, with what they
 /// do now (rendered into the header and docs/events.md).
-pub const NOT_YET: &[(&str, &str)] = &[(
-    "registry->register_shortcut",
-    "stored and listed by `pi-hooks inspect`, never called: shortcuts are keys of an interactive terminal UI, which the host does not have yet (in pi, through the bridge, they are not bound either)",
-)];
+pub const NOT_YET: &[(&str, &str)] = &[];
 
 /// The event named `name`, if the host emits it.
 pub fn find(name: &str) -> Option<&'static EventSpec> {
@@ -586,9 +583,11 @@ pub fn markdown() -> String {
             event.result, event.combine
         ));
     }
-    out.push_str("\n## Not implemented yet\n\n");
-    for (entry, note) in NOT_YET {
-        out.push_str(&format!("- `{entry}`: {note}.\n"));
+    if !NOT_YET.is_empty() {
+        out.push_str("\n## Not implemented yet\n\n");
+        for (entry, note) in NOT_YET {
+            out.push_str(&format!("- `{entry}`: {note}.\n"));
+        }
     }
     out
 }
@@ -629,10 +628,12 @@ pub fn header_lines() -> Vec<String> {
             "      ",
         );
     }
-    lines.push(String::new());
-    lines.push("Not implemented yet:".to_owned());
-    for (entry, note) in NOT_YET {
-        wrap(&mut lines, &format!("{entry}: {note}"), "  ", "    ");
+    if !NOT_YET.is_empty() {
+        lines.push(String::new());
+        lines.push("Not implemented yet:".to_owned());
+        for (entry, note) in NOT_YET {
+            wrap(&mut lines, &format!("{entry}: {note}"), "  ", "    ");
+        }
     }
     lines
 }

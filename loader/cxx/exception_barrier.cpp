@@ -48,6 +48,11 @@ PiStatus pi_hooks_barrier_command(PiCommandHandler f, void *user_data, PiStr arg
     PI_HOOKS_BARRIER(f(user_data, args, ctx))
 }
 
+PiStatus pi_hooks_barrier_shortcut(PiShortcutHandler f, void *user_data, PiContext *ctx,
+                                   char *what, size_t cap) {
+    PI_HOOKS_BARRIER(f(user_data, ctx))
+}
+
 PiStatus pi_hooks_barrier_tool(PiToolExecute f, void *user_data, PiStr tool_call_id,
                                const PiValue *params, PiContext *ctx, PiResult *result,
                                char *what, size_t cap) {

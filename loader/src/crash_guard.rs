@@ -45,6 +45,8 @@ pub enum Activity {
     Timer,
     /// A message renderer; the site's name is the `customType`.
     Render,
+    /// A keyboard shortcut's handler; the site's name is the key.
+    Shortcut,
     /// The plugin's shutdown.
     Shutdown,
     /// A cleanup the plugin registered.
@@ -194,6 +196,7 @@ impl ReportLine {
             Activity::Tool => ("while running tool ", site.name),
             Activity::Timer => ("in a timer callback", ""),
             Activity::Render => ("while rendering a message of type ", site.name),
+            Activity::Shortcut => ("while handling shortcut ", site.name),
             Activity::Shutdown => ("in its shutdown", ""),
             Activity::Cleanup => ("in a cleanup it registered", ""),
         };

@@ -36,6 +36,13 @@ unsafe extern "C" {
         what: *mut c_char,
         cap: usize,
     ) -> PiStatus;
+    fn pi_hooks_barrier_shortcut(
+        f: PiShortcutHandler,
+        user_data: *mut c_void,
+        ctx: *mut PiContext,
+        what: *mut c_char,
+        cap: usize,
+    ) -> PiStatus;
     fn pi_hooks_barrier_tool(
         f: PiToolExecute,
         user_data: *mut c_void,
@@ -185,6 +192,20 @@ pub unsafe fn command(
 ) -> Result<PiStatus, String> {
     // SAFETY: forwarded contract; the buffer is WHAT_CAP bytes.
     caught(|what, cap| unsafe { pi_hooks_barrier_command(f, user_data, args, ctx, what, cap) })
+}
+
+/// Calls a keyboard shortcut's handler.
+///
+/// # Safety
+/// As for [`event`].
+#[inline]
+pub unsafe fn shortcut(
+    f: PiShortcutHandler,
+    user_data: *mut c_void,
+    ctx: *mut PiContext,
+) -> Result<PiStatus, String> {
+    // SAFETY: forwarded contract; the buffer is WHAT_CAP bytes.
+    caught(|what, cap| unsafe { pi_hooks_barrier_shortcut(f, user_data, ctx, what, cap) })
 }
 
 /// Calls a tool's execute.

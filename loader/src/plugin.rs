@@ -15,7 +15,7 @@ use crate::host_api::result::ResultBuilder;
 use crate::host_api::value::{CText, HostValue};
 use crate::library::OpenedLibrary;
 use crate::registry::{
-    Command, EventHandler, Phase, PluginState, Registrations, Renderer, Tool, UserData,
+    Command, EventHandler, Phase, PluginState, Registrations, Renderer, Shortcut, Tool, UserData,
 };
 use crate::trust::TrustState;
 
@@ -362,6 +362,27 @@ pub fn call_command(
                     ctx,
                 )
             }
+        },
+    ))
+}
+
+/// Calls a keyboard shortcut's handler (pi's `ExtensionContext`: an event's context, with
+/// the mode's UI).
+pub fn call_shortcut(
+    state: &PluginState,
+    shortcut: &Shortcut,
+    scope: &CallScope,
+) -> HandlerOutcome {
+    HandlerOutcome::from(invoke(
+        state,
+        (Activity::Shortcut, &shortcut.key),
+        CallContext::new(scope, state),
+        || {},
+        |ctx, _| {
+            // SAFETY: the handler and its user data were registered together by this plugin,
+            // which is active (checked by `invoke` under the call lock); `ctx` outlives the
+            // call.
+            unsafe { exception_barrier::shortcut(shortcut.handler, shortcut.user_data.0, ctx) }
         },
     ))
 }

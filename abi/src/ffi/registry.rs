@@ -45,9 +45,11 @@ pub type PiCommandHandler =
 
 /// Argument completions for a command: set `result` to a JSON array of
 /// `{"value","label","description"?}` objects, or leave it empty for none. `prefix` is the
-/// text typed after the command's name. Called when a front end asks: RPC clients with the
-/// `get_command_completions` command (a pi-hooks addition; pi's RPC has no completion
-/// request). Gets the command's `user_data`; never called at the same time as the handler.
+/// text typed after the command's name. Called when a front end asks: the interactive
+/// mode's editor on each key typed after `/name `, pi's editor through the bridge, and RPC
+/// clients with the `get_command_completions` command (a pi-hooks addition; pi's RPC has no
+/// completion request). Gets the command's `user_data`; never called at the same time as
+/// the handler.
 pub type PiCompletionHandler =
     unsafe extern "C" fn(user_data: *mut c_void, prefix: PiStr, result: *mut PiResult) -> PiStatus;
 
@@ -158,7 +160,7 @@ pub struct PiFlagDef {
     pub default_json: PiStr,
 }
 
-/// A keyboard shortcut in interactive mode.
+/// A keyboard shortcut of the interactive mode.
 #[repr(C)]
 pub struct PiShortcutDef {
     /// `sizeof(PiShortcutDef)`.
@@ -205,16 +207,21 @@ pub struct PiRegistryApi {
     pub register_tool:
         unsafe extern "C" fn(plugin: *mut PiPlugin, def: *const PiToolDef) -> PiStatus,
     /// Registers a message renderer. The first plugin to register a `customType` renders it.
-    /// It is called when a front end shows a custom message: RPC clients ask for the lines
-    /// with the `render_message` command (a pi-hooks addition to pi's protocol); print and JSON
+    /// It is called when a front end shows a custom message: the interactive mode draws the
+    /// lines in the conversation, RPC clients ask for them with the `render_message` command
+    /// (a pi-hooks addition to pi's protocol), pi asks through the bridge; print and JSON
     /// modes print no messages, so they never call it.
     pub register_message_renderer:
         unsafe extern "C" fn(plugin: *mut PiPlugin, def: *const PiRendererDef) -> PiStatus,
     /// Registers a command-line flag.
     pub register_flag:
         unsafe extern "C" fn(plugin: *mut PiPlugin, def: *const PiFlagDef) -> PiStatus,
-    /// Registers a keyboard shortcut. Stored and listed by `pi-hooks inspect`, but not called
-    /// yet: shortcuts are keys of an interactive terminal UI, which this host does not have yet.
+    /// Registers a keyboard shortcut, in pi's key format (`ctrl+shift+p`, `alt+x`, `f5`,
+    /// `pageDown`). The interactive mode calls the handler (with an event's context and the
+    /// UI) when the key is pressed at the editor. As in pi, Ctrl+C, Ctrl+D, Esc and Enter stay
+    /// the terminal's (such a shortcut is skipped with a warning), and of two plugins with the
+    /// same key the later one in load order wins. Other modes have no keys and never call it;
+    /// pi does not bind the shortcuts of bridged plugins either.
     pub register_shortcut:
         unsafe extern "C" fn(plugin: *mut PiPlugin, def: *const PiShortcutDef) -> PiStatus,
     /// Registers `cleanup(data)` to run once when the plugin is retired, after its shutdown:

@@ -28,7 +28,12 @@ pub struct PiDialogOptions {
     pub timeout_ms: u64,
 }
 
-/// UI functions, all on a `PiContext`. Without a UI (print and JSON modes, `has_ui` false) the
+/// UI functions, all on a `PiContext`. The interactive mode (`pi-hooks`, `pi-hooks chat`)
+/// draws every one of them in the terminal (dialogs in place of the editor, with a `(Ns)`
+/// countdown when they have a timeout; statuses on the footer's last line, sorted by key;
+/// widgets above or below the editor, at most 10 lines each); RPC mode sends them to the
+/// client as pi's `extension_ui_request` lines; through the pi bridge, pi draws them.
+/// Without a UI (print and JSON modes, `has_ui` false) the
 /// dialogs return their default answer at once with `PI_OK`, and the setters do nothing. The
 /// arguments are checked in every mode, as a UI checks them: NULL `options`, a dialog struct
 /// smaller than this header's, an unknown notify level or widget placement, a blank or
@@ -74,9 +79,12 @@ pub struct PiUiApi {
         prefill: PiStr,
         out: *mut *mut PiValue,
     ) -> PiStatus,
-    /// Shows a notification; `level` is a `PI_NOTIFY_*`.
+    /// Shows a notification; `level` is a `PI_NOTIFY_*` (in the terminal, as pi shows them:
+    /// info as a dim line in the conversation, `Warning: …` and `Error: …` lines).
     pub notify: unsafe extern "C" fn(ctx: *mut PiContext, message: PiStr, level: u32) -> PiStatus,
-    /// Sets the footer status under `key`; a NULL `text.ptr` removes it.
+    /// Sets the footer status under `key`; a NULL `text.ptr` removes it. The footer shows
+    /// every status on one line, sorted by key, each with line breaks and tabs turned into
+    /// spaces, cut to the terminal's width.
     pub set_status: unsafe extern "C" fn(ctx: *mut PiContext, key: PiStr, text: PiStr) -> PiStatus,
     /// Sets a widget of `count` lines under `key`; NULL `lines` removes it. `placement` is a
     /// `PI_WIDGET_*`.
@@ -91,11 +99,13 @@ pub struct PiUiApi {
     pub set_title: unsafe extern "C" fn(ctx: *mut PiContext, title: PiStr) -> PiStatus,
     /// Replaces the editor's text.
     pub set_editor_text: unsafe extern "C" fn(ctx: *mut PiContext, text: PiStr) -> PiStatus,
-    /// The editor's text as an owned string in `*out` ("" without UI).
+    /// The editor's text as an owned string in `*out`: what is typed in the interactive
+    /// mode's editor; "" in the other modes (as in pi's RPC mode) and without UI.
     pub get_editor_text:
         unsafe extern "C" fn(ctx: *mut PiContext, out: *mut *mut PiValue) -> PiStatus,
     /// The current theme as an owned object `{"name", "colors": {name: ANSI escape}}`.
     pub theme: unsafe extern "C" fn(ctx: *mut PiContext, out: *mut *mut PiValue) -> PiStatus,
-    /// Sets (NULL `message.ptr`: resets) the message shown while the agent works.
+    /// Sets (NULL `message.ptr`: resets) the message shown while the agent works. Shown by
+    /// the interactive mode; RPC, print and JSON modes ignore it, as pi's RPC mode does.
     pub set_working_message: unsafe extern "C" fn(ctx: *mut PiContext, message: PiStr) -> PiStatus,
 }

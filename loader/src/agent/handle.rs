@@ -183,6 +183,24 @@ impl AgentHandle {
             .emit_user_bash(command, exclude_from_context, &self.cwd.to_string_lossy())
     }
 
+    /// Runs the plugin shortcut whose key `matches` accepts (the last registration in load
+    /// order); `false` when no plugin registered such a key. Plugin code: call it on a
+    /// thread that may block (the handler may open dialogs).
+    pub fn run_shortcut(&self, matches: impl Fn(&str) -> bool) -> bool {
+        let Some((plugin, shortcut)) = self.runner.find_shortcut(matches) else {
+            return false;
+        };
+        let _ = self
+            .runner
+            .run_shortcut(&plugin, &shortcut, &self.cwd.to_string_lossy());
+        true
+    }
+
+    /// Whether a plugin registered a shortcut whose key `matches` accepts.
+    pub fn has_shortcut(&self, matches: impl Fn(&str) -> bool) -> bool {
+        self.runner.find_shortcut(matches).is_some()
+    }
+
     /// Whether a plugin asked the host to shut down.
     pub fn shutdown_requested(&self) -> bool {
         self.shared.shutdown_requested.load(Ordering::Acquire)

@@ -27,6 +27,7 @@
 pub mod events;
 mod lookup;
 mod render;
+mod shortcuts;
 mod timed;
 
 use std::collections::HashMap;

@@ -14,7 +14,8 @@
 //! }
 //! ```
 //!
-//! Each prompt plays the script from its first turn. A turn has optional `text`, optional
+//! Each prompt plays the script from its first turn; with `"rewind": false` a prompt goes on
+//! where the last one stopped. A turn has optional `text`, optional
 //! `thinking`, optional `toolCalls` (`name`, `arguments`, optional `id`), and an optional
 //! `stopReason` (`"stop"`, or `"toolUse"` when there are tool calls; `"length"` and `"error"`
 //! with `errorMessage` are accepted too). `${SCRATCH}`, `${CWD}` and `${PROMPT}` in strings are
@@ -49,6 +50,14 @@ struct Script {
     models: Vec<ScriptedModelEntry>,
     #[serde(default)]
     summary: Option<String>,
+    /// `false`: a new prompt goes on with the next turn instead of the first (a session of
+    /// several prompts, such as a workflow's auto-continue, plays one script through).
+    #[serde(default = "yes")]
+    rewind: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -279,7 +288,9 @@ impl Model for ScriptedModel {
     }
 
     fn new_prompt(&mut self, prompt: &str) {
-        self.next = 0;
+        if self.script.rewind {
+            self.next = 0;
+        }
         self.prompt_count += 1;
         self.set_variable("PROMPT", prompt);
     }
@@ -399,6 +410,23 @@ impl Model for ScriptedModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn without_rewind_a_new_prompt_goes_on_with_the_next_turn() {
+        let mut model = ScriptedModel::from_json(
+            r#"{"rewind": false, "turns": [{"text": "one"}, {"text": "two"}]}"#,
+            "t",
+        )
+        .unwrap();
+        let request = json!({"messages": []});
+        let mut text = || {
+            model.new_prompt("p");
+            model.complete(&request, &CancelToken::new(), &mut |_, _| {})["content"][0]["text"]
+                .clone()
+        };
+        assert_eq!(text(), "one");
+        assert_eq!(text(), "two");
+    }
 
     #[test]
     fn plays_turns_in_order_and_rewinds_per_prompt() {

@@ -14,6 +14,7 @@ pub mod app;
 pub mod chat;
 pub mod complete;
 pub mod editor;
+pub mod keys;
 pub mod terminal;
 pub mod ui;
 pub mod view;
