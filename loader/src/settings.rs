@@ -25,6 +25,10 @@ pub struct Settings {
     pub project: bool,
     /// `isolate`: which plugins run in a `pi-hooks serve` child (see `crate::isolate`).
     pub isolate: crate::isolate::IsolateSetting,
+    /// pi's `defaultProvider`: the provider a session starts with.
+    pub default_provider: Option<String>,
+    /// pi's `defaultModel`: the model id a session starts with.
+    pub default_model: Option<String>,
 }
 
 impl Settings {
@@ -76,7 +80,29 @@ pub fn read_settings(path: &Path) -> Result<Option<Settings>, String> {
             None => crate::isolate::IsolateSetting::Off,
             Some(value) => crate::isolate::IsolateSetting::from_settings_value(value)?,
         },
+        default_provider: text(&map, "defaultProvider")?,
+        default_model: text(&map, "defaultModel")?,
     }))
+}
+
+/// pi's `defaultProvider` and `defaultModel` of the user's settings, each replaced by the
+/// project's when it sets it (pi's order); `(None, None)` when neither sets them or a file
+/// cannot be read (the plugin loader reports such a file).
+pub fn default_model(agent_dir: &Path, cwd: &Path) -> (Option<String>, Option<String>) {
+    let files = [
+        agent_dir.join("settings.json"),
+        cwd.join(".pi").join("settings.json"),
+    ];
+    let mut chosen = (None, None);
+    for settings in files.iter().filter_map(|f| read_settings(f).ok().flatten()) {
+        if settings.default_provider.is_some() {
+            chosen.0 = settings.default_provider;
+        }
+        if settings.default_model.is_some() {
+            chosen.1 = settings.default_model;
+        }
+    }
+    chosen
 }
 
 /// The handler time limits in force: `(hookTimeout, toolCallTimeout)`. The user's settings
@@ -133,6 +159,17 @@ fn string_list(map: &serde_json::Map<String, Value>, key: &str) -> Result<Vec<St
             .map(|item| item.as_str().map(str::to_owned).ok_or_else(|| wrong(item)))
             .collect(),
         Some(other) => Err(wrong(other)),
+    }
+}
+
+fn text(map: &serde_json::Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text.clone())),
+        Some(other) => Err(format!(
+            "`{key}` must be a string, found {}; fix the settings file. Plugins it lists were not loaded",
+            kind_of(other)
+        )),
     }
 }
 

@@ -662,3 +662,52 @@ fn abort_ends_a_turn_while_the_server_is_silent() {
     assert_eq!(client.response("a")["success"], true);
     close_ok(client);
 }
+
+#[test]
+fn settings_default_provider_and_model_select_a_models_json_model() {
+    // A pi user's setup: models.json names the provider, settings.json picks it as the
+    // default. `pi-hooks run` with no model option talks to it; a default this host cannot
+    // use (pi's built-in anthropic) leaves the demo and says why.
+    let server = FakeOpenAi::start(|_| Reply::Text("from the default model".into()));
+    let sandbox = Sandbox::new();
+    std::fs::write(
+        sandbox.agent_dir().join("models.json"),
+        server.models_json().to_string(),
+    )
+    .unwrap();
+    let settings = sandbox.agent_dir().join("settings.json");
+    std::fs::write(
+        &settings,
+        json!({"defaultProvider": "fake", "defaultModel": "fake-model"}).to_string(),
+    )
+    .unwrap();
+    let output = sandbox
+        .command(&["run", "--no-session", "hi"])
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        "from the default model"
+    );
+    assert_eq!(server.requests().len(), 1);
+
+    std::fs::write(
+        &settings,
+        json!({"defaultProvider": "anthropic", "defaultModel": "claude-sonnet-4"}).to_string(),
+    )
+    .unwrap();
+    let output = sandbox
+        .command(&["run", "--no-session", "Run the demo."])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(
+        err.contains("settings.json names the default model anthropic/claude-sonnet-4")
+            && err.contains("the scripted demo plays"),
+        "{err}"
+    );
+    assert_eq!(server.requests().len(), 1);
+}

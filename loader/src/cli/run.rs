@@ -137,7 +137,8 @@ fn prepare(
     let agent = agent_dir().map_err(CommandError::setup)?;
     let options = args.sources.options()?;
     let models_json = agent.join("models.json");
-    let chosen = choose_model(args, &models_json)?;
+    let defaults = crate::settings::default_model(&agent, &cwd);
+    let chosen = choose_model(args, &models_json, defaults)?;
     let (model, scratch): (Box<dyn Model>, _) = match chosen {
         Chosen::Provider(models) => (Box::new(OpenAiModel::new(models)), None),
         Chosen::Demo(offered) => {
@@ -235,10 +236,16 @@ enum Chosen {
 /// - `--provider NAME --base-url URL --model ID` for a provider models.json does not name
 ///   (`openai` needs no `--base-url`): that server, the key from `OPENAI_API_KEY`;
 /// - `--model ID` alone (or `PROVIDER/ID`): that model of models.json;
-/// - nothing: the scripted model, with models.json's models offered to `set_model`.
+/// - nothing: pi's `defaultProvider` / `defaultModel` of settings.json (`defaults`) when
+///   they name a model of models.json (or `openai` with `OPENAI_API_KEY` set); else the
+///   scripted model, with models.json's models offered to `set_model`.
 ///
 /// A models.json that cannot be read is an error when it was asked for, else a warning.
-fn choose_model(args: &SessionArgs, models_json: &std::path::Path) -> Result<Chosen, CommandError> {
+fn choose_model(
+    args: &SessionArgs,
+    models_json: &std::path::Path,
+    defaults: (Option<String>, Option<String>),
+) -> Result<Chosen, CommandError> {
     let asked = args.provider.is_some() || args.model.is_some();
     let file = match ModelsJson::read(models_json) {
         Ok(file) => file,
@@ -254,8 +261,11 @@ fn choose_model(args: &SessionArgs, models_json: &std::path::Path) -> Result<Cho
         }
     };
     let offered = file.models;
-    if !asked || args.script.is_some() {
+    if args.script.is_some() {
         return Ok(Chosen::Demo(offered));
+    }
+    if !asked {
+        return Ok(default_model(offered, defaults, models_json));
     }
     let (provider, id) = match (&args.provider, &args.model) {
         (Some(provider), id) => (provider.clone(), id.clone()),
@@ -355,6 +365,41 @@ fn choose_model(args: &SessionArgs, models_json: &std::path::Path) -> Result<Cho
         }
     }
     Ok(Chosen::Provider(models))
+}
+
+/// The model settings.json's `defaultProvider` and `defaultModel` name, selected first with
+/// models.json's others offered beside it; the scripted demo when they name none this host
+/// can use (with a warning when they are set).
+fn default_model(
+    mut offered: Vec<ProviderModel>,
+    defaults: (Option<String>, Option<String>),
+    models_json: &std::path::Path,
+) -> Chosen {
+    let (Some(provider), Some(id)) = defaults else {
+        return Chosen::Demo(offered);
+    };
+    if let Some(at) = offered
+        .iter()
+        .position(|m| m.info["provider"] == provider.as_str() && m.info["id"] == id.as_str())
+    {
+        let chosen = offered.remove(at);
+        offered.insert(0, chosen);
+        return Chosen::Provider(offered);
+    }
+    if provider == "openai" && std::env::var_os("OPENAI_API_KEY").is_some() {
+        offered.insert(
+            0,
+            models_json::command_line_model("openai", models_json::OPENAI_BASE_URL, &id),
+        );
+        return Chosen::Provider(offered);
+    }
+    write_stderr(&format!(
+        "pi-hooks: settings.json names the default model {}/{}, which is not an OpenAI-compatible model of {} (nor openai with OPENAI_API_KEY set); the scripted demo plays. Choose one with --provider NAME --model ID",
+        escape(&provider),
+        escape(&id),
+        escape(&models_json.display().to_string())
+    ));
+    Chosen::Demo(offered)
 }
 
 /// pi's `session_directory` event, at startup when no `--session-dir` is given: every
