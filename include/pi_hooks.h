@@ -312,11 +312,6 @@
  *     result: {context?: string[], prompt?: string, preserveData?: any}
  *     combine: the last result wins: context lines are added to the summary request, prompt
  *       replaces its instructions, preserveData goes into the entry's details
- *
- * Not implemented yet:
- *   registry->register_shortcut: stored and listed by pi-hooks inspect, never called:
- *     shortcuts are keys of an interactive terminal UI, which the host does not have yet (in
- *     pi, through the bridge, they are not bound either)
  */
 
 
@@ -1335,7 +1330,7 @@ typedef struct PiFlagDef {
 typedef PiStatus (*PiShortcutHandler)(void *user_data, struct PiContext *ctx);
 
 /**
- * A keyboard shortcut in interactive mode.
+ * A keyboard shortcut of the interactive mode.
  */
 typedef struct PiShortcutDef {
     /**
@@ -1407,8 +1402,9 @@ typedef struct PiRegistryApi {
     PiStatus (*register_tool)(struct PiPlugin *plugin, const struct PiToolDef *def);
     /**
      * Registers a message renderer. The first plugin to register a `customType` renders it.
-     * It is called when a front end shows a custom message: RPC clients ask for the lines
-     * with the `render_message` command (a pi-hooks addition to pi's protocol); print and JSON
+     * It is called when a front end shows a custom message: the interactive mode draws the
+     * lines in the conversation, RPC clients ask for them with the `render_message` command
+     * (a pi-hooks addition to pi's protocol), pi asks through the bridge; print and JSON
      * modes print no messages, so they never call it.
      */
     PiStatus (*register_message_renderer)(struct PiPlugin *plugin, const struct PiRendererDef *def);
@@ -1417,8 +1413,12 @@ typedef struct PiRegistryApi {
      */
     PiStatus (*register_flag)(struct PiPlugin *plugin, const struct PiFlagDef *def);
     /**
-     * Registers a keyboard shortcut. Stored and listed by `pi-hooks inspect`, but not called
-     * yet: shortcuts are keys of an interactive terminal UI, which this host does not have yet.
+     * Registers a keyboard shortcut, in pi's key format (`ctrl+shift+p`, `alt+x`, `f5`,
+     * `pageDown`). The interactive mode calls the handler (with an event's context and the
+     * UI) when the key is pressed at the editor. As in pi, Ctrl+C, Ctrl+D, Esc and Enter stay
+     * the terminal's (such a shortcut is skipped with a warning), and of two plugins with the
+     * same key the later one in load order wins. Other modes have no keys and never call it;
+     * pi does not bind the shortcuts of bridged plugins either.
      */
     PiStatus (*register_shortcut)(struct PiPlugin *plugin, const struct PiShortcutDef *def);
     /**
