@@ -19,12 +19,8 @@ use serde_json::{Value, json};
 
 use self::decode::{OnEvent, StreamDecoder};
 use self::models_json::{ProviderModel, resolve_config_value};
-use self::transport::{Chunk, Reading};
+use self::transport::Chunk;
 use super::{AssistantEvent, CancelToken, Model, ModelRequest};
-use std::sync::mpsc::RecvTimeoutError;
-
-/// How often a silent stream looks whether the run was aborted.
-const CANCEL_POLL: std::time::Duration = std::time::Duration::from_millis(25);
 
 /// The OpenAI-compatible models on offer, one of them selected.
 pub struct OpenAiModel {
@@ -67,44 +63,25 @@ impl OpenAiModel {
     /// Sends `body` and decodes the streamed answer; every failure ends the message with
     /// `stopReason: "error"`.
     ///
-    /// The request runs on a thread of its own that hands the chunks over, so an abort
-    /// (`cancel`) ends the message at once even while the server is silent; that thread
-    /// then stops at its next chunk and drops the connection.
+    /// An abort (`cancel`) ends the message at once with what arrived (the caller marks it
+    /// aborted), even while the server is silent.
     fn stream(&self, body: &Value, cancel: &CancelToken, on_event: OnEvent<'_>) -> Value {
         let mut decoder = StreamDecoder::new(&self.current().info);
-        let (url, headers) = match self.endpoint() {
-            Ok(endpoint) => endpoint,
+        let opened = self
+            .endpoint()
+            .and_then(|(url, headers)| transport::open(&url, &headers, &body.to_string(), cancel));
+        let mut events = match opened {
+            Ok(events) => events,
+            Err(_) if cancel.is_cancelled() => return decoder.finish(on_event),
             Err(error) => return decoder.fail(&error, on_event),
         };
-        let chunks = transport::spawn_reader(url, headers, body.to_string());
-        let mut started = false;
+        decoder.start(on_event);
         loop {
-            let next = match chunks.recv_timeout(CANCEL_POLL) {
-                Ok(next) => next,
-                Err(RecvTimeoutError::Timeout) if cancel.is_cancelled() => {
-                    return decoder.finish(on_event);
-                }
-                Err(RecvTimeoutError::Timeout) => continue,
-                Err(RecvTimeoutError::Disconnected) => {
-                    Err("the request thread ended without an answer".to_owned())
-                }
-            };
-            if let Ok(Reading::Opened) = next {
-                started = true;
-                decoder.start(on_event);
-                continue;
-            }
-            if !started && let Err(error) = &next {
-                return decoder.fail(error, on_event);
-            }
-            match next {
-                Ok(Reading::Chunk(Chunk::Data(chunk))) => decoder.chunk(&chunk, on_event),
-                Ok(Reading::Chunk(Chunk::End)) => return decoder.finish(on_event),
-                Ok(Reading::Opened) => {}
+            match events.next_chunk() {
+                Ok(Chunk::Data(chunk)) => decoder.chunk(&chunk, on_event),
+                Ok(Chunk::End) => return decoder.finish(on_event),
+                Err(_) if cancel.is_cancelled() => return decoder.finish(on_event),
                 Err(error) => return decoder.fail(&error, on_event),
-            }
-            if cancel.is_cancelled() {
-                return decoder.finish(on_event);
             }
         }
     }

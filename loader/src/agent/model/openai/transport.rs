@@ -5,6 +5,8 @@
 //! API key`, `500 status code (no body)`, `Connection error.`).
 
 use std::io::Read;
+
+use crate::tools::CancelToken;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -25,8 +27,35 @@ fn agent() -> &'static ureq::Agent {
     })
 }
 
+/// What the request thread hands over: the outcome of the request (`Err`: pi's message),
+/// then the body's bytes as they are read (an empty buffer: the body ended).
+enum Received {
+    Opened(Result<(), String>),
+    Bytes(std::io::Result<Vec<u8>>),
+}
+
+/// The error text of a request or stream ended by an abort.
+pub const ABORTED: &str = "Request was aborted";
+
+/// How often a silent request looks whether it was aborted.
+const CANCEL_POLL: Duration = Duration::from_millis(25);
+
+/// Buffers read ahead of the decoder.
+const READ_AHEAD: usize = 64;
+
 /// Sends `body` to `url` and returns its event stream, or pi's message for why not.
-pub fn open(url: &str, headers: &[(String, String)], body: &str) -> Result<Events, String> {
+///
+/// The request runs on a thread of its own, which reads the body in whole buffers (one
+/// hand-over per read, not per event); the events are decoded on the caller's thread. So an
+/// abort (`cancel`) ends the wait at once even while the server is silent: `open` and
+/// [`Events::next_chunk`] then answer [`ABORTED`], and the thread stops at its next read and
+/// drops the connection.
+pub fn open(
+    url: &str,
+    headers: &[(String, String)],
+    body: &str,
+    cancel: &CancelToken,
+) -> Result<Events, String> {
     let mut request = agent()
         .post(url)
         .header("Content-Type", "application/json")
@@ -34,73 +63,56 @@ pub fn open(url: &str, headers: &[(String, String)], body: &str) -> Result<Event
     for (name, value) in headers {
         request = request.header(name.as_str(), value.as_str());
     }
-    let response = request.send(body).map_err(|e| request_error(&e))?;
-    let status = response.status().as_u16();
-    let reader = response.into_body().into_reader();
-    if status >= 400 {
-        let mut text = String::new();
-        let _ = reader.take(1 << 20).read_to_string(&mut text);
-        return Err(status_error(status, &text));
-    }
-    Ok(Events {
-        stream: ReaderChunks {
-            reader: Box::new(reader),
-            buffer: vec![0; 16 * 1024],
-        }
-        .eventsource(),
-        done: false,
-    })
-}
-
-/// What the request thread of [`spawn_reader`] hands over.
-pub enum Reading {
-    /// The server answered with a stream (the message starts).
-    Opened,
-    /// A chunk, or the end.
-    Chunk(Chunk),
-}
-
-/// Chunks buffered between the request thread and the agent.
-const READ_AHEAD: usize = 256;
-
-/// Sends `body` to `url` on a thread of its own, which hands over [`Reading::Opened`], then
-/// each chunk up to [`Chunk::End`], or the error that ended it. When the receiver is
-/// dropped (the run was aborted), the thread stops at its next chunk and the connection
-/// is dropped with it.
-pub fn spawn_reader(
-    url: String,
-    headers: Vec<(String, String)>,
-    body: String,
-) -> std::sync::mpsc::Receiver<Result<Reading, String>> {
+    let body = body.to_owned();
     let (sender, receiver) = std::sync::mpsc::sync_channel(READ_AHEAD);
-    let thread = std::thread::Builder::new()
+    std::thread::Builder::new()
         .name("pi-hooks-model".into())
-        .spawn({
-            let sender = sender.clone();
-            move || {
-                let mut events = match open(&url, &headers, &body) {
-                    Ok(events) => events,
-                    Err(error) => {
-                        let _ = sender.send(Err(error));
-                        return;
-                    }
-                };
-                if sender.send(Ok(Reading::Opened)).is_err() {
+        .spawn(move || {
+            let response = match request.send(body) {
+                Ok(response) => response,
+                Err(error) => {
+                    let _ = sender.send(Received::Opened(Err(request_error(&error))));
                     return;
                 }
-                loop {
-                    let next = events.next_chunk();
-                    let last = !matches!(next, Ok(Chunk::Data(_)));
-                    if sender.send(next.map(Reading::Chunk)).is_err() || last {
-                        return;
-                    }
+            };
+            let status = response.status().as_u16();
+            let mut reader = response.into_body().into_reader();
+            if status >= 400 {
+                let mut text = String::new();
+                let _ = reader.take(1 << 20).read_to_string(&mut text);
+                let _ = sender.send(Received::Opened(Err(status_error(status, &text))));
+                return;
+            }
+            if sender.send(Received::Opened(Ok(()))).is_err() {
+                return;
+            }
+            let mut buffer = vec![0; 64 * 1024];
+            loop {
+                let read = match reader.read(&mut buffer) {
+                    Ok(n) => Ok(buffer[..n].to_vec()),
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => Err(e),
+                };
+                let last = !matches!(&read, Ok(bytes) if !bytes.is_empty());
+                if sender.send(Received::Bytes(read)).is_err() || last {
+                    return;
                 }
             }
-        });
-    if let Err(error) = thread {
-        let _ = sender.send(Err(format!("cannot start the request thread: {error}")));
+        })
+        .map_err(|e| format!("cannot start the request thread: {e}"))?;
+    let chunks = ReaderChunks {
+        receiver,
+        cancel: cancel.clone(),
+    };
+    match chunks.next()? {
+        Some(Received::Opened(Ok(()))) => {}
+        Some(Received::Opened(Err(error))) => return Err(error),
+        _ => return Err("the request thread ended without an answer".into()),
     }
-    receiver
+    Ok(Events {
+        stream: chunks.eventsource(),
+        done: false,
+    })
 }
 
 /// The OpenAI SDK's message for a failed request: a connection that could not be made reads
@@ -136,27 +148,41 @@ pub fn status_error(status: u16, body: &str) -> String {
     }
 }
 
-/// The response body as a stream of byte chunks for the SSE decoder. Each poll reads from
-/// the socket (blocking this thread), so the stream is always ready: it is driven with a
-/// no-op waker.
+/// The response body as a stream of byte chunks for the SSE decoder, received from the
+/// request thread. Each poll waits for the next buffer (blocking this thread, looking at the
+/// abort flag meanwhile), so the stream is always ready: it is driven with a no-op waker.
 struct ReaderChunks {
-    reader: Box<dyn Read + Send>,
-    buffer: Vec<u8>,
+    receiver: std::sync::mpsc::Receiver<Received>,
+    cancel: CancelToken,
+}
+
+impl ReaderChunks {
+    /// The next hand-over; `Err(ABORTED)` once the run is aborted, `None` when the thread
+    /// is gone.
+    fn next(&self) -> Result<Option<Received>, String> {
+        loop {
+            if self.cancel.is_cancelled() {
+                return Err(ABORTED.into());
+            }
+            match self.receiver.recv_timeout(CANCEL_POLL) {
+                Ok(read) => return Ok(Some(read)),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Ok(None),
+            }
+        }
+    }
 }
 
 impl futures_core::Stream for ReaderChunks {
     type Item = Result<Vec<u8>, std::io::Error>;
 
-    fn poll_next(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = &mut *self;
-        loop {
-            return Poll::Ready(match this.reader.read(&mut this.buffer) {
-                Ok(0) => None,
-                Ok(n) => Some(Ok(this.buffer[..n].to_vec())),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => Some(Err(e)),
-            });
-        }
+    fn poll_next(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        Poll::Ready(match self.next() {
+            Err(aborted) => Some(Err(std::io::Error::other(aborted))),
+            Ok(Some(Received::Bytes(Ok(bytes)))) if bytes.is_empty() => None,
+            Ok(Some(Received::Bytes(read))) => Some(read),
+            Ok(Some(Received::Opened(_)) | None) => None,
+        })
     }
 }
 
@@ -189,6 +215,9 @@ impl Events {
                 Poll::Ready(None) => {
                     self.done = true;
                     return Ok(Chunk::End);
+                }
+                Poll::Ready(Some(Err(error))) if error.to_string() == ABORTED => {
+                    return Err(ABORTED.into());
                 }
                 Poll::Ready(Some(Err(error))) => {
                     return Err(format!(
