@@ -643,3 +643,20 @@ fn the_harness_sees_a_terminal_left_in_raw_mode() {
     }));
     assert!(restored.is_err());
 }
+
+#[test]
+fn a_multi_line_paste_keeps_its_lines() {
+    let sandbox = Sandbox::new();
+    let mut pty = start(&sandbox, &[]);
+    // Terminals send a pasted line break as CR (some as CR LF).
+    pty.type_text("\u{1b}[200~line one\rline two\r\nline three\u{1b}[201~");
+    pty.wait_for("three lines in the editor", WAIT, |s| {
+        editor_text(s) == "line one\nline two\nline three"
+    });
+    pty.send(keys::ENTER.as_bytes());
+    pty.wait_for("the prompt sent as written", WAIT, |s| {
+        s.contains("› line one\n  line two\n  line three")
+    });
+    pty.wait_for_text("answer to line one");
+    quit(pty);
+}
