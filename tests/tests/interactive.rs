@@ -660,3 +660,40 @@ fn a_multi_line_paste_keeps_its_lines() {
     pty.wait_for_text("answer to line one");
     quit(pty);
 }
+
+/// A C plugin with a command `/ask` that asks two selects, neither with a timeout.
+fn two_dialogs_plugin(dir: &Path) -> PathBuf {
+    let code = r#"#include "pi_hooks.h"
+static const PiHostApi *host;
+static PiStatus ask(void *ud, PiStr args, PiContext *ctx) {
+    PiStr options[] = {pi_str("one"), pi_str("two")};
+    int64_t picked = -1;
+    (void)ud; (void)args;
+    host->ui->select(ctx, pi_str("First question"), options, 2, NULL, &picked);
+    host->ui->select(ctx, pi_str("Second question"), options, 2, NULL, &picked);
+    return host->ui->notify(ctx, pi_str("both asked"), PI_NOTIFY_INFO);
+}
+static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
+    host = h;
+    return h->registry->register_command(plugin, &PI_COMMAND(.name = pi_str("ask"),
+        .handler = ask, .description = pi_str("Ask two questions")));
+}
+PI_HOOKS_PLUGIN("two-dialogs", "1.0.0", "asks two questions", init, NULL);
+"#;
+    compile_c_text(dir, "libtwo_dialogs", code, &[])
+}
+
+#[test]
+fn quitting_while_a_plugin_asks_ends_at_once() {
+    let sandbox = Sandbox::new();
+    let plugin = two_dialogs_plugin(&sandbox.lib());
+    let mut pty = start(&sandbox, &["-e", plugin.to_str().unwrap()]);
+    pty.type_text("/ask\r");
+    pty.wait_for_text("First question");
+    // The first Ctrl+C cancels the first question (the plugin asks the second at once),
+    // the second quits: the second question must not keep the process alive.
+    pty.send(format!("{}{}", keys::CTRL_C, keys::CTRL_C).as_bytes());
+    let status = pty.wait_exit(EXIT);
+    assert_eq!(status.exit_code(), 0);
+    pty.assert_terminal_restored();
+}

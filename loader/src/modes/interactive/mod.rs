@@ -184,6 +184,10 @@ pub fn run(setup: CoreSetup, load_lines: Vec<String>, prompts: Vec<String>) -> i
     handle.abort();
     bash.abort();
     ui.close();
+    // Messages not taken yet go, among them dialogs a plugin asked for after the quit:
+    // their senders go with them, so the plugins waiting on them get no answer at once
+    // instead of waiting for an answer nobody will give. Later requests fail to send.
+    drop(from_all);
     handle.clear_waker();
     // Dropping the app answers its waiting dialogs (their senders go) and ends the agent
     // thread's queue, which then sends `session_shutdown` to the plugins.
