@@ -6,7 +6,9 @@
 //! bracketed paste off).
 
 use std::io::{Read, Write};
+use std::os::fd::OwnedFd;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -70,11 +72,61 @@ type Shared = Arc<(Mutex<State>, Condvar)>;
 /// A `pi-hooks` process in a pseudo-terminal.
 pub struct Pty {
     child: Box<dyn Child + Send + Sync>,
-    master: Box<dyn MasterPty + Send>,
-    writer: Box<dyn Write + Send>,
+    /// `None` once hung up.
+    master: Option<Box<dyn MasterPty + Send>>,
+    writer: Option<Box<dyn Write + Send>>,
     shared: Shared,
     reader: Option<JoinHandle<()>>,
+    /// Tells the reader to stop (it checks between polls).
+    stop: Arc<AtomicBool>,
     status: Option<ExitStatus>,
+}
+
+/// A descriptor of its own for the terminal's master side (the reader's).
+fn master_copy(master: &dyn MasterPty) -> OwnedFd {
+    let fd = master.as_raw_fd().expect("the pty master's descriptor");
+    // SAFETY: `fd` is the master's open descriptor, borrowed only to duplicate it here.
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    rustix::io::fcntl_dupfd_cloexec(fd, 0).expect("duplicate the pty master")
+}
+
+/// Reads the terminal into `shared` until its end, an error, or `stop` (checked every
+/// 50 ms while nothing arrives).
+fn spawn_reader(fd: OwnedFd, shared: Shared, stop: Arc<AtomicBool>) -> JoinHandle<()> {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let tick = Timespec {
+        tv_sec: 0,
+        tv_nsec: 50_000_000,
+    };
+    std::thread::Builder::new()
+        .name("pty-reader".into())
+        .spawn(move || {
+            let mut file = std::fs::File::from(fd);
+            let mut buffer = [0u8; 8192];
+            while !stop.load(Ordering::Acquire) {
+                let mut fds = [PollFd::new(&file, PollFlags::IN)];
+                match poll(&mut fds, Some(&tick)) {
+                    Ok(0) => continue,
+                    Err(e) if e == rustix::io::Errno::INTR => continue,
+                    _ => {}
+                }
+                let read = file.read(&mut buffer);
+                let (state, changed) = &*shared;
+                let mut state = state.lock().unwrap_or_else(|e| e.into_inner());
+                match read {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        state.parser.process(&buffer[..n]);
+                        state.bytes.extend_from_slice(&buffer[..n]);
+                        changed.notify_all();
+                    }
+                }
+            }
+            let (state, changed) = &*shared;
+            state.lock().unwrap_or_else(|e| e.into_inner()).ended = true;
+            changed.notify_all();
+        })
+        .expect("start the pty reader")
 }
 
 /// A `pi-hooks` command line in `sandbox`: its home, agent directory and project as cwd,
@@ -124,7 +176,6 @@ impl Pty {
         // Only the child holds the terminal's other end: the reader sees its end when the
         // child (and whatever it started there) is gone.
         drop(pair.slave);
-        let mut reader = pair.master.try_clone_reader().expect("the pty's reader");
         let writer = pair.master.take_writer().expect("the pty's writer");
         let shared: Shared = Arc::new((
             Mutex::new(State {
@@ -134,36 +185,19 @@ impl Pty {
             }),
             Condvar::new(),
         ));
-        let feed = Arc::clone(&shared);
-        let reader = std::thread::Builder::new()
-            .name("pty-reader".into())
-            .spawn(move || {
-                let mut buffer = [0u8; 8192];
-                loop {
-                    let read = reader.read(&mut buffer);
-                    let (state, changed) = &*feed;
-                    let mut state = state.lock().unwrap_or_else(|e| e.into_inner());
-                    match read {
-                        Ok(0) | Err(_) => {
-                            state.ended = true;
-                            changed.notify_all();
-                            break;
-                        }
-                        Ok(n) => {
-                            state.parser.process(&buffer[..n]);
-                            state.bytes.extend_from_slice(&buffer[..n]);
-                            changed.notify_all();
-                        }
-                    }
-                }
-            })
-            .expect("start the pty reader");
+        let stop = Arc::new(AtomicBool::new(false));
+        let reader = spawn_reader(
+            master_copy(&*pair.master),
+            Arc::clone(&shared),
+            Arc::clone(&stop),
+        );
         Pty {
             child,
-            master: pair.master,
-            writer,
+            master: Some(pair.master),
+            writer: Some(writer),
             shared,
             reader: Some(reader),
+            stop,
             status: None,
         }
     }
@@ -179,8 +213,9 @@ impl Pty {
 
     /// Writes `bytes` to the terminal (what the person types).
     pub fn send(&mut self, bytes: &[u8]) {
-        self.writer.write_all(bytes).expect("write to the pty");
-        self.writer.flush().expect("flush the pty");
+        let writer = self.writer.as_mut().expect("the terminal was hung up");
+        writer.write_all(bytes).expect("write to the pty");
+        writer.flush().expect("flush the pty");
     }
 
     /// Types `text` (as one write: a paste-speed typist).
@@ -292,20 +327,35 @@ impl Pty {
         let mut state = self.state();
         state.parser.screen_mut().set_size(rows, cols);
         drop(state);
-        self.master
+        self.master()
             .resize(size(rows, cols))
             .expect("resize the pty");
+    }
+
+    fn master(&self) -> &dyn MasterPty {
+        self.master.as_deref().expect("the terminal was hung up")
+    }
+
+    /// Closes the terminal's master side, as a terminal window closed: the program's
+    /// terminal hangs up. The screen keeps what was shown until then.
+    pub fn hang_up(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+        self.writer = None;
+        self.master = None;
     }
 
     /// The terminal's local modes as the program left them: `(ICANON, ECHO)`.
     pub fn cooked_flags(&self) -> (bool, bool) {
         use rustix::termios::LocalModes;
         let fd = self
-            .master
+            .master()
             .as_raw_fd()
             .expect("the pty master's descriptor");
-        // SAFETY: `fd` is the master's descriptor, open for as long as `self.master` lives,
-        // which outlives this borrow.
+        // SAFETY: `fd` is the master's descriptor, open for as long as `self.master` holds
+        // it, which outlives this borrow (`&self`).
         let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
         let termios = rustix::termios::tcgetattr(fd).expect("read the pty's termios");
         (
@@ -390,6 +440,7 @@ impl Drop for Pty {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
+        self.stop.store(true, Ordering::Release);
     }
 }
 

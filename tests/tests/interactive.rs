@@ -697,3 +697,43 @@ fn quitting_while_a_plugin_asks_ends_at_once() {
     assert_eq!(status.exit_code(), 0);
     pty.assert_terminal_restored();
 }
+
+#[test]
+fn a_hang_up_ends_the_session() {
+    // With a session file: its "session saved" line is written to a terminal that is gone.
+    let sandbox = Sandbox::new();
+    let script = script(&sandbox, json!([{"text": "noted"}]));
+    let mut pty = Pty::start(&sandbox, &["--no-hooks", "--script", &script], ROWS, COLS);
+    wait_ready(&pty, "script");
+    pty.type_text("remember this\r");
+    pty.wait_for_text("noted");
+    pty.hang_up();
+    let status = pty.wait_exit(EXIT);
+    assert_eq!(status.exit_code(), 128 + 1, "SIGHUP's exit code");
+}
+
+#[test]
+fn a_hang_up_ends_the_session_when_sighup_is_not_sent() {
+    // A parent that ignores SIGHUP and does not pass it on (nohup, a shell's trap): the
+    // terminal is gone all the same.
+    let sandbox = Sandbox::new();
+    let code_file = sandbox.root().join("exit-code");
+    let script = script(&sandbox, json!([{"text": "hi"}]));
+    let mut command = sandbox_command(
+        &sandbox,
+        &["--no-session", "--no-hooks", "--script", &script],
+    );
+    let wrapper = format!(
+        r#"trap "" HUP; "$0" "$@"; echo $? > '{}'"#,
+        code_file.display()
+    );
+    command
+        .get_argv_mut()
+        .splice(0..0, ["sh".into(), "-c".into(), wrapper.into()]);
+    let mut pty = Pty::spawn(command, ROWS, COLS);
+    wait_ready(&pty, "script");
+    pty.hang_up();
+    pty.wait_exit(EXIT);
+    let code = std::fs::read_to_string(&code_file).expect("the wrapper wrote the exit code");
+    assert_eq!(code.trim(), "129");
+}
