@@ -737,3 +737,37 @@ fn a_hang_up_ends_the_session_when_sighup_is_not_sent() {
     let code = std::fs::read_to_string(&code_file).expect("the wrapper wrote the exit code");
     assert_eq!(code.trim(), "129");
 }
+
+#[test]
+fn a_dialog_is_shown_whole_in_a_small_terminal() {
+    // 10 rows: the widgets (3), the select (7) and the footer (3) do not all fit; the
+    // question and its options must.
+    let sandbox = Sandbox::new();
+    let tour = ui_tour(&sandbox);
+    let script = script(&sandbox, json!([{"text": "ok"}]));
+    let tour = tour.to_str().unwrap();
+    let args = [
+        "--no-session",
+        "--no-hooks",
+        "--script",
+        &script,
+        "-e",
+        tour,
+    ];
+    let mut pty = Pty::start(&sandbox, &args, 10, 60);
+    wait_ready(&pty, "script");
+    pty.type_text("/tour full\r");
+    pty.wait_for("the whole select", WAIT, |s| {
+        s.contains("Pick a colour\n→ red\n  green\n  blue\n↑↓ navigate · Enter select · Esc cancel")
+    });
+    pty.send(keys::DOWN.as_bytes());
+    pty.wait_for_text("→ green");
+    pty.send(keys::ENTER.as_bytes());
+    pty.wait_for("the whole confirm", WAIT, |s| {
+        s.contains("Say yes within 5 seconds\n→ Yes\n  No")
+    });
+    pty.send(format!("{}{}", keys::CTRL_C, keys::CTRL_C).as_bytes());
+    let status = pty.wait_exit(EXIT);
+    assert_eq!(status.exit_code(), 0);
+    pty.assert_terminal_restored();
+}
