@@ -55,15 +55,36 @@ struct State {
     ended: bool,
 }
 
-/// Keeps what the screen parser does not: the window title.
+/// Keeps what the screen parser does not: the window title, and xterm's title stack
+/// (CSI 22 t saves the title, CSI 23 t takes it back).
 #[derive(Default)]
 struct Recorder {
     title: Option<String>,
+    saved: Vec<Option<String>>,
 }
 
 impl vt100::Callbacks for Recorder {
     fn set_window_title(&mut self, _: &mut vt100::Screen, title: &[u8]) {
         self.title = Some(String::from_utf8_lossy(title).into_owned());
+    }
+
+    fn unhandled_csi(
+        &mut self,
+        _: &mut vt100::Screen,
+        _: Option<u8>,
+        _: Option<u8>,
+        params: &[&[u16]],
+        c: char,
+    ) {
+        match (c, params.first().and_then(|p| p.first())) {
+            ('t', Some(22)) => self.saved.push(self.title.clone()),
+            ('t', Some(23)) => {
+                if let Some(title) = self.saved.pop() {
+                    self.title = title;
+                }
+            }
+            _ => {}
+        }
     }
 }
 
@@ -251,7 +272,8 @@ impl Pty {
         self.state().parser.screen().contents()
     }
 
-    /// The title the program last set (OSC 0 or 2).
+    /// The window title: the one the program last set (OSC 0 or 2), or the one it took back
+    /// from the title stack (`None`: never set).
     pub fn title(&self) -> Option<String> {
         self.state().parser.callbacks().title.clone()
     }

@@ -294,7 +294,12 @@ fn statuses_widgets_and_the_title_surround_the_editor() {
             && rows[last - 1] == project
             && is_rule(rows[last - 2])
     });
-    quit(pty);
+    quit_keeping(&mut pty);
+    assert_eq!(
+        pty.title(),
+        None,
+        "the title from before the session is back"
+    );
 }
 
 #[test]
