@@ -738,8 +738,10 @@ fn a_hang_up_ends_the_session_when_sighup_is_not_sent() {
     let mut pty = Pty::spawn(command, ROWS, COLS);
     wait_ready(&pty, "script");
     pty.hang_up();
-    pty.wait_exit(EXIT);
-    let code = std::fs::read_to_string(&code_file).expect("the wrapper wrote the exit code");
+    let status = pty.wait_exit(EXIT);
+    let code = std::fs::read_to_string(&code_file).unwrap_or_else(|e| {
+        panic!("the wrapper wrote no exit code ({e}); it ended with {status:?}")
+    });
     assert_eq!(code.trim(), "129");
 }
 

@@ -233,7 +233,12 @@ fn event_loop(app: &mut App, messages: &std::sync::mpsc::Receiver<Msg>) -> Optio
             TerminalGuard::set_title(app.title.as_deref().unwrap_or("pi-hooks"));
         }
         let now = Instant::now();
-        if terminal.draw(|frame| view::draw(frame, app, now)).is_err() || app.quit {
+        if terminal.draw(|frame| view::draw(frame, app, now)).is_err() {
+            // The terminal cannot be written any more: it hung up (the hang-up watch may
+            // not have said so yet). The mode ends as on SIGHUP.
+            return signal.or(Some(libc::SIGHUP));
+        }
+        if app.quit {
             break;
         }
         let first = match app.next_tick() {
