@@ -13,8 +13,9 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -39,6 +40,39 @@ pub enum Reply {
     /// These pieces of event-stream text, then nothing more for a minute with the
     /// connection open: a server that went silent in the middle of its answer.
     Stall(Vec<String>),
+    /// The first chunks, then a pause until the test opens the [`Gate`], then the other
+    /// chunks and `[DONE]`: a stream caught in the middle, for a test that looks at what
+    /// a client shows meanwhile.
+    Held(Vec<Value>, Gate, Vec<Value>),
+}
+
+/// Where a [`Reply::Held`] stream waits; clones share one gate.
+#[derive(Debug, Clone, Default)]
+pub struct Gate(Arc<(Mutex<bool>, Condvar)>);
+
+impl Gate {
+    /// How long a stream waits at most for a gate nobody opens (a failed test), so the
+    /// server thread, and the test's drop of the server, never hang.
+    pub const LIMIT: Duration = Duration::from_secs(60);
+
+    /// A closed gate.
+    pub fn new() -> Gate {
+        Gate::default()
+    }
+
+    /// Opens the gate: held streams go on.
+    pub fn open(&self) {
+        let (open, opened) = &*self.0;
+        *open.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        opened.notify_all();
+    }
+
+    /// Waits until the gate is open (or [`Gate::LIMIT`] passed).
+    fn pass(&self) {
+        let (open, opened) = &*self.0;
+        let guard = open.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = opened.wait_timeout_while(guard, Gate::LIMIT, |open| !*open);
+    }
 }
 
 /// A tool call reply with one call.
@@ -193,7 +227,7 @@ fn serve(
     let reply = script(&body);
     requests.lock().unwrap().push(Recorded { body, headers });
     let n = calls.fetch_add(1, Ordering::Relaxed);
-    let (pieces, complete) = match reply {
+    let (pieces, complete, held) = match reply {
         Reply::Status(status, body) => {
             write!(
                 out,
@@ -202,8 +236,8 @@ fn serve(
             )?;
             return out.shutdown(Shutdown::Both);
         }
-        Reply::Raw(pieces) => (pieces, true),
-        Reply::Cut(pieces) => (pieces, false),
+        Reply::Raw(pieces) => (pieces, true, None),
+        Reply::Cut(pieces) => (pieces, false, None),
         Reply::Stall(pieces) => {
             out.write_all(
                 b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n",
@@ -220,8 +254,13 @@ fn serve(
             });
             return Ok(());
         }
-        Reply::Chunks(chunks) => (events(&chunks), true),
-        reply => (events(&reply_chunks(&reply, n)), true),
+        Reply::Chunks(chunks) => (events(&chunks), true, None),
+        Reply::Held(first, gate, rest) => {
+            let mut first = events(&first);
+            first.pop();
+            (first, true, Some((gate, events(&rest))))
+        }
+        reply => (events(&reply_chunks(&reply, n)), true, None),
     };
     out.write_all(
         b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
@@ -229,6 +268,13 @@ fn serve(
     for piece in pieces {
         write!(out, "{:x}\r\n{piece}\r\n", piece.len())?;
         out.flush()?;
+    }
+    if let Some((gate, rest)) = held {
+        gate.pass();
+        for piece in rest {
+            write!(out, "{:x}\r\n{piece}\r\n", piece.len())?;
+            out.flush()?;
+        }
     }
     if complete {
         out.write_all(b"0\r\n\r\n")?;

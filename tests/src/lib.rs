@@ -4,6 +4,7 @@
 
 pub mod fake_openai;
 pub mod pi_e2e;
+pub mod pty;
 pub mod reload;
 pub mod rpc_client;
 pub mod session_rpc;

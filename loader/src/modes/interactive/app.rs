@@ -175,15 +175,30 @@ impl App {
         match msg {
             Msg::Term(Event::Key(key)) if key.kind != KeyEventKind::Release => self.key(key),
             Msg::Term(Event::Paste(text)) => {
-                if let Some(Dialog {
-                    kind: Kind::Text { editor, .. },
-                    ..
-                }) = self.dialogs.front_mut()
-                {
-                    editor.insert(&text);
-                } else {
-                    self.editor.insert(&text);
-                    self.edited();
+                // Terminals send a pasted line break as CR (some as CR LF).
+                let text = text.replace("\r\n", "\n").replace('\r', "\n");
+                match self.dialogs.front_mut() {
+                    Some(Dialog {
+                        kind:
+                            Kind::Text {
+                                editor, multi_line, ..
+                            },
+                        ..
+                    }) => {
+                        // One line of input: its lines joined.
+                        let text = if *multi_line {
+                            text
+                        } else {
+                            text.replace('\n', " ")
+                        };
+                        editor.insert(&text);
+                    }
+                    // A select shows: the editor behind it is hidden; nothing to paste into.
+                    Some(_) => {}
+                    None => {
+                        self.editor.insert(&text);
+                        self.edited();
+                    }
                 }
             }
             Msg::Term(_) => {}

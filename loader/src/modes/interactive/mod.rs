@@ -150,6 +150,7 @@ pub fn run(setup: CoreSetup, load_lines: Vec<String>, prompts: Vec<String>) -> i
     };
     spawn_key_reader(to_terminal.clone());
     spawn_signal_watch(to_terminal.clone());
+    spawn_hangup_watch(to_terminal.clone());
 
     let footer = Footer {
         cwd: footer_cwd(&cwd),
@@ -185,21 +186,32 @@ pub fn run(setup: CoreSetup, load_lines: Vec<String>, prompts: Vec<String>) -> i
     handle.abort();
     bash.abort();
     ui.close();
+    // Messages not taken yet go, among them dialogs a plugin asked for after the quit:
+    // their senders go with them, so the plugins waiting on them get no answer at once
+    // instead of waiting for an answer nobody will give. Later requests fail to send.
+    drop(from_all);
     handle.clear_waker();
     // Dropping the app answers its waiting dialogs (their senders go) and ends the agent
     // thread's queue, which then sends `session_shutdown` to the plugins.
     drop(app);
     if agent_thread.join().is_err() {
-        eprintln!("pi-hooks: the agent thread panicked");
+        say("pi-hooks: the agent thread panicked");
         return 1;
     }
     if let (Some(file), _, _) = handle.session_info() {
-        eprintln!(
+        say(&format!(
             "pi-hooks: session saved in {} (continue it with `pi-hooks chat --continue`)",
             crate::display::escape(&file)
-        );
+        ));
     }
     signal.map_or(0, |s| 128 + s)
+}
+
+/// Writes a line to stderr, ignoring a failure: after a hang-up the terminal is gone and
+/// `eprintln!` would panic.
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 use std::sync::Mutex;
@@ -222,7 +234,12 @@ fn event_loop(app: &mut App, messages: &std::sync::mpsc::Receiver<Msg>) -> Optio
             TerminalGuard::set_title(app.title.as_deref().unwrap_or("pi-hooks"));
         }
         let now = Instant::now();
-        if terminal.draw(|frame| view::draw(frame, app, now)).is_err() || app.quit {
+        if terminal.draw(|frame| view::draw(frame, app, now)).is_err() {
+            // The terminal cannot be written any more: it hung up (the hang-up watch may
+            // not have said so yet). The mode ends as on SIGHUP.
+            return signal.or(Some(libc::SIGHUP));
+        }
+        if app.quit {
             break;
         }
         let first = match app.next_tick() {
@@ -252,17 +269,59 @@ fn event_loop(app: &mut App, messages: &std::sync::mpsc::Receiver<Msg>) -> Optio
     signal
 }
 
-/// Reads the terminal's events on a thread of their own.
+/// Reads the terminal's events on a thread of their own. A terminal that cannot be read
+/// any more is gone: the mode ends as on a hang-up.
 fn spawn_key_reader(to_terminal: Sender<Msg>) {
     let _ = std::thread::Builder::new()
         .name("pi-hooks-keys".into())
         .spawn(move || {
-            while let Ok(event) = ratatui::crossterm::event::read() {
-                if to_terminal.send(Msg::Term(event)).is_err() {
-                    break;
+            loop {
+                match ratatui::crossterm::event::read() {
+                    Ok(event) => {
+                        if to_terminal.send(Msg::Term(event)).is_err() {
+                            break;
+                        }
+                    }
+                    Err(_) => {
+                        let _ = to_terminal.send(Msg::Signal(libc::SIGHUP));
+                        break;
+                    }
                 }
             }
         });
+}
+
+/// Ends the mode when the terminal hangs up (its window closed, the connection gone) even
+/// when no SIGHUP comes (a parent that ignores it and does not pass it on, as `nohup` or a
+/// shell's `trap "" HUP`): crossterm's reader never returns on a hung-up terminal (it reads
+/// end-of-file again and again), so the terminal is watched for the hang-up itself.
+fn spawn_hangup_watch(to_terminal: Sender<Msg>) {
+    #[cfg(unix)]
+    {
+        let _ = std::thread::Builder::new()
+            .name("pi-hooks-hangup".into())
+            .spawn(move || {
+                use rustix::event::{PollFd, PollFlags, poll};
+                let stdin = std::io::stdin();
+                loop {
+                    // No events asked for: only a hang-up or an error is reported.
+                    let mut fds = [PollFd::new(&stdin, PollFlags::empty())];
+                    match poll(&mut fds, None) {
+                        Err(rustix::io::Errno::INTR) => continue,
+                        Err(_) => break,
+                        Ok(_) => {
+                            let gone = PollFlags::HUP | PollFlags::ERR | PollFlags::NVAL;
+                            if fds[0].revents().intersects(gone) {
+                                let _ = to_terminal.send(Msg::Signal(libc::SIGHUP));
+                                break;
+                            }
+                        }
+                    }
+                }
+            });
+    }
+    #[cfg(not(unix))]
+    drop(to_terminal);
 }
 
 /// Turns SIGTERM, SIGHUP and SIGINT into [`Msg::Signal`]: the mode then ends as on a quit

@@ -1,6 +1,9 @@
 //! The terminal while the interactive mode owns it: raw mode, the alternate screen and
 //! bracketed paste on entry, all undone on every way out (a normal quit, a signal, and a
-//! panic on the terminal's thread, through a panic hook). Stderr is redirected into a pipe
+//! panic on the terminal's thread, through a panic hook). The terminal's title is saved on
+//! its title stack on entry and taken back on exit (xterm's window operations 22 and 23;
+//! terminals without a stack ignore them), so a title a plugin set does not outlive the
+//! session. Stderr is redirected into a pipe
 //! the mode shows as conversation lines, so nothing a plugin or the host writes there
 //! tears the screen; it is put back before anything else is printed on exit.
 
@@ -23,6 +26,11 @@ use super::Msg;
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 /// The real stderr while it is redirected.
 static SAVED_STDERR: Mutex<Option<OwnedFd>> = Mutex::new(None);
+/// Saves the window title on the terminal's title stack (xterm: CSI 22 ; 0 t).
+const PUSH_TITLE: &[u8] = b"\x1b[22;0t";
+/// Takes the saved window title back (xterm: CSI 23 ; 0 t).
+const POP_TITLE: &[u8] = b"\x1b[23;0t";
+
 /// The thread that draws: a panic there restores the terminal before it is reported.
 static UI_THREAD: OnceLock<ThreadId> = OnceLock::new();
 
@@ -38,8 +46,10 @@ impl TerminalGuard {
         enable_raw_mode()?;
         ACTIVE.store(true, Ordering::Release);
         let guard = TerminalGuard(());
+        let mut out = std::io::stdout();
+        out.write_all(PUSH_TITLE)?;
         execute!(
-            std::io::stdout(),
+            out,
             EnterAlternateScreen,
             EnableBracketedPaste,
             cursor::Show
@@ -76,6 +86,7 @@ pub fn restore() {
         LeaveAlternateScreen,
         cursor::Show
     );
+    let _ = out.write_all(POP_TITLE);
     let _ = out.flush();
     let _ = disable_raw_mode();
     release_stderr();

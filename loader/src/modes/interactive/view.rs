@@ -123,15 +123,18 @@ pub fn draw(frame: &mut Frame<'_>, app: &App, now: Instant) {
     let completion = completion_lines(app, width);
     let footer = footer_lines(app, width);
 
-    let heights = [
-        working.len(),
-        above.len(),
-        middle.len(),
-        completion.len(),
-        below.len(),
-        footer.len(),
-    ];
-    let mut constraints = vec![Constraint::Min(1)];
+    let (chat, heights) = fit_heights(
+        [
+            working.len(),
+            above.len(),
+            middle.len(),
+            completion.len(),
+            below.len(),
+            footer.len(),
+        ],
+        area.height as usize,
+    );
+    let mut constraints = vec![Constraint::Length(chat as u16)];
     constraints.extend(heights.iter().map(|h| Constraint::Length(*h as u16)));
     let areas = Layout::vertical(constraints).split(area);
 
@@ -147,6 +150,23 @@ pub fn draw(frame: &mut Frame<'_>, app: &App, now: Instant) {
             frame.set_cursor_position(Position::new(middle_area.x + col as u16, y));
         }
     }
+}
+
+/// The rows each part below the conversation gets on a screen of `rows` rows (`wanted`:
+/// the working line, widgets above, the editor or dialog, the completion list, widgets
+/// below, the footer), and the conversation's rows (what is left). A screen too small for
+/// everything gives rows in order of need: the editor or dialog first (a question must be
+/// seen to be answered), then the footer, the completion list, the widgets below, the
+/// working line and the widgets above; a part cut short shows its first lines.
+fn fit_heights(wanted: [usize; 6], rows: usize) -> (usize, [usize; 6]) {
+    const NEED: [usize; 6] = [2, 5, 3, 4, 0, 1];
+    let mut left = rows;
+    let mut given = [0; 6];
+    for part in NEED {
+        given[part] = wanted[part].min(left);
+        left -= given[part];
+    }
+    (left, given)
 }
 
 /// The conversation, bottom-aligned, scrolled up by `app.scroll` lines.
@@ -427,6 +447,16 @@ mod tests {
         assert_eq!(tokens(999), "999");
         assert_eq!(tokens(1234), "1.2k");
         assert_eq!(tokens(12_345), "12k");
+    }
+
+    #[test]
+    fn a_small_screen_gives_the_dialog_its_rows_first() {
+        // Working 1, widgets 2 above and 1 below, a dialog of 7, no completion, footer 3.
+        let wanted = [1, 2, 7, 0, 1, 3];
+        assert_eq!(fit_heights(wanted, 30), (16, wanted));
+        assert_eq!(fit_heights(wanted, 12), (0, [1, 0, 7, 0, 1, 3]));
+        assert_eq!(fit_heights(wanted, 8), (0, [0, 0, 7, 0, 0, 1]));
+        assert_eq!(fit_heights(wanted, 5), (0, [0, 0, 5, 0, 0, 0]));
     }
 
     #[test]
