@@ -778,3 +778,72 @@ fn a_dialog_is_shown_whole_in_a_small_terminal() {
     assert_eq!(status.exit_code(), 0);
     pty.assert_terminal_restored();
 }
+
+#[test]
+fn a_plugin_shortcut_runs_and_a_reserved_key_is_refused() {
+    let sandbox = Sandbox::new();
+    let tour = ui_tour(&sandbox);
+    // A second plugin asks for Ctrl+C, which the terminal keeps (pi's rule and warning).
+    let greedy = compile_c_text(
+        &sandbox.lib(),
+        "greedy_keys",
+        r#"#include "pi_hooks.h"
+static PiStatus nothing(void *ud, PiContext *ctx) { (void)ud, (void)ctx; return PI_OK; }
+static PiStatus init(const PiHostApi *host, PiPlugin *plugin) {
+    return host->registry->register_shortcut(plugin, &(PiShortcutDef){
+        .struct_size = sizeof(PiShortcutDef), .key = pi_str("ctrl+c"), .handler = nothing});
+}
+PI_HOOKS_PLUGIN("greedy-keys", "1.0.0", "wants Ctrl+C", init, NULL);
+"#,
+        &[],
+    );
+    let mut pty = start(
+        &sandbox,
+        &["-e", tour.to_str().unwrap(), "-e", greedy.to_str().unwrap()],
+    );
+    pty.wait_for_text("greedy_keys.so conflicts with built-in");
+    pty.send(b"\x14"); // Ctrl+T, ui-tour's shortcut
+    pty.wait_for_text("tour: ctrl+t pressed");
+    assert_eq!(editor_text(&pty.screen_text()), "", "the key typed nothing");
+    quit(pty);
+}
+
+#[test]
+fn model_switches_with_a_dialog_or_by_name() {
+    let sandbox = Sandbox::new();
+    let script = sandbox.script(&json!({
+        "models": [{"id": "small"}, {"id": "large"}],
+        "turns": [{"text": "answer from ${PROMPT}"}]
+    }));
+    let mut pty = Pty::start(
+        &sandbox,
+        &[
+            "--no-session",
+            "--no-hooks",
+            "--script",
+            script.to_str().unwrap(),
+        ],
+        ROWS,
+        COLS,
+    );
+    wait_ready(&pty, "small");
+    pty.type_text("/model");
+    pty.wait_for("/model in the editor", WAIT, |s| editor_text(s) == "/model");
+    pty.send(keys::ENTER.as_bytes());
+    pty.wait_for("the model dialog", WAIT, |s| {
+        s.contains("Select a model")
+            && s.contains("→ scripted/small")
+            && s.contains("  scripted/large")
+    });
+    pty.send(keys::DOWN.as_bytes());
+    pty.send(keys::ENTER.as_bytes());
+    pty.wait_for_text("Model: large");
+    wait_ready(&pty, "large");
+    pty.type_text("/model small");
+    pty.wait_for("/model small in the editor", WAIT, |s| {
+        editor_text(s) == "/model small"
+    });
+    pty.send(keys::ENTER.as_bytes());
+    wait_ready(&pty, "small");
+    quit(pty);
+}

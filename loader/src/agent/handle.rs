@@ -196,9 +196,13 @@ impl AgentHandle {
         true
     }
 
-    /// Whether a plugin registered a shortcut whose key `matches` accepts.
-    pub fn has_shortcut(&self, matches: impl Fn(&str) -> bool) -> bool {
-        self.runner.find_shortcut(matches).is_some()
+    /// Every plugin shortcut as `(plugin path, key)`, in load order.
+    pub fn shortcuts(&self) -> Vec<(String, String)> {
+        self.runner
+            .shortcuts()
+            .into_iter()
+            .map(|(plugin, shortcut)| (plugin.path.clone(), shortcut.key))
+            .collect()
     }
 
     /// Whether a plugin asked the host to shut down.

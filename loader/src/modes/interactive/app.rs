@@ -33,6 +33,7 @@ pub const MAX_WIDGET_LINES: usize = 10;
 pub const BUILTINS: &[(&str, &str)] = &[
     ("compact", "Compact the context (optional instructions)"),
     ("help", "Show the commands and keys"),
+    ("model", "Select a model (provider/id, or pick from a list)"),
     ("new", "Start a new session"),
     ("quit", "Quit pi-hooks"),
     ("reload", "Reload every plugin (after a rebuild)"),
@@ -117,6 +118,9 @@ pub struct App {
     pub quit: bool,
     /// Bumped by `/new`: renders asked before it are dropped.
     pub epoch: u64,
+    /// The keys of the plugins' shortcuts (read again after every job and reload line, so
+    /// a key press looks at no plugin unless one registered it).
+    shortcut_keys: Vec<String>,
     /// Session control.
     pub ctl: Ctl,
 }
@@ -141,6 +145,7 @@ impl App {
             last_ctrl_c: None,
             quit: false,
             epoch: 0,
+            shortcut_keys: Vec::new(),
             ctl,
         }
     }
@@ -215,6 +220,10 @@ impl App {
             }
             Msg::Working(message) => self.working_message = message,
             Msg::Stderr(line) => {
+                if line.starts_with("pi-hooks: ") {
+                    // A `--watch` reload may have changed the plugins' shortcuts.
+                    self.refresh_shortcuts(false);
+                }
                 let level = if line.starts_with("Extension error") {
                     Level::Error
                 } else if line.contains("warning:") {
@@ -227,6 +236,7 @@ impl App {
             Msg::JobDone => {
                 self.busy = false;
                 self.refresh_footer();
+                self.refresh_shortcuts(false);
             }
             Msg::Notice(level, text) => self.chat.notice(level, text),
             Msg::Messages(messages) => self.load_messages(&messages),
@@ -326,6 +336,31 @@ impl App {
         });
     }
 
+    /// The plugins' shortcuts, read again (after a reload); pi's warnings about keys the
+    /// terminal keeps, keys it does not know and keys two plugins took, when `warn`.
+    pub fn refresh_shortcuts(&mut self, warn: bool) {
+        let shortcuts = self.ctl.agent.shortcuts();
+        self.shortcut_keys = shortcuts.iter().map(|(_, key)| key.clone()).collect();
+        if warn {
+            for line in super::keys::diagnostics(&shortcuts) {
+                self.chat.push(Item::Log(Level::Warning, line));
+            }
+        }
+    }
+
+    /// Runs the shortcut of `key`, if a plugin registered one; `true` when one did.
+    fn shortcut(&mut self, key: &KeyEvent) -> bool {
+        if !self.shortcut_keys.iter().any(|k| super::keys::runs(k, key)) {
+            return false;
+        }
+        let (agent, key) = (self.ctl.agent.clone(), *key);
+        // Plugin code: on a thread that may block (the handler may open a dialog).
+        crate::runtime::handle().spawn_blocking(move || {
+            agent.run_shortcut(|k| super::keys::runs(k, &key));
+        });
+        true
+    }
+
     /// The footer's facts that change outside events (model, session name).
     pub fn refresh_footer(&mut self) {
         let model = self.ctl.agent.model();
@@ -395,7 +430,7 @@ impl App {
         if !self.dialogs.is_empty() {
             return self.dialog_key(key);
         }
-        if self.completion_key(key) {
+        if self.completion_key(key) || self.shortcut(&key) {
             return;
         }
         let alt = key.modifiers.contains(KeyModifiers::ALT);
@@ -578,7 +613,13 @@ impl App {
             return;
         }
         let busy = self.busy || self.working || self.ctl.agent.is_streaming();
+        // `/compact` and `/model` are this terminal's, unless a plugin has such a command.
+        let own = |name: &str| {
+            (trimmed == name || trimmed.starts_with(&format!("{name} ")))
+                && !self.ctl.agent.is_plugin_command(trimmed)
+        };
         match trimmed {
+            _ if own("/model") => self.model(trimmed.strip_prefix("/model").unwrap_or("").trim()),
             "/quit" | "/exit" => self.quit = true,
             "/help" => self.help(),
             "/reload" if busy => self.chat.notice(Level::Warning, RELOAD_BUSY),
@@ -615,7 +656,7 @@ impl App {
                     };
                 });
             }
-            _ if trimmed == "/compact" || trimmed.starts_with("/compact ") => {
+            _ if own("/compact") => {
                 let instructions = trimmed
                     .strip_prefix("/compact")
                     .map(str::trim)
@@ -746,6 +787,49 @@ impl App {
         });
     }
 
+    /// `/model provider/id` (or an id alone) selects a model of the session; `/model` alone
+    /// asks with a select dialog over every model offered.
+    fn model(&mut self, wanted: &str) {
+        let models = self.ctl.agent.available_models();
+        let name = |m: &Value| {
+            format!(
+                "{}/{}",
+                m["provider"].as_str().unwrap_or_default(),
+                m["id"].as_str().unwrap_or_default()
+            )
+        };
+        let (agent, jobs, to_terminal) = (
+            self.ctl.agent.clone(),
+            self.ctl.jobs.clone(),
+            self.ctl.to_terminal.clone(),
+        );
+        if wanted.is_empty() {
+            let options: Vec<String> = models.iter().map(name).collect();
+            let (reply, answer) = std::sync::mpsc::channel();
+            let request = serde_json::json!({"method": "select", "title": "Select a model", "options": options});
+            if let Some(dialog) = Dialog::new(&request, None, reply) {
+                self.dialogs.push_back(dialog);
+            }
+            // The answer comes from this thread's own key handling: wait for it elsewhere.
+            crate::runtime::handle().spawn_blocking(move || {
+                if let Ok(Some(answer)) = answer.recv()
+                    && let Some(choice) = answer["value"].as_str()
+                {
+                    select_model(&agent, &jobs, &to_terminal, choice);
+                }
+            });
+            return;
+        }
+        let chosen = wanted.to_owned();
+        let choice = models
+            .iter()
+            .map(name)
+            .find(|n| *n == chosen || n.rsplit_once('/').is_some_and(|(_, id)| id == chosen))
+            .unwrap_or(chosen);
+        crate::runtime::handle()
+            .spawn_blocking(move || select_model(&agent, &jobs, &to_terminal, &choice));
+    }
+
     fn help(&mut self) {
         let mut lines = vec!["Commands:".to_owned()];
         for (name, description) in BUILTINS {
@@ -761,5 +845,30 @@ impl App {
                 .into(),
         );
         self.chat.push(Item::Notice(Level::Info, lines.join("\n")));
+    }
+}
+
+/// Selects `provider/id`: at once when the agent is idle (on its thread, `model_select`
+/// follows), else from the run's next model call; and says so.
+fn select_model(agent: &AgentHandle, jobs: &Sender<Job>, to_terminal: &Sender<Msg>, choice: &str) {
+    let (provider, id) = choice.split_once('/').unwrap_or(("", choice));
+    let say = |to_terminal: &Sender<Msg>, outcome: Result<Value, String>, id: &str| {
+        let notice = match outcome {
+            Ok(model) => (
+                Level::Info,
+                format!("Model: {}", model["id"].as_str().unwrap_or(id)),
+            ),
+            Err(error) => (Level::Error, error),
+        };
+        let _ = to_terminal.send(Msg::Notice(notice.0, notice.1));
+        let _ = to_terminal.send(Msg::JobDone);
+    };
+    if agent.is_streaming() {
+        return say(to_terminal, agent.request_model(provider, id), id);
+    }
+    let (provider, id, to) = (provider.to_owned(), id.to_owned(), to_terminal.clone());
+    let job: Job = Box::new(move |agent| say(&to, agent.set_model(&provider, &id), &id));
+    if jobs.send(job).is_err() {
+        say(to_terminal, Err("the agent has stopped".into()), "");
     }
 }

@@ -175,6 +175,7 @@ pub fn run(setup: CoreSetup, load_lines: Vec<String>, prompts: Vec<String>) -> i
         app.chat.push(Item::Log(level, line));
     }
     app.refresh_footer();
+    app.refresh_shortcuts(true);
     for prompt in prompts {
         app.queue_prompt(prompt);
     }

@@ -136,7 +136,7 @@ pub struct Dialog {
 
 impl Dialog {
     /// The dialog of a `PiUiApi` request (`None` for a method that is not a dialog).
-    fn new(
+    pub(super) fn new(
         request: &Value,
         timeout: Option<Duration>,
         reply: Sender<Option<Value>>,
