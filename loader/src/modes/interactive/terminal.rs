@@ -3,9 +3,9 @@
 //! panic on the terminal's thread, through a panic hook). The terminal's title is saved on
 //! its title stack on entry and taken back on exit (xterm's window operations 22 and 23;
 //! terminals without a stack ignore them), so a title a plugin set does not outlive the
-//! session. Stderr is redirected into a pipe
-//! the mode shows as conversation lines, so nothing a plugin or the host writes there
-//! tears the screen; it is put back before anything else is printed on exit.
+//! session. Stderr is redirected into a pipe the mode shows as conversation lines, so
+//! nothing a plugin or the host writes there tears the screen; it is put back before
+//! anything else is printed on exit.
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::{AsFd, OwnedFd};
