@@ -22,16 +22,10 @@ case "$(uname -s)" in
   Darwin) ext=dylib ;;
   *) ext=so ;;
 esac
-demo="$(mktemp -d "${TMPDIR:-/tmp}/pi-hooks-chat-demo.XXXXXX")"
-trap 'rm -rf "$demo"' EXIT
-"${CC:-cc}" -std=c11 -shared -fPIC -I include -o "$demo/libui_tour.$ext" plugins/examples/ui-tour/ui_tour.c
-export PI_CODING_AGENT_DIR="$demo/agent"
-mkdir -p "$demo/agent" "$demo/project/.pi"
-cp -R plugins/workflow/examples/workflows "$demo/project/.pi/workflows"
-cd "$demo/project"
-echo 'def greet(): pass' > greet.py
+. scripts/workflow-scratch.sh
+workflow_scratch chat-demo
+"${CC:-cc}" -std=c11 -shared -fPIC -I "$root/include" -o "$demo/libui_tour.$ext" "$root/plugins/examples/ui-tour/ui_tour.c"
 
-step() { printf '{"toolCalls": [{"name": "workflow_step", "arguments": {"action": "%s"}}]}' "$1"; }
 cat > "$demo/turns.json" <<JSON
 {"rewind": false, "turns": [
   {"thinking": "The workflow starts in Planning: read before changing anything.", "text": "Planning: reading first.", "toolCalls": [{"name": "read", "arguments": {"path": "greet.py"}}]},
@@ -50,5 +44,5 @@ cat > "$demo/turns.json" <<JSON
   {"text": "Done: greet() returns 'Hello', reviewed and verified. Try /tour next."}
 ]}
 JSON
-exec "$bin" chat --no-session --script "$demo/turns.json" -e "$root/target/debug/libworkflow.$ext" \
+"$bin" chat --no-session --script "$demo/turns.json" -e "$root/target/debug/libworkflow.$ext" \
   -e "$demo/libui_tour.$ext" "/workflow feature Add a greeting"

@@ -20,15 +20,9 @@ case "$(uname -s)" in
   *) lib="$root/target/debug/libworkflow.so" ;;
 esac
 
-demo="$(mktemp -d "${TMPDIR:-/tmp}/pi-hooks-workflow-demo.XXXXXX")"
-trap 'rm -rf "$demo"' EXIT
-export PI_CODING_AGENT_DIR="$demo/agent"
-mkdir -p "$demo/agent" "$demo/project/.pi"
-cp -R plugins/workflow/examples/workflows "$demo/project/.pi/workflows"
-cd "$demo/project"
-echo 'def greet(): pass' > greet.py
+. scripts/workflow-scratch.sh
+workflow_scratch workflow-demo
 
-step() { printf '{"toolCalls": [{"name": "workflow_step", "arguments": {"action": "%s"}}]}' "$1"; }
 cat > "$demo/turns.json" <<JSON
 {"turns": [
   {"text": "Planning: reading first.", "toolCalls": [{"name": "read", "arguments": {"path": "greet.py"}}]},
