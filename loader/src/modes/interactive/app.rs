@@ -18,7 +18,7 @@ use super::complete::Completion;
 use super::editor::Editor;
 use super::ui::{Dialog, Kind, TuiUi};
 use crate::agent::{Agent, AgentHandle};
-use crate::modes::rpc::bash::{BashControl, BashRun};
+use crate::modes::rpc::bash::{BashControl, BashRun, record};
 
 /// Work for the agent's thread.
 pub type Job = Box<dyn FnOnce(&mut Agent) + Send>;
@@ -754,18 +754,7 @@ impl App {
             };
             let result = match answer {
                 Some(answer) if answer.get("result").is_some_and(Value::is_object) => {
-                    let result = answer["result"].clone();
-                    let mut message =
-                        serde_json::json!({"role": "bashExecution", "command": command});
-                    if let (Value::Object(fields), Value::Object(result)) = (&mut message, &result)
-                    {
-                        fields.extend(result.clone());
-                    }
-                    if excluded {
-                        message["excludeFromContext"] = true.into();
-                    }
-                    message["timestamp"] = crate::agent::now_ms().into();
-                    agent.append_message(message).map(|()| result)
+                    record(&agent, &command, answer["result"].clone(), excluded).await
                 }
                 answer => {
                     let answer = answer.unwrap_or_default();

@@ -85,23 +85,33 @@ impl BashControl {
                     *current = None;
                 }
             }
-            let result = result?;
-            // pi records it once the agent is idle, so a run's tool messages stay in order.
-            while agent.is_streaming() {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-            let mut message = json!({"role": "bashExecution", "command": command});
-            if let (Value::Object(fields), Value::Object(result)) = (&mut message, &result) {
-                fields.extend(result.clone());
-            }
-            if exclude_from_context {
-                message["excludeFromContext"] = true.into();
-            }
-            message["timestamp"] = now_ms().into();
-            agent.append_message(message)?;
-            Ok(result)
+            record(&agent, &command, result?, exclude_from_context).await
         }
     }
+}
+
+/// Records a command's `BashResult` as a `bashExecution` message (with `excludeFromContext`
+/// when asked) once the agent is idle, as pi does, so a run's tool messages stay in order;
+/// gives the result back.
+pub async fn record(
+    agent: &AgentHandle,
+    command: &str,
+    result: Value,
+    exclude_from_context: bool,
+) -> Result<Value, String> {
+    while agent.is_streaming() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut message = json!({"role": "bashExecution", "command": command});
+    if let (Value::Object(fields), Value::Object(result)) = (&mut message, &result) {
+        fields.extend(result.clone());
+    }
+    if exclude_from_context {
+        message["excludeFromContext"] = true.into();
+    }
+    message["timestamp"] = now_ms().into();
+    agent.append_message(message)?;
+    Ok(result)
 }
 
 /// A command to run for `bash` (RPC) or `!` (the terminal).
