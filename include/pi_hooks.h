@@ -471,9 +471,10 @@
  * for a minor newer than the host's is refused (it may call entries the host lacks).
  *
  * Minor 1 appended `PiActionsApi::set_model`; minor 2 appended the value builders to
- * `PiValueApi` (`new_object` ... `json_quote`) and `PiResultApi::set_from_value`.
+ * `PiValueApi` (`new_object` ... `json_quote`) and `PiResultApi::set_from_value`; minor 3
+ * appended `PiValueApi::replace_text`.
  */
-#define PI_HOOKS_ABI_MINOR 2
+#define PI_HOOKS_ABI_MINOR 3
 
 /**
  * An opaque context, valid until the handler, command, tool, timer or callback it was given
@@ -987,9 +988,9 @@ typedef struct PiValueApi {
      */
     void (*free)(struct PiValue *value);
     /**
-     * **Added in ABI 1.2**, as every entry below. A plugin built against this header
-     * declares ABI 1.2 and a host older than that refuses to load it, so they are there
-     * whenever its code runs.
+     * **Added in ABI 1.2**, as every entry below up to `json_quote`. A plugin built against
+     * this header declares its ABI minor and a host older than that refuses to load it, so
+     * they are there whenever its code runs.
      *
      * A new, empty owned object (`{}`). Like every `new_*` and `copy`, it returns a new owned
      * value (free it with `free`, or hand it to `push` or `set`, which take it over), or NULL
@@ -1075,6 +1076,38 @@ typedef struct PiValueApi {
      * `\t`, `\u001b`, ...; other characters are kept as UTF-8.
      */
     size_t (*json_quote)(struct PiStr text, char *buf, size_t cap);
+    /**
+     * **Added in ABI 1.3.** Replaces every match of the regular expression `pattern` in the
+     * text of `value` with `replacement`, and returns the result as a new owned value:
+     * - `value` a string: the replaced string;
+     * - `value` an array of content blocks (a `tool_result`'s or a message's `content`): a
+     *   copy in which the string `text` field of every block (the text blocks) is replaced,
+     *   and everything else (image blocks, other fields) is copied unchanged;
+     * - any other value: an unchanged copy.
+     *
+     * `pattern` uses the syntax of Rust's `regex` crate (Perl-like: `\d`, `[A-Z]{16}`,
+     * `(?i)` for case-insensitive, no look-around or back-references); it is compiled once
+     * and cached by the host. In `replacement`, `$1` or `${name}` insert a capture group and
+     * `$$` a literal `$`. `*replaced` (when `replaced` is not NULL) receives the number of
+     * matches replaced, so a handler can leave the result alone when it is 0:
+     *
+     * ```c
+     * size_t n = 0;
+     * PiValue *content = v->replace_text(v->get(event, pi_str("content")),
+     *                                    pi_str("AKIA[0-9A-Z]{16}"), pi_str("[REDACTED]"), &n);
+     * PiStatus status = n ? host->results->set_value(result, pi_str("content"), content) : PI_OK;
+     * v->free(content);
+     * ```
+     *
+     * Returns NULL (and 0 replacements) when `value` is NULL or absent, or when `pattern` or
+     * `replacement` is not UTF-8, or `pattern` is not a valid expression (the host then
+     * prints a warning with the reason on stderr). `free` ignores NULL, so the example
+     * above needs no check: with 0 replacements it sets nothing.
+     */
+    struct PiValue *(*replace_text)(const struct PiValue *value,
+                                    struct PiStr pattern,
+                                    struct PiStr replacement,
+                                    size_t *replaced);
 } PiValueApi;
 
 /**
@@ -1804,7 +1837,7 @@ typedef const struct PiPluginDescriptor *(*PiEntryFn)(void);
  * (pi_hooks_abi::layout::LAYOUT_FINGERPRINT). PI_HOOKS_DESCRIPTOR puts it in the descriptor,
  * so that the host refuses a plugin built against an edited header of the same version.
  */
-#define PI_HOOKS_LAYOUT_FINGERPRINT 0x2cfe11073f88c486ULL
+#define PI_HOOKS_LAYOUT_FINGERPRINT 0xb81101d033b51e1fULL
 
 /** The name of the entry symbol every v1 plugin exports (see PI_HOOKS_PLUGIN). */
 #define PI_HOOKS_ENTRY_SYMBOL "pi_hooks_plugin_v1"

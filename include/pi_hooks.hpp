@@ -5,7 +5,7 @@
  *   pi_hooks::Str          a PiStr from a std::string_view, std::string or C string
  *   pi_hooks::view         a std::string_view over a PiStr
  *   pi_hooks::Value        a read-only view of a PiValue (get, pointer, at, as_string,
- *                          iteration over an array, copy, json ...)
+ *                          iteration over an array, copy, replace_text, json ...)
  *   pi_hooks::OwnedValue   owns a PiValue (one the host handed out, or one built with
  *                          object(), array(), of(...), parse(...), copy()); set and push
  *                          change it (ABI 1.2); frees it with values->free
@@ -181,6 +181,14 @@ public:
     /// A deep copy as an owned value that can be changed (ABI 1.2); throws Error when absent.
     inline OwnedValue copy() const;
 
+    /// values->replace_text (ABI 1.3): a copy of this string, or of this content array with
+    /// every block's `text` replaced, in which each match of the regular expression
+    /// `pattern` (Rust regex syntax) becomes `replacement` (`$1`, `${name}`, `$$`). `*count`
+    /// (when given) receives the number of matches. Throws Error when this value is absent or
+    /// `pattern` is invalid (the host prints why on stderr).
+    inline OwnedValue replace_text(std::string_view pattern, std::string_view replacement,
+                                   size_t *count = nullptr) const;
+
     /// Iterates the elements of an array (nothing for anything else):
     /// `for (pi_hooks::Value block : event.get("content")) ...`
     class iterator {
@@ -328,6 +336,18 @@ private:
 };
 
 inline OwnedValue Value::copy() const { return OwnedValue::of(*this); }
+
+inline OwnedValue Value::replace_text(std::string_view pattern, std::string_view replacement,
+                                      size_t *count) const {
+    const PiValueApi *api = detail::values();
+    if (detail::g_host->abi_minor < 3)
+        throw Error(PI_ERR_UNAVAILABLE, "pi_hooks: replace_text needs a host of ABI 1.3 or newer");
+    size_t n = 0;
+    PiValue *made = api->replace_text(value_, Str(pattern), Str(replacement), &n);
+    if (count != nullptr) *count = n;
+    if (made == nullptr) throw Error(PI_ERR_INVALID_ARG, "replace_text failed (absent value or invalid pattern)");
+    return OwnedValue(api, made);
+}
 
 /// Setters on a handler's result, named as in PiResultApi (no overloads: a literal would pick
 /// the wrong one); each throws Error when the host refuses, so use it inside guard().

@@ -16,6 +16,7 @@ pub const RELEASED_FINGERPRINTS: &[u64] = &[
     0xfad2_28d5_859c_9234,
     0xe243_c031_c00f_dbdb,
     0x2cfe_1107_3f88_c486,
+    0xb811_01d0_33b5_1e1f,
 ];
 
 /// Sizes of the boundary structs at one ABI minor, on this target.
@@ -60,12 +61,17 @@ impl AbiSizes {
         const POINTER: u32 = size_of::<unsafe extern "C" fn()>() as u32;
         /// What minor 2 appended to `PiValueApi`: `new_object` to `json_quote`.
         const VALUE_BUILDERS: u32 = 11 * POINTER;
-        // Minor 1: the current tables less minor 2's appendices (the value builders and
+        // Minor 2: the current tables less minor 3's `PiValueApi::replace_text`.
+        let minor_2 = AbiSizes {
+            value_api: Self::CURRENT.value_api - POINTER,
+            ..Self::CURRENT
+        };
+        // Minor 1: minor 2 less its appendices (the value builders and
         // `PiResultApi::set_from_value`).
         let minor_1 = AbiSizes {
-            value_api: Self::CURRENT.value_api - VALUE_BUILDERS,
-            result_api: Self::CURRENT.result_api - POINTER,
-            ..Self::CURRENT
+            value_api: minor_2.value_api - VALUE_BUILDERS,
+            result_api: minor_2.result_api - POINTER,
+            ..minor_2
         };
         match minor {
             // Minor 0: minor 1 less `PiActionsApi::set_model`.
@@ -74,7 +80,8 @@ impl AbiSizes {
                 ..minor_1
             }),
             1 => Some(minor_1),
-            2 => Some(Self::CURRENT),
+            2 => Some(minor_2),
+            3 => Some(Self::CURRENT),
             _ => None,
         }
     }
@@ -153,8 +160,11 @@ mod tests {
             offset_of!(PiActionsApi, set_model)
         );
         assert_eq!(zero.value_api, one.value_api);
-        assert_eq!(AbiSizes::for_minor(2), Some(AbiSizes::CURRENT));
-        assert_eq!(AbiSizes::for_minor(3), None);
+        let two = AbiSizes::for_minor(2).expect("minor 2");
+        assert_eq!(two.value_api as usize, offset_of!(PiValueApi, replace_text));
+        assert_eq!(two.result_api, AbiSizes::CURRENT.result_api);
+        assert_eq!(AbiSizes::for_minor(3), Some(AbiSizes::CURRENT));
+        assert_eq!(AbiSizes::for_minor(4), None);
     }
 
     #[test]

@@ -453,8 +453,9 @@ fn abi_minor_newer_than_host() {
 }
 
 /// Plugins built against the headers of ABI 1.0 (before `PiActionsApi::set_model` was
-/// appended) and 1.1 (before the value builders and `PiResultApi::set_from_value`) declare
-/// the older, smaller tables and their minor's fingerprint: they still load.
+/// appended), 1.1 (before the value builders and `PiResultApi::set_from_value`) and 1.2
+/// (before `PiValueApi::replace_text`) declare the older, smaller tables and their minor's
+/// fingerprint: they still load.
 #[test]
 fn a_plugin_of_an_older_minor_loads() {
     let (sandbox, hooks) = sandbox_with_good();
@@ -468,15 +469,20 @@ fn a_plugin_of_an_older_minor_loads() {
                 pi_hooks_abi::layout::LAYOUT_FINGERPRINT ^ old
             ),
             format!("-DPLUGIN_NAME=\"{name}\""),
-            format!("-DVALUE_API_SIZE_DELTA=-{}", 11 * pointer),
-            format!("-DRESULT_API_SIZE_DELTA=-{pointer}"),
         ];
+        // 1.3 appended replace_text; 1.2 the 11 value builders and set_from_value.
+        if minor <= 1 {
+            flags.push(format!("-DVALUE_API_SIZE_DELTA=-{}", 12 * pointer));
+            flags.push(format!("-DRESULT_API_SIZE_DELTA=-{pointer}"));
+        } else {
+            flags.push(format!("-DVALUE_API_SIZE_DELTA=-{pointer}"));
+        }
         if minor == 0 {
             flags.push(format!("-DACTIONS_API_SIZE_DELTA=-{pointer}"));
         }
         flags
     };
-    for (minor, name) in [(0, "minor-zero"), (1, "minor-one")] {
+    for (minor, name) in [(0, "minor-zero"), (1, "minor-one"), (2, "minor-two")] {
         let flags = minor_flags(minor, name);
         let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
         sandbox.install(
@@ -487,7 +493,7 @@ fn a_plugin_of_an_older_minor_loads() {
     }
     let listing = list(&sandbox, &[]);
     listing.expect_error_count(0);
-    listing.expect_loaded(&["good", "minor-one", "minor-zero"]);
+    listing.expect_loaded(&["good", "minor-one", "minor-two", "minor-zero"]);
     // The same plugin declaring the current tables with minor 1 is refused: its sizes are
     // not 1.1's.
     let old = pi_hooks_abi::layout::fingerprint_for_minor(1).expect("1.1 was released");

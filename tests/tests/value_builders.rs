@@ -1,9 +1,11 @@
-//! The ABI 1.2 value builders from C, through the real host (`tests/fixtures/value_builders.c`
-//! in a `pi-hooks run --mode json` session): owned objects and arrays built, nested and given
-//! whole to a result (`set_from_value`), a borrowed payload copied and changed, `json_quote`,
-//! a plain-string `input` result made from a value, and every wrong use refused with its
-//! status (a borrowed target or item, NULL, an item given twice, an array pushed into itself,
-//! `set` on an array) without a crash and without touching the payload.
+//! The ABI 1.2 value builders and the ABI 1.3 `replace_text` from C, through the real host
+//! (`tests/fixtures/value_builders.c` in a `pi-hooks run --mode json` session): owned objects
+//! and arrays built, nested and given whole to a result (`set_from_value`), a borrowed payload
+//! copied and changed, `json_quote`, a plain-string `input` result made from a value, a
+//! payload string rewritten by `replace_text` and an invalid pattern reported on stderr, and
+//! every wrong use refused with its status (a borrowed target or item, NULL, an item given
+//! twice, an array pushed into itself, `set` on an array) without a crash and without touching
+//! the payload.
 
 use std::time::Duration;
 
@@ -66,8 +68,17 @@ fn c_builds_values_copies_payloads_and_wrong_uses_get_a_status() {
             "array": [true],
             "quoteSize": quoted.len(),
             "tooSmall": quoted.len(),
-            "smallUntouched": true
+            "smallUntouched": true,
+            "replaced": "<xx>",
+            "replacedCount": 1,
+            "invalidIsNull": true
         })
+    );
+    assert!(
+        stderr.contains(
+            "[pi-hooks] replace_text: invalid pattern \"[unclosed\": unclosed character class"
+        ),
+        "an invalid pattern is reported with the reason: {stderr}"
     );
     // The payload the tool saw is unchanged: the model's arguments are as it sent them.
     let start = events

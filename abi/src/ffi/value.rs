@@ -91,9 +91,9 @@ pub struct PiValueApi {
     /// does so has a bug.
     pub free: unsafe extern "C" fn(value: *mut PiValue),
 
-    /// **Added in ABI 1.2**, as every entry below. A plugin built against this header
-    /// declares ABI 1.2 and a host older than that refuses to load it, so they are there
-    /// whenever its code runs.
+    /// **Added in ABI 1.2**, as every entry below up to `json_quote`. A plugin built against
+    /// this header declares its ABI minor and a host older than that refuses to load it, so
+    /// they are there whenever its code runs.
     ///
     /// A new, empty owned object (`{}`). Like every `new_*` and `copy`, it returns a new owned
     /// value (free it with `free`, or hand it to `push` or `set`, which take it over), or NULL
@@ -158,4 +158,37 @@ pub struct PiValueApi {
     /// `text` is not UTF-8, or `buf` is NULL with a `cap`. Control characters become `\n`,
     /// `\t`, `\u001b`, ...; other characters are kept as UTF-8.
     pub json_quote: unsafe extern "C" fn(text: PiStr, buf: *mut c_char, cap: usize) -> usize,
+
+    /// **Added in ABI 1.3.** Replaces every match of the regular expression `pattern` in the
+    /// text of `value` with `replacement`, and returns the result as a new owned value:
+    /// - `value` a string: the replaced string;
+    /// - `value` an array of content blocks (a `tool_result`'s or a message's `content`): a
+    ///   copy in which the string `text` field of every block (the text blocks) is replaced,
+    ///   and everything else (image blocks, other fields) is copied unchanged;
+    /// - any other value: an unchanged copy.
+    ///
+    /// `pattern` uses the syntax of Rust's `regex` crate (Perl-like: `\d`, `[A-Z]{16}`,
+    /// `(?i)` for case-insensitive, no look-around or back-references); it is compiled once
+    /// and cached by the host. In `replacement`, `$1` or `${name}` insert a capture group and
+    /// `$$` a literal `$`. `*replaced` (when `replaced` is not NULL) receives the number of
+    /// matches replaced, so a handler can leave the result alone when it is 0:
+    ///
+    /// ```c
+    /// size_t n = 0;
+    /// PiValue *content = v->replace_text(v->get(event, pi_str("content")),
+    ///                                    pi_str("AKIA[0-9A-Z]{16}"), pi_str("[REDACTED]"), &n);
+    /// PiStatus status = n ? host->results->set_value(result, pi_str("content"), content) : PI_OK;
+    /// v->free(content);
+    /// ```
+    ///
+    /// Returns NULL (and 0 replacements) when `value` is NULL or absent, or when `pattern` or
+    /// `replacement` is not UTF-8, or `pattern` is not a valid expression (the host then
+    /// prints a warning with the reason on stderr). `free` ignores NULL, so the example
+    /// above needs no check: with 0 replacements it sets nothing.
+    pub replace_text: unsafe extern "C" fn(
+        value: *const PiValue,
+        pattern: PiStr,
+        replacement: PiStr,
+        replaced: *mut usize,
+    ) -> *mut PiValue,
 }

@@ -10,5 +10,6 @@ pub const PI_HOOKS_ABI_MAJOR: u32 = 1;
 /// for a minor newer than the host's is refused (it may call entries the host lacks).
 ///
 /// Minor 1 appended `PiActionsApi::set_model`; minor 2 appended the value builders to
-/// `PiValueApi` (`new_object` ... `json_quote`) and `PiResultApi::set_from_value`.
-pub const PI_HOOKS_ABI_MINOR: u32 = 2;
+/// `PiValueApi` (`new_object` ... `json_quote`) and `PiResultApi::set_from_value`; minor 3
+/// appended `PiValueApi::replace_text`.
+pub const PI_HOOKS_ABI_MINOR: u32 = 3;

@@ -16,7 +16,7 @@ use crate::services::HostServices;
 
 /// The lowest level written to stderr: `PI_HOOKS_LOG` = debug | info | warn | error
 /// (default warn).
-fn log_threshold() -> u32 {
+pub(super) fn log_threshold() -> u32 {
     match std::env::var("PI_HOOKS_LOG").as_deref() {
         Ok("debug") => PI_LOG_DEBUG,
         Ok("info") => PI_LOG_INFO,

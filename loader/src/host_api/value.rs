@@ -8,6 +8,7 @@ use rustc_hash::{FxBuildHasher, FxHashSet};
 use pi_hooks_abi::ffi::*;
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 
+use super::actions::log_threshold;
 use super::{barrier, read_bytes, read_str};
 
 /// A NUL-terminated UTF-8 string; `as_str` excludes the terminator.
@@ -748,6 +749,108 @@ unsafe extern "C" fn json_quote(text: PiStr, buf: *mut std::os::raw::c_char, cap
     })
 }
 
+/// The compiled expressions `replace_text` was given, by pattern text. Plugins pass the same
+/// few patterns on every call, so each is compiled once; the cache is emptied when it holds
+/// [`PATTERN_CACHE_SIZE`] so that generated patterns cannot grow it without bound.
+fn compiled(pattern: &str) -> Result<regex::Regex, regex::Error> {
+    static CACHE: Mutex<Option<rustc_hash::FxHashMap<Box<str>, regex::Regex>>> = Mutex::new(None);
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    let cache = cache.get_or_insert_with(Default::default);
+    if let Some(regex) = cache.get(pattern) {
+        return Ok(regex.clone());
+    }
+    let regex = regex::Regex::new(pattern)?;
+    if cache.len() >= PATTERN_CACHE_SIZE {
+        cache.clear();
+    }
+    cache.insert(pattern.into(), regex.clone());
+    Ok(regex)
+}
+
+/// How many compiled patterns `replace_text` keeps.
+const PATTERN_CACHE_SIZE: usize = 64;
+
+/// `text` with every match of `regex` replaced, counting the matches into `count`.
+fn replace_in(text: &CText, regex: &regex::Regex, replacement: &str, count: &mut usize) -> Node {
+    let matches = regex.find_iter(text.as_str()).count();
+    if matches == 0 {
+        return Node::String(text.clone());
+    }
+    *count += matches;
+    Node::String(CText::new(&regex.replace_all(text.as_str(), replacement)))
+}
+
+/// `node` with the text replaced as `replace_text` describes: a string, or the `text` string
+/// of each object in an array (the text blocks of a content array); anything else copied.
+fn replace_node(node: &Node, regex: &regex::Regex, replacement: &str, count: &mut usize) -> Node {
+    let text_field = |(key, value): &(CText, HostValue), count: &mut usize| match &value.node {
+        Node::String(text) if key.is(b"text") => (
+            key.clone(),
+            HostValue::of(replace_in(text, regex, replacement, count)),
+        ),
+        _ => (key.clone(), value.clone()),
+    };
+    match node {
+        Node::String(text) => replace_in(text, regex, replacement, count),
+        Node::Array(blocks) => Node::Array(
+            blocks
+                .iter()
+                .map(|block| match &block.node {
+                    Node::Object(fields) => HostValue::of(Node::Object(
+                        fields
+                            .iter()
+                            .map(|field| text_field(field, count))
+                            .collect(),
+                    )),
+                    _ => block.clone(),
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+unsafe extern "C" fn replace_text(
+    value: *const PiValue,
+    pattern: PiStr,
+    replacement: PiStr,
+    replaced: *mut usize,
+) -> *mut PiValue {
+    barrier(std::ptr::null_mut(), || {
+        let mut count = 0;
+        // SAFETY: as in `kind`; `pattern` and `replacement` are plugin strings valid for the
+        // call.
+        let made = match unsafe { (host_value(value), read_str(pattern), read_str(replacement)) } {
+            (Some(value), Ok(pattern), Ok(replacement)) => match compiled(pattern) {
+                Ok(regex) => {
+                    let node = replace_node(&value.node, &regex, replacement, &mut count);
+                    HostValue::of(node).into_owned_ptr()
+                }
+                Err(error) => {
+                    if log_threshold() <= PI_LOG_WARN {
+                        // The syntax error's last line says what is wrong ("error: ..."); the
+                        // lines above it repeat the pattern with a caret.
+                        let reason = error.to_string();
+                        let reason = reason.lines().last().unwrap_or_default();
+                        eprintln!(
+                            "[pi-hooks] replace_text: invalid pattern \"{}\": {}",
+                            crate::display::escape(pattern),
+                            crate::display::escape(reason.trim_start_matches("error: "))
+                        );
+                    }
+                    std::ptr::null_mut()
+                }
+            },
+            _ => std::ptr::null_mut(),
+        };
+        if !replaced.is_null() {
+            // SAFETY: a non-NULL `replaced` points to a writable size_t (ABI contract).
+            unsafe { replaced.write(count) };
+        }
+        made
+    })
+}
+
 /// The host's `PiValueApi`.
 pub static VALUE_API: PiValueApi = PiValueApi {
     struct_size: size_of::<PiValueApi>() as u32,
@@ -776,6 +879,7 @@ pub static VALUE_API: PiValueApi = PiValueApi {
     push,
     set,
     json_quote,
+    replace_text,
 };
 
 #[cfg(test)]
@@ -1229,5 +1333,64 @@ mod tests {
         assert_eq!(n, 0);
         assert_eq!(quote(b"\xff", 8).0, 0, "not UTF-8");
         assert_eq!(quote(b"", 8).1[..3], *b"\"\"\0");
+    }
+
+    /// `replace_text` on `input`: the result's JSON and the count (`None` for NULL).
+    fn replaced(
+        input: serde_json::Value,
+        pattern: &[u8],
+        with: &[u8],
+    ) -> (Option<serde_json::Value>, usize) {
+        let v = HostValue::from_json(input);
+        let mut n = usize::MAX;
+        // SAFETY: `v` lives across the call; the strings are valid slices; `n` is writable.
+        let out = unsafe { replace_text(v.as_ptr(), pi(pattern), pi(with), &mut n) };
+        let got = json_at(out);
+        // SAFETY: `out` is NULL or an owned value made by the call, freed once.
+        unsafe { free(out) };
+        (got, n)
+    }
+
+    #[test]
+    fn replace_text_rewrites_text_blocks_and_keeps_the_others() {
+        let content = json!([
+            {"type": "text", "text": "id AKIAABCDEFGHIJKLMNOP and AKIA0123456789ABCDEF."},
+            {"type": "image", "data": "AKIAABCDEFGHIJKLMNOP", "mimeType": "image/png"},
+            {"type": "text", "text": "clean"},
+            {"text": "AKIAABCDEFGHIJKLMNOPQ", "n": 1},
+            "not a block",
+        ]);
+        let (got, n) = replaced(content, b"AKIA[0-9A-Z]{16}", b"[REDACTED]");
+        assert_eq!(n, 3);
+        assert_eq!(
+            got,
+            Some(json!([
+                {"type": "text", "text": "id [REDACTED] and [REDACTED]."},
+                {"type": "image", "data": "AKIAABCDEFGHIJKLMNOP", "mimeType": "image/png"},
+                {"type": "text", "text": "clean"},
+                {"text": "[REDACTED]Q", "n": 1},
+                "not a block",
+            ]))
+        );
+        // A string; capture groups in the replacement; `$$` is a dollar.
+        let (got, n) = replaced(json!("a=1, b=22"), br"(\w)=(\d+)", b"$2$$${1}");
+        assert_eq!((got, n), (Some(json!("1$a, 22$b")), 2));
+        // Other values are copied; nothing matched is 0.
+        assert_eq!(
+            replaced(json!({"text": "x"}), b"x", b"y"),
+            (Some(json!({"text": "x"})), 0)
+        );
+        assert_eq!(replaced(json!("abc"), b"z", b"y"), (Some(json!("abc")), 0));
+    }
+
+    #[test]
+    fn replace_text_refuses_bad_input_with_null_and_zero() {
+        assert_eq!(replaced(json!("abc"), b"[unclosed", b"x"), (None, 0));
+        assert_eq!(replaced(json!("abc"), b"\xff", b"x"), (None, 0));
+        assert_eq!(replaced(json!("abc"), b"a", b"\xff"), (None, 0));
+        // SAFETY: NULL value and NULL count are part of the contract.
+        let out =
+            unsafe { replace_text(std::ptr::null(), pi(b"a"), pi(b"b"), std::ptr::null_mut()) };
+        assert!(out.is_null());
     }
 }
