@@ -17,7 +17,7 @@
 //! What differs, because a host service never calls back into a plugin synchronously:
 //! pi's `emit` calls the handlers before it returns; here `events_emit`
 //! queues the emission and returns. One delivery task on the host's runtime
-//! ([`crate::runtime`]) takes emissions first in, first out and calls their subscribers one at
+//! (`crate::runtime`) takes emissions first in, first out and calls their subscribers one at
 //! a time through [`crate::plugin::call_bus_handler`], so deliveries keep emission order, an
 //! emit from inside a bus handler is delivered after that handler returns, and no plugin is
 //! re-entered. At most [`MAX_PENDING`] emissions wait; past that `events_emit` answers `PI_ERR`

@@ -33,9 +33,10 @@
 //! negotiation) -> [`plugin`] (init, calls, retirement) with [`registry`] (what a plugin
 //! registered) -> [`runner`] -> the agent loop and the modes (`pi-hooks` itself). Host
 //! services reach plugins only through the tables in [`host_api`]. [`reload`] replaces
-//! plugins in a running runner without a gap or a mix. Modules hidden from these docs are
-//! the binary's own (command line, modes, agent loop, built-in tools); they stay reachable
-//! for the project's tests and are not a stable API.
+//! plugins in a running runner without a gap or a mix. The rest is private to the crate
+//! (modes, exec, timers, shadow copies, checked handles, settings, paths), except four
+//! modules hidden from these docs: `cli` (the binary's entry), `agent`, `event_bus` and
+//! `tools`, which the project's own tests and benches reach; they are not a stable API.
 
 pub use discover::DiscoveryOptions;
 pub use load::{LoadReport, default_options, load_all};
@@ -52,46 +53,33 @@ pub mod agent;
 pub mod cli;
 pub mod crash_guard;
 pub mod discover;
-#[doc(hidden)]
-pub mod display;
+mod display;
 #[doc(hidden)]
 pub mod event_bus;
-#[doc(hidden)]
-pub mod event_names;
-#[doc(hidden)]
-pub mod exception_barrier;
-#[doc(hidden)]
-pub mod exec;
-#[doc(hidden)]
-pub mod files;
-#[doc(hidden)]
-pub mod handles;
+mod event_names;
+mod exception_barrier;
+mod exec;
+mod files;
+mod handles;
 pub mod host_api;
 pub mod isolate;
 pub mod library;
 pub mod load;
-#[doc(hidden)]
-pub mod modes;
-#[doc(hidden)]
-pub mod paths;
+mod modes;
+mod paths;
 pub mod plugin;
-#[doc(hidden)]
-pub mod plugin_memory;
+mod plugin_memory;
 pub mod registry;
 pub mod reload;
 pub mod runner;
-#[doc(hidden)]
-pub mod runtime;
+mod runtime;
 pub mod services;
 pub mod session;
-#[doc(hidden)]
-pub mod settings;
-#[doc(hidden)]
-pub mod shadow;
+mod settings;
+mod shadow;
 pub mod standalone;
 pub mod testing;
-#[doc(hidden)]
-pub mod timers;
+mod timers;
 #[doc(hidden)]
 pub mod tools;
 pub mod trust;

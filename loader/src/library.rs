@@ -1,5 +1,5 @@
 //! Opening a plugin library: read it, check it is a library for this machine, make a private
-//! shadow copy of the bytes that were read (see [`crate::shadow`]), open the copy, find the entry symbol and check the
+//! shadow copy of the bytes that were read (see `crate::shadow`), open the copy, find the entry symbol and check the
 //! descriptor against the host's ABI. No plugin code runs before the entry symbol, and
 //! nothing but the entry symbol runs before the descriptor is accepted.
 
@@ -48,7 +48,7 @@ impl PluginFile {
     }
 }
 
-/// Reads a plugin file: a regular file of at most [`MAX_PLUGIN_BYTES`], read once; the bytes
+/// Reads a plugin file: a regular file of at most `MAX_PLUGIN_BYTES`, read once; the bytes
 /// hashed here are the bytes that are loaded.
 pub fn read_plugin_file(path: &Path) -> Result<PluginFile, String> {
     let bytes = read_regular(path, MAX_PLUGIN_BYTES).map_err(|e| e.to_string())?;
@@ -125,7 +125,7 @@ impl Drop for OpenedLibrary {
     }
 }
 
-/// The folder file shadow copies go to (where no memfd is used, see [`crate::shadow`]):
+/// The folder file shadow copies go to (where no memfd is used, see `crate::shadow`):
 /// `$PI_HOOKS_CACHE_DIR`, else `<agentDir>/plugin-cache`.
 pub fn cache_dir(agent_dir: &Path) -> PathBuf {
     match std::env::var_os("PI_HOOKS_CACHE_DIR") {

@@ -521,7 +521,7 @@ pub fn load_file(path: &Path, cache: &Path) -> Result<LoadedPlugin, String> {
 /// Quotes `text` as one shell word that is safe to paste and means exactly `text`.
 ///
 /// Plain text stays as it is; text with spaces, quotes or other shell characters goes in
-/// single quotes. Text with a character [`escape`] would make visible (a control character,
+/// single quotes. Text with a character `display::escape` would make visible (a control character,
 /// a bidirectional or invisible one) cannot be shown raw: it is written in ANSI-C quoting
 /// (`$'...'`, understood by bash, zsh and ksh), with those characters, the backslash, the
 /// quote and `!` (history expansion) as `\xNN` escapes of their UTF-8 bytes, so the
@@ -554,7 +554,7 @@ pub fn shell_quote(text: &str) -> String {
 }
 
 /// Where discovery starts from in this process: the current directory and agent directory.
-/// Fails when the agent directory would be relative (see [`crate::paths::agent_dir`]).
+/// Fails when the agent directory would be relative (see `crate::paths::agent_dir`).
 pub fn default_options(
     cwd: PathBuf,
     explicit: Vec<String>,

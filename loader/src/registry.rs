@@ -322,7 +322,7 @@ impl PluginState {
             .clone()
     }
 
-    /// The handle given to the plugin (a checked token, see [`crate::handles`]).
+    /// The handle given to the plugin (a checked token, see `crate::handles`).
     pub fn as_handle(&self) -> *mut PiPlugin {
         handles::plugin_handle(self.slot)
     }

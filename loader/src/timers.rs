@@ -150,13 +150,6 @@ pub fn cancel(state: &PluginState, id: u64) -> bool {
     }
 }
 
-/// How many timers the plugin behind `state` has running.
-pub fn running(state: &PluginState) -> usize {
-    timers()
-        .get(&state.slot())
-        .map_or(0, |timers| timers.running.len())
-}
-
 /// Stops every timer of the plugin in `slot`; no new one starts.
 fn retire(slot: u32) {
     let stops: Vec<Arc<Stop>> = {

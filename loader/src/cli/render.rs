@@ -1,7 +1,7 @@
 //! Load reports as text for a person and as JSON for scripts.
 //!
 //! Text: every path, name, version, description, registration name, error and warning a
-//! repository or a plugin controls goes through [`escape`], so none of it can move the
+//! repository or a plugin controls goes through `display::escape`, so none of it can move the
 //! cursor, rewrite a line or fake one (a file name with a newline and `Loaded:` in it, say).
 //! JSON needs no such care: serde_json escapes control characters itself.
 

@@ -120,7 +120,7 @@ impl CallScope {
 
 /// The context of one call into one plugin; the plugin's `PiContext *` token leads here for
 /// the call. It is used only on the thread running the call (the token is refused elsewhere,
-/// see [`crate::handles`]), one host function at a time, so its cells need no lock. What a
+/// see `crate::handles`), one host function at a time, so its cells need no lock. What a
 /// call rarely leaves (an error message, system prompts) lives in a box made on first use, so
 /// a context costs a few stores to make and nothing to finish.
 pub struct CallContext<'s> {
@@ -158,7 +158,7 @@ impl<'s> CallContext<'s> {
     }
 
     /// Where this context lives, for the call slot (plugins get a token, see
-    /// [`crate::handles`]).
+    /// `crate::handles`).
     #[inline]
     pub fn address(&self) -> *const std::os::raw::c_void {
         (self as *const CallContext<'_>).cast()

@@ -19,7 +19,7 @@ impl ResultBuilder {
     }
 
     /// Where this result lives, for the call slot (plugins get a token, see
-    /// [`crate::handles`]).
+    /// `crate::handles`).
     pub fn address(&mut self) -> *mut std::os::raw::c_void {
         (self as *mut ResultBuilder).cast()
     }
