@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the CMake pinned in scripts/cmake-requirements.txt (the `cmake` wheel from PyPI)
+# Installs the CMake pinned in scripts/cmake-requirements.txt (the `cmake` wheel from PyPI,
+# checked against the SHA-256 listed there)
 # into a virtual environment under target/tools/cmake-venv, for tests/tests/packaging.rs.
 # A no-op when the installed version already matches the pin. Needs python3 with venv and
 # the PyPI registry (or a pip mirror configured the usual way).
