@@ -294,7 +294,9 @@ fn load_workflow(root: &Path, dir: &Path) -> Result<WorkflowDefinition, String> 
                     "Phase file path escapes workflows root: {path} in {shown}/workflow.yaml"
                 ));
             }
-            let joined = dir.join(path);
+            // Folded as the original's `path.resolve` does, so messages name
+            // `workflows/_shared/x.md`, not `workflows/dev/../_shared/x.md`.
+            let joined = normalize(&dir.join(path));
             let phase = load_phase(&joined)
                 .map_err(|e| format!("Failed to load phase file {}: {e}", joined.display()))?;
             phases.push(PhaseEntry::Phase(phase));
@@ -362,6 +364,12 @@ fn load_phase(path: &Path) -> Result<PhaseDefinition, String> {
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let text = text.replace("\r\n", "\n").replace('\r', "\n");
+    // Front matter may follow blank lines, as the host's `parseFrontmatter` (`^\s*---`)
+    // allows.
+    let text = match text.trim_start() {
+        rest if rest.starts_with("---") => rest.to_owned(),
+        _ => text,
+    };
     let matter = gray_matter::Matter::<gray_matter::engine::YAML>::new();
     let parsed: gray_matter::ParsedEntity<serde_json::Value> =
         matter.parse(&text).map_err(|e| e.to_string())?;
@@ -604,7 +612,7 @@ mod tests {
         write(&g.join("_shared/a.md"), &phase_md("a"));
         write(
             &g.join("_shared/b.md"),
-            "---\nid: b\nname: B\nemoji: \"🛠\"\ntools:\n  whitelist: [read, grep]\navailableProfiles: [x, 3]\n---\nBody\n",
+            "\n\n---\nid: b\nname: B\nemoji: \"🛠\"\ntools:\n  whitelist: [read, grep]\navailableProfiles: [x, 3]\n---\nBody\n",
         );
         workflow(
             &g,
@@ -680,6 +688,11 @@ mod tests {
         write(&g.join("nofm/p.md"), "---\nid: p\nname: P\n---\nx\n");
         workflow(
             &g,
+            "missing",
+            "name: M\ncommandName: m\ninitialMessage: go\nphases: [../_shared/none.md]\n",
+        );
+        workflow(
+            &g,
             "nofm",
             "name: N\ncommandName: n\ninitialMessage: go\nphases: [p.md]\n",
         );
@@ -695,6 +708,7 @@ mod tests {
             "[pi-workflows] Skipping invalid workflow definition \"cmd\": Workflow \"cmd\": commandName must match /^[a-zA-Z0-9_-]+$. Got: \"bad name\"".to_string(),
             format!("[pi-workflows] Invalid phase entry in {d}/entry/workflow.yaml: expected string or {{ subworkflow: key }} object"),
             format!("[pi-workflows] Failed to load phase file {d}/nofm/p.md: Missing or invalid \"emoji\" in {d}/nofm/p.md"),
+            format!("[pi-workflows] Failed to load phase file {d}/_shared/none.md: "),
         ];
         for e in expect {
             assert!(
