@@ -799,4 +799,29 @@ mod tests {
             "Workflow \"k\", phase[0]: workflowKey must be a non-empty string."
         );
     }
+
+    #[test]
+    fn a_symlink_out_of_the_workflows_root_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let g = tmp.path().join("agent/workflows");
+        write(&tmp.path().join("outside/secret.md"), &phase_md("s"));
+        write(&g.join("sym/real.md"), &phase_md("r"));
+        std::os::unix::fs::symlink(tmp.path().join("outside/secret.md"), g.join("sym/link.md"))
+            .unwrap();
+        workflow(
+            &g,
+            "sym",
+            "name: S\ncommandName: s\ninitialMessage: go\nphases: [real.md, link.md]\n",
+        );
+        let (defs, warnings) = load(&tmp.path().join("agent"), None);
+        assert!(defs.iter().next().is_none(), "the workflow is skipped");
+        let d = g.display();
+        assert_eq!(
+            warnings,
+            [format!(
+                "[pi-workflows] Phase file path escapes workflows root: link.md in {d}/sym/workflow.yaml"
+            )]
+        );
+        assert!(path_is_safe(&g, &g.join("sym"), "real.md"));
+    }
 }
