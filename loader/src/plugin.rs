@@ -617,15 +617,34 @@ impl LoadedPlugin {
     /// Dropping the last `LoadedPlugin` retires it too; a reload retires the old instance
     /// explicitly, once no dispatch can still reach it (see `crate::reload`).
     pub fn retire(&self) -> bool {
+        self.retire_with(false)
+    }
+
+    /// Retires this instance as a reload does: as [`LoadedPlugin::retire`], but a call still
+    /// running inside it (a plugin tool waiting on its `exec` child, a command) first gets up
+    /// to two seconds to finish with its host services, before the plugin's timers and
+    /// children are stopped. No new call enters meanwhile ([`Phase::Draining`]).
+    pub fn retire_after_calls(&self) -> bool {
+        self.retire_with(true)
+    }
+
+    fn retire_with(&self, drain_first: bool) -> bool {
         if self.retired.swap(true, std::sync::atomic::Ordering::AcqRel) {
             return true;
         }
-        self.state.bind_services(None);
         let was_active = self.state.phase() == Phase::Active;
+        let drained = if drain_first && was_active {
+            self.state.set_phase(Phase::Draining);
+            self.state.lock_calls_within(RETIRE_WAIT)
+        } else {
+            None
+        };
+        self.state.bind_services(None);
         // No new call enters from here on; what the plugin started (timers, children) stops.
         self.state.set_phase(Phase::Retired);
         self.state.run_retire_hooks();
-        let Some(_serialised) = self.state.lock_calls_within(RETIRE_WAIT) else {
+        let serialised = drained.or_else(|| self.state.lock_calls_within(RETIRE_WAIT));
+        let Some(_serialised) = serialised else {
             // A call (one that timed out, typically) is still running inside the plugin. Its
             // state and library stay alive (the call holds the state; libraries are never
             // closed), so skipping shutdown and cleanups is safe; waiting could hang the host.

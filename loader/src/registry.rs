@@ -204,6 +204,9 @@ pub enum Phase {
     Active = 1,
     /// Retired: no new calls; host services answer `PI_ERR_CANCELLED`.
     Retired = 2,
+    /// Being replaced by a reload: no new calls, but a call still running inside it (a tool
+    /// waiting on its `exec` child, a command) keeps its host services until it returns.
+    Draining = 3,
 }
 
 /// The host-side state of one plugin instance; `*mut PiPlugin` points here.
@@ -349,8 +352,16 @@ impl PluginState {
         match self.phase.load(Ordering::Acquire) {
             0 => Phase::Init,
             1 => Phase::Active,
+            3 => Phase::Draining,
             _ => Phase::Retired,
         }
+    }
+
+    /// Whether the plugin's own calls to host services are served: while it is active, and
+    /// while a reload lets its last call finish ([`Phase::Draining`]).
+    #[inline]
+    pub fn serves_host_calls(&self) -> bool {
+        matches!(self.phase(), Phase::Active | Phase::Draining)
     }
 
     /// Moves to `phase`.

@@ -9,22 +9,48 @@ use pi_hooks_tests::{Sandbox, c_fixture, compile_c_text};
 use serde_json::{Value, json};
 
 /// A plugin whose `/ver` command notifies its build's VERSION and whose `session_start` /
-/// `session_shutdown` handlers notify `<event> <reason> <VERSION>`; the v2 build also
-/// registers the tool `v2_tool`.
+/// `session_shutdown` handlers notify `<event> <reason> <VERSION>`; every build has the tool
+/// `slow` (runs `sleep 1.5` through `exec`, answers `VERSION exec=STATUS killed=0|1`); the v2
+/// build also registers the tool `v2_tool` and the command `/v2cmd`.
 fn build(lib: &Path, version: &str) -> PathBuf {
+    build_with(lib, version, &[])
+}
+
+/// [`build`] with more compiler flags (`-DNO_SESSION`: no session handlers).
+fn build_with(lib: &Path, version: &str, extra: &[&str]) -> PathBuf {
     let code = r#"
 #include <stdio.h>
 #include <string.h>
 #include "pi_hooks.h"
 
 static const PiHostApi *host;
+static PiPlugin *self;
+
+static PiStatus slow(void *ud, PiStr id, const PiValue *params, PiContext *ctx, PiResult *result) {
+    PiStr args[1] = {pi_str("1.5")};
+    PiExecRequest req;
+    PiValue *out = NULL;
+    bool killed = true;
+    char text[64];
+    (void)ud; (void)id; (void)params; (void)ctx;
+    memset(&req, 0, sizeof req);
+    req.struct_size = sizeof req;
+    req.program = pi_str("sleep");
+    req.args = args;
+    req.arg_count = 1;
+    PiStatus status = host->actions->exec(self, &req, &out);
+    host->values->as_bool(host->values->get(out, pi_str("killed")), &killed);
+    host->values->free(out);
+    snprintf(text, sizeof text, "%s exec=%d killed=%d", VERSION, (int)status, (int)killed);
+    return host->results->add_text(result, pi_str(text));
+}
 
 static PiStatus ver(void *ud, PiStr args, PiContext *ctx) {
     (void)ud; (void)args;
     return host->ui->notify(ctx, pi_str(VERSION), PI_NOTIFY_INFO);
 }
 
-static PiStatus on_session(void *ud, const PiValue *event, PiContext *ctx, PiResult *result) {
+__attribute__((unused)) static PiStatus on_session(void *ud, const PiValue *event, PiContext *ctx, PiResult *result) {
     PiStr type = {0}, reason = {0};
     char text[128];
     (void)ud; (void)result;
@@ -44,13 +70,24 @@ static PiStatus v2_tool(void *ud, PiStr id, const PiValue *params, PiContext *ct
 
 static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
     PiCommandDef def;
+    PiToolDef slow_tool;
     host = h;
+    self = plugin;
+    memset(&slow_tool, 0, sizeof slow_tool);
+    slow_tool.struct_size = sizeof slow_tool;
+    slow_tool.name = pi_str("slow");
+    slow_tool.description = pi_str("sleeps 1.5 s through exec");
+    slow_tool.parameters_json = pi_str("{\"type\":\"object\",\"properties\":{}}");
+    slow_tool.execute = slow;
+    host->registry->register_tool(plugin, &slow_tool);
     memset(&def, 0, sizeof def);
     def.struct_size = sizeof def;
     def.name = pi_str("ver");
     def.handler = ver;
+#ifndef NO_SESSION
     host->registry->on(plugin, pi_str("session_start"), on_session, NULL);
     host->registry->on(plugin, pi_str("session_shutdown"), on_session, NULL);
+#endif
 #ifdef WITH_TOOL
     {
         PiToolDef tool;
@@ -61,6 +98,13 @@ static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
         tool.parameters_json = pi_str("{\"type\":\"object\",\"properties\":{}}");
         tool.execute = v2_tool;
         host->registry->register_tool(plugin, &tool);
+        PiCommandDef v2cmd;
+        memset(&v2cmd, 0, sizeof v2cmd);
+        v2cmd.struct_size = sizeof v2cmd;
+        v2cmd.name = pi_str("v2cmd");
+        v2cmd.description = pi_str("only in v2");
+        v2cmd.handler = ver;
+        host->registry->register_command(plugin, &v2cmd);
     }
 #endif
     return host->registry->register_command(plugin, &def);
@@ -73,6 +117,7 @@ PI_HOOKS_PLUGIN("versioned", VERSION, "says its version", init, NULL);
     if version == "2.0.0" {
         flags.push("-DWITH_TOOL");
     }
+    flags.extend(extra);
     // Built beside, then renamed over the plugin's path, as a linker does.
     let built = compile_c_text(&lib.join("build"), "versioned", code, &flags);
     let target = lib.join(format!("versioned{}", std::env::consts::DLL_SUFFIX));
@@ -81,10 +126,22 @@ PI_HOOKS_PLUGIN("versioned", VERSION, "says its version", init, NULL);
 }
 
 fn rpc(sandbox: &Sandbox, plugin: &Path, extra: &[&Path], watch: bool) -> Client {
+    rpc_calling(sandbox, plugin, extra, watch, "v2_tool")
+}
+
+/// `pi-hooks rpc` with `plugin` (and `extra`), whose scripted model calls `tool` once, then
+/// answers "done".
+fn rpc_calling(
+    sandbox: &Sandbox,
+    plugin: &Path,
+    extra: &[&Path],
+    watch: bool,
+    tool: &str,
+) -> Client {
     let script = sandbox.root().join("script.json");
     std::fs::write(
         &script,
-        json!({"turns": [{"toolCalls": [{"name": "v2_tool", "arguments": {}}]}, {"text": "done"}]})
+        json!({"turns": [{"toolCalls": [{"name": tool, "arguments": {}}]}, {"text": "done"}]})
             .to_string(),
     )
     .unwrap();
@@ -265,6 +322,84 @@ fn reload_is_refused_while_the_agent_runs() {
     client.send(&json!({"id": "rr", "type": "reload"}));
     assert_eq!(client.response("rr")["success"], false);
     client.until(|l| l["type"] == "agent_end");
+    let (status, _) = client.close();
+    assert!(status.success());
+}
+
+/// The plugin command names `get_commands` lists.
+fn command_names(client: &mut Client, id: &str) -> Vec<String> {
+    client.send(&json!({"id": id, "type": "get_commands"}));
+    let response = client.response(id);
+    response["data"]["commands"]
+        .as_array()
+        .expect("commands")
+        .iter()
+        .map(|c| c["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn get_commands_follows_reloads_and_the_watcher() {
+    let sandbox = Sandbox::new();
+    let lib = sandbox.lib();
+    std::fs::create_dir_all(lib.join("build")).unwrap();
+    let plugin = build(&lib, "1.0.0");
+    let mut client = rpc(&sandbox, &plugin, &[], true);
+    assert_eq!(command_names(&mut client, "c1"), ["ver"]);
+    // RPC `reload` of a build with one command more.
+    build(&lib, "2.0.0");
+    client.send(&json!({"id": "r", "type": "reload"}));
+    assert_eq!(client.response("r")["success"], true);
+    assert_eq!(command_names(&mut client, "c2"), ["v2cmd", "ver"]);
+    // The watcher brings the first build back: the command is gone again.
+    build(&lib, "1.0.0");
+    let started = Instant::now();
+    let mut n = 0;
+    while command_names(&mut client, &format!("poll{n}")) != ["ver"] {
+        n += 1;
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "never reloaded"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (status, _) = client.close();
+    assert!(status.success());
+}
+
+#[test]
+fn a_watch_reload_lets_a_running_plugin_tool_finish_its_exec() {
+    let sandbox = Sandbox::new();
+    let lib = sandbox.lib();
+    std::fs::create_dir_all(lib.join("build")).unwrap();
+    // The second build is made first and set aside, so that it replaces the plugin file at
+    // once when the tool has started.
+    // Without session handlers: the reload's `session_shutdown` would otherwise wait for the
+    // tool's call itself.
+    let second = lib.join("second.so");
+    std::fs::rename(build_with(&lib, "2.0.0", &["-DNO_SESSION"]), &second).unwrap();
+    let plugin = build_with(&lib, "1.0.0", &["-DNO_SESSION"]);
+    let mut client = rpc_calling(&sandbox, &plugin, &[], true, "slow");
+    client.send(&json!({"id": "p", "type": "prompt", "message": "work"}));
+    client.until(|l| l["type"] == "tool_execution_start");
+    // Replaced (as a linker does) while the old version's tool waits on its `sleep 1.5`.
+    std::fs::rename(&second, &plugin).unwrap();
+    let (_, end) = client.until(|l| l["type"] == "tool_execution_end");
+    assert_eq!(
+        end["result"]["content"][0]["text"], "1.0.0 exec=0 killed=0",
+        "the old version's call finished with its child: {end}"
+    );
+    client.until(|l| l["type"] == "agent_end");
+    let started = Instant::now();
+    let mut n = 0;
+    while version(&mut client, &format!("poll{n}")) != "2.0.0" {
+        n += 1;
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "never reloaded"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let (status, _) = client.close();
     assert!(status.success());
 }

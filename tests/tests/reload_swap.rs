@@ -254,6 +254,7 @@ fn an_untrusted_change_to_a_project_plugin_keeps_the_trusted_version() {
     let text = error.to_string();
     assert!(text.contains("changed since it was trusted"), "{text}");
     assert!(text.contains("pi-hooks trust "), "{text}");
+    assert!(text.contains("then reload"), "{text}");
     assert_eq!(answered_by(&tool_call(&runner, "b", "bash")), Ok(1));
     // Trusted now: the reload goes through.
     let sha = pi_hooks::trust::sha256_hex(&std::fs::read(&plugin).unwrap());

@@ -102,8 +102,10 @@ pub struct PiActionsApi {
     /// pi). A program that cannot be started (not found, not executable, a cwd that does not
     /// exist) gives `code` 1 and the reason in `stderr`, with `PI_OK`. The program runs in a
     /// process group of its own; on timeout, or when the plugin is retired, the group gets
-    /// SIGTERM, then SIGKILL 5 s later. `PI_ERR_INVALID_ARG` for a NULL or too small request,
-    /// an empty program or a NULL `out`.
+    /// SIGTERM, then SIGKILL 5 s later. A reload retires the old version only once the call
+    /// that runs the program has returned, or after 2 s; the end of the session does not
+    /// wait. `PI_ERR_INVALID_ARG` for a NULL or too small request, an empty program or a
+    /// NULL `out`.
     pub exec: unsafe extern "C" fn(
         plugin: *mut PiPlugin,
         request: *const PiExecRequest,

@@ -156,6 +156,11 @@ impl AgentHandle {
             .map_err(|e| e.error)
     }
 
+    /// The plugins loaded now, in load order (after every reload, the new ones).
+    pub fn plugins(&self) -> Vec<std::sync::Arc<crate::plugin::LoadedPlugin>> {
+        self.runner.plugins()
+    }
+
     /// The plugin commands that run, as `(name, description, has completions)`: the first
     /// registration of a name in load order, built-in names left out (their plugins were
     /// warned at load).

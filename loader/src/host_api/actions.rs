@@ -42,7 +42,7 @@ fn with_services(
     f: impl FnOnce(&PluginState, &dyn HostServices) -> PiStatus,
 ) -> PiStatus {
     with_plugin(plugin, |state| {
-        if state.phase() != Phase::Active {
+        if !state.serves_host_calls() {
             return PI_ERR_UNAVAILABLE;
         }
         match state.services() {
@@ -153,7 +153,7 @@ fn with_active(
     f: impl FnOnce(&'static PluginState) -> PiStatus,
 ) -> PiStatus {
     with_plugin(plugin, |_| match PluginState::from_handle(plugin) {
-        Some(state) if state.phase() == Phase::Active => f(state),
+        Some(state) if state.serves_host_calls() => f(state),
         Some(_) => PI_ERR_UNAVAILABLE,
         None => PI_ERR_INVALID_ARG,
     })

@@ -290,7 +290,7 @@ fn load_new(path: &Path, origin: Origin, agent_dir: &Path) -> Result<LoadedPlugi
             let command =
                 untrusted(path.display().to_string(), origin, state, sha256).trust_command;
             Err(format!(
-                "{} (SHA-256 {short}...); trust the new version with `{command}`",
+                "{} (SHA-256 {short}...); trust the new version with `{command}`, then reload (`/reload`; `--watch` does not look again until the file changes)",
                 state.describe(),
             ))
         }

@@ -342,7 +342,7 @@ impl Runner {
         let mut retired = Vec::new();
         for plugin in &old.plugins {
             if !next.plugins.iter().any(|p| Arc::ptr_eq(p, plugin)) {
-                plugin.retire();
+                plugin.retire_after_calls();
                 retired.push(Arc::clone(plugin));
             }
         }

@@ -42,8 +42,6 @@ pub struct Commands {
     pub prompts: Arc<PromptGate>,
     /// The response of the prompt being started, written before the run's first event.
     pub pending: Arc<std::sync::Mutex<Option<Value>>>,
-    /// `get_commands`' list (plugin commands are registered at load).
-    pub commands: Vec<Value>,
     /// The session's working directory (`bash` runs there).
     pub cwd: std::path::PathBuf,
     /// The running `bash` command.
@@ -402,10 +400,9 @@ impl Commands {
             }
             "get_state" => Some(self.state()),
             "get_messages" => Some(json!({"messages": agent.messages()})),
-            // A plugin command named like a built-in is skipped (its plugin was warned at load).
-            "get_commands" => Some(json!({"commands": self.commands.iter().filter(|c| {
-                !c["name"].as_str().is_some_and(crate::load::is_builtin_command)
-            }).collect::<Vec<_>>()})),
+            "get_commands" => Some(json!({
+                "commands": super::plugin_commands(&agent.plugins())
+            })),
             "get_last_assistant_text" => Some(json!({"text": agent.last_assistant_text()})),
             "get_session_stats" => Some(self.stats()),
             "get_available_models" => Some(json!({"models": agent.available_models()})),

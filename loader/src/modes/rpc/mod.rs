@@ -58,14 +58,17 @@ fn source_info(plugin: &LoadedPlugin) -> Value {
     info
 }
 
-/// The `get_commands` entries of the loaded plugins (first registration of a name wins),
-/// shaped as pi's `RpcSlashCommand`: `{name, description, source:"extension", sourceInfo}`.
-fn plugin_commands(report: &LoadReport) -> Vec<Value> {
+/// The `get_commands` entries of the plugins loaded now (first registration of a name wins;
+/// a plugin command named like a built-in is skipped, its plugin was warned at load), shaped
+/// as pi's `RpcSlashCommand`: `{name, description, source:"extension", sourceInfo}`. Read
+/// at each request, so a reload's or `--watch`'s changes show at once.
+pub(crate) fn plugin_commands(plugins: &[Arc<LoadedPlugin>]) -> Vec<Value> {
     let mut seen = std::collections::HashSet::new();
     let mut list = Vec::new();
-    for plugin in &report.plugins {
+    for plugin in plugins {
         for command in plugin.registrations().commands {
-            if seen.insert(command.name.clone()) {
+            if !crate::load::is_builtin_command(&command.name) && seen.insert(command.name.clone())
+            {
                 list.push(json!({
                     "name": command.name,
                     "description": command.description,
@@ -95,7 +98,6 @@ fn load_error_lines(report: &LoadReport, out: &LineWriter) {
 pub fn run(setup: CoreSetup) -> i32 {
     let out = LineWriter::stdout();
     load_error_lines(&setup.report, &out);
-    let plugin_commands = plugin_commands(&setup.report);
     let cwd = setup.cwd.clone();
     let pending: Arc<Mutex<Option<Value>>> = Arc::default();
     let prompts = Arc::new(commands::PromptGate::default());
@@ -165,7 +167,6 @@ pub fn run(setup: CoreSetup) -> i32 {
         jobs,
         prompts,
         pending,
-        commands: plugin_commands,
         cwd,
         bash: Arc::default(),
     };
