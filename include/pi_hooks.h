@@ -857,8 +857,14 @@ typedef struct PiContextApi {
      */
     PiStatus (*compact)(struct PiContext *ctx, struct PiStr options_json);
     /**
-     * (command only) Waits until the agent is idle. Commands run while the agent is idle,
-     * so this returns at once.
+     * (command only) Waits until the agent is idle: at once when it is, else until the
+     * current run has ended (RPC mode runs a command sent during a run at once, as pi
+     * does). While it waits, the plugin's other calls (its handlers for the run's events,
+     * its timers) are not made: each is refused with "a command of the plugin is waiting
+     * for the agent to be idle" (a `tool_call` it would gate is blocked, as for any refused
+     * call), because native code cannot be entered twice and the run cannot wait for the
+     * command that waits for it. Session operations asked for after the wait run once the
+     * command returns.
      */
     PiStatus (*wait_for_idle)(struct PiContext *ctx);
     /**

@@ -551,7 +551,7 @@ fn invoke(
     let mut result = ResultBuilder::new();
     let status = {
         let Some(serialised) = state.lock_calls_unless_stuck() else {
-            return not_called_stuck();
+            return not_called_busy(state);
         };
         if state.phase() != Phase::Active {
             return not_called_retired();
@@ -586,7 +586,13 @@ fn invoke(
 
 #[cold]
 #[inline(never)]
-fn not_called_stuck() -> CallOutcome {
+fn not_called_busy(state: &PluginState) -> CallOutcome {
+    if state.is_waiting_idle() {
+        return CallOutcome::refused(
+            PI_ERR_UNAVAILABLE,
+            "not called: a command of the plugin is waiting for the agent to be idle (wait_for_idle)",
+        );
+    }
     CallOutcome::refused(
         PI_ERR_TIMEOUT,
         "not called: the plugin is still running an earlier call that timed out",

@@ -218,6 +218,9 @@ pub struct PluginState {
     slot: u32,
     /// The call lock (calls never overlap), the stuck mark and the call in progress.
     calls: CallSlot,
+    /// Set while a command of this plugin waits in `wait_for_idle`: other calls are refused
+    /// meanwhile instead of waiting for it (they would wait for a run that waits for them).
+    waiting_idle: std::sync::atomic::AtomicBool,
     phase: AtomicU8,
     registrations: Mutex<Registrations>,
     cleanups: Mutex<Vec<(PiCleanupFn, UserData)>>,
@@ -247,6 +250,7 @@ impl PluginState {
         PluginState {
             slot,
             calls: CallSlot::default(),
+            waiting_idle: std::sync::atomic::AtomicBool::new(false),
             name,
             path,
             phase: AtomicU8::new(Phase::Init as u8),
@@ -292,7 +296,7 @@ impl PluginState {
             if let Some(lock) = self.calls.try_lock() {
                 return Some(lock);
             }
-            if self.calls.is_stuck() {
+            if self.calls.is_stuck() || self.is_waiting_idle() {
                 return None;
             }
             std::thread::sleep(backoff);
@@ -310,6 +314,28 @@ impl PluginState {
     /// Whether a call that timed out is still running inside the plugin.
     pub fn is_stuck(&self) -> bool {
         self.calls.is_stuck()
+    }
+
+    /// Whether a command of the plugin is waiting in `wait_for_idle` (see
+    /// [`PluginState::waiting_for_idle`]).
+    pub fn is_waiting_idle(&self) -> bool {
+        self.waiting_idle.load(Ordering::Acquire)
+    }
+
+    /// Runs `wait` (a command's wait for the agent to be idle, made inside the plugin's call)
+    /// with the plugin marked as waiting: meanwhile every other call into the plugin (an
+    /// event of the run being waited for, a timer) is refused at once instead of waiting for
+    /// the command, which waits for that run.
+    pub fn waiting_for_idle(&self, wait: impl FnOnce()) {
+        struct Unmark<'a>(&'a std::sync::atomic::AtomicBool);
+        impl Drop for Unmark<'_> {
+            fn drop(&mut self) {
+                self.0.store(false, Ordering::Release);
+            }
+        }
+        self.waiting_idle.store(true, Ordering::Release);
+        let _unmark = Unmark(&self.waiting_idle);
+        wait();
     }
 
     /// Binds the session services the plugin's actions use.

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use pi_hooks_tests::rpc_client::RpcClient as Client;
-use pi_hooks_tests::{Sandbox, compile_c, rust_plugin, workspace_root};
+use pi_hooks_tests::{Sandbox, compile_c, compile_c_text, rust_plugin, workspace_root};
 use serde_json::{Value, json};
 
 /// `pi-hooks rpc --no-session --no-hooks --script <turns> -e <plugin>`.
@@ -187,6 +187,64 @@ fn a_plugin_command_runs_at_once_while_the_agent_streams() {
         1,
         "the command was not queued as a message: {users:?}"
     );
+    let (status, _) = client.close();
+    assert_eq!(status.code(), Some(0));
+}
+
+/// A command sent during a run that calls `wait_for_idle`, from a plugin that also handles
+/// the run's `turn_end`: the run does not wait for the plugin (whose command waits for the
+/// run); the plugin's `turn_end` is refused with the reason, the run ends, then the command
+/// goes on.
+#[test]
+fn wait_for_idle_in_a_command_during_a_run_does_not_deadlock() {
+    let sandbox = Sandbox::new();
+    let code = r#"
+#include <string.h>
+#include "pi_hooks.h"
+static const PiHostApi *host;
+static PiStatus on_turn_end(void *u, const PiValue *e, PiContext *ctx, PiResult *r) {
+    (void)u; (void)e; (void)r;
+    return host->ui->notify(ctx, pi_str("turn_end seen"), PI_NOTIFY_INFO);
+}
+static PiStatus waitcmd(void *u, PiStr args, PiContext *ctx) {
+    (void)u; (void)args;
+    PiStatus s = host->context->wait_for_idle(ctx);
+    return host->ui->notify(ctx, s == PI_OK ? pi_str("idle now") : pi_str("wait failed"), PI_NOTIFY_INFO);
+}
+static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
+    host = h;
+    host->registry->register_command(plugin, &PI_COMMAND(.name = pi_str("waitidle"), .handler = waitcmd));
+    return host->registry->on(plugin, pi_str("turn_end"), on_turn_end, NULL);
+}
+PI_HOOKS_PLUGIN("waiter", "1.0.0", "waits for idle", init, NULL);
+"#;
+    let plugin = compile_c_text(&sandbox.lib(), "waiter", code, &[]);
+    let turns = json!([
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "sleep 1; echo slept"}}]},
+        {"text": "done"}
+    ]);
+    let mut client = Client::start(rpc(&sandbox, turns, &plugin));
+    client.send(&json!({"id": "p", "type": "prompt", "message": "work"}));
+    client.until(|l| l["type"] == "tool_execution_start");
+    client.send(&json!({"id": "w", "type": "prompt", "message": "/waitidle"}));
+    let (before, _) = client.until(|l| l["type"] == "agent_end");
+    let refused: Vec<&Value> = before
+        .iter()
+        .filter(|l| l["type"] == "extension_error" && l["event"] == "turn_end")
+        .collect();
+    assert!(
+        refused.iter().any(|l| l["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("waiting for the agent to be idle (wait_for_idle)")),
+        "the run's turn_end was refused with the reason: {before:#?}"
+    );
+    let (_, idle) = client.until(|l| l["method"] == "notify" && l["message"] == "idle now");
+    assert_eq!(idle["message"], "idle now");
+    assert_eq!(client.response("w")["success"], true);
+    // Afterwards the plugin is called again: the next run's turn_end reaches it.
+    client.send(&json!({"id": "p2", "type": "prompt", "message": "again"}));
+    client.until(|l| l["method"] == "notify" && l["message"] == "turn_end seen");
     let (status, _) = client.close();
     assert_eq!(status.code(), Some(0));
 }

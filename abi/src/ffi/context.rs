@@ -92,8 +92,14 @@ pub struct PiContextApi {
     /// to compact", "Already compacted", cancelled) is reported as this plugin's error with
     /// event "compact".
     pub compact: unsafe extern "C" fn(ctx: *mut PiContext, options_json: PiStr) -> PiStatus,
-    /// (command only) Waits until the agent is idle. Commands run while the agent is idle,
-    /// so this returns at once.
+    /// (command only) Waits until the agent is idle: at once when it is, else until the
+    /// current run has ended (RPC mode runs a command sent during a run at once, as pi
+    /// does). While it waits, the plugin's other calls (its handlers for the run's events,
+    /// its timers) are not made: each is refused with "a command of the plugin is waiting
+    /// for the agent to be idle" (a `tool_call` it would gate is blocked, as for any refused
+    /// call), because native code cannot be entered twice and the run cannot wait for the
+    /// command that waits for it. Session operations asked for after the wait run once the
+    /// command returns.
     pub wait_for_idle: unsafe extern "C" fn(ctx: *mut PiContext) -> PiStatus,
     /// (command only; `PI_ERR_UNAVAILABLE` elsewhere) Asks for a new session;
     /// `options_json` is empty or `{"parentSession"?}` (`PI_ERR_INVALID_ARG` otherwise).

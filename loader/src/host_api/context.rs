@@ -483,7 +483,7 @@ unsafe extern "C" fn wait_for_idle(ctx: *mut PiContext) -> PiStatus {
         }
         match c.plugin.services() {
             Some(services) => {
-                services.wait_for_idle();
+                c.plugin.waiting_for_idle(|| services.wait_for_idle());
                 PI_OK
             }
             None => PI_ERR_UNAVAILABLE,
