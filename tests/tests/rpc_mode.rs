@@ -503,6 +503,49 @@ fn plugin_load_failures_are_lines_a_client_reads() {
     assert!(status.success());
 }
 
+/// `run --mode json` reports them the same way, right after the session header.
+#[test]
+fn json_mode_reports_plugin_load_failures_as_lines_after_the_header() {
+    let sandbox = Sandbox::new();
+    let script = script(&sandbox, json!([{"text": "x"}]));
+    let broken = sandbox.lib().join("broken.so");
+    std::fs::write(&broken, "not a library").unwrap();
+    let output = sandbox
+        .command(&[
+            "run",
+            "--mode",
+            "json",
+            "--no-session",
+            "--no-hooks",
+            "--script",
+        ])
+        .arg(&script)
+        .args(["-e", broken.to_str().unwrap(), "hi"])
+        .output()
+        .expect("run pi-hooks");
+    assert!(output.status.success(), "{output:?}");
+    let lines: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(lines[0]["type"], "session", "{:?}", lines[0]);
+    let line = &lines[1];
+    assert_eq!(line["type"], "extension_error", "{line}");
+    assert_eq!(line["event"], "load");
+    assert!(
+        line["extensionPath"]
+            .as_str()
+            .unwrap()
+            .ends_with("broken.so"),
+        "{line}"
+    );
+    assert!(!line["error"].as_str().unwrap().is_empty());
+    assert!(
+        lines.iter().any(|l| l["type"] == "agent_end"),
+        "the run went on"
+    );
+}
+
 #[test]
 fn select_input_and_editor_round_trip_and_setters_are_fire_and_forget() {
     let sandbox = Sandbox::new();

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::agent::model::Model;
 use crate::agent::{Agent, AgentConfig, DEFAULT_SYSTEM_PROMPT, EventSink};
@@ -62,6 +62,19 @@ pub struct CoreSetup {
     pub discovery: Option<crate::discover::DiscoveryOptions>,
     /// `--watch`: reload a plugin when its file is rebuilt.
     pub watch: bool,
+}
+
+/// Plugin load failures as lines a client reads (RPC and JSON mode), before anything else
+/// the session writes: `{"type":"extension_error","extensionPath":…,"event":"load","error":…}`.
+pub fn load_error_lines(report: &LoadReport, out: &LineWriter) {
+    for error in &report.errors {
+        out.line(&json!({
+            "type": "extension_error",
+            "extensionPath": error.path,
+            "event": "load",
+            "error": error.error,
+        }));
+    }
 }
 
 /// Builds the runner and the agent. Plugin errors go to stderr as

@@ -29,6 +29,7 @@ pub fn run(setup: CoreSetup, prompts: Vec<String>, output: Output) -> i32 {
     let json = output == Output::Json;
     if json {
         stdout.line(setup.session.header());
+        core::load_error_lines(&setup.report, &stdout);
     }
     let sink: EventSink = if json {
         let stdout = stdout.clone();

@@ -21,7 +21,6 @@ use serde_json::{Value, json};
 use super::core::{self, CoreSetup, LineWriter};
 use crate::agent::EventSink;
 use crate::discover::Origin;
-use crate::load::LoadReport;
 use crate::plugin::LoadedPlugin;
 use commands::{Commands, Job};
 use ui::RpcUi;
@@ -81,23 +80,10 @@ pub(crate) fn plugin_commands(plugins: &[Arc<LoadedPlugin>]) -> Vec<Value> {
     list
 }
 
-/// Plugin load failures as lines a client reads:
-/// `{"type":"extension_error","extensionPath":…,"event":"load","error":…}`.
-fn load_error_lines(report: &LoadReport, out: &LineWriter) {
-    for error in &report.errors {
-        out.line(&json!({
-            "type": "extension_error",
-            "extensionPath": error.path,
-            "event": "load",
-            "error": error.error,
-        }));
-    }
-}
-
 /// Runs the RPC session until stdin closes; returns the exit code (0).
 pub fn run(setup: CoreSetup) -> i32 {
     let out = LineWriter::stdout();
-    load_error_lines(&setup.report, &out);
+    core::load_error_lines(&setup.report, &out);
     let cwd = setup.cwd.clone();
     let pending: Arc<Mutex<Option<Value>>> = Arc::default();
     let prompts = Arc::new(commands::PromptGate::default());
