@@ -364,6 +364,14 @@
 #define PI_DELIVER_NEXT_TURN 3
 
 /**
+ * (`PiExecRequest::flags`, ABI 1.3) Also stop the program when the agent's current run is
+ * aborted (Esc in the terminal, RPC `abort`), as pi's `exec` with `signal: ctx.signal`:
+ * SIGTERM, then SIGKILL 5 s later, and the result has `"killed": true`. Outside a run the
+ * flag changes nothing.
+ */
+#define PI_EXEC_CANCEL_ON_ABORT 1
+
+/**
  * Mode: print mode (`-p`), plain text out, no UI.
  */
 #define PI_MODE_PRINT 1
@@ -472,7 +480,8 @@
  *
  * Minor 1 appended `PiActionsApi::set_model`; minor 2 appended the value builders to
  * `PiValueApi` (`new_object` ... `json_quote`) and `PiResultApi::set_from_value`; minor 3
- * appended `PiValueApi::replace_text`.
+ * appended `PiValueApi::replace_text` and gave `PiExecRequest`'s reserved field its use as
+ * `flags` (`PI_EXEC_CANCEL_ON_ABORT`).
  */
 #define PI_HOOKS_ABI_MINOR 3
 
@@ -567,9 +576,10 @@ typedef struct PiExecRequest {
      */
     uint32_t struct_size;
     /**
-     * Reserved, 0.
+     * `PI_EXEC_*` flags (ABI 1.3; before, this field was reserved and 0, which is still
+     * "no flags"). An unknown flag is refused with `PI_ERR_INVALID_ARG`.
      */
-    uint32_t reserved;
+    uint32_t flags;
     /**
      * The program, found through `PATH` when it has no slash.
      */
@@ -1845,7 +1855,7 @@ typedef const struct PiPluginDescriptor *(*PiEntryFn)(void);
  * (pi_hooks_abi::layout::LAYOUT_FINGERPRINT). PI_HOOKS_DESCRIPTOR puts it in the descriptor,
  * so that the host refuses a plugin built against an edited header of the same version.
  */
-#define PI_HOOKS_LAYOUT_FINGERPRINT 0xb81101d033b51e1fULL
+#define PI_HOOKS_LAYOUT_FINGERPRINT 0x2ea612d6d2e34df2ULL
 
 /** The name of the entry symbol every v1 plugin exports (see PI_HOOKS_PLUGIN). */
 #define PI_HOOKS_ENTRY_SYMBOL "pi_hooks_plugin_v1"

@@ -16,7 +16,7 @@ pub const RELEASED_FINGERPRINTS: &[u64] = &[
     0xfad2_28d5_859c_9234,
     0xe243_c031_c00f_dbdb,
     0x2cfe_1107_3f88_c486,
-    0xb811_01d0_33b5_1e1f,
+    0x2ea6_12d6_d2e3_4df2,
 ];
 
 /// Sizes of the boundary structs at one ABI minor, on this target.

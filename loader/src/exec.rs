@@ -60,6 +60,8 @@ pub struct ExecRequest {
     pub cwd: PathBuf,
     /// The time limit, if any.
     pub timeout: Option<Duration>,
+    /// Stops the program when cancelled (the agent run's abort, `PI_EXEC_CANCEL_ON_ABORT`).
+    pub cancel: Option<crate::tools::CancelToken>,
 }
 
 impl ExecRequest {
@@ -199,6 +201,16 @@ pub fn run(state: &PluginState, request: ExecRequest) -> ExecOutput {
     })
 }
 
+/// Returns once `cancel` is cancelled (looked at every 10 ms); never without one.
+async fn cancelled(cancel: Option<&crate::tools::CancelToken>) {
+    let Some(cancel) = cancel else {
+        return std::future::pending().await;
+    };
+    while !cancel.is_cancelled() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// Starts the program and watches it to its end.
 async fn watch_program(request: ExecRequest, mut retired: watch::Receiver<bool>) -> ExecOutput {
     if *retired.borrow_and_update() {
@@ -240,6 +252,7 @@ async fn watch_program(request: ExecRequest, mut retired: watch::Receiver<bool>)
         status = child.wait() => Some(status),
         () = sleep_until(deadline) => None,
         () = retirement(&mut retired) => None,
+        () = cancelled(request.cancel.as_ref()) => None,
     };
     let (status, killed) = match ended {
         Some(status) => (status, false),
@@ -423,6 +436,7 @@ mod tests {
             args: Vec::new(),
             cwd: PathBuf::from("/"),
             timeout: None,
+            cancel: None,
         };
         let error = std::io::Error::from(std::io::ErrorKind::NotFound);
         assert!(spawn_error(&request, &error).contains("no such program on PATH"));

@@ -84,6 +84,11 @@ pub trait HostServices: Send + Sync {
     fn request_shutdown(&self) {}
     /// Blocks until the agent is idle (a command's `waitForIdle`).
     fn wait_for_idle(&self) {}
+    /// The abort token of the agent's current run, `None` when no run is going (an `exec`
+    /// with `PI_EXEC_CANCEL_ON_ABORT` stops when it is cancelled).
+    fn run_abort_token(&self) -> Option<crate::tools::CancelToken> {
+        None
+    }
     /// Context window usage `{tokens, contextWindow, percent}`, when known.
     fn context_usage(&self) -> Option<Value> {
         None

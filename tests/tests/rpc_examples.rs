@@ -249,6 +249,41 @@ PI_HOOKS_PLUGIN("waiter", "1.0.0", "waits for idle", init, NULL);
     assert_eq!(status.code(), Some(0));
 }
 
+/// spawn-hook's `bash` runs its command with `PI_EXEC_CANCEL_ON_ABORT`: an RPC `abort` while
+/// `sleep 30` runs stops the program at once and the tool ends with "Command aborted".
+#[test]
+fn an_abort_stops_a_plugin_exec_that_asked_to_be_cancelled() {
+    let sandbox = Sandbox::new();
+    let source = workspace_root().join("plugins/examples/spawn-hook/spawn_hook.c");
+    let plugin = compile_c(
+        &source,
+        &sandbox
+            .lib()
+            .join(format!("libspawn_hook{}", std::env::consts::DLL_SUFFIX)),
+        &["-pedantic"],
+    );
+    let turns = json!([
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "sleep 30"}}]},
+        {"text": "done"}
+    ]);
+    let mut client = Client::start(rpc(&sandbox, turns, &plugin));
+    client.send(&json!({"id": "p", "type": "prompt", "message": "work"}));
+    client.until(|l| l["type"] == "tool_execution_start");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let asked = std::time::Instant::now();
+    client.send(&json!({"id": "a", "type": "abort"}));
+    let (_, end) = client.until(|l| l["type"] == "tool_execution_end");
+    assert!(
+        asked.elapsed() < std::time::Duration::from_secs(10),
+        "the program was stopped, not waited for"
+    );
+    let text = end["result"]["content"][0]["text"].as_str().unwrap_or("");
+    assert!(text.ends_with("Command aborted"), "{end}");
+    client.until(|l| l["type"] == "agent_end");
+    let (status, _) = client.close();
+    assert_eq!(status.code(), Some(0));
+}
+
 fn git(repo: &Path, args: &[&str]) {
     let status = std::process::Command::new("git")
         .args(args)

@@ -26,13 +26,20 @@ pub const PI_DELIVER_FOLLOW_UP: u32 = 2;
 /// (`send_message` only) attach to the next user prompt; never triggers a turn.
 pub const PI_DELIVER_NEXT_TURN: u32 = 3;
 
+/// (`PiExecRequest::flags`, ABI 1.3) Also stop the program when the agent's current run is
+/// aborted (Esc in the terminal, RPC `abort`), as pi's `exec` with `signal: ctx.signal`:
+/// SIGTERM, then SIGKILL 5 s later, and the result has `"killed": true`. Outside a run the
+/// flag changes nothing.
+pub const PI_EXEC_CANCEL_ON_ABORT: u32 = 1;
+
 /// A program to run with `exec`: no shell is involved. Strings are copied during the call.
 #[repr(C)]
 pub struct PiExecRequest {
     /// `sizeof(PiExecRequest)`.
     pub struct_size: u32,
-    /// Reserved, 0.
-    pub reserved: u32,
+    /// `PI_EXEC_*` flags (ABI 1.3; before, this field was reserved and 0, which is still
+    /// "no flags"). An unknown flag is refused with `PI_ERR_INVALID_ARG`.
+    pub flags: u32,
     /// The program, found through `PATH` when it has no slash.
     pub program: PiStr,
     /// `arg_count` arguments (NULL when 0).

@@ -134,10 +134,34 @@ impl PluginHandle {
         cwd: Option<&str>,
         timeout_ms: u64,
     ) -> Result<ExecOutput> {
+        self.exec_with_flags(program, args, cwd, timeout_ms, 0)
+    }
+
+    /// As [`Handle::exec`], and the program is also stopped (`killed: true`) when the agent's
+    /// current run is aborted, as pi's `exec` with `signal: ctx.signal`
+    /// (`PI_EXEC_CANCEL_ON_ABORT`).
+    pub fn exec_cancel_on_abort(
+        &self,
+        program: &str,
+        args: &[&str],
+        cwd: Option<&str>,
+        timeout_ms: u64,
+    ) -> Result<ExecOutput> {
+        self.exec_with_flags(program, args, cwd, timeout_ms, PI_EXEC_CANCEL_ON_ABORT)
+    }
+
+    fn exec_with_flags(
+        &self,
+        program: &str,
+        args: &[&str],
+        cwd: Option<&str>,
+        timeout_ms: u64,
+        flags: u32,
+    ) -> Result<ExecOutput> {
         let args: Vec<PiStr> = args.iter().map(|a| pi_str(a)).collect();
         let request = PiExecRequest {
             struct_size: size_of::<PiExecRequest>() as u32,
-            reserved: 0,
+            flags,
             program: pi_str(program),
             args: args.as_ptr(),
             arg_count: args.len(),

@@ -231,6 +231,10 @@ impl HostServices for AgentServices {
             .store(true, std::sync::atomic::Ordering::Release);
     }
 
+    fn run_abort_token(&self) -> Option<crate::tools::CancelToken> {
+        self.streaming().then(|| self.shared.abort_token())
+    }
+
     fn wait_for_idle(&self) {
         while self.streaming() {
             std::thread::sleep(std::time::Duration::from_millis(2));

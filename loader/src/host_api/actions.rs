@@ -197,9 +197,15 @@ unsafe fn read_exec_request(
             read_str(request.cwd)?,
         )
     };
-    if program.is_empty() {
+    if program.is_empty() || request.flags & !PI_EXEC_CANCEL_ON_ABORT != 0 {
         return Err(PI_ERR_INVALID_ARG);
     }
+    // The current run's abort, when asked for (nothing outside a run).
+    let cancel = if request.flags & PI_EXEC_CANCEL_ON_ABORT != 0 {
+        state.services().and_then(|s| s.run_abort_token())
+    } else {
+        None
+    };
     let session = session_cwd(state);
     Ok(crate::exec::ExecRequest {
         program: program.to_owned(),
@@ -211,6 +217,7 @@ unsafe fn read_exec_request(
         },
         timeout: (request.timeout_ms > 0)
             .then(|| std::time::Duration::from_millis(request.timeout_ms)),
+        cancel,
     })
 }
 

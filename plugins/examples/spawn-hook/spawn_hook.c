@@ -109,6 +109,7 @@ static PiStatus execute(void *user_data, PiStr tool_call_id, const PiValue *para
     request.arg_count = 4;
     request.cwd = pi_str(""); /* the session's cwd */
     request.timeout_ms = timeout > 0 ? (uint64_t)(timeout * 1000.0) : 0;
+    request.flags = PI_EXEC_CANCEL_ON_ABORT; /* stopped when the user aborts the run */
     status = host->actions->exec(self, &request, &ran);
     free(rewritten);
     if (status != PI_OK) return fail(ctx, "bash: the host could not run the command");
@@ -126,8 +127,10 @@ static PiStatus execute(void *user_data, PiStr tool_call_id, const PiValue *para
     host->values->free(ran);
 
     tail[0] = '\0';
-    if (killed)
+    if (killed && timeout > 0)
         snprintf(tail, sizeof tail, "Command timed out after %g seconds", timeout);
+    else if (killed)
+        snprintf(tail, sizeof tail, "Command aborted");
     else if (code != 0)
         snprintf(tail, sizeof tail, "Command exited with code %lld", (long long)code);
     if (tail[0] != '\0') {
