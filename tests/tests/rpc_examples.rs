@@ -284,6 +284,35 @@ fn an_abort_stops_a_plugin_exec_that_asked_to_be_cancelled() {
     assert_eq!(status.code(), Some(0));
 }
 
+/// As pi: a plugin command's text sent as `steer` or `follow_up` is refused with pi's words
+/// (a command runs, it is never queued as a message); other text is queued.
+#[test]
+fn a_plugin_command_cannot_be_queued_as_steer_or_follow_up() {
+    let sandbox = Sandbox::new();
+    let plugin = confirm_command(&sandbox);
+    let turns = json!([
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "sleep 1"}}]},
+        {"text": "done"},
+        {"text": "after the follow-up"}
+    ]);
+    let mut client = Client::start(rpc(&sandbox, turns, &plugin));
+    client.send(&json!({"id": "p", "type": "prompt", "message": "work"}));
+    client.until(|l| l["type"] == "tool_execution_start");
+    for (id, kind) in [("s", "steer"), ("f", "follow_up")] {
+        client.send(&json!({"id": id, "type": kind, "message": "/deploy staging"}));
+        let response = client.response(id);
+        assert_eq!(response["success"], false, "{response}");
+        assert_eq!(
+            response["error"],
+            "Extension command \"/deploy\" cannot be queued. Use prompt() or execute the command when not streaming."
+        );
+    }
+    client.send(&json!({"id": "ok", "type": "follow_up", "message": "/not-a-command here"}));
+    assert_eq!(client.response("ok")["success"], true);
+    let (status, _) = client.close();
+    assert_eq!(status.code(), Some(0));
+}
+
 fn git(repo: &Path, args: &[&str]) {
     let status = std::process::Command::new("git")
         .args(args)

@@ -245,6 +245,9 @@ impl Commands {
                     Ok(text) => text,
                     Err(error) => return Some(Err(error)),
                 };
+                if let Some(refused) = queued_plugin_command(agent, text) {
+                    return Some(Err(refused));
+                }
                 agent.steer(text, images);
                 None
             }
@@ -253,6 +256,9 @@ impl Commands {
                     Ok(text) => text,
                     Err(error) => return Some(Err(error)),
                 };
+                if let Some(refused) = queued_plugin_command(agent, text) {
+                    return Some(Err(refused));
+                }
                 agent.follow_up(text, images);
                 None
             }
@@ -667,4 +673,20 @@ impl Commands {
             "cost": cost,
         })
     }
+}
+
+/// pi's refusal of a plugin command's text as a `steer` or `follow_up` message (a command
+/// runs, it is never queued as text), or `None` for any other text.
+fn queued_plugin_command(agent: &crate::agent::AgentHandle, text: &str) -> Option<String> {
+    let rest = text.strip_prefix('/')?;
+    let name = rest.split(' ').next().unwrap_or_default();
+    agent
+        .commands()
+        .iter()
+        .any(|(command, _, _)| command == name)
+        .then(|| {
+            format!(
+                "Extension command \"/{name}\" cannot be queued. Use prompt() or execute the command when not streaming."
+            )
+        })
 }
