@@ -1081,3 +1081,50 @@ fn sigterm_shuts_down_like_stdin_closing_with_exit_143() {
         "the tool process was killed"
     );
 }
+
+/// pi's `queue_update {steering, followUp}`: sent when a client queues a `steer` or a
+/// `follow_up`, and again, just before that message's `message_start`, when the run takes it.
+#[test]
+fn queued_messages_are_announced_with_queue_update() {
+    let sandbox = Sandbox::new();
+    let script = script(
+        &sandbox,
+        json!([
+            {"toolCalls": [{"name": "bash", "arguments": {"command": "sleep 1"}}]},
+            {"text": "steered"},
+            {"text": "followed"}
+        ]),
+    );
+    let mut client = Client::start(rpc(&sandbox, &script, &[]));
+    client.send(&json!({"id": "p", "type": "prompt", "message": "work"}));
+    client.until(|l| l["type"] == "tool_execution_start");
+    client.send(&json!({"id": "s", "type": "steer", "message": "go left"}));
+    let (_, first) = client.until(|l| l["type"] == "queue_update");
+    assert_eq!(
+        first,
+        json!({"type": "queue_update", "steering": ["go left"], "followUp": []})
+    );
+    client.send(&json!({"id": "f", "type": "follow_up", "message": "then stop"}));
+    let (_, second) = client.until(|l| l["type"] == "queue_update");
+    assert_eq!(
+        second,
+        json!({"type": "queue_update", "steering": ["go left"], "followUp": ["then stop"]})
+    );
+    let (_, taken) = client.until(|l| l["type"] == "queue_update");
+    assert_eq!(
+        taken,
+        json!({"type": "queue_update", "steering": [], "followUp": ["then stop"]})
+    );
+    let next = client.next_line();
+    assert_eq!(next["type"], "message_start", "{next}");
+    assert_eq!(next["message"]["content"][0]["text"], "go left");
+    let (_, emptied) = client.until(|l| l["type"] == "queue_update");
+    assert_eq!(
+        emptied,
+        json!({"type": "queue_update", "steering": [], "followUp": []})
+    );
+    let next = client.next_line();
+    assert_eq!(next["message"]["content"][0]["text"], "then stop", "{next}");
+    let (status, _) = client.close();
+    assert!(status.success());
+}

@@ -89,12 +89,14 @@ impl AgentHandle {
     pub fn steer(&self, text: &str, images: Option<&Value>) {
         let message = user_message(text, images);
         Shared::lock(&self.shared.queues).steer.push(message);
+        self.shared.queue_update(text, true);
     }
 
     /// Queues a follow-up user message (delivered when the run would end).
     pub fn follow_up(&self, text: &str, images: Option<&Value>) {
         let message = user_message(text, images);
         Shared::lock(&self.shared.queues).follow_up.push(message);
+        self.shared.queue_update(text, false);
     }
 
     /// How many steering and follow-up messages wait.

@@ -118,6 +118,9 @@ struct Shared {
     /// A plugin asked the host to shut down (`PiContextApi::shutdown`).
     shutdown_requested: AtomicBool,
     sink: Mutex<EventSink>,
+    /// The texts of the `steer` and `follow_up` messages a client queued and the run has not
+    /// taken yet, for pi's `queue_update` events (see [`Shared::queue_update`]).
+    queued_texts: Mutex<QueuedTexts>,
     ui: Mutex<Option<Arc<dyn crate::services::UiService>>>,
     /// How a mode that stays up between prompts (RPC) is told that plugins queued work while
     /// the agent was idle (a timer's `send_user_message`): it then calls [`Agent::run_queued`].
@@ -127,13 +130,52 @@ struct Shared {
 /// See `Shared::waker`.
 pub type Waker = Arc<dyn Fn() + Send + Sync>;
 
+/// See `Shared::queued_texts`.
+#[derive(Default)]
+struct QueuedTexts {
+    steering: Vec<String>,
+    follow_up: Vec<String>,
+}
+
 impl Shared {
     fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         m.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Hands `event` to the mode. As pi does, a user message that a client queued with
+    /// `steer` or `follow_up` leaves the queue when its `message_start` goes out, and a
+    /// `queue_update` saying so goes out just before it.
     fn sink(&self, event: &Value) {
-        (Self::lock(&self.sink))(event);
+        let mut sink = Self::lock(&self.sink);
+        if event["type"] == "message_start" && event["message"]["role"] == "user" {
+            let text = user_text(&event["message"]);
+            let mut queued = Self::lock(&self.queued_texts);
+            let taken = match queued.steering.iter().position(|t| *t == text) {
+                Some(at) => Some(queued.steering.remove(at)),
+                None => queued
+                    .follow_up
+                    .iter()
+                    .position(|t| *t == text)
+                    .map(|at| queued.follow_up.remove(at)),
+            };
+            if taken.is_some() {
+                sink(&queue_update_event(&queued));
+            }
+        }
+        sink(event)
+    }
+
+    /// Records a client's `steer` (or `follow_up`) text and tells the mode with pi's
+    /// `queue_update {steering, followUp}` (the texts still waiting, in order).
+    fn queue_update(&self, text: &str, steering: bool) {
+        let mut sink = Self::lock(&self.sink);
+        let mut queued = Self::lock(&self.queued_texts);
+        if steering {
+            queued.steering.push(text.to_owned());
+        } else {
+            queued.follow_up.push(text.to_owned());
+        }
+        sink(&queue_update_event(&queued));
     }
 
     fn abort_token(&self) -> CancelToken {
@@ -206,6 +248,7 @@ impl Agent {
             auto_compaction: AtomicBool::new(config.compaction.enabled),
             shutdown_requested: AtomicBool::new(false),
             sink: Mutex::new(sink),
+            queued_texts: Mutex::default(),
             ui: Mutex::new(None),
             waker: Mutex::new(None),
         });
@@ -528,12 +571,15 @@ impl Core {
                 InputOutcome::Continue => text,
             };
             let message = json!({"role": "user", "content": [{"type": "text", "text": text}], "timestamp": now_ms()});
+            let follow_up = deliver_as == pi_hooks_abi::ffi::PI_DELIVER_FOLLOW_UP;
             let mut queues = Shared::lock(&self.shared.queues);
-            if deliver_as == pi_hooks_abi::ffi::PI_DELIVER_FOLLOW_UP {
+            if follow_up {
                 queues.follow_up.push(message);
             } else {
                 queues.steer.push(message);
             }
+            drop(queues);
+            self.shared.queue_update(&text, !follow_up);
         }
     }
 
@@ -606,5 +652,28 @@ impl Core {
         if let Err(error) = written {
             eprintln!("pi-hooks: cannot write the session: {error}");
         }
+    }
+}
+
+/// pi's `queue_update` event.
+fn queue_update_event(queued: &QueuedTexts) -> Value {
+    serde_json::json!({
+        "type": "queue_update",
+        "steering": queued.steering,
+        "followUp": queued.follow_up,
+    })
+}
+
+/// The text of a user message as pi compares queued messages: a string content, or its
+/// text blocks joined.
+fn user_text(message: &Value) -> String {
+    match &message["content"] {
+        Value::String(text) => text.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter(|b| b["type"] == "text")
+            .filter_map(|b| b["text"].as_str())
+            .collect(),
+        _ => String::new(),
     }
 }
