@@ -123,6 +123,21 @@ fn a_tool_result_patch_and_a_command_with_a_confirm() {
         out["calls"][1],
         json!({"call": "ui", "method": "notify", "message": "Deploy to staging cancelled", "notifyType": "warning"})
     );
+    // A bare `true` answers a confirm (as `{"confirmed": true}`).
+    let (out, stderr, ok) = emit(
+        &sandbox,
+        &[
+            deploy.to_str().unwrap(),
+            "/deploy",
+            "--args",
+            "staging",
+            "--ui-answers",
+            "[true]",
+        ],
+    );
+    assert!(ok, "{stderr}");
+    assert_eq!(out["calls"][0]["answer"], json!({"confirmed": true}));
+    assert_eq!(out["calls"][1]["message"], "Deploying to staging");
 }
 
 #[test]

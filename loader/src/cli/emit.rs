@@ -24,7 +24,8 @@ pub(super) struct EmitArgs {
     #[arg(long, default_value = "{}", value_name = "JSON")]
     payload: String,
     /// Answers for the plugin's dialogs, in order: a JSON array of pi's
-    /// `extension_ui_response` fields, such as `[{"confirmed": true}, {"value": "No"}]`.
+    /// `extension_ui_response` fields, such as `[{"confirmed": true}, {"value": "No"}]`; a
+    /// bare `true`/`false` stands for `{"confirmed": …}` and a bare string for `{"value": …}`.
     /// Dialogs past the last answer are cancelled.
     #[arg(long = "ui-answers", value_name = "JSON")]
     ui_answers: Option<String>,
@@ -47,7 +48,7 @@ pub(super) fn emit(args: EmitArgs) -> Result<ExitCode, CommandError> {
     }
     let answers = match &args.ui_answers {
         Some(text) => match read_json(text, "--ui-answers")? {
-            Value::Array(answers) => answers,
+            Value::Array(answers) => answers.into_iter().map(answer_fields).collect(),
             other => {
                 return Err(CommandError::failed(format!(
                     "--ui-answers must be a JSON array of answers such as [{{\"confirmed\": true}}], got {}",
@@ -92,4 +93,14 @@ fn read_json(text: &str, option: &str) -> Result<Value, CommandError> {
     };
     serde_json::from_str(&text)
         .map_err(|e| CommandError::failed(format!("{source} is not valid JSON: {e}")))
+}
+
+/// A `--ui-answers` item as `extension_ui_response` fields: `true` is `{"confirmed": true}`,
+/// `"No"` is `{"value": "No"}`, an object is taken as it is.
+fn answer_fields(answer: Value) -> Value {
+    match answer {
+        Value::Bool(confirmed) => serde_json::json!({"confirmed": confirmed}),
+        Value::String(value) => serde_json::json!({"value": value}),
+        other => other,
+    }
 }
