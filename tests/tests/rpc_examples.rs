@@ -313,6 +313,65 @@ fn a_plugin_command_cannot_be_queued_as_steer_or_follow_up() {
     assert_eq!(status.code(), Some(0));
 }
 
+/// `set_active_tools` from a plugin command: the next run offers only those tools, a call of
+/// another is refused as pi refuses an unknown tool; `get_active_tools` reads the new set and
+/// `get_all_tools` still lists every tool.
+#[test]
+fn a_plugin_command_narrows_the_active_tools() {
+    let sandbox = Sandbox::new();
+    let code = r#"
+#include <stdio.h>
+#include <string.h>
+#include "pi_hooks.h"
+static const PiHostApi *host;
+static PiPlugin *self;
+static PiStatus readonly(void *u, PiStr args, PiContext *ctx) {
+    PiStr names[1] = {pi_str("read")};
+    PiValue *active = NULL, *all = NULL;
+    PiStr json = {0};
+    char text[512];
+    (void)u; (void)args;
+    PiStatus status = host->actions->set_active_tools(self, names, 1);
+    if (status != PI_OK) return status;
+    host->actions->get_active_tools(self, &active);
+    host->actions->get_all_tools(self, &all);
+    host->values->to_json(active, &json);
+    snprintf(text, sizeof text, "active %.*s of %zu", (int)json.len, json.ptr, host->values->len(all));
+    host->values->free(active);
+    host->values->free(all);
+    return host->ui->notify(ctx, pi_str(text), PI_NOTIFY_INFO);
+}
+static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
+    host = h;
+    self = plugin;
+    return host->registry->register_command(plugin, &PI_COMMAND(.name = pi_str("readonly"), .handler = readonly));
+}
+PI_HOOKS_PLUGIN("tools-narrower", "1.0.0", "narrows the active tools", init, NULL);
+"#;
+    let plugin = compile_c_text(&sandbox.lib(), "narrower", code, &[]);
+    let turns = json!([
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "echo hi"}}]},
+        {"text": "done"}
+    ]);
+    let mut client = Client::start(rpc(&sandbox, turns, &plugin));
+    client.send(&json!({"id": "r", "type": "prompt", "message": "/readonly"}));
+    let (_, notify) = client.until(|l| l["method"] == "notify");
+    let message = notify["message"].as_str().unwrap();
+    assert!(message.starts_with("active [\"read\"] of "), "{message}");
+    let all: usize = message.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(all >= 7, "every built-in tool is still listed: {message}");
+    client.response("r");
+    client.send(&json!({"id": "p", "type": "prompt", "message": "work"}));
+    let (_, end) = client.until(|l| l["type"] == "tool_execution_end");
+    assert_eq!(end["isError"], true, "{end}");
+    assert_eq!(
+        end["result"]["content"][0]["text"], "Tool bash not found",
+        "{end}"
+    );
+    let (status, _) = client.close();
+    assert_eq!(status.code(), Some(0));
+}
+
 fn git(repo: &Path, args: &[&str]) {
     let status = std::process::Command::new("git")
         .args(args)
