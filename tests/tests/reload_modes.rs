@@ -206,6 +206,13 @@ fn reload_prompt_and_rpc_reload_load_the_new_build_in_pi_s_order() {
             "session_start reload 2.0.0"
         ]
     );
+    // Statuses are cleared before the new instances start, which set theirs again.
+    let statuses: Vec<Value> = lines
+        .iter()
+        .filter(|l| l["method"] == "setStatus" && l["statusKey"] == "ver")
+        .map(|l| l["statusText"].clone())
+        .collect();
+    assert_eq!(statuses, [Value::Null, json!("2.0.0")], "{lines:#?}");
     assert_eq!(version(&mut client, "v2"), "2.0.0");
     // The new build's tool is there for the model.
     client.send(&json!({"id": "t", "type": "prompt", "message": "use the tool"}));
