@@ -35,7 +35,7 @@ bin=$(cargo test -p pi-hooks-tests --test reload_swap --no-run --message-format=
 [[ -x "$bin" ]] || { echo "could not build the reload_swap test binary" >&2; exit 2; }
 for t in "${tests[@]}"; do
     echo "== valgrind: $t"
-    valgrind --quiet --error-exitcode=99 --leak-check=no --track-origins=no \
+    valgrind --quiet --error-exitcode=99 --leak-check=no --track-origins=no --fair-sched=yes \
         "$bin" --test-threads=1 "$t"
 done
 echo "reload-valgrind.sh: no invalid access reported"

@@ -268,6 +268,12 @@ fn a_prompt_streams_json_mode_s_events_and_stdin_close_shuts_down() {
     events.push(end.clone());
     assert_eq!(events[0]["type"], "agent_start");
     assert_eq!(end["messages"].as_array().map(Vec::len), Some(4), "{end}");
+    // As pi prints them: `turn_start` bare, `turn_end` without the extension-only turnIndex.
+    assert_eq!(events[1], json!({"type": "turn_start"}));
+    let turn_end = events.iter().find(|e| e["type"] == "turn_end").unwrap();
+    let mut keys: Vec<&String> = turn_end.as_object().unwrap().keys().collect();
+    keys.sort();
+    assert_eq!(keys, ["message", "toolResults", "type"], "{turn_end}");
 
     // The same run in JSON mode prints the same events in the same order.
     let json_run = sandbox.run(&[

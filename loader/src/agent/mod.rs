@@ -550,11 +550,19 @@ fn aborted_message(model: &Value) -> Value {
 }
 
 impl Core {
-    /// Sends an event to the plugins (when any listens), then to the mode.
-    fn emit(&self, event: Value) {
+    /// Sends an event to the plugins (when any listens), then to the mode. The mode gets
+    /// pi's agent event as pi's RPC and JSON modes print it: `turn_start` and `turn_end`
+    /// without the `turnIndex` and `timestamp` that pi adds for extensions only.
+    fn emit(&self, mut event: Value) {
         let name = event["type"].as_str().unwrap_or_default();
         if self.runner.has_handlers(name) {
             self.runner.emit(event.clone());
+        }
+        if matches!(name, "turn_start" | "turn_end")
+            && let Some(fields) = event.as_object_mut()
+        {
+            fields.remove("turnIndex");
+            fields.remove("timestamp");
         }
         self.shared.sink(&event);
     }
