@@ -10,7 +10,9 @@
 # The C plugins the tests compile are not instrumented; everything the host does with them
 # (loading, calling, swapping, retiring) is. Libraries are never closed (the unload policy),
 # so leaks are not reported: valgrind runs with --leak-check=no, ASan with detect_leaks=0.
-# Takes about five minutes (the 200 reloads under load are slow under valgrind).
+# Takes about a minute and a half. valgrind runs one thread at a time; --fair-sched=yes
+# makes it take turns, without which the test thread that emits continuously starves the
+# reloading one and the 200 reloads under load do not finish.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
