@@ -173,6 +173,21 @@ fn version(client: &mut Client, id: &str) -> String {
     notify["message"].as_str().unwrap().to_owned()
 }
 
+/// Asks `reloaded` (with a fresh request id each time) every 50 ms until it says yes; fails
+/// after 15 s.
+fn until_reloaded(client: &mut Client, reloaded: impl Fn(&mut Client, &str) -> bool) {
+    let started = Instant::now();
+    let mut n = 0;
+    while !reloaded(client, &format!("poll{n}")) {
+        n += 1;
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "never reloaded"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 fn notices(lines: &[Value]) -> Vec<String> {
     lines
         .iter()
@@ -278,19 +293,7 @@ fn watch_reloads_a_rebuilt_plugin_by_itself() {
     let mut client = rpc(&sandbox, &plugin, &[], true);
     assert_eq!(version(&mut client, "v1"), "1.0.0");
     build(&lib, "2.0.0");
-    let started = Instant::now();
-    let mut n = 0;
-    loop {
-        n += 1;
-        if version(&mut client, &format!("poll{n}")) == "2.0.0" {
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(15),
-            "never reloaded"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    until_reloaded(&mut client, |c, id| version(c, id) == "2.0.0");
     let (status, _) = client.close();
     assert!(status.success());
 }
@@ -360,16 +363,7 @@ fn get_commands_follows_reloads_and_the_watcher() {
     assert_eq!(command_names(&mut client, "c2"), ["v2cmd", "ver"]);
     // The watcher brings the first build back: the command is gone again.
     build(&lib, "1.0.0");
-    let started = Instant::now();
-    let mut n = 0;
-    while command_names(&mut client, &format!("poll{n}")) != ["ver"] {
-        n += 1;
-        assert!(
-            started.elapsed() < Duration::from_secs(15),
-            "never reloaded"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    until_reloaded(&mut client, |c, id| command_names(c, id) == ["ver"]);
     let (status, _) = client.close();
     assert!(status.success());
 }
@@ -397,16 +391,7 @@ fn a_watch_reload_lets_a_running_plugin_tool_finish_its_exec() {
         "the old version's call finished with its child: {end}"
     );
     client.until(|l| l["type"] == "agent_end");
-    let started = Instant::now();
-    let mut n = 0;
-    while version(&mut client, &format!("poll{n}")) != "2.0.0" {
-        n += 1;
-        assert!(
-            started.elapsed() < Duration::from_secs(15),
-            "never reloaded"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    until_reloaded(&mut client, |c, id| version(c, id) == "2.0.0");
     let (status, _) = client.close();
     assert!(status.success());
 }

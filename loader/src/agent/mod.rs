@@ -148,7 +148,7 @@ impl Shared {
     fn sink(&self, event: &Value) {
         let mut sink = Self::lock(&self.sink);
         if event["type"] == "message_start" && event["message"]["role"] == "user" {
-            let text = user_text(&event["message"]);
+            let text = session_ops::user_text(&event["message"]["content"]);
             let mut queued = Self::lock(&self.queued_texts);
             let taken = match queued.steering.iter().position(|t| *t == text) {
                 Some(at) => Some(queued.steering.remove(at)),
@@ -670,18 +670,4 @@ fn queue_update_event(queued: &QueuedTexts) -> Value {
         "steering": queued.steering,
         "followUp": queued.follow_up,
     })
-}
-
-/// The text of a user message as pi compares queued messages: a string content, or its
-/// text blocks joined.
-fn user_text(message: &Value) -> String {
-    match &message["content"] {
-        Value::String(text) => text.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter(|b| b["type"] == "text")
-            .filter_map(|b| b["text"].as_str())
-            .collect(),
-        _ => String::new(),
-    }
 }
