@@ -487,24 +487,32 @@ fn stdin_closing_during_a_dialog_ends_it_and_exits_zero() {
     );
 }
 
+/// A `broken.so` that is not a library.
+fn broken_plugin(sandbox: &Sandbox) -> PathBuf {
+    let broken = sandbox.lib().join("broken.so");
+    std::fs::write(&broken, "not a library").unwrap();
+    broken
+}
+
+/// Checks `line` is the load failure of [`broken_plugin`] as a client reads it.
+fn assert_load_failure_line(line: &Value) {
+    assert_eq!(line["type"], "extension_error", "{line}");
+    assert_eq!(line["event"], "load");
+    let path = line["extensionPath"].as_str().unwrap_or_default();
+    assert!(path.ends_with("broken.so"), "{line}");
+    assert!(
+        !line["error"].as_str().unwrap_or_default().is_empty(),
+        "{line}"
+    );
+}
+
 #[test]
 fn plugin_load_failures_are_lines_a_client_reads() {
     let sandbox = Sandbox::new();
     let script = script(&sandbox, json!([{"text": "x"}]));
-    let broken = sandbox.lib().join("broken.so");
-    std::fs::write(&broken, "not a library").unwrap();
+    let broken = broken_plugin(&sandbox);
     let mut client = Client::start(rpc(&sandbox, &script, &["-e", broken.to_str().unwrap()]));
-    let line = client.next_line();
-    assert_eq!(line["type"], "extension_error", "{line}");
-    assert_eq!(line["event"], "load");
-    assert!(
-        line["extensionPath"]
-            .as_str()
-            .unwrap()
-            .ends_with("broken.so"),
-        "{line}"
-    );
-    assert!(!line["error"].as_str().unwrap().is_empty());
+    assert_load_failure_line(&client.next_line());
     let (status, _) = client.close();
     assert!(status.success());
 }
@@ -514,8 +522,7 @@ fn plugin_load_failures_are_lines_a_client_reads() {
 fn json_mode_reports_plugin_load_failures_as_lines_after_the_header() {
     let sandbox = Sandbox::new();
     let script = script(&sandbox, json!([{"text": "x"}]));
-    let broken = sandbox.lib().join("broken.so");
-    std::fs::write(&broken, "not a library").unwrap();
+    let broken = broken_plugin(&sandbox);
     let output = sandbox
         .command(&[
             "run",
@@ -535,17 +542,7 @@ fn json_mode_reports_plugin_load_failures_as_lines_after_the_header() {
         .map(|l| serde_json::from_str(l).expect("a JSON line"))
         .collect();
     assert_eq!(lines[0]["type"], "session", "{:?}", lines[0]);
-    let line = &lines[1];
-    assert_eq!(line["type"], "extension_error", "{line}");
-    assert_eq!(line["event"], "load");
-    assert!(
-        line["extensionPath"]
-            .as_str()
-            .unwrap()
-            .ends_with("broken.so"),
-        "{line}"
-    );
-    assert!(!line["error"].as_str().unwrap().is_empty());
+    assert_load_failure_line(&lines[1]);
     assert!(
         lines.iter().any(|l| l["type"] == "agent_end"),
         "the run went on"
