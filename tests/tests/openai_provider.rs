@@ -711,3 +711,135 @@ fn settings_default_provider_and_model_select_a_models_json_model() {
     );
     assert_eq!(server.requests().len(), 1);
 }
+
+/// pi's overflow recovery: the provider refuses the request as too long for its context
+/// window; the failed answer leaves the context, the session is compacted
+/// (`compaction_start/end {reason: "overflow", willRetry: true}`) and the run goes on from the
+/// compacted context, whose retry the model answers.
+#[test]
+fn a_context_overflow_is_compacted_and_retried_once() {
+    let server = FakeOpenAi::start(|body| {
+        let system = body["messages"][0]["content"].as_str().unwrap_or_default();
+        if system.contains("summar") || last_user_text(body).contains("<conversation>") {
+            return Reply::Text("THE SUMMARY".into());
+        }
+        if body.to_string().contains("THE SUMMARY") {
+            return Reply::Text("answered after compaction".into());
+        }
+        match last_user_text(body).as_str() {
+            "one" => Reply::Text("first answer".into()),
+            _ => Reply::Status(
+                400,
+                json!({"error": {"message": "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.", "type": "invalid_request_error", "code": "context_length_exceeded"}}).to_string(),
+            ),
+        }
+    });
+    let sandbox = Sandbox::new();
+    std::fs::write(
+        sandbox.agent_dir().join("settings.json"),
+        json!({"compaction": {"keepRecentTokens": 1}}).to_string(),
+    )
+    .unwrap();
+    let output = provider_command(&sandbox, &server, &["run", "--mode", "json", "one", "two"])
+        .output()
+        .expect("run pi-hooks");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let lines = json_lines(&output);
+    let kinds: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| l["type"].as_str())
+        .filter(|t| t.starts_with("compaction") || *t == "agent_start" || *t == "agent_end")
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "agent_start",
+            "agent_end",
+            "agent_start",
+            "agent_end",
+            "compaction_start",
+            "compaction_end",
+            "agent_start",
+            "agent_end"
+        ],
+        "{lines:#?}"
+    );
+    let start = lines
+        .iter()
+        .find(|l| l["type"] == "compaction_start")
+        .unwrap();
+    assert_eq!(start["reason"], "overflow");
+    let end = lines
+        .iter()
+        .find(|l| l["type"] == "compaction_end")
+        .unwrap();
+    assert_eq!(end["reason"], "overflow");
+    assert_eq!(end["willRetry"], true, "{end}");
+    assert_eq!(end["aborted"], false);
+    assert_eq!(end["result"]["summary"], "THE SUMMARY", "{end}");
+    let answers: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["type"] == "message_end" && l["message"]["role"] == "assistant")
+        .map(|l| &l["message"])
+        .collect();
+    assert_eq!(answers.len(), 3, "{answers:#?}");
+    assert_eq!(answers[1]["stopReason"], "error");
+    assert_eq!(
+        answers[2]["content"][0]["text"],
+        "answered after compaction"
+    );
+    // Print mode ends with the retried answer.
+    let output = provider_command(&sandbox, &server, &["run", "one", "two"])
+        .output()
+        .expect("run pi-hooks");
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        "answered after compaction"
+    );
+}
+
+/// A second overflow in the same prompt is not retried again: pi's `compaction_end` says
+/// recovery failed.
+#[test]
+fn a_second_overflow_after_the_retry_is_reported_and_not_retried() {
+    let server = FakeOpenAi::start(|body| {
+        let system = body["messages"][0]["content"].as_str().unwrap_or_default();
+        if system.contains("summar") || last_user_text(body).contains("<conversation>") {
+            return Reply::Text("THE SUMMARY".into());
+        }
+        match last_user_text(body).as_str() {
+            "one" => Reply::Text("first answer".into()),
+            _ => Reply::Status(
+                400,
+                json!({"error": {"message": "prompt is too long"}}).to_string(),
+            ),
+        }
+    });
+    let sandbox = Sandbox::new();
+    std::fs::write(
+        sandbox.agent_dir().join("settings.json"),
+        json!({"compaction": {"keepRecentTokens": 1}}).to_string(),
+    )
+    .unwrap();
+    let output = provider_command(&sandbox, &server, &["run", "--mode", "json", "one", "two"])
+        .output()
+        .expect("run pi-hooks");
+    let lines = json_lines(&output);
+    let ends: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["type"] == "compaction_end")
+        .collect();
+    assert_eq!(ends.len(), 2, "{lines:#?}");
+    assert_eq!(ends[0]["willRetry"], true);
+    assert_eq!(
+        ends[1],
+        &json!({
+            "type": "compaction_end",
+            "reason": "overflow",
+            "aborted": false,
+            "willRetry": false,
+            "errorMessage": "Context overflow recovery failed after one compact-and-retry attempt. Try reducing context or switching to a larger-context model."
+        })
+    );
+}

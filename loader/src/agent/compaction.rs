@@ -1,7 +1,8 @@
 //! Compaction, as pi 0.73.1 runs it: manual (`/compact`, RPC `compact`, a plugin's
-//! `compact`) and automatic after a run whose context nears the model's context window
-//! (pi's "threshold" case; the "overflow" retry needs a provider that reports context
-//! overflow, which the scripted one never does).
+//! `compact`) and automatic after a run: when the provider refused the request because the
+//! context is too long (pi's "overflow" case: the failed answer leaves the context, the
+//! session is compacted and the run retried, once per prompt), or when the context nears the
+//! model's context window (the "threshold" case).
 //!
 //! The branch is prepared (`session/compaction.rs`), `session_before_compact {preparation,
 //! branchEntries, customInstructions?, signal}` may cancel it or give the compaction, the
@@ -44,6 +45,17 @@ impl Agent {
         custom_instructions: Option<&str>,
         reason: &str,
     ) -> Result<Value, String> {
+        self.compact_then(custom_instructions, reason, false)
+    }
+
+    /// [`Agent::compact_now`]; `will_retry`: a run follows a successful compaction (the
+    /// "overflow" case), which `compaction_end` says with `willRetry: true`.
+    fn compact_then(
+        &mut self,
+        custom_instructions: Option<&str>,
+        reason: &str,
+        will_retry: bool,
+    ) -> Result<Value, String> {
         if self.core.shared.is_streaming() {
             return Err("cannot compact while the agent is running; abort the run first".into());
         }
@@ -75,7 +87,7 @@ impl Agent {
                 Err(message)
             }
         };
-        end.insert("willRetry".into(), false.into());
+        end.insert("willRetry".into(), (will_retry && answer.is_ok()).into());
         shared.sink(&Value::Object(end));
         answer
     }
@@ -219,6 +231,12 @@ impl Agent {
         if compacted_after.is_some_and(|at| sent <= at) {
             return;
         }
+        let model = core.shared.model_info();
+        let same_model = last["provider"] == model["provider"] && last["model"] == model["id"];
+        if same_model && is_context_overflow(last) {
+            self.recover_from_overflow();
+            return;
+        }
         let tokens = if last["stopReason"] == "error" {
             estimate_context_tokens(&messages).tokens
         } else {
@@ -232,6 +250,84 @@ impl Agent {
             let _ = self.compact_now(None, "threshold");
         }
     }
+}
+
+impl Agent {
+    /// pi's overflow case: the provider said the context is too long. Once per user prompt,
+    /// the failed answer leaves the agent's context (the session keeps it), the session is
+    /// compacted (`compaction_start/end {reason: "overflow", willRetry: true}`) and the run
+    /// goes on from the compacted context; a second overflow gets pi's
+    /// `compaction_end` with the error and no retry.
+    fn recover_from_overflow(&mut self) {
+        if self.overflow_recovery_attempted {
+            self.core.shared.sink(&json!({
+                "type": "compaction_end",
+                "reason": "overflow",
+                "aborted": false,
+                "willRetry": false,
+                "errorMessage": OVERFLOW_RECOVERY_FAILED,
+            }));
+            return;
+        }
+        self.overflow_recovery_attempted = true;
+        {
+            let mut messages = Shared::lock(&self.core.shared.messages);
+            if messages.last().is_some_and(|m| m["role"] == "assistant") {
+                messages.pop();
+            }
+        }
+        if self.compact_then(None, "overflow", true).is_ok() {
+            let system_prompt = self.core.config.system_prompt.clone();
+            self.run(Vec::new(), system_prompt, "");
+        }
+    }
+}
+
+/// pi's `compaction_end` error after a second overflow in one prompt.
+const OVERFLOW_RECOVERY_FAILED: &str = "Context overflow recovery failed after one compact-and-retry attempt. Try reducing context or switching to a larger-context model.";
+
+/// pi-ai's `isContextOverflow` for a failed answer: its error message matches one of the
+/// providers' context-overflow wordings and none of the rate-limit ones.
+fn is_context_overflow(message: &Value) -> bool {
+    use std::sync::LazyLock;
+    static OVERFLOW: LazyLock<regex::RegexSet> = LazyLock::new(|| {
+        regex::RegexSet::new([
+            r"(?i)prompt is too long",
+            r"(?i)request_too_large",
+            r"(?i)input is too long for requested model",
+            r"(?i)exceeds the context window",
+            r"(?i)input token count.*exceeds the maximum",
+            r"(?i)maximum prompt length is \d+",
+            r"(?i)reduce the length of the messages",
+            r"(?i)maximum context length is \d+ tokens",
+            r"(?i)exceeds the limit of \d+",
+            r"(?i)exceeds the available context size",
+            r"(?i)greater than the context length",
+            r"(?i)context window exceeds limit",
+            r"(?i)exceeded model token limit",
+            r"(?i)too large for model with \d+ maximum context length",
+            r"(?i)model_context_window_exceeded",
+            r"(?i)prompt too long; exceeded (?:max )?context length",
+            r"(?i)context[_ ]length[_ ]exceeded",
+            r"(?i)too many tokens",
+            r"(?i)token limit exceeded",
+            r"(?i)^4(?:00|13)\s*(?:status code)?\s*\(no body\)",
+        ])
+        .expect("the overflow patterns compile")
+    });
+    static NOT_OVERFLOW: LazyLock<regex::RegexSet> = LazyLock::new(|| {
+        regex::RegexSet::new([
+            r"(?i)^(Throttling error|Service unavailable):",
+            r"(?i)rate limit",
+            r"(?i)too many requests",
+        ])
+        .expect("the non-overflow patterns compile")
+    });
+    if message["stopReason"] != "error" {
+        return false;
+    }
+    let error = message["errorMessage"].as_str().unwrap_or_default();
+    !error.is_empty() && !NOT_OVERFLOW.is_match(error) && OVERFLOW.is_match(error)
 }
 
 /// The legacy `session.compacting` hook (pi's older hook API) before the model summarizes: the
@@ -282,4 +378,30 @@ pub(super) fn context_usage(messages: &[Value], model: &Value) -> Option<Value> 
         "contextWindow": window,
         "percent": tokens as f64 / window as f64 * 100.0,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(error: &str) -> Value {
+        json!({"role": "assistant", "stopReason": "error", "errorMessage": error})
+    }
+
+    #[test]
+    fn overflow_is_read_from_the_providers_wordings() {
+        assert!(is_context_overflow(&failed(
+            "400 This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens."
+        )));
+        assert!(is_context_overflow(&failed(
+            "prompt is too long: 210000 tokens > 200000 maximum"
+        )));
+        assert!(is_context_overflow(&failed("413 (no body)")));
+        assert!(!is_context_overflow(&failed(
+            "429 Rate limit reached: too many tokens per minute"
+        )));
+        assert!(!is_context_overflow(&failed("500 overloaded")));
+        let stopped = json!({"role": "assistant", "stopReason": "stop", "errorMessage": "prompt is too long"});
+        assert!(!is_context_overflow(&stopped));
+    }
 }

@@ -216,6 +216,9 @@ pub struct Agent {
     core: Core,
     /// The `--watch` watcher, when started.
     watching: Option<reload::Watching>,
+    /// A context overflow was already answered by one compaction and retry since the last
+    /// user prompt (pi's `_overflowRecoveryAttempted`).
+    overflow_recovery_attempted: bool,
 }
 
 impl Agent {
@@ -259,6 +262,7 @@ impl Agent {
         Agent {
             model,
             watching: None,
+            overflow_recovery_attempted: false,
             core: Core {
                 runner,
                 builtin,
@@ -367,6 +371,7 @@ impl Agent {
             InputOutcome::Transform { text, images } => (text, images),
             InputOutcome::Continue => (text.to_owned(), None),
         };
+        self.overflow_recovery_attempted = false;
         let mut content = vec![json!({"type": "text", "text": text})];
         if let Some(Value::Array(images)) = &images {
             content.extend(images.iter().cloned());
