@@ -1131,3 +1131,45 @@ fn queued_messages_are_announced_with_queue_update() {
     let (status, _) = client.close();
     assert!(status.success());
 }
+
+/// `/reload` reads settings.json again, as pi does: a `toolCallTimeout` written meanwhile
+/// applies to the next tool call (a slow gate then fails closed).
+#[test]
+fn a_reload_applies_the_timeouts_of_the_settings_written_meanwhile() {
+    let sandbox = Sandbox::new();
+    let tool_then_done = json!([
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "echo hi"}}]},
+        {"text": "done"},
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "echo again"}}]},
+        {"text": "done"}
+    ]);
+    let script = script(&sandbox, tool_then_done);
+    let gate = behave_plugin(&sandbox.lib(), "slowgate");
+    let mut command = rpc(&sandbox, &script, &["-e", gate.to_str().unwrap()]);
+    command.env(
+        behave_env_var("slowgate"),
+        json!({"handlers": [{"event": "tool_call", "sleep_ms": 400}]}).to_string(),
+    );
+    let mut client = Client::start(command);
+    client.send(&json!({"id": "p1", "type": "prompt", "message": "first"}));
+    let (_, end) = client.until(|l| l["type"] == "tool_execution_end");
+    assert_eq!(end["isError"], false, "no timeout yet: {end}");
+    client.until(|l| l["type"] == "agent_end");
+
+    std::fs::write(
+        sandbox.agent_dir().join("settings.json"),
+        json!({"toolCallTimeout": 100}).to_string(),
+    )
+    .unwrap();
+    client.send(&json!({"id": "r", "type": "reload"}));
+    assert_eq!(client.response("r")["success"], true);
+    client.send(&json!({"id": "p2", "type": "prompt", "message": "second"}));
+    let (_, end) = client.until(|l| l["type"] == "tool_execution_end");
+    assert_eq!(end["isError"], true, "{end}");
+    let text = end["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("timed out after 100ms"), "{text}");
+    let (status, _) = client.close();
+    assert!(status.success());
+}

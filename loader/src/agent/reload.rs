@@ -78,7 +78,11 @@ impl Agent {
             ui.reset();
         }
         let report = self.core.runner.reload_all(&options);
+        // Settings are read again, as pi does on reload: the compaction settings and the
+        // hook timeouts.
         self.core.config.compaction = crate::settings::compaction(&report.settings);
+        let (hook, tool_call) = crate::settings::timeouts(&report.settings);
+        self.core.runner.set_timeouts(hook, tool_call);
         self.core.tools();
         if self.watching.is_some() {
             // The watcher follows the new set (its files and the bytes now running).

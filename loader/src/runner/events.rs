@@ -459,7 +459,7 @@ impl Chain for ResourcesChain {
 
 impl Runner {
     fn timeout(&self) -> Option<std::time::Duration> {
-        Some(self.config.hook_timeout)
+        Some(self.hook_timeout())
     }
 
     /// Dispatches a notify event (`{"type": name, ...}`): results are ignored, errors
@@ -573,7 +573,7 @@ impl Runner {
             blocked: None,
             last: None,
         };
-        let chain = self.run("tool_call", None, chain, self.config.tool_call_timeout);
+        let chain = self.run("tool_call", None, chain, self.tool_call_timeout());
         match chain.blocked {
             Some(reason) => ToolCallOutcome::Block { reason },
             None => ToolCallOutcome::Allow { last: chain.last },

@@ -232,6 +232,10 @@ pub struct Runner {
     session_file: RwLock<Option<String>>,
     /// The mode plugins see (a `PI_MODE_*`; a serve client may change it).
     mode: AtomicU32,
+    /// `hookTimeout` in milliseconds (settings.json; a `/reload` reads it again).
+    hook_timeout_ms: AtomicU64,
+    /// `toolCallTimeout` in milliseconds, 0 for none (as `hook_timeout_ms`).
+    tool_call_timeout_ms: AtomicU64,
     workers: timed::Workers,
 }
 
@@ -273,6 +277,8 @@ impl Runner {
             next_listener: AtomicU64::new(1),
             session_file: RwLock::new(config.session_file.clone()),
             mode: AtomicU32::new(config.mode),
+            hook_timeout_ms: AtomicU64::new(millis(config.hook_timeout)),
+            tool_call_timeout_ms: AtomicU64::new(config.tool_call_timeout.map_or(0, millis)),
             config,
             workers: timed::Workers::default(),
         }
@@ -358,7 +364,31 @@ impl Runner {
         let mut config = self.config.clone();
         config.session_file = self.session_file();
         config.mode = self.mode();
+        config.hook_timeout = self.hook_timeout();
+        config.tool_call_timeout = self.tool_call_timeout();
         config
+    }
+
+    /// `hookTimeout`: the limit of every call but `tool_call`'s.
+    pub fn hook_timeout(&self) -> Duration {
+        Duration::from_millis(self.hook_timeout_ms.load(Ordering::Relaxed))
+    }
+
+    /// `toolCallTimeout`: the limit of a `tool_call` handler, if any.
+    #[inline]
+    pub fn tool_call_timeout(&self) -> Option<Duration> {
+        match self.tool_call_timeout_ms.load(Ordering::Relaxed) {
+            0 => None,
+            ms => Some(Duration::from_millis(ms)),
+        }
+    }
+
+    /// Sets both timeouts (a `/reload` applies settings.json's again, as pi re-reads its
+    /// settings); calls already running keep the limit they started with.
+    pub fn set_timeouts(&self, hook: Duration, tool_call: Option<Duration>) {
+        self.hook_timeout_ms.store(millis(hook), Ordering::Relaxed);
+        self.tool_call_timeout_ms
+            .store(tool_call.map_or(0, millis), Ordering::Relaxed);
     }
 
     /// The mode plugins see (a `PI_MODE_*`).
@@ -531,7 +561,7 @@ impl Runner {
             Arc::from(slots),
             self.event_scope(),
             chain,
-            self.config.hook_timeout,
+            self.hook_timeout(),
         );
         for error in &errors {
             self.emit_error(error);
@@ -597,5 +627,15 @@ pub(crate) fn truthy(value: &Value) -> bool {
         Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
         Value::String(s) => !s.is_empty(),
         Value::Array(_) | Value::Object(_) => true,
+    }
+}
+
+/// `duration` in whole milliseconds (at least 1 for a non-zero one, saturating).
+fn millis(duration: Duration) -> u64 {
+    let ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+    if ms == 0 && !duration.is_zero() {
+        1
+    } else {
+        ms
     }
 }
