@@ -1173,3 +1173,31 @@ fn a_reload_applies_the_timeouts_of_the_settings_written_meanwhile() {
     let (status, _) = client.close();
     assert!(status.success());
 }
+
+/// The other answers of the same dialogs: a select cancelled (index -1), an input answered
+/// with a value, an editor cancelled (no text).
+#[test]
+fn select_cancelled_input_answered_and_editor_cancelled() {
+    let sandbox = Sandbox::new();
+    let script = script(&sandbox, json!([{"text": "x"}]));
+    let plugin = asker(&sandbox);
+    let mut client = Client::start(rpc(&sandbox, &script, &["-e", plugin.to_str().unwrap()]));
+    client.send(&json!({"id": "p", "type": "prompt", "message": "/ask-all"}));
+    let select = client.ui_request();
+    assert_eq!(select["method"], "select");
+    client.send(&json!({"type": "extension_ui_response", "id": select["id"], "cancelled": true}));
+    let input = client.ui_request();
+    assert_eq!(input["method"], "input");
+    client.send(&json!({"type": "extension_ui_response", "id": input["id"], "value": "Ann"}));
+    let editor = client.ui_request();
+    assert_eq!(editor["method"], "editor");
+    client.send(&json!({"type": "extension_ui_response", "id": editor["id"], "cancelled": true}));
+    let (_, title) = client.until(|l| l["method"] == "setTitle");
+    assert_eq!(
+        title["title"], "-1|Ann|(none)",
+        "a cancelled select gives index -1"
+    );
+    assert_eq!(client.response("p")["success"], true);
+    let (status, _) = client.close();
+    assert!(status.success());
+}
