@@ -154,7 +154,16 @@ fn file_trigger_sends_the_file_content_as_a_user_message_and_clears_the_file() {
         .iter()
         .rposition(|k| *k == "turn_end")
         .expect("turn_end");
-    assert_eq!(kinds[turn_end + 1..], ["turn_start", "message_start"]);
+    // pi's queue_update when it is queued, and again when the turn takes it.
+    assert_eq!(
+        kinds[turn_end + 1..],
+        [
+            "queue_update",
+            "turn_start",
+            "queue_update",
+            "message_start"
+        ]
+    );
     assert_eq!(kinds.iter().filter(|k| **k == "agent_start").count(), 1);
     assert!(!kinds.contains(&"agent_end"));
     // Sent once, and the file was cleared after reading.
