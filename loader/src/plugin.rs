@@ -639,7 +639,8 @@ impl LoadedPlugin {
             return true;
         }
         let was_active = self.state.phase() == Phase::Active;
-        let drained = if drain_first && was_active {
+        // A call that overran its time (stuck) is not waited for twice.
+        let drained = if drain_first && was_active && !self.state.is_stuck() {
             self.state.set_phase(Phase::Draining);
             self.state.lock_calls_within(RETIRE_WAIT)
         } else {
