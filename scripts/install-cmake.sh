@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the CMake pinned in scripts/cmake-requirements.txt (the `cmake` wheel from PyPI,
 # checked against the SHA-256 listed there)
-# into a virtual environment under target/tools/cmake-venv, for tests/tests/packaging.rs.
+# into a virtual environment under target/tools/cmake-venv ($CARGO_TARGET_DIR/tools/cmake-venv when
+# that is set), for tests/tests/packaging.rs, which runs this script itself on first use.
 # A no-op when the installed version already matches the pin. Needs python3 with venv and
 # the PyPI registry (or a pip mirror configured the usual way).
 #   bash scripts/install-cmake.sh      -> target/tools/cmake-venv/bin/cmake
@@ -9,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 requirements=scripts/cmake-requirements.txt
-venv=target/tools/cmake-venv
+venv="${CARGO_TARGET_DIR:-target}/tools/cmake-venv"
 want="$(sed -n 's/^cmake==\([^ ]*\).*/\1/p' "$requirements")"
 if [ -z "$want" ]; then
     echo "error: no cmake==VERSION pin in $requirements" >&2

@@ -22,6 +22,10 @@ pub struct LoadError {
     pub path: String,
     /// What went wrong and what to do.
     pub error: String,
+    /// Whether the plugin was named on the command line (`--hook`, `-e`): `list` and
+    /// `inspect` then exit non-zero, and `--strict` stops a session.
+    #[serde(skip)]
+    pub named: bool,
 }
 
 impl std::fmt::Display for LoadError {
@@ -35,6 +39,7 @@ impl From<SourceError> for LoadError {
         LoadError {
             path: e.path,
             error: e.error,
+            named: false,
         }
     }
 }
@@ -182,7 +187,11 @@ pub fn load_all(options: &DiscoveryOptions) -> LoadReport {
                     .untrusted
                     .push(untrusted(path, candidate.origin, state, sha256))
             }
-            Err(error) => report.errors.push(LoadError { path, error }),
+            Err(error) => report.errors.push(LoadError {
+                path,
+                error,
+                named: candidate.origin == Origin::Cli,
+            }),
         }
     }
     note_conflicts(&mut report.plugins);

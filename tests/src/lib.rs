@@ -8,6 +8,7 @@ pub mod pty;
 pub mod reload;
 pub mod rpc_client;
 pub mod session_rpc;
+pub mod tools;
 pub mod workflow;
 
 use std::path::{Path, PathBuf};

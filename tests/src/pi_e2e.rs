@@ -1,5 +1,5 @@
 //! The real pi (0.73.1, installed from scripts/pi-peer/package-lock.json by
-//! scripts/pi-peer/install.sh) in RPC mode with the pi bridge installed by `pi-hooks bridge
+//! scripts/pi-peer/install.sh, which [`crate::tools::pi_peer`] runs on first use) in RPC mode with the pi bridge installed by `pi-hooks bridge
 //! install`, talking to a [`FakeOpenAi`] server, for the bridge's end-to-end tests.
 
 use std::path::PathBuf;
@@ -7,31 +7,13 @@ use std::process::Command;
 
 use crate::fake_openai::FakeOpenAi;
 use crate::rpc_client::RpcClient;
-use crate::{Sandbox, workspace_root};
+use crate::Sandbox;
 
-const INSTALL: &str = "run `bash scripts/pi-peer/install.sh` (needs node >= 20.6 and npm; it installs pi 0.73.1 from scripts/pi-peer/package-lock.json)";
-
-/// pi's `cli.js`; fails the test, saying what to run, when node or pi is missing (never a
-/// silent skip).
+/// pi's `cli.js`, installing pi first if needed ([`crate::tools::pi_peer`]); an install
+/// that cannot happen (no node or npm, no registry) fails the test saying what to do, never a
+/// silent skip.
 pub fn pi_cli() -> PathBuf {
-    match Command::new("node").arg("--version").output() {
-        Ok(output) if output.status.success() => {}
-        Ok(output) => panic!(
-            "`node --version` failed ({}); the pi end-to-end tests need node: {INSTALL}",
-            output.status
-        ),
-        Err(error) => {
-            panic!("cannot run node ({error}); the pi end-to-end tests need node: {INSTALL}")
-        }
-    }
-    let cli = workspace_root()
-        .join("scripts/pi-peer/node_modules/@mariozechner/pi-coding-agent/dist/cli.js");
-    assert!(
-        cli.is_file(),
-        "pi is not installed ({} is missing): {INSTALL}",
-        cli.display()
-    );
-    cli
+    crate::tools::pi_peer().join("@mariozechner/pi-coding-agent/dist/cli.js")
 }
 
 /// Installs the bridge into the sandbox's agent directory with `pi-hooks bridge install`

@@ -5,7 +5,8 @@
 //! CMake, then load in `pi-hooks inspect`.
 //!
 //! CMake comes from `scripts/install-cmake.sh` (the wheel pinned in
-//! `scripts/cmake-requirements.txt`, in `target/tools/cmake-venv`); `.ci/run` runs it first.
+//! `scripts/cmake-requirements.txt`, in `target/tools/cmake-venv`), which the CMake test runs
+//! itself on first use (`pi_hooks_tests::tools::cmake`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -181,12 +182,7 @@ message(STATUS "pi-hooks ABI ${PI_HOOKS_ABI_VERSION}, binary ${PI_HOOKS_EXECUTAB
 
 #[test]
 fn c_and_cpp_examples_build_with_cmake_find_package_and_load() {
-    let cmake = workspace_root().join("target/tools/cmake-venv/bin/cmake");
-    assert!(
-        cmake.is_file(),
-        "no CMake at {}: run `bash scripts/install-cmake.sh` (as .ci/run does)",
-        cmake.display()
-    );
+    let cmake = pi_hooks_tests::tools::cmake();
     let s = Sandbox::new();
     let prefix = install(&s);
     let src = s.root().join("src");

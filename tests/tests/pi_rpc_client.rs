@@ -2,8 +2,8 @@
 //! runs a whole session through pi 0.73.1's `RpcClient` (installed from the committed lockfile
 //! by scripts/pi-peer/install.sh), with the example plugins permission-gate (Rust) and
 //! confirm-command (C) loaded, and prints what it observed; the assertions here hold it to
-//! pi's shapes. Needs node and the installed pi package: without them the test fails and
-//! says what to run.
+//! pi's shapes. Needs node and npm: the test installs pi on first use and fails, saying what to
+//! do, when it cannot.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,29 +16,10 @@ use pi_hooks_tests::{
 };
 use serde_json::{Value, json};
 
-const INSTALL: &str = "run `bash scripts/pi-peer/install.sh` (needs node >= 20.6 and npm; it installs pi 0.73.1 from scripts/pi-peer/package-lock.json)";
-
-/// pi's `rpc-client.js`; fails the test, saying what to run, when node or pi is missing.
+/// pi's `rpc-client.js`, installing pi first if needed (`pi_hooks_tests::tools::pi_peer`).
 fn require_node_and_pi() -> PathBuf {
-    match Command::new("node").arg("--version").output() {
-        Ok(output) if output.status.success() => {}
-        Ok(output) => panic!(
-            "`node --version` failed ({}); the pi end-to-end test needs node: {INSTALL}",
-            output.status
-        ),
-        Err(error) => {
-            panic!("cannot run node ({error}); the pi end-to-end test needs node: {INSTALL}")
-        }
-    }
-    let client = workspace_root().join(
-        "scripts/pi-peer/node_modules/@mariozechner/pi-coding-agent/dist/modes/rpc/rpc-client.js",
-    );
-    assert!(
-        client.is_file(),
-        "pi is not installed ({} is missing): {INSTALL}",
-        client.display()
-    );
-    client
+    pi_hooks_tests::tools::pi_peer()
+        .join("@mariozechner/pi-coding-agent/dist/modes/rpc/rpc-client.js")
 }
 
 /// The model runs each prompt as a bash command, then says it finished.

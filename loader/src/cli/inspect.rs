@@ -34,6 +34,7 @@ pub(super) fn inspect(file: &Path, json: bool, run_code: bool) -> Result<ExitCod
             report.errors.push(LoadError {
                 path: given.display().to_string(),
                 error: format!("cannot resolve the path: {e}"),
+                named: true,
             });
             return show(&report, json);
         }
@@ -79,7 +80,11 @@ pub(super) fn inspect(file: &Path, json: bool, run_code: bool) -> Result<ExitCod
             }
             return Err(CommandError::failed(message));
         }
-        Err(error) => report.errors.push(LoadError { path, error }),
+        Err(error) => report.errors.push(LoadError {
+            path,
+            error,
+            named: true,
+        }),
     }
     show(&report, json)
 }

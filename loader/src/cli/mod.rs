@@ -30,7 +30,13 @@ use crate::paths::resolve;
 
 /// Native plugin host for the pi coding agent's hooks.
 #[derive(Debug, Parser)]
-#[command(name = "pi-hooks", version, about)]
+#[command(
+    name = "pi-hooks",
+    version,
+    about,
+    override_usage = "pi-hooks [OPTIONS]      the interactive mode (`pi-hooks chat [OPTIONS] [PROMPT]...` with prompts)\n       pi-hooks <COMMAND>",
+    after_help = "With no command, or only options such as --provider, pi-hooks starts the interactive mode: `pi-hooks chat --help` lists its options."
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -76,6 +82,7 @@ enum Command {
         action: bridge::BridgeAction,
     },
     /// List the plugins that would load, from where, their trust state and load result.
+    /// Exits 1 when a plugin named with --hook/-e failed to load.
     List {
         #[command(flatten)]
         sources: Sources,
@@ -290,5 +297,10 @@ fn list(sources: &Sources, json: bool) -> Result<ExitCode, CommandError> {
     } else {
         write_stdout(&report_text(&report))?;
     }
-    Ok(ExitCode::SUCCESS)
+    // A plugin the command line named that did not load is what the user asked about.
+    Ok(if report.errors.iter().any(|e| e.named) {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }

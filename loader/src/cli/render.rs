@@ -246,6 +246,7 @@ mod tests {
             errors: vec![LoadError {
                 path: path.clone(),
                 error: "bad\nFailed to load plugin \"fake\"".to_owned(),
+                named: false,
             }],
             untrusted: vec![Untrusted {
                 path: path.clone(),

@@ -23,8 +23,8 @@ use crate::session::{SessionStore, most_recent, new_session_path, session_dir};
 /// Options of `pi-hooks run`.
 #[derive(Debug, Args)]
 pub(super) struct RunArgs {
-    /// Print mode: run the prompts and print the final assistant text. It is the default
-    /// until the interactive mode exists; the flag is accepted as pi accepts it.
+    /// Print mode: run the prompts and print the final assistant text. It is `run`'s
+    /// default (`--mode json` is the other); the flag is accepted as pi accepts it.
     #[arg(short = 'p', long = "print")]
     _print: bool,
     /// Output: `text` (the final text) or `json` (the session header and every event as
@@ -86,7 +86,8 @@ pub(super) struct SessionArgs {
     #[arg(long, value_name = "DIR", conflicts_with = "no_session")]
     session_dir: Option<PathBuf>,
     /// Reload a plugin when its file is rebuilt (and load new plugin files, unload deleted
-    /// ones), each with a line on stderr.
+    /// ones), each with a line on stderr. For `chat` and `rpc`, whose session stays open;
+    /// `run` exits after its prompts and refuses it.
     #[arg(long)]
     watch: bool,
     /// Run every plugin in a `pi-hooks serve` child process of its own: a crash or hang in
@@ -94,6 +95,11 @@ pub(super) struct SessionArgs {
     /// session goes on (settings.json's `isolate` chooses plugins one by one).
     #[arg(long)]
     isolate: bool,
+    /// Stop with exit code 1, before the session starts, when a plugin fails to load (named
+    /// with --hook/-e, found in a plugin folder, or listed in settings.json) or a settings
+    /// file is broken. Without it the failure is reported and the session goes on, as in pi.
+    #[arg(long)]
+    strict: bool,
     #[command(flatten)]
     sources: Sources,
 }
@@ -161,6 +167,12 @@ fn prepare(
         .chain(flags.shadow_warnings(&report))
     {
         write_stderr(&line);
+    }
+    if args.strict && !report.errors.is_empty() {
+        return Err(CommandError::failed(format!(
+            "--strict: {} plugin source(s) failed to load (see above); the session was not started",
+            report.errors.len()
+        )));
     }
     if crate::library::system_loader_stuck() {
         // The stuck initialiser holds the system loader's lock, which every new thread needs
@@ -458,6 +470,11 @@ pub(super) fn help(args: &SessionArgs, flags: &PluginFlags) -> Result<ExitCode, 
 
 /// Runs the session; the exit code is the mode's.
 pub(super) fn run(args: RunArgs, flags: &PluginFlags) -> Result<ExitCode, CommandError> {
+    if args.session.watch {
+        return Err(CommandError::usage(
+            "run plays its prompts and exits, so --watch would never reload anything. For the edit-rebuild-reload loop keep a session open: `pi-hooks chat --watch -e FILE` (the terminal UI) or `pi-hooks rpc --watch -e FILE` (an RPC client); each rebuild of FILE is then reloaded into it",
+        ));
+    }
     let (output, mode) = match args.mode {
         OutputMode::Json => (Output::Json, PI_MODE_JSON),
         OutputMode::Text => (Output::Text, PI_MODE_PRINT),

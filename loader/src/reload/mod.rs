@@ -532,6 +532,7 @@ impl Runner {
                 Err(error) => report.errors.push(LoadError {
                     path: shown.clone(),
                     error,
+                    named: origin == Origin::Cli,
                 }),
             }
             // A file that is gone is unloaded; one that failed to load keeps its instance.

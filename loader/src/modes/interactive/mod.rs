@@ -166,6 +166,10 @@ pub fn run(setup: CoreSetup, load_lines: Vec<String>, prompts: Vec<String>) -> i
     };
     let mut app = App::new(ctl, footer);
     app.load_messages(&handle.messages());
+    app.chat.push(Item::Log(
+        Level::Info,
+        "Type a prompt and press Enter. /help lists the commands and keys; Ctrl+D on an empty editor quits.".to_owned(),
+    ));
     for line in load_lines {
         let level = if line.starts_with("Warning") {
             Level::Warning

@@ -1,0 +1,100 @@
+//! The pinned tools some tests need beyond the README's prerequisites, installed by the tests
+//! themselves on first use, so that `cargo test --workspace` passes on a fresh machine as
+//! written:
+//!
+//! - [`pi_peer`]: pi 0.73.1 and TypeScript 5.9.3 from `scripts/pi-peer/package-lock.json`
+//!   (`scripts/pi-peer/install.sh`: `npm ci` from the npm registry), for the tests that run
+//!   the real pi and the bridge's type check;
+//! - [`cmake`]: CMake from `scripts/cmake-requirements.txt` (`scripts/install-cmake.sh`: the
+//!   pinned wheel from PyPI, checked against its SHA-256, into `target/tools/cmake-venv`), for
+//!   the CMake packaging test.
+//!
+//! Each is installed once: test binaries run in parallel, so an install runs under an
+//! exclusive lock on `target/tools/install.lock`, and the scripts themselves do nothing when
+//! what is installed already matches the pin. A line on the terminal says what is installed
+//! and why (written to stderr directly, past the test harness's output capture). An install
+//! that fails fails the test with the script's own error, which says what to do.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use crate::{target_dir, workspace_root};
+
+/// `scripts/pi-peer/node_modules`, with pi 0.73.1 and TypeScript installed in it.
+pub fn pi_peer() -> PathBuf {
+    static INSTALLED: OnceLock<PathBuf> = OnceLock::new();
+    INSTALLED
+        .get_or_init(|| {
+            let modules = workspace_root().join("scripts/pi-peer/node_modules");
+            install(
+                "pi 0.73.1 and TypeScript 5.9.3 (scripts/pi-peer/package-lock.json) into scripts/pi-peer/node_modules, for the tests that run the real pi",
+                &modules.join("@mariozechner/pi-coding-agent/package.json"),
+                "scripts/pi-peer/install.sh",
+            );
+            modules
+        })
+        .clone()
+}
+
+/// The pinned `cmake` binary.
+pub fn cmake() -> PathBuf {
+    static INSTALLED: OnceLock<PathBuf> = OnceLock::new();
+    INSTALLED
+        .get_or_init(|| {
+            let cmake = target_dir().join("tools/cmake-venv/bin/cmake");
+            install(
+                "CMake (scripts/cmake-requirements.txt) into target/tools/cmake-venv, for the CMake packaging test",
+                &cmake,
+                "scripts/install-cmake.sh",
+            );
+            assert!(
+                cmake.is_file(),
+                "scripts/install-cmake.sh finished but {} is missing",
+                cmake.display()
+            );
+            cmake
+        })
+        .clone()
+}
+
+/// Runs `script` (idempotent) under the install lock; `what` is said on the terminal when
+/// `sentinel` does not exist yet, that is when the script will really install something.
+fn install(what: &str, sentinel: &Path, script: &str) {
+    let tools = target_dir().join("tools");
+    std::fs::create_dir_all(&tools)
+        .unwrap_or_else(|e| panic!("cannot create {}: {e}", tools.display()));
+    let lock_path = tools.join("install.lock");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .unwrap_or_else(|e| panic!("cannot open {}: {e}", lock_path.display()));
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)
+        .unwrap_or_else(|e| panic!("cannot lock {}: {e}", lock_path.display()));
+    if !sentinel.exists() {
+        say(&format!("pi-hooks tests: installing {what} (once)"));
+    }
+    let output = Command::new("bash")
+        .arg(workspace_root().join(script))
+        .env("CARGO_TARGET_DIR", target_dir())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run bash {script}: {e}"));
+    // The lock is released when `lock` is dropped, after the script finished.
+    drop(lock);
+    assert!(
+        output.status.success(),
+        "bash {script} failed ({}):\n{}{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// Writes `line` to the process's stderr itself, which the test harness does not capture.
+fn say(line: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{line}");
+}
