@@ -148,6 +148,62 @@ impl<'a> Value<'a> {
         Ok(serde_json::from_str(json)?)
     }
 
+    /// Replaces every match of the regular expression `pattern` in the text of this value
+    /// with `replacement`, through the host (C's `values->replace_text`): a string is
+    /// replaced; in an array of content blocks (a `tool_result`'s `content`) the `text` of
+    /// every block is, and image blocks and other fields are kept. Returns the replaced copy
+    /// and the number of matches, so a handler can leave the result alone when it is 0:
+    ///
+    /// ```ignore
+    /// pi.on("tool_result", |event, _ctx| {
+    ///     let (content, n) = event.get("content").replace_text("AKIA[0-9A-Z]{16}", "[REDACTED]")?;
+    ///     Ok((n > 0).then(|| json!({"content": content})))
+    /// })
+    /// ```
+    ///
+    /// `pattern` uses the syntax of Rust's `regex` crate, compiled once and cached by the
+    /// host; `$1` or `${name}` in `replacement` insert a capture group, `$$` a `$`. An absent
+    /// value gives `(null, 0)`. An error when `pattern` is not a valid expression (the host
+    /// also prints the reason), or when the host is older than ABI 1.3.
+    pub fn replace_text(
+        &self,
+        pattern: &str,
+        replacement: &str,
+    ) -> Result<(serde_json::Value, usize)> {
+        if self.is_absent() {
+            return Ok((serde_json::Value::Null, 0));
+        }
+        let needed = std::mem::offset_of!(PiValueApi, replace_text)
+            + std::mem::size_of::<unsafe extern "C" fn()>();
+        if (self.api.struct_size as usize) < needed {
+            return Err(Error::msg(
+                "replace_text needs a host of ABI 1.3 or later; this host's value table lacks it",
+            ));
+        }
+        let mut replaced = 0usize;
+        // SAFETY: `ptr` is valid for 'a (from_raw's contract) and not NULL; the host's table
+        // has the entry (its size was checked); the strings are borrowed for the call;
+        // `replaced` is a valid out-pointer.
+        let out = unsafe {
+            (self.api.replace_text)(
+                self.ptr,
+                pi_str(pattern),
+                pi_str(replacement),
+                &mut replaced,
+            )
+        };
+        if out.is_null() {
+            return Err(Error::msg(format!(
+                "replace_text: {pattern:?} is not a valid regular expression (see the host's warning)"
+            )));
+        }
+        // SAFETY: `out` is an owned value the host just handed over; viewed and freed here.
+        let value = unsafe { Value::from_raw(self.api, out) }.to_serde();
+        // SAFETY: `out` is owned by us and freed exactly once, here.
+        unsafe { (self.api.free)(out) };
+        Ok((value, replaced))
+    }
+
     /// Copies the value into a `serde_json::Value` (null when absent).
     pub fn to_serde(&self) -> serde_json::Value {
         self.to_json()

@@ -30,3 +30,11 @@ fn keys_in_text_are_redacted_and_images_kept() {
         Value::Null
     );
 }
+
+#[test]
+fn a_plain_string_is_redacted_too() {
+    let plugin = PluginTest::built("redact-aws-keys-rs").unwrap();
+    // A content that is a string (not an array of blocks) is rewritten the same way.
+    let patched = result(&plugin, json!("key AKIAIOSFODNN7EXAMPLE here"));
+    assert_eq!(patched["content"], json!("key [REDACTED] here"));
+}
