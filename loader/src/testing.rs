@@ -19,12 +19,16 @@
 //!
 //! The decision is what the host would do with the plugin's results, combined with pi's
 //! rules: the shapes of `docs/serve-protocol.md` ("`event`": `{"block": …}` for `tool_call`,
-//! the patch or `null` for `tool_result`, `{"action": …}` for `input`, ...). `calls` lists,
-//! in order, every dialog (`{"call": "ui", "method": "confirm", …, "answer": …}`), UI update
+//! for `tool_result` the whole patched result `{content, details, isError}` or `null` when
+//! nothing changed, `{"action": …}` for `input`, ...). `calls` lists, in order, every dialog
+//! (`{"call": "ui", "method": "confirm", …, "answer": …}`), UI update
 //! (`notify`, `setStatus`, `setWidget`, `setTitle`), action (`send_message`,
 //! `send_user_message`, `append_entry`, `set_session_name`, `set_label`, `set_active_tools`,
 //! `abort`, `shutdown`, `session_op`, `set_model`) and `exec` (with its result) the plugin
-//! made. Session reads answer from [`PluginTest::set_session_entries`] (empty by default).
+//! made. Session reads answer from [`PluginTest::set_session_entries`] (empty by default)
+//! followed by the `custom` entries the plugin appended in earlier events and commands of the
+//! same `PluginTest`, so a plugin that rebuilds its state from its entries can be tested over
+//! a sequence of calls.
 //! Plugin errors (a failing handler) are in `errors`, as `extension_error` objects.
 
 use std::collections::VecDeque;
@@ -236,10 +240,38 @@ impl PluginTest {
         // What the plugin emitted on the event bus reaches its subscribers first.
         crate::event_bus::drain(crate::event_bus::SHUTDOWN_DRAIN);
         let (calls, errors) = self.record.take();
+        self.keep_appended(&calls);
         Emitted {
             decision,
             calls,
             errors,
+        }
+    }
+}
+
+impl PluginTest {
+    /// Adds the entries the plugin appended (`append_entry` calls) to the session later
+    /// events and commands read, as pi's session would hold them: `custom` entries chained
+    /// by `parentId`.
+    fn keep_appended(&self, calls: &[Value]) {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(list) = entries.as_array_mut() else {
+            return;
+        };
+        for call in calls.iter().filter(|c| c["call"] == "append_entry") {
+            let parent = list.last().map_or(Value::Null, |e| e["id"].clone());
+            let id = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
+            let mut entry = json!({
+                "type": "custom",
+                "id": id,
+                "parentId": parent,
+                "timestamp": crate::session::timestamp::now_iso(),
+                "customType": call["customType"],
+            });
+            if !call["data"].is_null() {
+                entry["data"] = call["data"].clone();
+            }
+            list.push(entry);
         }
     }
 }

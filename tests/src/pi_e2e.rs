@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use crate::Sandbox;
 use crate::fake_openai::FakeOpenAi;
 use crate::rpc_client::RpcClient;
-use crate::Sandbox;
 
 /// pi's `cli.js`, installing pi first if needed ([`crate::tools::pi_peer`]); an install
 /// that cannot happen (no node or npm, no registry) fails the test saying what to do, never a

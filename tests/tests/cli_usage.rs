@@ -47,7 +47,11 @@ fn list_exits_1_when_a_plugin_named_with_hook_fails_and_0_for_a_broken_folder_pl
     let broken = broken_plugin(&sandbox);
     let named = sandbox.run(&["list", "--hook", &broken]);
     assert_eq!(named.status.code(), Some(1), "{}", stdout(&named));
-    assert!(stdout(&named).contains("libbroken.so"), "{}", stdout(&named));
+    assert!(
+        stdout(&named).contains("libbroken.so"),
+        "{}",
+        stdout(&named)
+    );
     let missing = sandbox.run(&["list", "-e", "./no-such-plugin.so"]);
     assert_eq!(missing.status.code(), Some(1), "{}", stdout(&missing));
 
@@ -58,7 +62,11 @@ fn list_exits_1_when_a_plugin_named_with_hook_fails_and_0_for_a_broken_folder_pl
     std::fs::copy(&broken, hooks.join("libbroken.so")).unwrap();
     let found = sandbox.run(&["list"]);
     assert_eq!(found.status.code(), Some(0), "{}", stdout(&found));
-    assert!(stdout(&found).contains("libbroken.so"), "{}", stdout(&found));
+    assert!(
+        stdout(&found).contains("libbroken.so"),
+        "{}",
+        stdout(&found)
+    );
 
     // A good plugin named on the command line: success.
     let good = c_example_plugin(&sandbox.lib(), "block-sudo-c", "block_sudo");
@@ -87,8 +95,16 @@ fn a_failed_plugin_is_reported_and_the_run_goes_on_unless_strict() {
         "hi",
     ]);
     assert_eq!(lenient.status.code(), Some(0), "{}", stderr(&lenient));
-    assert!(stdout(&lenient).contains("answered"), "{}", stdout(&lenient));
-    assert!(stderr(&lenient).contains("libbroken.so"), "{}", stderr(&lenient));
+    assert!(
+        stdout(&lenient).contains("answered"),
+        "{}",
+        stdout(&lenient)
+    );
+    assert!(
+        stderr(&lenient).contains("libbroken.so"),
+        "{}",
+        stderr(&lenient)
+    );
     let kept = std::fs::read_dir(sessions).unwrap().count();
     assert_eq!(kept, 1, "the lenient run wrote its session");
 
@@ -103,7 +119,12 @@ fn a_failed_plugin_is_reported_and_the_run_goes_on_unless_strict() {
             "-e",
             &broken,
         ]);
-        assert_eq!(strict.status.code(), Some(1), "{command}: {}", stderr(&strict));
+        assert_eq!(
+            strict.status.code(),
+            Some(1),
+            "{command}: {}",
+            stderr(&strict)
+        );
         let message = stderr(&strict);
         assert!(
             message.contains("libbroken.so") && message.contains("--strict"),

@@ -195,3 +195,98 @@ fn the_testing_module_gives_the_same_from_cargo_test() {
     assert_eq!(out.decision, json!({"block": false}));
     assert!(PluginTest::load("/nowhere/libx.so").is_err());
 }
+
+/// `--steps`: one loaded instance through a sequence, its appended entries kept in the session
+/// later steps read. counter-c counts with `/count` (an `append_entry` each), and on
+/// `session_start` restores the count from the session: only one instance that saw the two
+/// counts can say 2.
+#[test]
+fn a_sequence_of_steps_runs_against_one_instance() {
+    let sandbox = Sandbox::new();
+    let counter = c_example_plugin(&sandbox.lib(), "counter-c", "counter");
+    let steps = json!([
+        {"event": "session_start", "payload": {"reason": "startup"}},
+        {"command": "count"},
+        {"event": "/count"},
+        {"event": "session_start", "payload": {"reason": "reload"}},
+        {"command": "confirm-nothing", "args": "x"}
+    ]);
+    let file = sandbox.root().join("steps.json");
+    std::fs::write(&file, steps.to_string()).unwrap();
+    let (out, stderr, ok) = emit(
+        &sandbox,
+        &[
+            counter.to_str().unwrap(),
+            "--steps",
+            &format!("@{}", file.display()),
+        ],
+    );
+    // The last step names a command the plugin does not have: the run stops there with an
+    // error, after printing nothing.
+    assert!(!ok, "an unknown command fails the sequence: {out}");
+    assert!(
+        stderr.contains("step 5") && stderr.contains("confirm-nothing"),
+        "{stderr}"
+    );
+
+    let steps = json!([
+        {"event": "session_start", "payload": {"reason": "startup"}},
+        {"command": "count"},
+        {"event": "/count"},
+        {"event": "session_start", "payload": {"reason": "reload"}}
+    ]);
+    let (out, stderr, ok) = emit(
+        &sandbox,
+        &[counter.to_str().unwrap(), "--steps", &steps.to_string()],
+    );
+    assert!(ok, "{stderr}");
+    let results = out.as_array().expect("one result per step");
+    assert_eq!(results.len(), 4, "{out}");
+    let notes: Vec<&str> = results
+        .iter()
+        .map(|r| {
+            r["calls"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["method"] == "notify")
+                .and_then(|c| c["message"].as_str())
+                .unwrap_or("")
+        })
+        .collect();
+    assert!(
+        notes[0].ends_with("restored count 0 on startup"),
+        "{notes:?}"
+    );
+    assert_eq!(notes[1], "count: 1");
+    assert_eq!(notes[2], "count: 2");
+    assert!(
+        notes[3].ends_with("restored count 2 on reload"),
+        "{notes:?}"
+    );
+    assert_eq!(results[1]["command"], "count");
+    assert_eq!(results[3]["event"], "session_start");
+
+    // A step that is not an object, and one with both event and command, are named.
+    let (_, stderr, ok) = emit(
+        &sandbox,
+        &[
+            counter.to_str().unwrap(),
+            "--steps",
+            r#"[{"event": "input"}, 3]"#,
+        ],
+    );
+    assert!(!ok && stderr.contains("step 2"), "{stderr}");
+    let (_, stderr, ok) = emit(
+        &sandbox,
+        &[
+            counter.to_str().unwrap(),
+            "--steps",
+            r#"[{"event": "input", "command": "count"}]"#,
+        ],
+    );
+    assert!(
+        !ok && stderr.contains("step 1") && stderr.contains("exactly one"),
+        "{stderr}"
+    );
+}

@@ -19,7 +19,7 @@ fn generate(sandbox: &Sandbox, name: &str, lang: &str) -> PathBuf {
     folder
 }
 
-fn run(command: &mut Command, what: &str) {
+fn run(command: &mut Command, what: &str) -> String {
     let output = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
     assert!(
         output.status.success(),
@@ -27,6 +27,7 @@ fn run(command: &mut Command, what: &str) {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
+    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 /// The plugin blocks `rm -rf` and nothing else, as the host runs it.
@@ -60,13 +61,16 @@ fn c_and_cpp_projects_build_with_make_and_pass_their_own_test() {
             Command::new("make").current_dir(&folder),
             &format!("make ({lang})"),
         );
-        run(
+        let tested = run(
             Command::new("make")
                 .arg("test")
                 .env("PI_HOOKS", pi_hooks_bin())
                 .current_dir(&folder),
             &format!("make test ({lang})"),
         );
+        // The third check sends a command with quotes and a backslash: test.sh builds its
+        // JSON properly.
+        assert!(tested.contains("ok: 3 checks passed"), "{tested}");
         let library = folder.join(format!(
             "lib{}{}",
             name.replace('-', "_"),
