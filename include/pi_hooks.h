@@ -255,15 +255,18 @@
  *   tool_call (tools): before each tool runs, after its arguments were validated
  *     payload: toolCallId, toolName, input
  *     result: {block: true, reason?: string}
- *     combine: the first block wins and the tool does not run (its reason becomes the tool's
- *       error result); a handler error, panic or timeout also blocks (fail closed)
+ *     combine: the first block wins: the tool does not run (its reason becomes the tool's
+ *       error result) and later handlers, of this plugin and of plugins after it, are not
+ *       called for this call; a handler error, panic or timeout also blocks (fail closed)
  *
  *   tool_execution_start (tools): when a tool starts running
  *     payload: toolCallId, toolName, args
  *     result: ignored
  *     combine: every handler runs; results are ignored
  *
- *   tool_execution_update (tools): for each partial result of a running tool
+ *   tool_execution_update (tools): for each partial result of a running tool (the output as
+ *     the tool streamed it: tool_result handlers do not patch it, in pi too; a client shows it
+ *     while the tool runs, the model never sees it)
  *     payload: toolCallId, toolName, args, partialResult
  *     result: ignored
  *     combine: every handler runs; results are ignored
@@ -272,7 +275,12 @@
  *     model
  *     payload: toolCallId, toolName, input, content, details, isError
  *     result: {content?, details?, isError?} (the fields to replace)
- *     combine: patches chain: each handler sees the result as patched so far
+ *     combine: patches chain: each handler sees the result as patched so far. A patch changes
+ *       what the model sees and the session stores, not the tool_execution_update lines
+ *       already streamed to the client (pi behaves the same): a redactor that must also keep a
+ *       secret off the screen blocks the call in tool_call (a command that prints a key file,
+ *       say), or provides the tool itself as a plugin tool that redacts each update before
+ *       tool_update
  *
  *   tool_execution_end (tools): when a tool's final result is known (after tool_result)
  *     payload: toolCallId, toolName, result, isError

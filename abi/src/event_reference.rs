@@ -386,7 +386,7 @@ pub const EVENTS: &[EventSpec] = &[
             ),
         ],
         result: "`{block: true, reason?: string}`",
-        combine: "the first block wins and the tool does not run (its reason becomes the tool's error result); a handler error, panic or timeout also blocks (fail closed)",
+        combine: "the first block wins: the tool does not run (its reason becomes the tool's error result) and later handlers, of this plugin and of plugins after it, are not called for this call; a handler error, panic or timeout also blocks (fail closed)",
     },
     EventSpec {
         name: "tool_execution_start",
@@ -403,7 +403,7 @@ pub const EVENTS: &[EventSpec] = &[
     EventSpec {
         name: "tool_execution_update",
         group: "tools",
-        when: "for each partial result of a running tool",
+        when: "for each partial result of a running tool (the output as the tool streamed it: `tool_result` handlers do not patch it, in pi too; a client shows it while the tool runs, the model never sees it)",
         payload: &[
             f("toolCallId", "string", "the call's id"),
             f("toolName", "string", "the tool"),
@@ -434,7 +434,7 @@ pub const EVENTS: &[EventSpec] = &[
             f("isError", "boolean", "whether it failed"),
         ],
         result: "`{content?, details?, isError?}` (the fields to replace)",
-        combine: "patches chain: each handler sees the result as patched so far",
+        combine: "patches chain: each handler sees the result as patched so far. A patch changes what the model sees and the session stores, not the `tool_execution_update` lines already streamed to the client (pi behaves the same): a redactor that must also keep a secret off the screen blocks the call in `tool_call` (a command that prints a key file, say), or provides the tool itself as a plugin tool that redacts each update before `tool_update`",
     },
     EventSpec {
         name: "tool_execution_end",
