@@ -1,4 +1,4 @@
-//! The three plugins of the author's kit (issue 13), run with the real host in a session, one
+//! The three plugins of the author's kit, run with the real host in a session, one
 //! build per language, each checked for the exact results its README specifies:
 //!
 //! - `block-sudo-*`: a bash command with the word `sudo` is blocked with the reason

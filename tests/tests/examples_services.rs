@@ -1,4 +1,4 @@
-//! The example plugins that use the host services `exec`, timers and actions (issue 9), run
+//! The example plugins that use the host services `exec`, timers and actions, run
 //! end to end through a real `pi-hooks run --mode json` over a scripted model:
 //!
 //! - `plugins/examples/spawn-hook`: its `bash` tool replaces the built-in and runs `pnpm`

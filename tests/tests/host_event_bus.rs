@@ -1,4 +1,4 @@
-//! The plugin-to-plugin event bus (`events_emit` / `events_on`, pi's `pi.events`; issue 9),
+//! The plugin-to-plugin event bus (`events_emit` / `events_on`, pi's `pi.events`),
 //! through the real `pi-hooks` binary in JSON mode over a scripted model, on real C (and one
 //! C++) plugins, and once in-process for retirement:
 //!

@@ -1,4 +1,4 @@
-//! The host services `exec` and timers (issue 9), end to end: the C plugin
+//! The host services `exec` and timers, end to end: the C plugin
 //! `tests/fixtures/exec_timers.c` runs programs and starts timers from a real
 //! `pi-hooks run --mode json` over a scripted model, and logs what it got back.
 //!

@@ -1,4 +1,4 @@
-//! Security: plugin code that crashes the host or escapes it (issue 7, items 10 and 15).
+//! Security: plugin code that crashes the host or escapes it.
 //!
 //! Real C plugins, the real `pi-hooks` binary: a crash in plugin code is reported with the
 //! plugin's name, path and what it was running, and the host dies of the same signal;

@@ -1,4 +1,4 @@
-//! Plugins that misuse what the host hands them (issue 7, items 11, 12 and 13), through the
+//! Plugins that misuse what the host hands them, through the
 //! real `pi-hooks` binary on real C and C++ plugins:
 //!
 //! - wild, stack-address, kept and late handles (`PiPlugin *`, `PiContext *`, `PiResult *`)

@@ -1,4 +1,4 @@
-//! Security: the session file must not lose acknowledged entries (issue 7, items 6 and 7).
+//! Security: the session file must not lose acknowledged entries.
 //!
 //! Item 6: one depth rule for writing and reading. An entry nested deeper than a session file
 //! can be read back is refused at append (a plugin's `append_entry` gets an error status), an

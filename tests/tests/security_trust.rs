@@ -1,4 +1,4 @@
-//! Trust and the files a repository controls (issue 7, items 1, 2, 8 and 9), through the real
+//! Trust and the files a repository controls, through the real
 //! `pi-hooks` binary (and, for a rebuild in one process, the real loader) on real C plugins:
 //!
 //! - a project entry that resolves to one of the user's own plugins (a symlinked file or
