@@ -2,9 +2,9 @@
 //
 // pi loads this extension; it spawns `pi-hooks serve` (found through $PI_HOOKS_BIN, then
 // the `pi-hooks.json` that `pi-hooks bridge install` writes beside this file, then PATH),
-// which discovers and loads the native plugins as pi-hooks does (`~/.pi/agent/hooks`,
-// `~/.pi/agent/extensions`, the project's `.pi/hooks` and `.pi/extensions`, trust rules
-// included) and speaks the serve protocol (docs/serve-protocol.md in the pi-hooks
+// which discovers and loads the native plugins as pi-hooks does (`~/.pi/agent/extensions`
+// and the project's `.pi/extensions`, where pi passes over `.so` files; the `hooks` folders
+// too, though pi stops at start-up while one exists; trust rules included) and speaks the serve protocol (docs/serve-protocol.md in the pi-hooks
 // repository). The bridge subscribes in pi to exactly the events the native plugins want,
 // forwards each and applies serve's decision, registers their commands, tools, flags and
 // message renderers, and answers their UI and session calls with pi's own API.

@@ -36,17 +36,21 @@ pub fn prepare(sandbox: &Sandbox, server: &FakeOpenAi) {
 /// `pi --mode rpc --provider fake --model fake-model <extra>` in the sandbox's project, with
 /// its HOME and agent directory, offline.
 pub fn pi_rpc(sandbox: &Sandbox, extra: &[&str]) -> RpcClient {
+    pi_rpc_with_model(sandbox, "fake", "fake-model", extra)
+}
+
+/// `pi --mode rpc --provider <provider> --model <model> <extra>` in the sandbox's project,
+/// with its HOME and agent directory, offline.
+pub fn pi_rpc_with_model(
+    sandbox: &Sandbox,
+    provider: &str,
+    model: &str,
+    extra: &[&str],
+) -> RpcClient {
     let mut command = Command::new("node");
     command
         .arg(pi_cli())
-        .args([
-            "--mode",
-            "rpc",
-            "--provider",
-            "fake",
-            "--model",
-            "fake-model",
-        ])
+        .args(["--mode", "rpc", "--provider", provider, "--model", model])
         .args(extra)
         .current_dir(sandbox.project())
         .env("HOME", sandbox.home())

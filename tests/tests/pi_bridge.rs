@@ -390,3 +390,86 @@ fn bridge_install_writes_the_extension_and_says_where() {
             .success()
     );
 }
+
+#[test]
+fn bridge_install_warns_about_the_hooks_folders_pi_stops_at() {
+    let sandbox = Sandbox::new();
+    let agent = sandbox.agent_dir();
+    // No hooks folder: no warning, and the plugins' place named is extensions/.
+    let output = sandbox.run(&["bridge", "install"]);
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains(&format!(
+            "native plugins: put them in {}/ (every project)",
+            agent.join("extensions").display()
+        )),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("/hooks"), "{stdout}");
+
+    // A global hooks/ with a plugin and an empty project .pi/hooks/: one warning each, with
+    // the commands that fix it.
+    let plugin = protected_paths_plugin(&sandbox.lib());
+    let hooks = agent.join("hooks");
+    sandbox.install(&plugin, &hooks, "libprotected_paths.so");
+    let project_hooks = sandbox.project().join(".pi/hooks");
+    std::fs::create_dir_all(&project_hooks).unwrap();
+    let output = sandbox.run(&["bridge", "install"]);
+    assert!(output.status.success(), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 3, "{stderr}");
+    let extensions = agent.join("extensions");
+    assert!(
+        lines[0].starts_with(&format!(
+            "pi-hooks: warning: {} exists, and while it does pi stops at start-up in its interactive mode (\"Hooks have been renamed to extensions.",
+            hooks.display()
+        )),
+        "{stderr}"
+    );
+    assert!(
+        lines[0].contains(&format!(
+            "move what it holds into {}/ (pi-hooks and the bridge read native plugins there",
+            extensions.display()
+        )),
+        "{stderr}"
+    );
+    let fix = format!(
+        "  mkdir -p {ext} && mv {hooks}/* {ext}/ && rmdir {hooks}",
+        ext = extensions.display(),
+        hooks = hooks.display()
+    );
+    assert_eq!(lines[1], fix);
+    assert!(
+        lines[2].starts_with(&format!(
+            "pi-hooks: warning: {} exists",
+            project_hooks.display()
+        )) && lines[2].ends_with(&format!("it is empty: rmdir {}", project_hooks.display())),
+        "{stderr}"
+    );
+
+    // The advice, followed: no warning any more, and the plugin loads from extensions/.
+    let moved = std::process::Command::new("sh")
+        .args(["-c", fix.trim()])
+        .status()
+        .unwrap();
+    assert!(moved.success());
+    std::fs::remove_dir(&project_hooks).unwrap();
+    let output = sandbox.run(&["bridge", "install"]);
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "");
+    let report = sandbox.list_json(&[]);
+    let plugin = &report["plugins"][0];
+    assert_eq!(plugin["name"], "protected-paths", "{report}");
+    assert_eq!(
+        plugin["path"],
+        json!(
+            extensions
+                .join("libprotected_paths.so")
+                .display()
+                .to_string()
+        )
+    );
+}

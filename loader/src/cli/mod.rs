@@ -1,6 +1,7 @@
 //! The command line: the commands and their options, and the dispatch to
 //! `run` (`pi-hooks run`, `pi-hooks rpc` and `pi-hooks serve`), `inspect`, `trust_cmd`
-//! (`trust`, `untrust`), `bridge` (`bridge install`), `emit`, `new` and `list`, with
+//! (`trust`, `untrust`), `bridge` (`bridge install`), `demo_model` (`demo-model`), `emit`,
+//! `new` and `list`, with
 //! [`render`] turning load reports into text and JSON.
 //!
 //! Every command writes its output through one writer: a reader that closes the pipe
@@ -8,6 +9,7 @@
 //! Everything a repository or a plugin controls is escaped before it reaches a terminal.
 
 mod bridge;
+mod demo_model;
 mod emit;
 mod inspect;
 mod new;
@@ -81,6 +83,10 @@ enum Command {
         #[command(subcommand)]
         action: bridge::BridgeAction,
     },
+    /// Serve the scripted demo model (or --script FILE) as a local OpenAI-compatible endpoint
+    /// on 127.0.0.1 (streamed chat completions with tool calls, no key), and print the
+    /// models.json entry that points pi at it: pi plays the demo with no key and no network.
+    DemoModel(demo_model::DemoModelArgs),
     /// List the plugins that would load, from where, their trust state and load result.
     /// Exits 1 when a plugin named with --hook/-e failed to load.
     List {
@@ -265,6 +271,7 @@ pub fn main() -> ExitCode {
             _,
         ) => run::serve(&sources, pin_sha256.as_deref()),
         (Command::Bridge { action }, _) => bridge::bridge(action),
+        (Command::DemoModel(args), _) => demo_model::demo_model(args),
         (Command::Emit(args), _) => emit::emit(args),
         (Command::New(args), _) => new::new(args),
         (Command::List { sources, json }, _) => list(&sources, json),

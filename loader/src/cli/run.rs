@@ -116,10 +116,15 @@ fn scratch_folder() -> Result<tempfile::TempDir, CommandError> {
         .prefix("pi-hooks-demo-")
         .tempdir()
         .map_err(|e| CommandError::failed(format!("cannot create a scratch folder: {e}")))?;
-    std::fs::create_dir_all(scratch.path().join("build"))
-        .and_then(|()| std::fs::write(scratch.path().join("build/output.txt"), "built\n"))
+    fill_scratch(scratch.path())
         .map_err(|e| CommandError::failed(format!("cannot fill the scratch folder: {e}")))?;
     Ok(scratch)
+}
+
+/// Puts the demo's `build/output.txt` into the scratch folder `scratch` (again).
+pub(super) fn fill_scratch(scratch: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(scratch.join("build"))
+        .and_then(|()| std::fs::write(scratch.join("build/output.txt"), "built\n"))
 }
 
 /// A session ready for a mode: the scratch folder lives as long as this does.
@@ -203,23 +208,11 @@ fn prepare(
 
 /// The scripted model of `--script` (or the demo), its `${CWD}` set and, when it names
 /// `${SCRATCH}` (the demo does), a scratch folder of its own, removed when the run ends.
-fn scripted_model(
+pub(super) fn scripted_model(
     script: Option<&std::path::Path>,
     cwd: &std::path::Path,
 ) -> Result<(ScriptedModel, Option<tempfile::TempDir>), CommandError> {
-    let mut model = match script {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| {
-                CommandError::failed(format!(
-                    "cannot read the script {}: {e}",
-                    escape(&path.display().to_string())
-                ))
-            })?;
-            ScriptedModel::from_json(&text, &path.display().to_string())
-                .map_err(|e| CommandError::failed(escape(&e)))?
-        }
-        None => ScriptedModel::demo(),
-    };
+    let mut model = load_script(script)?;
     let scratch = if model.uses_variable("SCRATCH") {
         let scratch = scratch_folder()?;
         model.set_variable("SCRATCH", &scratch.path().to_string_lossy());
@@ -229,6 +222,23 @@ fn scripted_model(
     };
     model.set_variable("CWD", &cwd.to_string_lossy());
     Ok((model, scratch))
+}
+
+/// The scripted model of the script at `script`, or the embedded demo.
+pub(super) fn load_script(script: Option<&std::path::Path>) -> Result<ScriptedModel, CommandError> {
+    match script {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                CommandError::failed(format!(
+                    "cannot read the script {}: {e}",
+                    escape(&path.display().to_string())
+                ))
+            })?;
+            ScriptedModel::from_json(&text, &path.display().to_string())
+                .map_err(|e| CommandError::failed(escape(&e)))
+        }
+        None => Ok(ScriptedModel::demo()),
+    }
 }
 
 /// The model a run uses.

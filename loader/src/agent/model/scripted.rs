@@ -171,6 +171,27 @@ impl ScriptedModel {
         names(&self.raw, &format!("${{{name}}}"))
     }
 
+    /// Places the script where a conversation with these `messages` stands (pi's messages or
+    /// OpenAI chat messages: only `role` and the text of the last user message are read), so
+    /// that the next [`Model::complete`] plays the turn that comes next in it. For a server
+    /// that answers each request on its own (`pi-hooks demo-model`). The next turn is the
+    /// number of assistant messages after the last user message (with `"rewind": false`,
+    /// in the whole conversation), `${PROMPT}` is that user message's text, and the number of
+    /// user messages is the prompt's number, which names the tool calls
+    /// (`call_<prompt>_<turn>_<n>`). Returns the turn (0 for a prompt's first).
+    pub fn resume_at(&mut self, messages: &[Value]) -> usize {
+        let last_user = messages.iter().rposition(|m| m["role"] == "user");
+        let since = match last_user {
+            Some(at) if self.script.rewind => &messages[at + 1..],
+            _ => messages,
+        };
+        self.next = since.iter().filter(|m| m["role"] == "assistant").count();
+        self.prompt_count = messages.iter().filter(|m| m["role"] == "user").count();
+        let prompt = last_user.map(|at| message_text(&messages[at]));
+        self.set_variable("PROMPT", prompt.as_deref().unwrap_or_default());
+        self.next
+    }
+
     /// Sets a `${NAME}` variable.
     pub fn set_variable(&mut self, name: &str, value: &str) {
         self.variables.insert(name.to_owned(), value.to_owned());
@@ -463,6 +484,41 @@ mod tests {
         assert_eq!(
             model.complete(&request, &CancelToken::new(), &mut |_, _| {})["content"][0]["text"],
             "run hi"
+        );
+    }
+
+    #[test]
+    fn resume_at_plays_the_turn_a_conversation_is_at() {
+        let mut model = ScriptedModel::from_json(
+            r#"{"turns": [{"text": "one ${PROMPT}", "toolCalls": [{"name": "bash", "arguments": {}}]}, {"text": "two"}]}"#,
+            "t",
+        )
+        .unwrap();
+        let user = |text: &str| json!({"role": "user", "content": text});
+        let assistant = json!({"role": "assistant", "content": "x"});
+        let tool = json!({"role": "tool", "content": "out", "tool_call_id": "c"});
+        let mut play = |messages: &[Value]| {
+            let turn = model.resume_at(messages);
+            let body = json!({"messages": messages});
+            let message = model.complete(&body, &CancelToken::new(), &mut |_, _| {});
+            (turn, message)
+        };
+        let (turn, first) = play(&[json!({"role": "system", "content": "s"}), user("hi")]);
+        assert_eq!(
+            (turn, first["content"][0]["text"].as_str()),
+            (0, Some("one hi"))
+        );
+        assert_eq!(first["content"][1]["id"], "call_1_0_0");
+        let (turn, second) = play(&[user("hi"), assistant.clone(), tool.clone()]);
+        assert_eq!(
+            (turn, second["content"][0]["text"].as_str()),
+            (1, Some("two"))
+        );
+        // A second prompt in the same conversation starts the script again.
+        let (turn, again) = play(&[user("hi"), assistant.clone(), tool, assistant, user("more")]);
+        assert_eq!(
+            (turn, again["content"][1]["id"].as_str()),
+            (0, Some("call_2_0_0"))
         );
     }
 
