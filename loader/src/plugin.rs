@@ -46,8 +46,8 @@ pub struct LoadTiming {
     /// The whole load: reading the file, checking it, opening the library, the init (zero
     /// until the loader sets it).
     pub load: std::time::Duration,
-    /// The plugin's init alone (for an isolated plugin: its proxy's, which starts the child
-    /// process and waits for its `hello`).
+    /// The plugin's init alone (for an isolated plugin: its proxy's; the child process was
+    /// started and its `hello` read before, within `load`).
     pub init: std::time::Duration,
 }
 
