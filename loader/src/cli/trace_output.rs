@@ -366,7 +366,10 @@ fn text_line(fields: &Fields) -> String {
                 .text("args")
                 .and_then(|a| serde_json::from_str(a).ok())
                 .unwrap_or(Value::Null);
-            let _ = write!(line, ": {}", summary(&args));
+            let args = summary(&args);
+            if !args.is_empty() {
+                let _ = write!(line, ": {args}");
+            }
             if let Some(answer) = fields.text("answer") {
                 let answer = serde_json::from_str(answer).unwrap_or(Value::Null);
                 let _ = write!(line, " -> {}", summary(&answer));
@@ -390,7 +393,11 @@ fn text_line(fields: &Fields) -> String {
                 .text("args")
                 .and_then(|a| serde_json::from_str(a).ok())
                 .unwrap_or(Value::Null);
-            let _ = write!(line, ": {} -> ", summary(&args));
+            let args = summary(&args);
+            if !args.is_empty() {
+                let _ = write!(line, ": {args}");
+            }
+            line.push_str(" -> ");
             match (fields.text("error"), fields.text("result")) {
                 (Some(error), _) => {
                     let _ = write!(line, "refused {}", quoted(error));
@@ -462,6 +469,15 @@ mod tests {
         assert_eq!(
             text_line(&event),
             "trace: input done in 1.50ms: 1 of 3 handlers called"
+        );
+        let refused = fields(json!({
+            "trace": "action", "action": "sendMessage", "plugin": "p", "path": "/x/libp.so",
+            "during": "init", "args": "null", "decision": "refused",
+            "error": "unavailable: the plugin is not active yet (during init)"
+        }));
+        assert_eq!(
+            text_line(&refused),
+            "trace: action sendMessage <- p (libp.so) during init -> refused \"unavailable: the plugin is not active yet (during init)\""
         );
     }
 
