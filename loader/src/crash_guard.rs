@@ -104,6 +104,33 @@ pub fn enter<'a>(site: &'a CallSite<'a>) -> Running<'a> {
     Running { previous, site }
 }
 
+/// What the plugin call running on this thread is doing, in a few words (`tool_call`,
+/// `command /count`, `tool greet`, `timer`, `init`, ...), or `None` outside plugin code. For
+/// the hook trace (`crate::trace`): a UI call or an action says what it was made during.
+pub(crate) fn running_label() -> Option<String> {
+    let site = RUNNING.get();
+    if site.is_null() {
+        return None;
+    }
+    // SAFETY: `enter` stored a pointer to a `CallSite` that its guard, alive in a frame of
+    // this thread's stack below this call, keeps valid until it drops and clears it; the
+    // cell is this thread's own.
+    let site = unsafe { &*site };
+    let name = site.name;
+    Some(match site.activity {
+        Activity::Load => "load".to_owned(),
+        Activity::Init => "init".to_owned(),
+        Activity::Event => name.to_owned(),
+        Activity::Command => format!("command /{name}"),
+        Activity::Tool => format!("tool {name}"),
+        Activity::Timer => "timer".to_owned(),
+        Activity::Render => format!("render {name}"),
+        Activity::Shortcut => format!("shortcut {name}"),
+        Activity::Shutdown => "shutdown".to_owned(),
+        Activity::Cleanup => "cleanup".to_owned(),
+    })
+}
+
 impl Drop for Running<'_> {
     #[inline]
     fn drop(&mut self) {

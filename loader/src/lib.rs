@@ -52,6 +52,7 @@ pub mod agent;
 #[doc(hidden)]
 pub mod cli;
 pub mod crash_guard;
+pub mod diagnostics;
 pub mod discover;
 mod display;
 #[doc(hidden)]
@@ -82,4 +83,5 @@ pub mod testing;
 mod timers;
 #[doc(hidden)]
 pub mod tools;
+pub mod trace;
 pub mod trust;

@@ -163,7 +163,14 @@ pub fn load_candidates(options: &DiscoveryOptions) -> (LoadReport, Vec<Candidate
         .map(|((path, origin), outcome)| CandidateOutcome {
             path: path.clone(),
             origin: *origin,
-            outcome: outcome.unwrap_or_else(|| Err(overran(limit))),
+            outcome: outcome.unwrap_or_else(|| {
+                let error = overran(limit);
+                if crate::trace::on() {
+                    let shown = path.display().to_string();
+                    crate::trace::load(&shown, limit, crate::trace::LoadResult::Failed(&error));
+                }
+                Err(error)
+            }),
         });
     for slot in outcomes.iter_mut() {
         if slot.path.as_os_str().is_empty()
@@ -451,8 +458,36 @@ fn pinned(path: &Path) -> Option<String> {
 }
 
 /// Reads a candidate once, checks trust on those bytes (when `origin` needs trust, against
-/// `store`), and loads exactly those bytes.
+/// `store`), and loads exactly those bytes. The plugin knows how long that took (its
+/// [`crate::plugin::LoadTiming`]); with the hook trace on, the load is reported.
 fn load_candidate(
+    path: &Path,
+    origin: Origin,
+    store: Option<&Result<TrustStore, String>>,
+    cache: &Path,
+) -> Result<Loaded, String> {
+    let started = Instant::now();
+    let mut loaded = load_timed(path, origin, store, cache);
+    let elapsed = started.elapsed();
+    if let Ok(Loaded::Plugin(plugin)) = &mut loaded {
+        plugin.set_load_time(elapsed);
+    }
+    if crate::trace::on() {
+        let shown = path.display().to_string();
+        let result = match &loaded {
+            Ok(Loaded::Plugin(plugin)) => crate::trace::LoadResult::Loaded {
+                name: plugin.name(),
+                init: plugin.load_timing().init,
+            },
+            Ok(Loaded::Untrusted(..)) => crate::trace::LoadResult::Untrusted,
+            Err(error) => crate::trace::LoadResult::Failed(error),
+        };
+        crate::trace::load(&shown, elapsed, result);
+    }
+    loaded
+}
+
+fn load_timed(
     path: &Path,
     origin: Origin,
     store: Option<&Result<TrustStore, String>>,

@@ -36,6 +36,19 @@ pub struct LoadedPlugin {
     library: OpenedLibrary,
     /// Set once [`LoadedPlugin::retire`] ran.
     retired: std::sync::atomic::AtomicBool,
+    /// How long its load and its init took.
+    timing: LoadTiming,
+}
+
+/// How long a plugin took to load (`pi-hooks list --json` shows it, and the hook trace).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoadTiming {
+    /// The whole load: reading the file, checking it, opening the library, the init (zero
+    /// until the loader sets it).
+    pub load: std::time::Duration,
+    /// The plugin's init alone (for an isolated plugin: its proxy's; the child process was
+    /// started and its `hello` read before, within `load`).
+    pub init: std::time::Duration,
 }
 
 /// The line for a plugin that tried to register more than the host takes.
@@ -167,12 +180,14 @@ impl LoadedPlugin {
             .init
             .ok_or("its descriptor has no init function")?;
         let site = CallSite::new(&state.name, &state.path, Activity::Init, "");
+        let init_started = std::time::Instant::now();
         let running = crash_guard::enter(&site);
         // SAFETY: the descriptor was checked; init gets the host table, valid for the life of
         // the process, and the handle of `state`, which lives until the plugin is retired.
         let status =
             unsafe { exception_barrier::init(init, host_api::host_api(), state.as_handle()) };
         drop(running);
+        let init_time = init_started.elapsed();
         let (status, thrown) = match status {
             Ok(status) => (status, None),
             Err(what) => (PI_ERR_PANIC, Some(what)),
@@ -186,6 +201,10 @@ impl LoadedPlugin {
             state,
             library,
             retired: std::sync::atomic::AtomicBool::new(false),
+            timing: LoadTiming {
+                load: std::time::Duration::ZERO,
+                init: init_time,
+            },
         };
         if status == PI_OK {
             plugin.state.set_phase(Phase::Active);
@@ -258,6 +277,16 @@ impl LoadedPlugin {
         )
     }
 
+    /// How long its load and init took.
+    pub fn load_timing(&self) -> LoadTiming {
+        self.timing
+    }
+
+    /// Sets the time of the whole load (the loader, once it is done).
+    pub(crate) fn set_load_time(&mut self, load: std::time::Duration) {
+        self.timing.load = load;
+    }
+
     /// The host-side state (registrations, phase, call lock).
     pub fn state(&self) -> &Arc<PluginState> {
         &self.state
@@ -297,7 +326,19 @@ impl LoadedPlugin {
         });
         handlers
             .iter()
-            .map(|h| self.call_handler(h, payload, scope))
+            .map(|h| {
+                if !crate::trace::on() {
+                    return self.call_handler(h, payload, scope);
+                }
+                let mut began = None;
+                let outcome = call_handler(&self.state, h, payload, scope, || {
+                    began = Some(std::time::Instant::now());
+                });
+                let elapsed = began.map_or(std::time::Duration::ZERO, |b| b.elapsed());
+                let decision = crate::trace::Decision::of(event, &outcome);
+                crate::trace::handler(event, &self.state, elapsed, &decision);
+                outcome.into()
+            })
             .collect()
     }
 }
@@ -339,8 +380,43 @@ pub fn call_handler(
     )
 }
 
+/// Runs `call` (a call into the plugin behind `state` that is not an event handler) and, with
+/// the hook trace on, reports it as a `kind` call of `name` with its time and status.
+fn traced(
+    kind: &'static str,
+    name: &str,
+    state: &PluginState,
+    call: impl FnOnce() -> HandlerOutcome,
+) -> HandlerOutcome {
+    if !crate::trace::on() {
+        return call();
+    }
+    let started = std::time::Instant::now();
+    let outcome = call();
+    crate::trace::call(
+        kind,
+        name,
+        state,
+        started.elapsed(),
+        outcome.status,
+        outcome.error.as_deref(),
+    );
+    outcome
+}
+
 /// Runs a plugin's slash command with the text after its name.
 pub fn call_command(
+    state: &PluginState,
+    command: &Command,
+    args: &str,
+    scope: &CallScope,
+) -> HandlerOutcome {
+    traced("command", &command.name, state, || {
+        run_command(state, command, args, scope)
+    })
+}
+
+fn run_command(
     state: &PluginState,
     command: &Command,
     args: &str,
@@ -373,6 +449,12 @@ pub fn call_shortcut(
     shortcut: &Shortcut,
     scope: &CallScope,
 ) -> HandlerOutcome {
+    traced("shortcut", &shortcut.key, state, || {
+        run_shortcut(state, shortcut, scope)
+    })
+}
+
+fn run_shortcut(state: &PluginState, shortcut: &Shortcut, scope: &CallScope) -> HandlerOutcome {
     HandlerOutcome::from(invoke(
         state,
         (Activity::Shortcut, &shortcut.key),
@@ -459,6 +541,19 @@ pub fn call_tool(
     scope: &CallScope,
     on_update: &(dyn Fn(serde_json::Value) + Sync),
 ) -> HandlerOutcome {
+    traced("tool", &tool.name, state, || {
+        run_tool(state, tool, tool_call_id, params, scope, on_update)
+    })
+}
+
+fn run_tool(
+    state: &PluginState,
+    tool: &Tool,
+    tool_call_id: &str,
+    params: &HostValue,
+    scope: &CallScope,
+    on_update: &(dyn Fn(serde_json::Value) + Sync),
+) -> HandlerOutcome {
     let id = CText::new(tool_call_id);
     HandlerOutcome::from(invoke(
         state,
@@ -495,26 +590,44 @@ pub fn call_bus_handler(
 ) -> HandlerOutcome {
     let scope = CallScope::new(CallKind::Event, "", PI_MODE_PRINT);
     let site_name = format!("bus:{}", channel.as_str());
-    HandlerOutcome::from(invoke(
-        state,
-        (Activity::Event, &site_name),
-        CallContext::new(&scope, state),
-        || {},
-        |_, _| {
-            // SAFETY: the handler and user data were subscribed together by this plugin, which
-            // is active (checked by `invoke` under the call lock); `channel` and `data` outlive
-            // the call.
-            unsafe {
-                exception_barrier::bus(handler, user_data.0, channel.as_pi_str(), data.as_ptr())
-            }
-        },
-    ))
+    traced("bus", channel.as_str(), state, || {
+        HandlerOutcome::from(invoke(
+            state,
+            (Activity::Event, &site_name),
+            CallContext::new(&scope, state),
+            || {},
+            |_, _| {
+                // SAFETY: the handler and user data were subscribed together by this plugin, which
+                // is active (checked by `invoke` under the call lock); `channel` and `data` outlive
+                // the call.
+                unsafe {
+                    exception_barrier::bus(handler, user_data.0, channel.as_pi_str(), data.as_ptr())
+                }
+            },
+        ))
+    })
 }
 
 /// Runs a timer callback the plugin gave to `timer_start` (the timer module calls it on a
 /// blocking thread of the host's runtime, see `loader/src/timers.rs`). `on_start` runs once
 /// the plugin is free and the call begins, as in [`call_handler`].
 pub fn call_timer(
+    state: &PluginState,
+    callback: PiTimerFn,
+    user_data: UserData,
+    timer_id: u64,
+    scope: &CallScope,
+    on_start: impl FnOnce(),
+) -> HandlerOutcome {
+    if !crate::trace::on() {
+        return run_timer(state, callback, user_data, timer_id, scope, on_start);
+    }
+    traced("timer", &timer_id.to_string(), state, || {
+        run_timer(state, callback, user_data, timer_id, scope, on_start)
+    })
+}
+
+fn run_timer(
     state: &PluginState,
     callback: PiTimerFn,
     user_data: UserData,

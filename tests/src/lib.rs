@@ -255,7 +255,9 @@ impl Sandbox {
             .env("HOME", self.home())
             .env("PI_CODING_AGENT_DIR", self.agent_dir())
             .env_remove("PI_HOOKS_CACHE_DIR")
-            .env_remove("PI_HOOKS_LOG");
+            .env_remove("PI_HOOKS_LOG")
+            .env_remove("PI_HOOKS_TRACE")
+            .env_remove("PI_HOOKS_TRACE_FILE");
         command
     }
 

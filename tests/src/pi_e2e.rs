@@ -60,6 +60,8 @@ pub fn pi_rpc_with_model(
         .env("PI_TELEMETRY", "0")
         .env_remove("PI_HOOKS_BIN")
         .env_remove("PI_HOOKS_CACHE_DIR")
-        .env_remove("PI_HOOKS_LOG");
+        .env_remove("PI_HOOKS_LOG")
+        .env_remove("PI_HOOKS_TRACE")
+        .env_remove("PI_HOOKS_TRACE_FILE");
     RpcClient::start(command)
 }

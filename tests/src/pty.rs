@@ -166,6 +166,8 @@ pub fn command_for(binary: &Path, sandbox: &Sandbox, args: &[&str]) -> CommandBu
     command.env("TERM", "xterm-256color");
     command.env_remove("PI_HOOKS_CACHE_DIR");
     command.env_remove("PI_HOOKS_LOG");
+    command.env_remove("PI_HOOKS_TRACE");
+    command.env_remove("PI_HOOKS_TRACE_FILE");
     command
 }
 

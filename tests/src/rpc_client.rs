@@ -23,11 +23,16 @@ pub struct RpcClient {
 
 impl RpcClient {
     /// Starts `command` (a `pi-hooks rpc ...` command) with piped stdin and stdout.
-    pub fn start(mut command: Command) -> RpcClient {
+    pub fn start(command: Command) -> RpcClient {
+        RpcClient::start_with_stderr(command, Stdio::inherit())
+    }
+
+    /// As [`RpcClient::start`], with the host's stderr going to `stderr` (a file, say).
+    pub fn start_with_stderr(mut command: Command, stderr: Stdio) -> RpcClient {
         let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("start pi-hooks rpc");
         let stdout = child.stdout.take().expect("stdout");

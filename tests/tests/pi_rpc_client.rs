@@ -58,7 +58,9 @@ fn observe(sandbox: &Sandbox) -> Value {
         .env("PI_HOOKS_ARGS", args.to_string())
         .env("PI_E2E_CWD", sandbox.project())
         .env_remove("PI_HOOKS_CACHE_DIR")
-        .env_remove("PI_HOOKS_LOG");
+        .env_remove("PI_HOOKS_LOG")
+        .env_remove("PI_HOOKS_TRACE")
+        .env_remove("PI_HOOKS_TRACE_FILE");
     let output = output_within(command, Duration::from_secs(90));
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -16,6 +16,7 @@ mod new;
 mod plugin_flags;
 pub mod render;
 mod run;
+pub mod trace_output;
 mod trust_cmd;
 
 use std::io::Write;
@@ -42,6 +43,20 @@ use crate::paths::resolve;
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Trace what the plugins do, on stderr (or the file PI_HOOKS_TRACE_FILE names): each
+    /// event's handlers in order with their time and decision, the UI calls and actions
+    /// they make, their load and init times. `text` (the default) or `json` lines; also
+    /// PI_HOOKS_TRACE=1|text|json.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        value_name = "FORMAT",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "text"
+    )]
+    trace: Option<trace_output::TraceFormat>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -251,6 +266,7 @@ pub fn main() -> ExitCode {
         Some(flags) => Cli::try_parse_from(flags.first_pass()).unwrap_or_else(|e| e.exit()),
         None => Cli::parse_from(argv),
     };
+    trace_output::install(cli.trace);
     let result = match (cli.command, flags) {
         (Command::Run(args), Some(flags)) if flags.wants_help() => run::help(&args.session, &flags),
         (Command::Rpc(args), Some(flags)) if flags.wants_help() => run::help(&args.session, &flags),
@@ -274,7 +290,7 @@ pub fn main() -> ExitCode {
         (Command::DemoModel(args), _) => demo_model::demo_model(args),
         (Command::Emit(args), _) => emit::emit(args),
         (Command::New(args), _) => new::new(args),
-        (Command::List { sources, json }, _) => list(&sources, json),
+        (Command::List { sources, json }, _) => list(&sources, json, cli.trace),
         (
             Command::Inspect {
                 file,
@@ -296,13 +312,19 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// `pi-hooks list`.
-fn list(sources: &Sources, json: bool) -> Result<ExitCode, CommandError> {
+/// `pi-hooks list`: with the trace on, the text shows each plugin's load and init time too
+/// (the JSON always has them).
+fn list(
+    sources: &Sources,
+    json: bool,
+    trace: Option<trace_output::TraceFormat>,
+) -> Result<ExitCode, CommandError> {
     let report = load_all(&sources.options()?);
     if json {
         write_stdout(&format!("{}\n", report_json(&report)))?;
     } else {
-        write_stdout(&report_text(&report))?;
+        let timing = trace_output::requested(trace).is_some();
+        write_stdout(&render::report_text_with(&report, timing))?;
     }
     // A plugin the command line named that did not load is what the user asked about.
     Ok(if report.errors.iter().any(|e| e.named) {

@@ -103,7 +103,9 @@ impl PluginFlags {
         let mut shorts = FxHashMap::default();
         if let Some(sub) = command.find_subcommand(subcommand) {
             for arg in sub.get_arguments() {
-                let takes_value = arg.get_action().takes_values();
+                // An option that takes its value only with `=` (`--trace=json`) never takes
+                // the next token.
+                let takes_value = arg.get_action().takes_values() && !arg.is_require_equals_set();
                 let longs = arg
                     .get_long()
                     .into_iter()

@@ -32,6 +32,8 @@ pub fn plugin_json(plugin: &LoadedPlugin) -> Value {
         "flags": r.flags,
         "shortcuts": r.shortcuts,
         "warnings": plugin.warnings,
+        "loadMicros": crate::trace::micros(plugin.load_timing().load),
+        "initMicros": crate::trace::micros(plugin.load_timing().init),
     })
 }
 
@@ -47,6 +49,11 @@ pub fn report_json(report: &LoadReport) -> Value {
 
 /// The human-readable listing (`pi-hooks list`).
 pub fn report_text(report: &LoadReport) -> String {
+    report_text_with(report, false)
+}
+
+/// The human-readable listing, with each plugin's load and init time when `timing`.
+pub fn report_text_with(report: &LoadReport, timing: bool) -> String {
     let mut out = String::new();
     if report.plugins.is_empty() {
         out.push_str("No plugins loaded.\n");
@@ -67,6 +74,15 @@ pub fn report_text(report: &LoadReport) -> String {
         );
         if !plugin.description().is_empty() {
             let _ = writeln!(out, "     {}", escape(plugin.description()));
+        }
+        if timing {
+            let time = plugin.load_timing();
+            let _ = writeln!(
+                out,
+                "     loaded in {:.2} ms (init {:.2} ms)",
+                time.load.as_secs_f64() * 1e3,
+                time.init.as_secs_f64() * 1e3
+            );
         }
         plugin_details(&mut out, plugin, "     ");
     }

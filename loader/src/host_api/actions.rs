@@ -6,24 +6,13 @@ use std::os::raw::c_void;
 
 use pi_hooks_abi::ffi::*;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::context::give;
 use super::value::HostValue;
 use super::{barrier, read_opt_str, read_str, read_str_array};
 use crate::registry::{Phase, PluginState, UserData};
 use crate::services::HostServices;
-
-/// The lowest level written to stderr: `PI_HOOKS_LOG` = debug | info | warn | error
-/// (default warn).
-pub(super) fn log_threshold() -> u32 {
-    match std::env::var("PI_HOOKS_LOG").as_deref() {
-        Ok("debug") => PI_LOG_DEBUG,
-        Ok("info") => PI_LOG_INFO,
-        Ok("error") => PI_LOG_ERROR,
-        _ => PI_LOG_WARN,
-    }
-}
 
 /// Runs `f` with the plugin's state; a NULL handle gives `PI_ERR_INVALID_ARG`, a retired
 /// plugin `PI_ERR_CANCELLED`.
@@ -36,33 +25,64 @@ fn with_plugin(plugin: *mut PiPlugin, f: impl FnOnce(&PluginState) -> PiStatus) 
 }
 
 /// Runs `f` with the session services bound to an active plugin. During init, and before a
-/// mode binds services, the answer is `PI_ERR_UNAVAILABLE`.
+/// mode binds services, the answer is `PI_ERR_UNAVAILABLE` (which the hook trace reports as
+/// a refused `action`).
 fn with_services(
     plugin: *mut PiPlugin,
+    action: &'static str,
     f: impl FnOnce(&PluginState, &dyn HostServices) -> PiStatus,
 ) -> PiStatus {
     with_plugin(plugin, |state| {
-        if !state.serves_host_calls() {
-            return PI_ERR_UNAVAILABLE;
-        }
-        match state.services() {
+        let services = state.services().filter(|_| state.serves_host_calls());
+        match services {
             Some(services) => f(state, services.as_ref()),
-            None => PI_ERR_UNAVAILABLE,
+            None => {
+                if crate::trace::on() {
+                    let why = if state.serves_host_calls() {
+                        "unavailable: no session (this command binds no session services)"
+                    } else {
+                        "unavailable: the plugin is not active yet (during init)"
+                    };
+                    crate::trace::action(state, action, &Value::Null, Err(why), None);
+                }
+                PI_ERR_UNAVAILABLE
+            }
         }
     })
 }
 
-/// `PI_OK`, or `PI_ERR` for a refused service call.
+/// `PI_OK`, or `PI_ERR` for a refused service call (a warning says why).
 fn done(result: Result<(), String>) -> PiStatus {
     match result {
         Ok(()) => PI_OK,
         Err(message) => {
-            if log_threshold() <= PI_LOG_WARN {
-                eprintln!("[pi-hooks] {message}");
-            }
+            crate::diagnostics::warn(&message);
             PI_ERR
         }
     }
+}
+
+/// The JSON of an action's arguments for the hook trace, built only when it is on.
+fn trace_args(args: impl FnOnce() -> Value) -> Option<Value> {
+    crate::trace::on().then(args)
+}
+
+/// Reports an action with the arguments [`trace_args`] built (nothing when the trace is off),
+/// and passes its result on.
+fn traced(
+    state: &PluginState,
+    action: &str,
+    args: Option<Value>,
+    result: Result<(), String>,
+) -> Result<(), String> {
+    if let Some(args) = args {
+        let outcome = match &result {
+            Ok(()) => Ok(None),
+            Err(message) => Err(message.as_str()),
+        };
+        crate::trace::action(state, action, &args, outcome, None);
+    }
+    result
 }
 
 /// Reads optional JSON text: empty means `None`.
@@ -89,12 +109,7 @@ unsafe extern "C" fn log(plugin: *mut PiPlugin, level: u32, message: PiStr) {
         let (Some(state), Ok(text)) = (state, text) else {
             return;
         };
-        if level >= log_threshold() {
-            let label = ["debug", "info", "warn", "error"]
-                .get(level as usize)
-                .unwrap_or(&"error");
-            eprintln!("[{}] {label}: {text}", state.name);
-        }
+        crate::diagnostics::plugin_log(&state.name, level, text);
     })
 }
 
@@ -103,14 +118,16 @@ unsafe extern "C" fn send_message(
     message: PiStr,
     options: PiStr,
 ) -> PiStatus {
-    with_services(plugin, |state, services| {
+    with_services(plugin, "sendMessage", |state, services| {
         // SAFETY: both are plugin strings valid for the call.
         let (message, options) = match unsafe { (read_json(message), read_json(options)) } {
             (Ok(Some(m)), Ok(o)) => (m, o.unwrap_or(Value::Null)),
             (Err(status), _) | (_, Err(status)) => return status,
             (Ok(None), _) => return PI_ERR_INVALID_ARG,
         };
-        done(services.send_message(&state.path, message, options))
+        let args = trace_args(|| json!({"message": message, "options": options}));
+        let result = services.send_message(&state.path, message, options);
+        done(traced(state, "sendMessage", args, result))
     })
 }
 
@@ -119,13 +136,19 @@ unsafe extern "C" fn send_user_message(
     text: PiStr,
     deliver_as: u32,
 ) -> PiStatus {
-    with_services(plugin, |state, services| {
+    with_services(plugin, "sendUserMessage", |state, services| {
         if deliver_as > PI_DELIVER_FOLLOW_UP {
             return PI_ERR_INVALID_ARG;
         }
         // SAFETY: `text` is a plugin string valid for the call.
         match unsafe { read_str(text) } {
-            Ok(text) => done(services.send_user_message(&state.path, text.to_owned(), deliver_as)),
+            Ok(text) => {
+                let args = trace_args(
+                    || json!({"text": text, "deliverAs": crate::services::deliver_as_name(deliver_as)}),
+                );
+                let result = services.send_user_message(&state.path, text.to_owned(), deliver_as);
+                done(traced(state, "sendUserMessage", args, result))
+            }
             Err(status) => status,
         }
     })
@@ -136,10 +159,14 @@ unsafe extern "C" fn append_entry(
     custom_type: PiStr,
     data: PiStr,
 ) -> PiStatus {
-    with_services(plugin, |_, services| {
+    with_services(plugin, "appendEntry", |state, services| {
         // SAFETY: both are plugin strings valid for the call.
         match unsafe { (read_str(custom_type), read_json(data)) } {
-            (Ok(kind), Ok(data)) if !kind.is_empty() => done(services.append_entry(kind, data)),
+            (Ok(kind), Ok(data)) if !kind.is_empty() => {
+                let args = trace_args(|| json!({"customType": kind, "data": data}));
+                let result = services.append_entry(kind, data);
+                done(traced(state, "appendEntry", args, result))
+            }
             (Err(status), _) | (_, Err(status)) => status,
             _ => PI_ERR_INVALID_ARG,
         }
@@ -236,13 +263,38 @@ unsafe extern "C" fn exec(
             Err(status) => return status,
         };
         let services = state.services();
+        let traced = crate::trace::on().then(|| (request.to_json(), std::time::Instant::now()));
         let seen = services.as_ref().map(|_| request.to_json());
         let output = crate::exec::run(state, request).to_json();
+        if let Some((args, started)) = traced {
+            let result = exec_summary(&output);
+            crate::trace::action(
+                state,
+                "exec",
+                &args,
+                Ok(Some(&result)),
+                Some(started.elapsed()),
+            );
+        }
         if let (Some(services), Some(seen)) = (services, seen) {
             services.observe_exec(&seen, &output);
         }
         give(out, Some(output))
     })
+}
+
+/// What the hook trace shows of an `exec` result: the code, whether it was killed, the signal,
+/// and the start of its output.
+fn exec_summary(output: &Value) -> Value {
+    let mut summary = output.clone();
+    for stream in ["stdout", "stderr"] {
+        if let Some(text) = output[stream].as_str()
+            && let Some((at, _)) = text.char_indices().nth(200)
+        {
+            summary[stream] = format!("{}…", &text[..at]).into();
+        }
+    }
+    summary
 }
 
 unsafe extern "C" fn timer_start(
@@ -258,7 +310,18 @@ unsafe extern "C" fn timer_start(
             return PI_ERR_INVALID_ARG;
         };
         let user_data = crate::registry::UserData(user_data);
-        match crate::timers::start(state, delay_ms, interval_ms, callback, user_data) {
+        let started = crate::timers::start(state, delay_ms, interval_ms, callback, user_data);
+        if crate::trace::on() {
+            let args = json!({"delayMs": delay_ms, "intervalMs": interval_ms});
+            let result = started.as_ref().ok().map(|id| json!({"id": id}));
+            let outcome = match &started {
+                Ok(_) => Ok(result.as_ref()),
+                Err(crate::timers::StartError::Retired) => Err("the plugin was retired"),
+                Err(crate::timers::StartError::TooMany(message)) => Err(message.as_str()),
+            };
+            crate::trace::action(state, "timerStart", &args, outcome, None);
+        }
+        match started {
             Ok(id) => {
                 if !timer_id.is_null() {
                     // SAFETY: a non-NULL out-pointer from the plugin (ABI contract).
@@ -274,22 +337,35 @@ unsafe extern "C" fn timer_start(
 
 unsafe extern "C" fn timer_cancel(plugin: *mut PiPlugin, timer_id: u64) -> PiStatus {
     with_active(plugin, |state| {
-        if crate::timers::cancel(state, timer_id) {
-            PI_OK
-        } else {
-            PI_ERR_NOT_FOUND
+        let cancelled = crate::timers::cancel(state, timer_id);
+        if crate::trace::on() {
+            let outcome = if cancelled {
+                Ok(None)
+            } else {
+                Err("no such timer")
+            };
+            crate::trace::action(
+                state,
+                "timerCancel",
+                &json!({"id": timer_id}),
+                outcome,
+                None,
+            );
         }
+        if cancelled { PI_OK } else { PI_ERR_NOT_FOUND }
     })
 }
 
 unsafe extern "C" fn get_active_tools(plugin: *mut PiPlugin, out: *mut *mut PiValue) -> PiStatus {
-    with_services(plugin, |_, services| {
+    with_services(plugin, "getActiveTools", |_, services| {
         give(out, Some(services.active_tools().into()))
     })
 }
 
 unsafe extern "C" fn get_all_tools(plugin: *mut PiPlugin, out: *mut *mut PiValue) -> PiStatus {
-    with_services(plugin, |_, services| give(out, Some(services.all_tools())))
+    with_services(plugin, "getAllTools", |_, services| {
+        give(out, Some(services.all_tools()))
+    })
 }
 
 unsafe extern "C" fn set_active_tools(
@@ -297,11 +373,13 @@ unsafe extern "C" fn set_active_tools(
     names: *const PiStr,
     count: usize,
 ) -> PiStatus {
-    with_services(plugin, |_, services| {
+    with_services(plugin, "setActiveTools", |state, services| {
         // SAFETY: `names` points to `count` plugin strings valid for the call.
         match unsafe { read_str_array(names, count) } {
             Ok(names) => {
+                let args = trace_args(|| json!({"names": names}));
                 services.set_active_tools(names.into_iter().map(str::to_owned).collect());
+                let _ = traced(state, "setActiveTools", args, Ok(()));
                 PI_OK
             }
             Err(status) => status,
@@ -338,26 +416,34 @@ unsafe extern "C" fn get_flag(
 }
 
 unsafe extern "C" fn set_session_name(plugin: *mut PiPlugin, name: PiStr) -> PiStatus {
-    with_services(plugin, |_, services| {
+    with_services(plugin, "setSessionName", |state, services| {
         // SAFETY: `name` is a plugin string valid for the call.
         match unsafe { read_str(name) } {
-            Ok(name) => done(services.set_session_name(name)),
+            Ok(name) => {
+                let args = trace_args(|| json!({"name": name}));
+                let result = services.set_session_name(name);
+                done(traced(state, "setSessionName", args, result))
+            }
             Err(status) => status,
         }
     })
 }
 
 unsafe extern "C" fn get_session_name(plugin: *mut PiPlugin, out: *mut *mut PiValue) -> PiStatus {
-    with_services(plugin, |_, services| {
+    with_services(plugin, "getSessionName", |_, services| {
         give(out, services.session_name().map(Value::String))
     })
 }
 
 unsafe extern "C" fn set_label(plugin: *mut PiPlugin, entry_id: PiStr, label: PiStr) -> PiStatus {
-    with_services(plugin, |_, services| {
+    with_services(plugin, "setLabel", |state, services| {
         // SAFETY: both are plugin strings valid for the call.
         match unsafe { (read_str(entry_id), read_opt_str(label)) } {
-            (Ok(id), Ok(label)) => done(services.set_label(id, label)),
+            (Ok(id), Ok(label)) => {
+                let args = trace_args(|| json!({"entryId": id, "label": label}));
+                let result = services.set_label(id, label);
+                done(traced(state, "setLabel", args, result))
+            }
             (Err(status), _) | (_, Err(status)) => status,
         }
     })
@@ -383,7 +469,17 @@ unsafe extern "C" fn events_emit(plugin: *mut PiPlugin, channel: PiStr, data: Pi
         // SAFETY: both are plugin strings valid for the call.
         match unsafe { (read_channel(channel), read_json(data)) } {
             (Ok(channel), Ok(data)) => {
-                match crate::event_bus::emit(state, channel, data.unwrap_or(Value::Null)) {
+                let data = data.unwrap_or(Value::Null);
+                let args = trace_args(|| json!({"channel": channel, "data": data}));
+                let emitted = crate::event_bus::emit(state, channel, data);
+                if let Some(args) = args {
+                    let outcome = match emitted {
+                        Ok(()) => Ok(None),
+                        Err(status) => Err(pi_hooks_abi::sdk::status_name(status)),
+                    };
+                    crate::trace::action(state, "events.emit", &args, outcome, None);
+                }
+                match emitted {
                     Ok(()) => PI_OK,
                     Err(status) => status,
                 }
@@ -428,13 +524,23 @@ unsafe extern "C" fn set_model(
     model_id: PiStr,
     found: *mut bool,
 ) -> PiStatus {
-    with_services(plugin, |_, services| {
+    with_services(plugin, "setModel", |state, services| {
         // SAFETY: `provider` and `model_id` are plugin strings valid for the call.
         let (provider, model_id) = match unsafe { (read_str(provider), read_str(model_id)) } {
             (Ok(provider), Ok(model_id)) => (provider, model_id),
             (Err(status), _) | (_, Err(status)) => return status,
         };
-        match services.request_model(provider, model_id) {
+        let requested = services.request_model(provider, model_id);
+        if crate::trace::on() {
+            let args = json!({"provider": provider, "id": model_id});
+            let found = requested.as_ref().ok().map(|found| json!({"found": found}));
+            let outcome = match &requested {
+                Ok(_) => Ok(found.as_ref()),
+                Err(message) => Err(message.as_str()),
+            };
+            crate::trace::action(state, "setModel", &args, outcome, None);
+        }
+        match requested {
             Ok(offered) => {
                 if !found.is_null() {
                     // SAFETY: a non-NULL out-pointer from the plugin (ABI contract).

@@ -172,6 +172,11 @@ impl<'s> CallContext<'s> {
         Some(left_detail(*left))
     }
 
+    /// The plugin this call is into.
+    pub(crate) fn plugin(&self) -> &PluginState {
+        self.plugin
+    }
+
     /// The session services bound to the call's plugin (`None` before a mode binds them).
     pub(crate) fn services(&self) -> Option<std::sync::Arc<dyn HostServices>> {
         self.plugin.services()
@@ -342,9 +347,22 @@ unsafe extern "C" fn has_pending_messages(ctx: *mut PiContext) -> bool {
 }
 
 unsafe extern "C" fn abort(ctx: *mut PiContext) -> PiStatus {
-    with_services(ctx, |s| {
-        s.abort();
-        PI_OK
+    with_ctx(ctx, PI_ERR_INVALID_ARG, |c| {
+        let services = c.plugin.services();
+        if crate::trace::on() {
+            let outcome = match services {
+                Some(_) => Ok(None),
+                None => Err("unavailable: no session"),
+            };
+            crate::trace::action(c.plugin, "abort", &serde_json::json!({}), outcome, None);
+        }
+        match services {
+            Some(services) => {
+                services.abort();
+                PI_OK
+            }
+            None => PI_ERR_UNAVAILABLE,
+        }
     })
 }
 
@@ -393,6 +411,11 @@ unsafe extern "C" fn tool_update(ctx: *mut PiContext, partial: PiStr) -> PiStatu
 
 unsafe extern "C" fn shutdown(ctx: *mut PiContext) -> PiStatus {
     with_ctx(ctx, PI_ERR_INVALID_ARG, |c| match c.plugin.services() {
+        Some(services) if crate::trace::on() => {
+            crate::trace::action(c.plugin, "shutdown", &serde_json::json!({}), Ok(None), None);
+            services.request_shutdown();
+            PI_OK
+        }
         Some(services) => {
             services.request_shutdown();
             PI_OK
@@ -434,21 +457,37 @@ fn optional_string(
 /// `cancelled` is NULL or a valid out-pointer.
 unsafe fn queue_session_op(
     c: &CallContext,
+    name: &'static str,
     command_only: bool,
     cancelled: *mut bool,
     op: impl FnOnce() -> Result<SessionOp, PiStatus>,
 ) -> PiStatus {
+    let refused = |why: &str| {
+        if crate::trace::on() {
+            crate::trace::action(c.plugin, name, &serde_json::Value::Null, Err(why), None);
+        }
+        PI_ERR_UNAVAILABLE
+    };
     if command_only && c.scope.kind != CallKind::Command {
-        return PI_ERR_UNAVAILABLE;
+        return refused("unavailable: only a command may do this");
     }
     let op = match op() {
         Ok(op) => op,
         Err(status) => return status,
     };
     let Some(services) = c.plugin.services() else {
-        return PI_ERR_UNAVAILABLE;
+        return refused("unavailable: no session");
     };
-    match services.request_session_op(&c.plugin.path, op) {
+    let args = crate::trace::on().then(|| session_op_args(&op));
+    let queued = services.request_session_op(&c.plugin.path, op);
+    if let Some(args) = args {
+        let outcome = match &queued {
+            Ok(()) => Ok(None),
+            Err(message) => Err(message.as_str()),
+        };
+        crate::trace::action(c.plugin, name, &args, outcome, None);
+    }
+    match queued {
         Ok(()) => {
             if !cancelled.is_null() {
                 // SAFETY: a non-NULL out-pointer from the plugin (ABI contract).
@@ -460,12 +499,31 @@ unsafe fn queue_session_op(
     }
 }
 
+/// A session operation's arguments, for the hook trace.
+fn session_op_args(op: &SessionOp) -> serde_json::Value {
+    use serde_json::json;
+    match op {
+        SessionOp::New(parent) => json!({"parentSession": parent}),
+        SessionOp::Switch(path) => json!({"sessionPath": path}),
+        SessionOp::Fork(entry) => json!({"entryId": entry}),
+        SessionOp::Tree(target, options) => json!({
+            "targetId": target,
+            "summarize": options.summarize,
+            "customInstructions": options.custom_instructions,
+            "replaceInstructions": options.replace_instructions,
+            "label": options.label,
+        }),
+        SessionOp::Compact(instructions) => json!({"customInstructions": instructions}),
+        SessionOp::Reload => json!({}),
+    }
+}
+
 /// Any call kind: the compaction runs once the current prompt or command is over.
 unsafe extern "C" fn compact(ctx: *mut PiContext, options: PiStr) -> PiStatus {
     with_ctx(ctx, PI_ERR_INVALID_ARG, |c| {
         // SAFETY: `options` is a plugin string valid for the call; NULL out-pointer.
         unsafe {
-            queue_session_op(c, false, std::ptr::null_mut(), || {
+            queue_session_op(c, "compact", false, std::ptr::null_mut(), || {
                 let fields = options_object(read_str(options)?)?;
                 Ok(SessionOp::Compact(optional_string(
                     &fields,
@@ -500,7 +558,7 @@ unsafe extern "C" fn new_session(
         // SAFETY: `options` is a plugin string valid for the call; `cancelled` is NULL or
         // valid (ABI contract).
         unsafe {
-            queue_session_op(c, true, cancelled, || {
+            queue_session_op(c, "newSession", true, cancelled, || {
                 let fields = options_object(read_str(options)?)?;
                 Ok(SessionOp::New(optional_string(&fields, "parentSession")?))
             })
@@ -512,7 +570,7 @@ unsafe extern "C" fn fork(ctx: *mut PiContext, entry_id: PiStr, cancelled: *mut 
     with_ctx(ctx, PI_ERR_INVALID_ARG, |c| {
         // SAFETY: as in `new_session`.
         unsafe {
-            queue_session_op(c, true, cancelled, || {
+            queue_session_op(c, "fork", true, cancelled, || {
                 Ok(SessionOp::Fork(read_str(entry_id)?.to_owned()))
             })
         }
@@ -528,7 +586,7 @@ unsafe extern "C" fn navigate_tree(
     with_ctx(ctx, PI_ERR_INVALID_ARG, |c| {
         // SAFETY: as in `new_session`.
         unsafe {
-            queue_session_op(c, true, cancelled, || {
+            queue_session_op(c, "navigateTree", true, cancelled, || {
                 let target = read_str(target)?.to_owned();
                 let fields = options_object(read_str(options)?)?;
                 let flag = |name: &str| match fields.get(name) {
@@ -556,7 +614,7 @@ unsafe extern "C" fn switch_session(
     with_ctx(ctx, PI_ERR_INVALID_ARG, |c| {
         // SAFETY: as in `new_session`.
         unsafe {
-            queue_session_op(c, true, cancelled, || {
+            queue_session_op(c, "switchSession", true, cancelled, || {
                 Ok(SessionOp::Switch(read_str(path)?.to_owned()))
             })
         }
@@ -566,7 +624,11 @@ unsafe extern "C" fn switch_session(
 unsafe extern "C" fn reload(ctx: *mut PiContext) -> PiStatus {
     with_ctx(ctx, PI_ERR_INVALID_ARG, |c| {
         // SAFETY: a NULL out-pointer.
-        unsafe { queue_session_op(c, true, std::ptr::null_mut(), || Ok(SessionOp::Reload)) }
+        unsafe {
+            queue_session_op(c, "reload", true, std::ptr::null_mut(), || {
+                Ok(SessionOp::Reload)
+            })
+        }
     })
 }
 

@@ -71,9 +71,43 @@ fn ask(c: &CallContext<'_>, mut request: Value, timeout_ms: u64) -> Option<Value
     Some(answer)
 }
 
-/// Sends a fire-and-forget request when the mode has a UI.
+/// Asks a dialog (see [`ask`]) and reads the plugin's answer from the reply with `read`; with
+/// the hook trace on, reports the dialog, the answer the plugin got (`shown` turns it into
+/// JSON) and how long it waited.
+fn dialog<T>(
+    c: &CallContext<'_>,
+    request: Value,
+    timeout_ms: u64,
+    read: impl FnOnce(Option<Value>) -> T,
+    shown: impl FnOnce(&T) -> Value,
+) -> T {
+    if !crate::trace::on() {
+        return read(ask(c, request, timeout_ms));
+    }
+    let method = request["method"].as_str().unwrap_or_default().to_owned();
+    let traced = request.clone();
+    let started = std::time::Instant::now();
+    let answer = read(ask(c, request, timeout_ms));
+    crate::trace::ui(
+        c.plugin(),
+        &method,
+        &traced,
+        ui_of(c).is_some(),
+        Some(&shown(&answer)),
+        Some(started.elapsed()),
+    );
+    answer
+}
+
+/// Sends a fire-and-forget request when the mode has a UI (with the hook trace on, reports
+/// it, and whether a UI took it).
 fn fire(c: &CallContext<'_>, request: Value) -> PiStatus {
-    if let Some(ui) = ui_of(c) {
+    let ui = ui_of(c);
+    if crate::trace::on() {
+        let method = request["method"].as_str().unwrap_or_default();
+        crate::trace::ui(c.plugin(), method, &request, ui.is_some(), None, None);
+    }
+    if let Some(ui) = ui {
         ui.fire(request);
     }
     PI_OK
@@ -117,10 +151,23 @@ unsafe extern "C" fn select(
         },
         |c, (title, options, dialog)| {
             let request = json!({"method": "select", "title": title, "options": options});
-            let chosen = ask(c, request, timeout_of(dialog))
-                .and_then(|a| a.get("value").and_then(Value::as_str).map(str::to_owned))
-                .and_then(|value| options.iter().position(|o| *o == value))
-                .map_or(-1, |i| i as i64);
+            let chosen = self::dialog(
+                c,
+                request,
+                timeout_of(dialog),
+                |reply| {
+                    reply
+                        .and_then(|a| a.get("value").and_then(Value::as_str).map(str::to_owned))
+                        .and_then(|value| options.iter().position(|o| *o == value))
+                        .map_or(-1, |i| i as i64)
+                },
+                |&chosen| {
+                    usize::try_from(chosen)
+                        .ok()
+                        .and_then(|i| options.get(i))
+                        .map_or(Value::Null, |o| Value::String((*o).to_owned()))
+                },
+            );
             answer(index, chosen)
         },
     )
@@ -139,9 +186,17 @@ unsafe extern "C" fn confirm(
         || unsafe { Ok((read_str(title)?, read_str(message)?, read_dialog(dialog)?)) },
         |c, (title, message, dialog)| {
             let request = json!({"method": "confirm", "title": title, "message": message});
-            let confirmed = ask(c, request, timeout_of(dialog))
-                .and_then(|a| a.get("confirmed").and_then(Value::as_bool))
-                .unwrap_or(false);
+            let confirmed = self::dialog(
+                c,
+                request,
+                timeout_of(dialog),
+                |reply| {
+                    reply
+                        .and_then(|a| a.get("confirmed").and_then(Value::as_bool))
+                        .unwrap_or(false)
+                },
+                |&confirmed| Value::Bool(confirmed),
+            );
             answer(out, confirmed)
         },
     )
@@ -166,7 +221,10 @@ unsafe extern "C" fn input(
         },
         |c, (title, placeholder, dialog)| {
             let request = json!({"method": "input", "title": title, "placeholder": placeholder});
-            give(out, answer_text(ask(c, request, timeout_of(dialog))))
+            let text = self::dialog(c, request, timeout_of(dialog), answer_text, |text| {
+                text.clone().unwrap_or(Value::Null)
+            });
+            give(out, text)
         },
     )
 }
@@ -184,7 +242,10 @@ unsafe extern "C" fn editor(
         |c, (title, prefill)| {
             // pi's editor dialog has no timeout.
             let request = json!({"method": "editor", "title": title, "prefill": prefill});
-            give(out, answer_text(ask(c, request, 0)))
+            let text = self::dialog(c, request, 0, answer_text, |text| {
+                text.clone().unwrap_or(Value::Null)
+            });
+            give(out, text)
         },
     )
 }
@@ -303,7 +364,13 @@ unsafe extern "C" fn set_working_message(ctx: *mut PiContext, message: PiStr) ->
         ctx,
         || unsafe { read_opt_str(message) }.map(|m| m.map(str::to_owned)),
         |c, message| {
-            if let Some(ui) = ui_of(c) {
+            let ui = ui_of(c);
+            if crate::trace::on() {
+                let args = json!({"message": message});
+                let shown = ui.is_some();
+                crate::trace::ui(c.plugin(), "setWorkingMessage", &args, shown, None, None);
+            }
+            if let Some(ui) = ui {
                 ui.set_working_message(message);
             }
             PI_OK

@@ -8,7 +8,6 @@ use rustc_hash::{FxBuildHasher, FxHashSet};
 use pi_hooks_abi::ffi::*;
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 
-use super::actions::log_threshold;
 use super::{barrier, read_bytes, read_str};
 
 /// A NUL-terminated UTF-8 string; `as_str` excludes the terminator.
@@ -827,17 +826,15 @@ unsafe extern "C" fn replace_text(
                     HostValue::of(node).into_owned_ptr()
                 }
                 Err(error) => {
-                    if log_threshold() <= PI_LOG_WARN {
-                        // The syntax error's last line says what is wrong ("error: ..."); the
-                        // lines above it repeat the pattern with a caret.
-                        let reason = error.to_string();
-                        let reason = reason.lines().last().unwrap_or_default();
-                        eprintln!(
-                            "[pi-hooks] replace_text: invalid pattern \"{}\": {}",
-                            crate::display::escape(pattern),
-                            crate::display::escape(reason.trim_start_matches("error: "))
-                        );
-                    }
+                    // The syntax error's last line says what is wrong ("error: ..."); the
+                    // lines above it repeat the pattern with a caret.
+                    let reason = error.to_string();
+                    let reason = reason.lines().last().unwrap_or_default();
+                    crate::diagnostics::warn(&format!(
+                        "replace_text: invalid pattern \"{}\": {}",
+                        crate::display::escape(pattern),
+                        crate::display::escape(reason.trim_start_matches("error: "))
+                    ));
                     std::ptr::null_mut()
                 }
             },

@@ -218,7 +218,11 @@ impl ServeChild {
             .args(launch.args())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .stderr(Stdio::piped())
+            // The host traces its proxy's calls and the child's requests itself (the hook
+            // trace, `crate::trace`); a tracing child would report every call twice.
+            .env_remove("PI_HOOKS_TRACE")
+            .env_remove("PI_HOOKS_TRACE_FILE");
         #[cfg(unix)]
         {
             // Its own process group: a Ctrl-C meant for the host's terminal does not reach it

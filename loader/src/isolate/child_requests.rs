@@ -50,7 +50,15 @@ impl Answerer<'_> {
     /// Handles one line; a request's answer is returned.
     pub fn take(&self, line: Incoming<'_>) -> Option<Result<Value, String>> {
         match line {
-            Incoming::Request { method, params } => Some(self.answer(method, params)),
+            Incoming::Request { method, params } => {
+                if !crate::trace::on() {
+                    return Some(self.answer(method, params));
+                }
+                let started = std::time::Instant::now();
+                let answer = self.answer(method, params);
+                self.trace_request(method, params, &answer, started.elapsed());
+                Some(answer)
+            }
             Incoming::Notification { method, params } => {
                 self.notified(method, params);
                 None
@@ -194,10 +202,67 @@ impl Answerer<'_> {
         .unwrap_or_else(cancelled)
     }
 
+    /// Reports a request of the child to the hook trace: a dialog with its answer, or an
+    /// action (reads of the session are not reported).
+    fn trace_request(
+        &self,
+        method: &str,
+        params: &Value,
+        answer: &Result<Value, String>,
+        elapsed: Duration,
+    ) {
+        if method == "ui" {
+            let shown = self.state.services().and_then(|s| s.ui()).is_some();
+            let ui_method = params["method"].as_str().unwrap_or_default();
+            let reply = answer.as_ref().ok();
+            crate::trace::ui(self.state, ui_method, params, shown, reply, Some(elapsed));
+            return;
+        }
+        let action = match method {
+            "send_message" => "sendMessage",
+            "send_user_message" => "sendUserMessage",
+            "append_entry" => "appendEntry",
+            "set_session_name" => "setSessionName",
+            "set_label" => "setLabel",
+            "set_active_tools" => "setActiveTools",
+            "set_model" => "setModel",
+            "wait_for_idle" => "waitForIdle",
+            "session_op" => match params["op"].as_str() {
+                Some("new") => "newSession",
+                Some("switch") => "switchSession",
+                Some("tree") => "navigateTree",
+                Some("fork") => "fork",
+                Some("compact") => "compact",
+                Some("reload") => "reload",
+                _ => "session_op",
+            },
+            _ => return,
+        };
+        let outcome = match answer {
+            Ok(Value::Null) => Ok(None),
+            Ok(value) => Ok(Some(value)),
+            Err(message) => Err(message.as_str()),
+        };
+        crate::trace::action(self.state, action, params, outcome, None);
+    }
+
     fn notified(&self, method: &str, params: &Value) {
         let Ok(services) = self.services() else {
             return;
         };
+        if crate::trace::on() {
+            match method {
+                "ui" => {
+                    let ui_method = params["method"].as_str().unwrap_or_default();
+                    let shown = services.ui().is_some();
+                    crate::trace::ui(self.state, ui_method, params, shown, None, None);
+                }
+                "abort" | "shutdown" => {
+                    crate::trace::action(self.state, method, &json!({}), Ok(None), None);
+                }
+                _ => {}
+            }
+        }
         match method {
             "ui" => {
                 if let Some(ui) = services.ui() {

@@ -522,11 +522,18 @@ impl Runner {
             return chain;
         };
         let scope = scope.unwrap_or(&current.scope);
-        let (chain, errors) = match timeout {
-            None => run_inline(event, slots, scope, chain),
-            Some(limit) => self
-                .workers
-                .run(event, slots.clone(), scope.clone(), chain, limit),
+        let (chain, errors) = if crate::trace::on() {
+            self.run_traced(event, slots, scope, chain, timeout)
+        } else {
+            match timeout {
+                None => run_inline(event, slots, scope, chain),
+                Some(limit) => {
+                    let (chain, errors, _) =
+                        self.workers
+                            .run(event, slots.clone(), scope.clone(), chain, limit);
+                    (chain, errors)
+                }
+            }
         };
         drop(current);
         for error in &errors {
@@ -556,17 +563,47 @@ impl Runner {
         if slots.is_empty() {
             return chain;
         }
-        let (chain, errors) = self.workers.run(
+        let slots: Arc<[Slot]> = Arc::from(slots);
+        let started = crate::trace::on().then(Instant::now);
+        let (chain, errors, called) = self.workers.run(
             event,
-            Arc::from(slots),
+            slots.clone(),
             self.event_scope(),
             chain,
             self.hook_timeout(),
         );
+        if let Some(started) = started {
+            crate::trace::event(event, slots.len(), called, started.elapsed());
+        }
         for error in &errors {
             self.emit_error(error);
         }
         chain
+    }
+}
+
+impl Runner {
+    /// [`Runner::run`]'s dispatch with the hook trace on: each handler's time and decision,
+    /// then the dispatch's summary (see [`crate::trace`]).
+    #[cold]
+    #[inline(never)]
+    fn run_traced<C: Chain>(
+        &self,
+        event: &str,
+        slots: &Arc<[Slot]>,
+        scope: &Arc<CallScope>,
+        chain: C,
+        timeout: Option<Duration>,
+    ) -> (C, Vec<ExtensionError>) {
+        let started = Instant::now();
+        let (chain, errors, called) = match timeout {
+            None => run_inline_traced(event, slots, scope, chain),
+            Some(limit) => self
+                .workers
+                .run(event, slots.clone(), scope.clone(), chain, limit),
+        };
+        crate::trace::event(event, slots.len(), called, started.elapsed());
+        (chain, errors)
     }
 }
 
@@ -599,6 +636,31 @@ fn run_inline<C: Chain>(
         }
     }
     (chain, errors)
+}
+
+/// [`run_inline`] with the hook trace: each handler timed from the moment its call begins
+/// (not while it waits for its plugin to be free), its decision read before the chain takes
+/// the outcome. Also returns how many handlers were called.
+fn run_inline_traced<C: Chain>(
+    event: &str,
+    slots: &[Slot],
+    scope: &CallScope,
+    mut chain: C,
+) -> (C, Vec<ExtensionError>, usize) {
+    let mut errors = Vec::new();
+    let mut called = 0;
+    for slot in slots {
+        let mut began = None;
+        let outcome = slot.call(chain.payload(), scope, || began = Some(Instant::now()));
+        let elapsed = began.map_or(Duration::ZERO, |began| began.elapsed());
+        called += usize::from(began.is_some());
+        let decision = crate::trace::Decision::of(event, &outcome);
+        crate::trace::handler(event, &slot.state, elapsed, &decision);
+        if step(&mut chain, slot, outcome, scope, &mut errors, event) == Flow::Stop {
+            break;
+        }
+    }
+    (chain, errors, called)
 }
 
 /// Feeds one outcome to the chain.

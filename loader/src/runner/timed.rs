@@ -170,6 +170,8 @@ struct Shared<C> {
     current: Option<(usize, Instant, Duration)>,
     /// Index of the next handler to call.
     next: usize,
+    /// How many handlers were called (for the hook trace's summary).
+    called: usize,
     finished: bool,
     /// A panic of the host code in the current job, resumed on the dispatcher's thread (as
     /// an untimed dispatch would have raised it there).
@@ -220,7 +222,8 @@ impl Workers {
             .push(worker);
     }
 
-    /// Runs `chain` over `slots` with `limit` per handler.
+    /// Runs `chain` over `slots` with `limit` per handler; also returns how many handlers
+    /// were called.
     pub(crate) fn run<C: Chain>(
         &self,
         event: &str,
@@ -228,7 +231,7 @@ impl Workers {
         scope: Arc<CallScope>,
         chain: C,
         limit: Duration,
-    ) -> (C, Vec<ExtensionError>) {
+    ) -> (C, Vec<ExtensionError>, usize) {
         let dispatch = Arc::new(Dispatch {
             state: Mutex::new(Shared {
                 chain: Some(chain),
@@ -236,6 +239,7 @@ impl Workers {
                 generation: 0,
                 current: None,
                 next: 0,
+                called: 0,
                 finished: false,
                 panic: None,
             }),
@@ -309,14 +313,15 @@ impl<C: Chain> Dispatch<C> {
         }
     }
 
-    /// Ends the dispatch: the chain and the errors, in the order they happened.
-    fn finish(&self) -> (C, Vec<ExtensionError>) {
+    /// Ends the dispatch: the chain, the errors in the order they happened, and how many
+    /// handlers were called.
+    fn finish(&self) -> (C, Vec<ExtensionError>, usize) {
         let mut s = lock(&self.state);
         // Abandoned jobs may still hold the Arc, but their generation is stale: they never
         // touch the state again.
         s.generation += 1;
         let chain = s.chain.take().expect("the chain is taken once");
-        (chain, std::mem::take(&mut s.errors))
+        (chain, std::mem::take(&mut s.errors), s.called)
     }
 }
 
@@ -361,7 +366,8 @@ fn watch<C: Chain>(dispatch: &Dispatch<C>, limit: Duration) -> Watched {
             continue;
         };
         let paused = scope.pause_clock().paused().saturating_sub(paused_at_start);
-        if scope.pause_clock().in_dialog() || Instant::now() < started + limit + paused {
+        let now = Instant::now();
+        if scope.pause_clock().in_dialog() || now < started + limit + paused {
             continue;
         }
         // Abandon: the job may no longer touch the state; its plugin is busy until the
@@ -376,8 +382,17 @@ fn watch<C: Chain>(dispatch: &Dispatch<C>, limit: Duration) -> Watched {
         let chain = chain
             .as_mut()
             .expect("the chain is present while dispatching");
+        let traced =
+            crate::trace::on().then(|| crate::trace::Decision::timeout(&message, &dispatch.event));
         if chain.fail(slot, message, errors, &dispatch.event, scope) == Flow::Stop {
             s.finished = true;
+        }
+        drop(s);
+        if let Some(decision) = traced {
+            let ran = now
+                .saturating_duration_since(started)
+                .saturating_sub(paused);
+            crate::trace::handler(&dispatch.event, &slot.state, ran, &decision);
         }
         return Watched::Abandoned;
     }
@@ -390,6 +405,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// The worker's side: call handlers from `start` while this job's generation is current.
 fn run_job<C: Chain>(dispatch: &Dispatch<C>, generation: u64, start: usize) {
     let (shared, scope, event) = (&dispatch.state, &*dispatch.scope, &*dispatch.event);
+    let traced = crate::trace::on();
     for (index, slot) in dispatch.slots.iter().enumerate().skip(start) {
         let payload = {
             let mut s = lock(shared);
@@ -403,17 +419,32 @@ fn run_job<C: Chain>(dispatch: &Dispatch<C>, generation: u64, start: usize) {
                 .clone()
         };
         // The clock starts when the plugin is free and the call begins.
+        let mut began = None;
         let outcome = slot.call(&payload, scope, || {
+            let now = Instant::now();
+            began = Some(now);
             let mut s = lock(shared);
             if s.generation == generation {
-                s.current = Some((index, Instant::now(), scope.pause_clock().paused()));
+                s.current = Some((index, now, scope.pause_clock().paused()));
+                s.called += 1;
             }
+        });
+        let traced = traced.then(|| {
+            let elapsed = began.map_or(Duration::ZERO, |began| began.elapsed());
+            (elapsed, crate::trace::Decision::of(event, &outcome))
         });
         let mut s = lock(shared);
         if s.generation != generation {
             // The dispatcher gave up on this call and moved on (the call cleared its plugin's
             // "stuck" mark when it returned).
+            drop(s);
+            if let Some((elapsed, _)) = traced {
+                crate::trace::handler(event, &slot.state, elapsed, &crate::trace::Decision::late());
+            }
             return;
+        }
+        if let Some((elapsed, decision)) = &traced {
+            crate::trace::handler(event, &slot.state, *elapsed, decision);
         }
         s.current = None;
         s.next = index + 1;
