@@ -187,3 +187,20 @@ fn the_interactive_mode_s_first_screen_points_at_help() {
         screen.contains("/help lists the commands and keys")
     });
 }
+
+#[test]
+fn trace_before_the_command_name_still_names_the_command() {
+    let sandbox = Sandbox::new();
+    for args in [
+        ["--trace", "list", "--no-hooks"],
+        ["--trace=json", "list", "--no-hooks"],
+    ] {
+        let output = sandbox.run(&args);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {}", stderr(&output));
+        assert!(
+            stdout(&output).contains("No plugins loaded"),
+            "{args:?} ran list: {}",
+            stdout(&output)
+        );
+    }
+}

@@ -251,8 +251,15 @@ fn current_dir() -> PathBuf {
 /// Runs the command line.
 pub fn main() -> ExitCode {
     let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    // No command (or only options, such as `--provider`): the interactive mode.
-    let bare = match argv.get(1).and_then(|a| a.to_str()) {
+    // No command (or only options, such as `--provider`): the interactive mode. The global
+    // `--trace` may stand before a command (`pi-hooks --trace list`).
+    let first = argv
+        .iter()
+        .skip(1)
+        .map(|a| a.to_str())
+        .find(|a| !a.is_some_and(|a| a == "--trace" || a.starts_with("--trace=")))
+        .flatten();
+    let bare = match first {
         None => true,
         Some("-h" | "--help" | "-V" | "--version") => false,
         Some(first) => first.starts_with('-'),
