@@ -196,7 +196,12 @@ fn trace_before_the_command_name_still_names_the_command() {
         ["--trace=json", "list", "--no-hooks"],
     ] {
         let output = sandbox.run(&args);
-        assert_eq!(output.status.code(), Some(0), "{args:?}: {}", stderr(&output));
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            stderr(&output)
+        );
         assert!(
             stdout(&output).contains("No plugins loaded"),
             "{args:?} ran list: {}",
