@@ -5,7 +5,7 @@
 Usage: python3 scripts/bench-rpc-start.py [ROUNDS]     (default 60 rounds, interleaved)
 
 Builds the release binary if needed (cargo build --release), compiles
-loader/benches/fixtures/trivial.c 50 times into a temporary folder, then runs both cases in
+loader/host/benches/fixtures/trivial.c 50 times into a temporary folder, then runs both cases in
 turn with a private HOME and prints the medians and p10/p90 in milliseconds.
 """
 

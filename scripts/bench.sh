@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every benchmark behind BENCHMARKS.md and prints the figures:
-#   1. criterion: tool_call dispatch (loader/benches/dispatch.rs) and plugin loading in fresh
-#      processes (loader/benches/load.rs, with a per-stage breakdown);
-#   2. process level, with the release binary (loader/benches/process.rs): a print-mode run
+#   1. criterion: tool_call dispatch (loader/host/benches/dispatch.rs) and plugin loading in fresh
+#      processes (loader/host/benches/load.rs, with a per-stage breakdown);
+#   2. process level, with the release binary (loader/cli/benches/process.rs): a print-mode run
 #      with one bash tool call, 0 vs 50 plugins, and peak RSS;
 #   3. a hyperfine cross-check of (2) when hyperfine is available (installed from Debian
 #      when missing and running as root; set BENCH_INSTALL=0 to never install, and
@@ -39,9 +39,10 @@ machine() {
     echo "== machine"
     machine
     echo
-    echo "== cargo bench -p pi-hooks --bench dispatch --bench load --bench process"
+    echo "== cargo bench -p pi-hooks-host --bench dispatch --bench load; cargo bench -p pi-hooks --bench process"
 } | tee "$LOG"
-cargo bench -p pi-hooks --bench dispatch --bench load --bench process 2>&1 | tee -a "$LOG"
+cargo bench -p pi-hooks-host --bench dispatch --bench load 2>&1 | tee -a "$LOG"
+cargo bench -p pi-hooks --bench process 2>&1 | tee -a "$LOG"
 
 # --- hyperfine cross-check of the print-mode run -------------------------------------------
 if [ "${BENCH_HYPERFINE:-1}" != 0 ]; then
@@ -58,7 +59,7 @@ if [ "${BENCH_HYPERFINE:-1}" != 0 ]; then
         mkdir -p "$WORK/home/.pi/agent" "$WORK/project" "$WORK/lib"
         seq -w 0 49 | xargs -P "$(nproc)" -I{} "${CC:-cc}" -std=c11 -O2 -shared -fPIC \
             -I include "-DPLUGIN_NAME=\"trivial-{}\"" -o "$WORK/lib/libtrivial_{}.so" \
-            loader/benches/fixtures/trivial.c
+            loader/host/benches/fixtures/trivial.c
         cat >"$WORK/one_bash.json" <<'EOF'
 {"turns": [
   {"text": "Running it.", "toolCalls": [{"name": "bash", "arguments": {"command": "echo hi"}}]},

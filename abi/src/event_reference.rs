@@ -1,6 +1,6 @@
 //! The event reference: every event the host emits, when, with which payload fields, what a
 //! handler may return and how results of several handlers combine. One table, used by the
-//! host's unknown-event warning (`pi_hooks::event_names`), rendered into the header's comment
+//! host's unknown-event warning (`pi_hooks_host::plugin::event_names`), rendered into the header's comment
 //! (`include/pi_hooks.h`) and into `docs/events.md` by `scripts/gen-header.sh`, so the three
 //! cannot drift apart.
 //!

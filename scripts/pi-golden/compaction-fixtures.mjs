@@ -4,7 +4,7 @@
 //
 //   node scripts/pi-golden/compaction-fixtures.mjs      # then: node scripts/pi-golden/compaction.mjs
 //
-// The entries have the shapes pi writes (see loader/src/session/entry.rs for the key order);
+// The entries have the shapes pi writes (see loader/session/src/entry.rs for the key order);
 // the contents are made up to reach the cases of pi's compaction code: a session too small to
 // cut, a cut at a user message, big tool results that force a cut, one long turn that has to
 // be split, a previous compaction (pi's and a plugin's), a branch carrying every entry type,

@@ -1,7 +1,7 @@
 // Records what pi 0.73.1 itself answers for compaction and branch-summary preparation on the
 // session files in tests/fixtures/compaction/, as <name>.golden.json beside each file; the Rust
-// test tests/tests/compaction_golden.rs runs pi-hooks' port (loader/src/session/compaction.rs,
-// loader/src/session/branch_summary.rs) on the same files and compares field by field.
+// test tests/tests/compaction_golden.rs runs pi-hooks' port (loader/session/src/compaction.rs,
+// loader/session/src/branch_summary.rs) on the same files and compares field by field.
 //
 // To regenerate (pi must be installed first; the install is pinned by package-lock.json):
 //

@@ -386,7 +386,7 @@ pub fn load_behave(
     sandbox: &Sandbox,
     plugins: &[(&str, Value)],
     log: &Path,
-) -> Vec<std::sync::Arc<pi_hooks::plugin::LoadedPlugin>> {
+) -> Vec<std::sync::Arc<pi_hooks_host::plugin::LoadedPlugin>> {
     let libraries: Vec<PathBuf> = plugins
         .iter()
         .map(|(name, _)| behave_plugin(&sandbox.lib(), name))
@@ -401,7 +401,7 @@ pub fn load_behave(
             std::env::set_var(&var, config.to_string());
             std::env::set_var("BEHAVE_LOG", log);
         }
-        let plugin = pi_hooks::load::load_file(library, &sandbox.root().join("cache"));
+        let plugin = pi_hooks_host::lifecycle::load::load_file(library, &sandbox.root().join("cache"));
         // SAFETY: as above.
         unsafe {
             std::env::remove_var(&var);
@@ -430,13 +430,13 @@ pub fn json_lines(output: &Output) -> Vec<Value> {
 }
 
 /// An in-process world for the combination rules: `behave` plugins loaded in order into a
-/// real [`pi_hooks::runner::Runner`], with an error listener that records every report.
+/// real [`pi_hooks_host::runner::Runner`], with an error listener that records every report.
 pub struct BehaveWorld {
     /// The runner over the plugins (declared first: dropped, and its plugins unloaded,
     /// before the sandbox's files go).
-    pub runner: pi_hooks::runner::Runner,
+    pub runner: pi_hooks_host::runner::Runner,
     /// Every error reported to the listener, in order.
-    pub errors: std::sync::Arc<std::sync::Mutex<Vec<pi_hooks::runner::ExtensionError>>>,
+    pub errors: std::sync::Arc<std::sync::Mutex<Vec<pi_hooks_host::runner::ExtensionError>>>,
     /// The id of the recording listener.
     pub listener: u64,
     /// The `behave` log.
@@ -448,7 +448,7 @@ pub struct BehaveWorld {
 impl BehaveWorld {
     /// Loads `plugins` (`(name, config)`, in load order) with the default timeouts.
     pub fn new(plugins: &[(&str, Value)]) -> Self {
-        Self::with_timeouts(plugins, pi_hooks::runner::DEFAULT_HOOK_TIMEOUT, None)
+        Self::with_timeouts(plugins, pi_hooks_host::runner::DEFAULT_HOOK_TIMEOUT, None)
     }
 
     /// Loads `plugins` with the given `hookTimeout` and `toolCallTimeout`.
@@ -467,22 +467,22 @@ impl BehaveWorld {
     pub fn over(
         sandbox: Sandbox,
         log: PathBuf,
-        plugins: Vec<std::sync::Arc<pi_hooks::plugin::LoadedPlugin>>,
+        plugins: Vec<std::sync::Arc<pi_hooks_host::plugin::LoadedPlugin>>,
         hook_timeout: std::time::Duration,
         tool_call_timeout: Option<std::time::Duration>,
     ) -> Self {
-        let config = pi_hooks::runner::RunnerConfig {
+        let config = pi_hooks_host::runner::RunnerConfig {
             cwd: sandbox.project().display().to_string(),
             mode: pi_hooks_abi::ffi::PI_MODE_PRINT,
             hook_timeout,
             tool_call_timeout,
             session_file: None,
         };
-        let runner = pi_hooks::runner::Runner::new(plugins, config);
+        let runner = pi_hooks_host::runner::Runner::new(plugins, config);
         let errors = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let sink = errors.clone();
         let listener = runner.on_error(std::sync::Arc::new(
-            move |error: &pi_hooks::runner::ExtensionError| {
+            move |error: &pi_hooks_host::runner::ExtensionError| {
                 sink.lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .push(error.clone());
@@ -524,7 +524,7 @@ impl BehaveWorld {
     }
 
     /// The errors reported so far.
-    pub fn errors(&self) -> Vec<pi_hooks::runner::ExtensionError> {
+    pub fn errors(&self) -> Vec<pi_hooks_host::runner::ExtensionError> {
         self.errors
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -554,7 +554,7 @@ impl Sandbox {
         self.root().join("behave.log")
     }
 
-    /// Writes a scripted-model script (see `loader/src/agent/model.rs`); returns its path.
+    /// Writes a scripted-model script (see `loader/agent/src/model/scripted.rs`); returns its path.
     pub fn script(&self, script: &Value) -> PathBuf {
         let path = self.root().join("script.json");
         std::fs::write(&path, script.to_string()).expect("write the script");

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use pi_hooks::discover::DiscoveryOptions;
-use pi_hooks::runner::events::ToolCallOutcome;
-use pi_hooks::runner::{Runner, RunnerConfig};
+use pi_hooks_host::plugin_files::discover::DiscoveryOptions;
+use pi_hooks_host::runner::events::ToolCallOutcome;
+use pi_hooks_host::runner::{Runner, RunnerConfig};
 use serde_json::{Value, json};
 
 use crate::{Sandbox, compile_c_text};
@@ -222,7 +222,7 @@ pub fn explicit_options(s: &Sandbox, files: &[&Path]) -> DiscoveryOptions {
 /// Loads what `options` discover (every load must succeed) and builds a runner over it, with
 /// a [`MemorySession`] bound.
 pub fn runner_for(options: &DiscoveryOptions) -> Arc<Runner> {
-    let report = pi_hooks::load::load_all(options);
+    let report = pi_hooks_host::lifecycle::load::load_all(options);
     assert!(report.errors.is_empty(), "load errors: {:?}", report.errors);
     let config = RunnerConfig {
         cwd: options.cwd.display().to_string(),
@@ -287,7 +287,7 @@ impl MemorySession {
     }
 }
 
-impl pi_hooks::services::HostServices for MemorySession {
+impl pi_hooks_host::services::HostServices for MemorySession {
     fn session_entries(&self) -> Value {
         Value::Array(self.entries.lock().unwrap().clone())
     }
@@ -339,5 +339,5 @@ impl pi_hooks::services::HostServices for MemorySession {
     fn runner_config(&self) -> Option<RunnerConfig> {
         Some(self.config.clone())
     }
-    fn report_error(&self, _: &pi_hooks::runner::ExtensionError) {}
+    fn report_error(&self, _: &pi_hooks_host::runner::ExtensionError) {}
 }

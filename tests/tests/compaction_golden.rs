@@ -9,15 +9,15 @@
 
 use std::path::{Path, PathBuf};
 
-use pi_hooks::session::SessionStore;
-use pi_hooks::session::branch_summary::{
+use pi_hooks_session::SessionStore;
+use pi_hooks_session::branch_summary::{
     collect_entries_for_branch_summary, prepare_branch_entries,
 };
-use pi_hooks::session::compaction::{
+use pi_hooks_session::compaction::{
     CompactionSettings, estimate_context_tokens, prepare_compaction,
 };
-use pi_hooks::session::context;
-use pi_hooks::session::summarize::{
+use pi_hooks_session::context;
+use pi_hooks_session::summarize::{
     branch_summary_for_model, compaction_summary_for_model, convert_to_llm, serialize_conversation,
 };
 use serde_json::{Value, json};

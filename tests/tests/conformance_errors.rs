@@ -5,10 +5,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use pi_hooks::runner::events::{
+use pi_hooks_host::runner::events::{
     BeforeAgentStartOutcome, InputOutcome, ToolCallOutcome, ToolResultPatch,
 };
-use pi_hooks::runner::{DEFAULT_HOOK_TIMEOUT, ExtensionError, Runner};
+use pi_hooks_host::runner::{DEFAULT_HOOK_TIMEOUT, ExtensionError, Runner};
 use pi_hooks_tests::{BehaveWorld, Sandbox, load_behave, rust_plugin};
 use serde_json::{Value, json};
 
@@ -276,7 +276,7 @@ fn a_tool_call_panic_or_failure_in_a_rust_plugin_blocks() {
     let log = sandbox.root().join("behave.log");
     let rust = rust_plugin("fixture-rust-init");
     let mut plugins = vec![Arc::new(
-        pi_hooks::load::load_file(&rust, &sandbox.root().join("cache")).expect("load fixture"),
+        pi_hooks_host::lifecycle::load::load_file(&rust, &sandbox.root().join("cache")).expect("load fixture"),
     )];
     plugins.extend(load_behave(
         &sandbox,

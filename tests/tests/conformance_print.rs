@@ -393,7 +393,7 @@ fn get_system_prompt_outside_before_agent_start_is_the_run_s_system_prompt() {
         .into_iter()
         .map(|(event, ctx)| (event, ctx["systemPrompt"].clone()))
         .collect();
-    let base = json!(pi_hooks::agent::DEFAULT_SYSTEM_PROMPT);
+    let base = json!(pi_hooks_agent::DEFAULT_SYSTEM_PROMPT);
     assert!(!prompts.is_empty());
     for (event, prompt) in &prompts {
         assert_eq!(prompt, &base, "in {event}: {prompts:?}");

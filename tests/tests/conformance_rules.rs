@@ -2,8 +2,8 @@
 //! 0.73.1 combines them (README "Events and how results combine"), with real C plugins (`tests/fixtures/behave.c`)
 //! loaded in-process by the real loader into a real `Runner`.
 
-use pi_hooks::runner::Runner;
-use pi_hooks::runner::events::{
+use pi_hooks_host::runner::Runner;
+use pi_hooks_host::runner::events::{
     BeforeAgentStartOutcome, DiscoveredResources, InputOutcome, ToolCallOutcome, ToolResultPatch,
 };
 use pi_hooks_tests::BehaveWorld;

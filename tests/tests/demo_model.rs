@@ -20,7 +20,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use pi_hooks::testing::PluginTest;
+use pi_hooks_host::testing::PluginTest;
 use pi_hooks_tests::pi_e2e::pi_rpc_with_model;
 use pi_hooks_tests::{
     Sandbox, c_example_plugin, json_lines, output_within, pi_hooks_bin, protected_paths_plugin,

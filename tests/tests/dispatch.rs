@@ -2,10 +2,11 @@
 //! read through the value accessors, results come back through the result setters, and the
 //! SDK's panic barrier turns a panic into an error status with a message.
 
-use pi_hooks::host_api::context::{CallKind, CallScope};
-use pi_hooks::host_api::value::HostValue;
-use pi_hooks::load::load_file;
-use pi_hooks::plugin::{HandlerOutcome, LoadedPlugin};
+use pi_hooks_host::host_api::context::{CallKind, CallScope};
+use pi_hooks_host::host_api::value::HostValue;
+use pi_hooks_host::lifecycle::load::load_file;
+use pi_hooks_host::plugin::LoadedPlugin;
+use pi_hooks_host::plugin::call::HandlerOutcome;
 use pi_hooks_abi::ffi::{PI_ERR, PI_ERR_PANIC, PI_MODE_PRINT, PI_OK};
 use pi_hooks_tests::{Sandbox, protected_paths_plugin, rust_plugin};
 use serde_json::json;
@@ -205,7 +206,7 @@ fn a_retired_plugin_s_handle_answers_cancelled() {
     let plugin = load(&sandbox, &rust_plugin("fixture-rust-init"));
     let handle = plugin.state().as_handle();
     drop(plugin);
-    let host = pi_hooks::host_api::host_api();
+    let host = pi_hooks_host::host_api::host_api();
     let name = "fixture-flag";
     let mut out = std::ptr::null_mut();
     // SAFETY: the host table is static; the handle stays valid (retired states are kept);

@@ -1,4 +1,4 @@
-//! Embedding the host from Rust: `loader/examples/embed.rs`, a tiny agent loop of its own,
+//! Embedding the host from Rust: `loader/host/examples/embed.rs`, a tiny agent loop of its own,
 //! gates its tool calls through the real permission-gate plugin, which asks through the
 //! example's own UI (stdin).
 

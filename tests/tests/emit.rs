@@ -1,7 +1,7 @@
-//! `pi-hooks emit` and `pi_hooks::testing`: one event (or command) fired at one plugin without
+//! `pi-hooks emit` and `pi_hooks_host::testing`: one event (or command) fired at one plugin without
 //! a session, its decision and every host call it made, with real plugins.
 
-use pi_hooks::testing::PluginTest;
+use pi_hooks_host::testing::PluginTest;
 use pi_hooks_tests::{
     Sandbox, behave_plugin, c_example_plugin, protected_paths_plugin, rust_plugin,
 };

@@ -390,7 +390,7 @@ fn emitting_in_a_loop_is_bounded_and_every_accepted_emission_is_delivered() {
         .map(|part| part.split_once('=').unwrap().1.parse().unwrap())
         .collect();
     let (ok, err, other) = (counts[0], counts[1], counts[2]);
-    let cap = pi_hooks::event_bus::MAX_PENDING as i64;
+    let cap = pi_hooks_host::services::event_bus::MAX_PENDING as i64;
     assert_eq!(other, 0, "only PI_OK and PI_ERR: {flood:?}");
     assert_eq!(ok + err, 20_000);
     assert!(
@@ -416,23 +416,23 @@ fn emitting_in_a_loop_is_bounded_and_every_accepted_emission_is_delivered() {
 
 #[test]
 fn a_retired_plugins_subscriptions_are_gone() {
-    use pi_hooks::host_api::context::{CallKind, CallScope};
-    use pi_hooks::host_api::value::HostValue;
+    use pi_hooks_host::host_api::context::{CallKind, CallScope};
+    use pi_hooks_host::host_api::value::HostValue;
 
     let s = Sandbox::new();
     let b = bus_plugin(&s, "b", "sub");
     let a = bus_plugin(&s, "a", "emit");
     let cache = s.root().join("cache");
-    let b = pi_hooks::load::load_file(&b, &cache).expect("load b");
-    let a = pi_hooks::load::load_file(&a, &cache).expect("load a");
-    assert_eq!(pi_hooks::event_bus::subscriber_count("chan"), 1);
+    let b = pi_hooks_host::lifecycle::load::load_file(&b, &cache).expect("load b");
+    let a = pi_hooks_host::lifecycle::load::load_file(&a, &cache).expect("load a");
+    assert_eq!(pi_hooks_host::services::event_bus::subscriber_count("chan"), 1);
 
     let scope = CallScope::new(CallKind::Event, &s.project().display().to_string(), 1);
     let payload = HostValue::from_json(json!({"type": "tool_call", "toolName": "bash"}));
     let emit = || {
         let outcomes = a.call_event("tool_call", &payload, &scope);
         assert!(outcomes.iter().all(|o| o.status == 0), "{outcomes:?}");
-        assert!(pi_hooks::event_bus::drain(Duration::from_secs(10)));
+        assert!(pi_hooks_host::services::event_bus::drain(Duration::from_secs(10)));
     };
     emit();
     let got =
@@ -441,7 +441,7 @@ fn a_retired_plugins_subscriptions_are_gone() {
 
     drop(b);
     assert_eq!(
-        pi_hooks::event_bus::subscriber_count("chan"),
+        pi_hooks_host::services::event_bus::subscriber_count("chan"),
         0,
         "b's subscription ended with it"
     );

@@ -1,4 +1,4 @@
-//! The OpenAI-compatible provider (loader/src/agent/model/openai/) end to end: the real
+//! The OpenAI-compatible provider (loader/agent/src/model/openai/) end to end: the real
 //! `pi-hooks` binary in print, JSON and RPC mode against the fake chat-completions server
 //! (tests/src/fake_openai.rs) on 127.0.0.1: streamed text, reasoning, tool calls whose
 //! arguments arrive in pieces and run through the real tool path (a real C plugin sees the

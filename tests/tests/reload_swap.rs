@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use pi_hooks::discover::DiscoveryOptions;
-use pi_hooks::reload::ReloadKind;
+use pi_hooks_host::plugin_files::discover::DiscoveryOptions;
+use pi_hooks_host::lifecycle::reload::ReloadKind;
 use pi_hooks_tests::reload::*;
 use pi_hooks_tests::{Sandbox, c_fixture, compile_c_text};
 
@@ -237,8 +237,8 @@ fn an_untrusted_change_to_a_project_plugin_keeps_the_trusted_version() {
     let v2 = build_version(&s.lib(), "v2", 2, &[]);
     let hooks = s.project().join(".pi/hooks");
     let plugin = s.install(&v1, &hooks, "project.so");
-    let mut store = pi_hooks::trust::TrustStore::load(&s.agent_dir()).unwrap();
-    let sha = pi_hooks::trust::sha256_hex(&std::fs::read(&plugin).unwrap());
+    let mut store = pi_hooks_host::plugin_files::trust::TrustStore::load(&s.agent_dir()).unwrap();
+    let sha = pi_hooks_host::plugin_files::trust::sha256_hex(&std::fs::read(&plugin).unwrap());
     store.trust(&std::fs::canonicalize(&plugin).unwrap(), &sha);
     store.save().unwrap();
     let options = DiscoveryOptions {
@@ -257,8 +257,8 @@ fn an_untrusted_change_to_a_project_plugin_keeps_the_trusted_version() {
     assert!(text.contains("then reload"), "{text}");
     assert_eq!(answered_by(&tool_call(&runner, "b", "bash")), Ok(1));
     // Trusted now: the reload goes through.
-    let sha = pi_hooks::trust::sha256_hex(&std::fs::read(&plugin).unwrap());
-    let mut store = pi_hooks::trust::TrustStore::load(&s.agent_dir()).unwrap();
+    let sha = pi_hooks_host::plugin_files::trust::sha256_hex(&std::fs::read(&plugin).unwrap());
+    let mut store = pi_hooks_host::plugin_files::trust::TrustStore::load(&s.agent_dir()).unwrap();
     store.trust(&std::fs::canonicalize(&plugin).unwrap(), &sha);
     store.save().unwrap();
     runner.reload_plugin(&plugin, &options).unwrap();
@@ -379,7 +379,7 @@ fn a_new_plugin_file_is_added_in_discovery_order_and_a_deleted_one_unloaded() {
         no_discovery: false,
     };
     let runner = runner_for(&options);
-    let names = |runner: &pi_hooks::runner::Runner| -> Vec<String> {
+    let names = |runner: &pi_hooks_host::runner::Runner| -> Vec<String> {
         runner
             .plugins()
             .iter()

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use pi_hooks::reload::watch::{Change, WatchConfig, Watcher};
+use pi_hooks_host::lifecycle::watch::{Change, WatchConfig, Watcher};
 use pi_hooks_tests::reload::*;
 use pi_hooks_tests::{Sandbox, compile_c};
 
@@ -16,7 +16,7 @@ type Seen = Arc<Mutex<Vec<(Change, Option<String>)>>>;
 fn sha_of(path: &Path) -> Option<String> {
     std::fs::read(path)
         .ok()
-        .map(|b| pi_hooks::trust::sha256_hex(&b))
+        .map(|b| pi_hooks_host::plugin_files::trust::sha256_hex(&b))
 }
 
 fn watch(plugins: &[&Path], folders: &[PathBuf]) -> (Watcher, Seen) {
@@ -102,7 +102,7 @@ fn each_rebuild_is_reported_once_and_only_when_complete() {
     assert_eq!(got[0].0, Change::Modified(plugin.clone()));
     assert_eq!(
         got[0].1.as_deref(),
-        Some(pi_hooks::trust::sha256_hex(&v3).as_str()),
+        Some(pi_hooks_host::plugin_files::trust::sha256_hex(&v3).as_str()),
         "the half-written file was reported"
     );
 
@@ -307,8 +307,8 @@ fn a_cargo_build_of_a_plugin_crate_is_picked_up_once() {
     let plugin = target.join("debug/libwatch_probe.so");
     let options = explicit_options(&s, &[&plugin]);
     let runner = runner_for(&options);
-    let blocked = |runner: &pi_hooks::runner::Runner| match tool_call(runner, "x", "bash") {
-        pi_hooks::runner::events::ToolCallOutcome::Block { reason } => reason,
+    let blocked = |runner: &pi_hooks_host::runner::Runner| match tool_call(runner, "x", "bash") {
+        pi_hooks_host::runner::events::ToolCallOutcome::Block { reason } => reason,
         other => panic!("not blocked: {other:?}"),
     };
     assert_eq!(blocked(&runner), "probe 1");

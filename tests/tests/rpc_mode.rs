@@ -745,7 +745,7 @@ fn still_serving(client: &mut Client, messages: usize) {
 fn session_intact(client: Client, file: &Path, user_texts: &[&str]) {
     let (status, _) = client.close();
     assert_eq!(status.code(), Some(0));
-    let (store, warnings) = pi_hooks::session::SessionStore::open(file)
+    let (store, warnings) = pi_hooks_session::SessionStore::open(file)
         .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     assert!(warnings.is_empty(), "{warnings:?}");
     let users: Vec<String> = store

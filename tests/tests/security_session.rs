@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use pi_hooks::session::{MAX_DEPTH, SessionError, SessionStore};
+use pi_hooks_session::{MAX_DEPTH, SessionError, SessionStore};
 use pi_hooks_tests::{Sandbox, behave_command, compile_c_text, read_behave_log};
 use serde_json::{Value, json};
 

@@ -803,7 +803,7 @@ fn a_plugin_segfault_ends_serve_naming_the_plugin_and_the_event() {
 fn a_pinned_file_loads_only_with_the_checked_bytes() {
     let sandbox = Sandbox::new();
     let plugin = c_example_plugin(&sandbox.lib(), "confirm-command", "confirm_command");
-    let sha = pi_hooks::trust::sha256_hex(&std::fs::read(&plugin).unwrap());
+    let sha = pi_hooks_host::plugin_files::trust::sha256_hex(&std::fs::read(&plugin).unwrap());
     let hello = |pin: &str| {
         let mut client = Client::start(sandbox.command(&[
             "serve",

@@ -1,7 +1,7 @@
 //! bang-stats (Rust) as the host runs it, against the behaviour in
 //! plugins/examples/bang-stats-c/README.md.
 
-use pi_hooks::testing::PluginTest;
+use pi_hooks_host::testing::PluginTest;
 use serde_json::json;
 
 #[test]

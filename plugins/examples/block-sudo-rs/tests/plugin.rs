@@ -1,7 +1,7 @@
 //! block-sudo (Rust) as the host runs it, against the behaviour in
 //! plugins/examples/block-sudo-c/README.md.
 
-use pi_hooks::testing::PluginTest;
+use pi_hooks_host::testing::PluginTest;
 use serde_json::json;
 
 #[test]

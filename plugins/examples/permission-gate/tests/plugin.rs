@@ -1,7 +1,7 @@
-//! The built plugin, loaded by the real host through `pi_hooks::testing`: what an author's
+//! The built plugin, loaded by the real host through `pi_hooks_host::testing`: what an author's
 //! own `cargo test` of a plugin crate looks like.
 
-use pi_hooks::testing::PluginTest;
+use pi_hooks_host::testing::PluginTest;
 use serde_json::json;
 
 fn plugin() -> PluginTest {

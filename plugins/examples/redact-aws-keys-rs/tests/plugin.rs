@@ -1,7 +1,7 @@
 //! redact-aws-keys (Rust) as the host runs it, against the behaviour in
 //! plugins/examples/redact-aws-keys-c/README.md.
 
-use pi_hooks::testing::PluginTest;
+use pi_hooks_host::testing::PluginTest;
 use serde_json::{Value, json};
 
 fn result(plugin: &PluginTest, content: Value) -> Value {

@@ -1,0 +1,157 @@
+//! Running the tool calls of one assistant message (pi's order): `tool_execution_start` and
+//! `tool_call` for each call in source order (a blocked or unknown call ends at once with an
+//! error result and gets no `tool_result`), then the allowed calls run concurrently, each
+//! followed by its `tool_result` patch chain and `tool_execution_end` in completion order; the
+//! `toolResult` messages are then added in source order.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::{Core, Shared, now_ms};
+use pi_hooks_host::runner::Runner;
+use pi_hooks_host::runner::events::ToolCallOutcome;
+use crate::tools::{Tool, ToolInvocation, ToolOutput};
+
+impl Core {
+    pub(super) fn active_tool_specs(&self) -> Vec<Value> {
+        let tools = self.tools();
+        let active = Shared::lock(&self.shared.active_tools).clone();
+        tools
+            .iter()
+            .filter(|t| active.iter().any(|a| a == t.name()))
+            .map(|t| json!({"name": t.name(), "description": t.description(), "parameters": t.parameters()}))
+            .collect()
+    }
+
+    fn find_tool(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        let tools = self.tools();
+        let active = Shared::lock(&self.shared.active_tools);
+        if !active.iter().any(|a| a == name) {
+            return None;
+        }
+        tools.iter().find(|t| t.name() == name).cloned()
+    }
+
+    /// Runs the tool calls of one assistant message; returns the toolResult messages in
+    /// source order.
+    pub(super) fn execute_tools(&self, calls: &[Value]) -> Vec<Value> {
+        let mut outputs: Vec<Option<ToolOutput>> = vec![None; calls.len()];
+        let mut allowed: Vec<(usize, Arc<dyn Tool>)> = Vec::new();
+        for (index, call) in calls.iter().enumerate() {
+            let (id, name, args) = call_parts(call);
+            self.emit(json!({"type": "tool_execution_start", "toolCallId": id, "toolName": name, "args": args}));
+            let Some(tool) = self.find_tool(name) else {
+                outputs[index] = Some(
+                    self.finish_early(call, ToolOutput::error(format!("Tool {name} not found"))),
+                );
+                continue;
+            };
+            if let Err(message) = tool.validate(args) {
+                outputs[index] = Some(self.finish_early(call, ToolOutput::error(message)));
+                continue;
+            }
+            if self.runner.has_handlers("tool_call")
+                && let ToolCallOutcome::Block { reason } = self
+                    .runner
+                    .emit_tool_call(Runner::tool_call_payload(id, name, args))
+            {
+                outputs[index] = Some(self.finish_early(call, ToolOutput::error(reason)));
+                continue;
+            }
+            allowed.push((index, tool));
+        }
+        if allowed.len() == 1 {
+            let (index, tool) = allowed.pop().expect("one tool");
+            outputs[index] = Some(self.run_tool(tool.as_ref(), &calls[index]));
+        } else {
+            std::thread::scope(|scope| {
+                let running: Vec<_> = allowed
+                    .into_iter()
+                    .map(|(index, tool)| {
+                        (
+                            index,
+                            scope.spawn(move || self.run_tool(tool.as_ref(), &calls[index])),
+                        )
+                    })
+                    .collect();
+                for (index, handle) in running {
+                    let output = handle
+                        .join()
+                        .unwrap_or_else(|_| ToolOutput::error("the tool panicked"));
+                    outputs[index] = Some(output);
+                }
+            });
+        }
+        calls
+            .iter()
+            .zip(outputs)
+            .map(|(call, output)| {
+                let (id, name, _) = call_parts(call);
+                let output = output.expect("every call has an output");
+                let mut message = json!({"role": "toolResult", "toolCallId": id, "toolName": name, "content": output.content});
+                message["details"] = if output.details.is_null() { json!({}) } else { output.details };
+                message["isError"] = output.is_error.into();
+                message["timestamp"] = now_ms().into();
+                self.add_message(&message);
+                message
+            })
+            .collect()
+    }
+
+    /// A call that ends before running (blocked, unknown tool): no `tool_result`.
+    fn finish_early(&self, call: &Value, output: ToolOutput) -> ToolOutput {
+        let (id, name, _) = call_parts(call);
+        self.emit(json!({"type": "tool_execution_end", "toolCallId": id, "toolName": name, "result": output.to_json(), "isError": output.is_error}));
+        output
+    }
+
+    /// Executes one allowed call: updates, the `tool_result` patch chain, the end event.
+    fn run_tool(&self, tool: &dyn Tool, call: &Value) -> ToolOutput {
+        let (id, name, args) = call_parts(call);
+        let cancel = self.shared.abort_token();
+        let on_update = |partial: ToolOutput| {
+            self.emit(json!({"type": "tool_execution_update", "toolCallId": id, "toolName": name, "args": args, "partialResult": partial.to_json()}));
+        };
+        let invocation = ToolInvocation {
+            tool_call_id: id,
+            args,
+            cwd: &self.config.cwd,
+            cancel: &cancel,
+            on_update: &on_update,
+        };
+        let mut output = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            tool.execute(&invocation)
+        })) {
+            Ok(Ok(output)) => output,
+            Ok(Err(message)) => ToolOutput::error(message),
+            Err(_) => ToolOutput::error(format!("Tool {name} panicked")),
+        };
+        if let Some(patch) = self.runner.emit_tool_result(
+            id,
+            name,
+            args,
+            Value::Array(output.content.clone()),
+            output.details.clone(),
+            output.is_error,
+        ) {
+            output.content = match patch.content {
+                Value::Array(blocks) => blocks,
+                other => vec![other],
+            };
+            output.details = patch.details;
+            output.is_error = patch.is_error;
+        }
+        self.emit(json!({"type": "tool_execution_end", "toolCallId": id, "toolName": name, "result": output.to_json(), "isError": output.is_error}));
+        output
+    }
+}
+
+/// `(id, name, arguments)` of a toolCall block.
+fn call_parts(call: &Value) -> (&str, &str, &Value) {
+    (
+        call["id"].as_str().unwrap_or_default(),
+        call["name"].as_str().unwrap_or_default(),
+        &call["arguments"],
+    )
+}

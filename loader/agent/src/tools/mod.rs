@@ -1,0 +1,133 @@
+//! Tools the model can call: the built-in ones (`builtin`) and those plugins register. Every
+//! call goes through the interception in the agent loop (tool_call, execute, tool_result).
+
+pub mod builtin;
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+/// What a tool produced: pi's tool result shape.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    /// Content blocks (`{"type":"text","text":...}`, `{"type":"image",...}`).
+    pub content: Vec<Value>,
+    /// Tool-specific details (`Value::Null` when none).
+    pub details: Value,
+    /// Whether the result is an error.
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    /// A successful result with one text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        ToolOutput {
+            content: vec![json!({"type": "text", "text": text.into()})],
+            details: Value::Null,
+            is_error: false,
+        }
+    }
+
+    /// An error result with one text block and empty details, as pi builds them.
+    pub fn error(message: impl Into<String>) -> Self {
+        ToolOutput {
+            content: vec![json!({"type": "text", "text": message.into()})],
+            details: json!({}),
+            is_error: true,
+        }
+    }
+
+    /// Sets the details.
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = details;
+        self
+    }
+
+    /// The result as pi's JSON `{content, details?}` (details left out when null).
+    pub fn to_json(&self) -> Value {
+        let mut out = json!({"content": self.content});
+        if !self.details.is_null() {
+            out["details"] = self.details.clone();
+        }
+        out
+    }
+}
+
+pub use pi_hooks_host::services::CancelToken;
+
+/// One call of a tool.
+pub struct ToolInvocation<'a> {
+    /// The id the model gave the call.
+    pub tool_call_id: &'a str,
+    /// The arguments the model gave.
+    pub args: &'a Value,
+    /// The session's working directory; relative paths are resolved against it.
+    pub cwd: &'a Path,
+    /// Set when the run is aborted.
+    pub cancel: &'a CancelToken,
+    /// Streams a partial result (emitted as `tool_execution_update`).
+    pub on_update: &'a (dyn Fn(ToolOutput) + Sync),
+}
+
+/// A tool the model can call.
+pub trait Tool: Send + Sync {
+    /// The name the model calls it by.
+    fn name(&self) -> &str;
+    /// A human label.
+    fn label(&self) -> &str;
+    /// The description the model reads.
+    fn description(&self) -> &str;
+    /// The JSON Schema of the arguments.
+    fn parameters(&self) -> Value;
+    /// Runs the tool. `Err(message)` becomes an error result with that text.
+    fn execute(&self, call: &ToolInvocation<'_>) -> Result<ToolOutput, String>;
+
+    /// Checks the arguments before `tool_call` fires (pi validates first: invalid arguments
+    /// end the call with an error result and no `tool_call` / `tool_result` events).
+    fn validate(&self, args: &Value) -> Result<(), String> {
+        validate_arguments(self.name(), &self.parameters(), args)
+    }
+}
+
+/// Checks `args` against a tool's JSON Schema as pi does (AJV with type coercion): an object,
+/// with every `required` property present and each property of a simple type (`string`,
+/// `number`, `integer`, `boolean`, `array`, `object`) convertible to it. The message uses
+/// pi-ai's wording ("Validation failed for tool ...").
+pub fn validate_arguments(tool: &str, schema: &Value, args: &Value) -> Result<(), String> {
+    let checked = builtin::Args::new(tool, args);
+    if !args.is_object() {
+        return Err(checked.invalid("must be object".to_owned()));
+    }
+    for (name, property) in schema["properties"].as_object().into_iter().flatten() {
+        let present = args.get(name).filter(|v| !v.is_null());
+        match property["type"].as_str() {
+            Some("string") => checked.opt_string(name).map(drop)?,
+            Some("number" | "integer") => checked.opt_number(name).map(drop)?,
+            Some("boolean") => checked.opt_bool(name).map(drop)?,
+            Some(kind @ ("array" | "object")) => {
+                let fits = present.is_none_or(|v| {
+                    if kind == "array" {
+                        v.is_array()
+                    } else {
+                        v.is_object()
+                    }
+                });
+                if !fits {
+                    return Err(checked.invalid(format!("{name}: must be {kind}")));
+                }
+            }
+            _ => {}
+        }
+    }
+    for name in schema["required"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+    {
+        if args.get(name).is_none_or(Value::is_null) {
+            return Err(checked.invalid(format!("{name}: must have required property '{name}'")));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,156 @@
+//! `--isolate`: the latency one event gains when its plugin runs in a `pi-hooks serve` child
+//! (`loader/host/src/isolate/`) instead of in process.
+//!
+//! `benches/fixtures/trivial.c` (one `tool_call` handler that returns nothing) is loaded
+//! twice through the real loader: once in process, once isolated (its proxy, and a child
+//! running this build's `pi-hooks serve`), each behind its own `Runner`. Then, round after
+//! round (`PI_HOOKS_BENCH_RUNS`, default 200), a batch of 200 `runner.emit_tool_call` on the
+//! in-process runner and a batch on the isolated one, interleaved so machine noise hits both
+//! alike. Printed: the medians of the per-call time of each batch kind, and the median of the
+//! per-round difference (the added latency per event). Not criterion: the two cases must
+//! alternate.
+//!
+//! Run: `cargo bench -p pi-hooks --bench isolate`.
+
+#[path = "../../host/benches/common/mod.rs"]
+mod common;
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::Instant;
+
+use pi_hooks_host::lifecycle::load::load_file;
+use pi_hooks_host::runner::events::ToolCallOutcome;
+use pi_hooks_host::runner::{DEFAULT_HOOK_TIMEOUT, Runner, RunnerConfig};
+use pi_hooks_abi::ffi::PI_MODE_PRINT;
+use serde_json::json;
+
+const BIN: &str = env!("CARGO_BIN_EXE_pi-hooks");
+const BATCH: u32 = 200;
+
+fn runner(plugin: pi_hooks_host::plugin::LoadedPlugin, cwd: &str) -> Runner {
+    Runner::new(
+        vec![Arc::new(plugin)],
+        RunnerConfig {
+            cwd: cwd.to_owned(),
+            mode: PI_MODE_PRINT,
+            hook_timeout: DEFAULT_HOOK_TIMEOUT,
+            tool_call_timeout: None,
+            session_file: None,
+        },
+    )
+}
+
+/// Nanoseconds per call of a batch of `emit_tool_call`.
+fn batch(runner: &Runner, payload: &Arc<pi_hooks_host::host_api::value::HostValue>) -> f64 {
+    let started = Instant::now();
+    for _ in 0..BATCH {
+        black_box(runner.emit_tool_call(black_box(payload.clone())));
+    }
+    started.elapsed().as_nanos() as f64 / f64::from(BATCH)
+}
+
+fn main() {
+    let rounds: usize = std::env::var("PI_HOOKS_BENCH_RUNS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(200);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cache = dir.path().join("cache");
+    let cwd = dir.path().to_string_lossy().into_owned();
+    let file = common::build_plugins(dir.path(), "trivial", 1).remove(0);
+    let in_process = runner(load_file(&file, &cache).expect("load in process"), &cwd);
+    pi_hooks_host::isolate::set_serve_program(BIN.into());
+    pi_hooks_host::isolate::enable(true);
+    let isolated = runner(load_file(&file, &cache).expect("load isolated"), &cwd);
+
+    let payload =
+        Runner::tool_call_payload("toolu_bench_0001", "bash", &json!({"command": "echo hi"}));
+    for runner in [&in_process, &isolated] {
+        assert!(matches!(
+            runner.emit_tool_call(payload.clone()),
+            ToolCallOutcome::Allow { last: None }
+        ));
+    }
+    // Warm up both paths (the child's first requests, the caches).
+    batch(&in_process, &payload);
+    batch(&isolated, &payload);
+
+    let mut floor = RawServe::start(&file, &cwd);
+    floor.batch();
+
+    let (mut inside, mut outside, mut added, mut raw) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let a = batch(&in_process, &payload);
+        let b = batch(&isolated, &payload);
+        raw.push(floor.batch());
+        inside.push(a);
+        outside.push(b);
+        added.push(b - a);
+    }
+    let raw = common::median(&mut raw);
+    let (inside, outside, added) = (
+        common::median(&mut inside),
+        common::median(&mut outside),
+        common::median(&mut added),
+    );
+    println!("isolate/tool_call: {rounds} rounds of {BATCH} calls each, interleaved");
+    println!("  in process: median {inside:.0} ns per event");
+    println!("  isolated:   median {:.2} us per event", outside / 1000.0);
+    println!(
+        "  added by isolation: median {:.2} us per event ({:.0}x the in-process call)",
+        added / 1000.0,
+        outside / inside
+    );
+    println!(
+        "  floor: a client writing the event line to `pi-hooks serve` and reading the result on one thread: median {:.2} us per event",
+        raw / 1000.0
+    );
+}
+
+/// A `pi-hooks serve` child driven directly, without the proxy: what the serve protocol
+/// itself costs per event (the floor of the isolated path).
+struct RawServe {
+    _child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+    line: String,
+}
+
+impl RawServe {
+    fn start(file: &std::path::Path, cwd: &str) -> RawServe {
+        use std::io::BufRead;
+        use std::process::{Command, Stdio};
+        let mut child = Command::new(BIN)
+            .args(["serve", "--no-hooks", "-e"])
+            .arg(file)
+            .args(["--cwd", cwd])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start pi-hooks serve");
+        let stdin = child.stdin.take().expect("stdin");
+        let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        stdout.read_line(&mut line).expect("hello");
+        RawServe {
+            _child: child,
+            stdin,
+            stdout,
+            line,
+        }
+    }
+
+    fn batch(&mut self) -> f64 {
+        use std::io::{BufRead, Write};
+        let request = b"{\"type\":\"event\",\"id\":1,\"name\":\"tool_call\",\"payload\":{\"type\":\"tool_call\",\"toolCallId\":\"toolu_bench_0001\",\"toolName\":\"bash\",\"input\":{\"command\":\"echo hi\"}}}\n";
+        let started = Instant::now();
+        for _ in 0..BATCH {
+            self.stdin.write_all(request).expect("write");
+            self.line.clear();
+            self.stdout.read_line(&mut self.line).expect("read");
+        }
+        started.elapsed().as_nanos() as f64 / f64::from(BATCH)
+    }
+}

@@ -1,0 +1,124 @@
+//! `tool_call` dispatch: the host's hot path.
+//!
+//! At start the C fixtures in `benches/fixtures/` are compiled into a temp dir (10 distinct
+//! copies of each, `-DPLUGIN_NAME="trivial-NN"`), loaded through the real loader (shadow
+//! copies included) and put behind real `Runner`s. Then, with a prebuilt `Arc<HostValue>`
+//! payload `{type, toolCallId, toolName:"bash", input:{command:"echo hi"}}`:
+//!
+//! - `tool_call/payload_build`: `Runner::tool_call_payload` alone (serde_json::Value ->
+//!   HostValue, once per tool call in the agent);
+//! - `tool_call/emit/N`: `runner.emit_tool_call(payload.clone())` with N plugins of one
+//!   handler each that returns nothing (N = 0, 1, 10);
+//! - `tool_call/emit_reading/10`: 10 handlers that read `toolName` and `/input/command`;
+//! - `tool_call/emit_timed/10`: the 10 trivial handlers with `toolCallTimeout` set (the chain
+//!   runs on a worker thread: one hand-off per event);
+//! - `tool_call/build_and_emit/10`: payload build + dispatch, what one tool call costs.
+//!
+//! Run: `cargo bench -p pi-hooks-host --bench dispatch`.
+
+mod common;
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::{BenchmarkId, Criterion};
+use pi_hooks_host::lifecycle::load::load_file;
+use pi_hooks_host::plugin::LoadedPlugin;
+use pi_hooks_host::runner::{DEFAULT_HOOK_TIMEOUT, Runner, RunnerConfig};
+use pi_hooks_abi::ffi::PI_MODE_PRINT;
+use serde_json::json;
+
+fn config(cwd: &str, tool_call_timeout: Option<Duration>) -> RunnerConfig {
+    RunnerConfig {
+        cwd: cwd.to_owned(),
+        mode: PI_MODE_PRINT,
+        hook_timeout: DEFAULT_HOOK_TIMEOUT,
+        tool_call_timeout,
+        session_file: None,
+    }
+}
+
+fn load(paths: &[std::path::PathBuf], cache: &std::path::Path) -> Vec<Arc<LoadedPlugin>> {
+    paths
+        .iter()
+        .map(|p| {
+            let plugin = load_file(p, cache).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            Arc::new(plugin)
+        })
+        .collect()
+}
+
+fn benches(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cache = dir.path().join("cache");
+    let trivial = load(&common::build_plugins(dir.path(), "trivial", 10), &cache);
+    let reading = load(&common::build_plugins(dir.path(), "reader", 10), &cache);
+    let cwd = dir.path().to_string_lossy().into_owned();
+
+    let runners = [
+        (0, Runner::new(Vec::new(), config(&cwd, None))),
+        (1, Runner::new(trivial[..1].to_vec(), config(&cwd, None))),
+        (10, Runner::new(trivial.clone(), config(&cwd, None))),
+    ];
+    let reading_runner = Runner::new(reading, config(&cwd, None));
+    let timed_runner = Runner::new(trivial.clone(), config(&cwd, Some(Duration::from_secs(30))));
+
+    let input = json!({"command": "echo hi"});
+    let payload = Runner::tool_call_payload("toolu_bench_0001", "bash", &input);
+
+    // Sanity: every handler is there and nothing blocks.
+    for (n, runner) in &runners {
+        assert_eq!(runner.has_handlers("tool_call"), *n > 0);
+        assert!(matches!(
+            runner.emit_tool_call(payload.clone()),
+            pi_hooks_host::runner::events::ToolCallOutcome::Allow { last: None }
+        ));
+    }
+    assert!(matches!(
+        reading_runner.emit_tool_call(payload.clone()),
+        pi_hooks_host::runner::events::ToolCallOutcome::Allow { last: None }
+    ));
+    assert!(matches!(
+        reading_runner.emit_tool_call(Runner::tool_call_payload(
+            "toolu_bench_0002",
+            "bash",
+            &json!({"command": "rm -rf /"})
+        )),
+        pi_hooks_host::runner::events::ToolCallOutcome::Block { .. }
+    ));
+
+    let mut group = c.benchmark_group("tool_call");
+    group
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+
+    group.bench_function("payload_build", |b| {
+        b.iter(|| Runner::tool_call_payload(black_box("toolu_bench_0001"), "bash", &input))
+    });
+    for (n, runner) in &runners {
+        group.bench_with_input(BenchmarkId::new("emit", n), runner, |b, runner| {
+            b.iter(|| runner.emit_tool_call(black_box(payload.clone())))
+        });
+    }
+    group.bench_function(BenchmarkId::new("emit_reading", 10), |b| {
+        b.iter(|| reading_runner.emit_tool_call(black_box(payload.clone())))
+    });
+    group.bench_function(BenchmarkId::new("emit_timed", 10), |b| {
+        b.iter(|| timed_runner.emit_tool_call(black_box(payload.clone())))
+    });
+    group.bench_function(BenchmarkId::new("build_and_emit", 10), |b| {
+        let runner = &runners[2].1;
+        b.iter(|| {
+            let payload = Runner::tool_call_payload(black_box("toolu_bench_0001"), "bash", &input);
+            runner.emit_tool_call(payload)
+        })
+    });
+    group.finish();
+}
+
+fn main() {
+    let mut c = Criterion::default().configure_from_args();
+    benches(&mut c);
+    c.final_summary();
+}

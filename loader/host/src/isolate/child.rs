@@ -1,0 +1,763 @@
+//! The `pi-hooks serve` child of one isolated plugin: starting it and reading its `hello`,
+//! the line client (one request at a time; the child's interleaved `request`,
+//! `notification`, `tool_update` and `extension_error` lines are handed to the caller, who
+//! answers the requests), telling a crash (the exit status, the signal) or a hang (no answer
+//! within the limit) from an answer, and ending the child.
+//!
+//! Threads: one reads the child's stdout into an `Inbox` (lines parsed as JSON), one
+//! forwards its stderr to ours. The caller of [`ServeChild::call`] takes the lines from the
+//! inbox on its own thread, so a request the child makes while it handles a call is answered
+//! with the context of that call. Lines that arrive while nobody is reading (a timer of the
+//! plugin asking for something) wake the inbox's waker, which the proxy turns into a 0 ms
+//! timer of its own ([`ServeChild::drain`] then answers them with the timer's context).
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::guards::display::escape;
+
+/// The longest line read from a child (as the serve protocol's own limit): a longer one is
+/// discarded, so output a plugin writes to stdout without a line feed cannot exhaust memory.
+const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+/// How long a child gets to exit after its stdin closed before it is killed.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+
+/// What starts a child: `<program> serve --no-hooks -e <plugin> --cwd <cwd>`.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    /// The `pi-hooks` binary.
+    pub program: PathBuf,
+    /// The plugin file, as discovered.
+    pub plugin: PathBuf,
+    /// The SHA-256 of the bytes the host checked: the child loads the file only if it still
+    /// has them.
+    pub sha256: String,
+    /// The session's working directory.
+    pub cwd: PathBuf,
+}
+
+impl Launch {
+    fn args(&self) -> Vec<OsString> {
+        vec![
+            "serve".into(),
+            "--no-hooks".into(),
+            "--pin-sha256".into(),
+            self.sha256.clone().into(),
+            "-e".into(),
+            self.plugin.clone().into_os_string(),
+            "--cwd".into(),
+            self.cwd.clone().into_os_string(),
+        ]
+    }
+}
+
+/// How a child ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// It exited with this status.
+    Exited(i32),
+    /// A signal ended it.
+    Signaled(i32),
+}
+
+impl Ended {
+    fn from_status(status: std::process::ExitStatus) -> Self {
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::ExitStatusExt;
+            if let Some(signal) = status.signal() {
+                return Ended::Signaled(signal);
+            }
+        }
+        Ended::Exited(status.code().unwrap_or(-1))
+    }
+
+    /// `crashed (SIGSEGV)` or `exited (status 1)`.
+    pub fn describe(&self) -> String {
+        match self {
+            Ended::Signaled(signal) => format!("crashed ({})", signal_name(*signal)),
+            Ended::Exited(code) => format!("exited (status {code})"),
+        }
+    }
+}
+
+/// A signal's name (`SIGSEGV`), or `signal N`.
+pub fn signal_name(signal: i32) -> String {
+    #[cfg(unix)]
+    {
+        let known = [
+            (libc::SIGSEGV, "SIGSEGV"),
+            (libc::SIGABRT, "SIGABRT"),
+            (libc::SIGBUS, "SIGBUS"),
+            (libc::SIGILL, "SIGILL"),
+            (libc::SIGFPE, "SIGFPE"),
+            (libc::SIGKILL, "SIGKILL"),
+            (libc::SIGTERM, "SIGTERM"),
+            (libc::SIGTRAP, "SIGTRAP"),
+            (libc::SIGSYS, "SIGSYS"),
+            (libc::SIGPIPE, "SIGPIPE"),
+        ];
+        if let Some((_, name)) = known.iter().find(|(number, _)| *number == signal) {
+            return (*name).to_owned();
+        }
+    }
+    format!("signal {signal}")
+}
+
+/// Why a call got no answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallError {
+    /// The child answered with an `error` line: the request failed (the plugin's error, or a
+    /// refusal such as an unknown command).
+    Refused(String),
+    /// The child ended before it answered.
+    Died(Ended),
+    /// The child did not answer within the limit (time spent answering its requests not
+    /// counted). It is still running; the caller kills it.
+    Hung(Duration),
+}
+
+/// A line the child sent while a call was under way (or unprompted), for the caller.
+#[derive(Debug)]
+pub enum Incoming<'a> {
+    /// A request: the caller's answer (`Ok` result or `Err` message) goes back as its
+    /// `response`.
+    Request {
+        /// The method (`ui`, `send_message`, `session_entries`, ...).
+        method: &'a str,
+        /// Its parameters.
+        params: &'a Value,
+    },
+    /// A notification (`ui`, `ui_reset`, `abort`, `shutdown`): nothing goes back.
+    Notification {
+        /// The method.
+        method: &'a str,
+        /// Its parameters.
+        params: &'a Value,
+    },
+    /// A plugin error the child reported (a failed handler or timer callback).
+    ExtensionError {
+        /// The event it was handling.
+        event: &'a str,
+        /// What went wrong.
+        error: &'a str,
+    },
+    /// A partial result of the `tool` call under way.
+    ToolUpdate(&'a Value),
+}
+
+/// What the caller does with [`Incoming`] lines; returns the answer for a request.
+pub type OnLine<'f> = dyn FnMut(Incoming<'_>) -> Option<Result<Value, String>> + 'f;
+
+/// What the stdout reader thread and the caller share.
+struct Inbox {
+    state: Mutex<InboxState>,
+    arrived: Condvar,
+}
+
+#[derive(Default)]
+struct InboxState {
+    lines: VecDeque<Value>,
+    ended: Option<Ended>,
+    /// A caller is reading the inbox (a call, a drain, or the wait for `hello`).
+    reading: bool,
+    /// The waker was called and its drain has not started yet.
+    wake_pending: bool,
+    waker: Option<Arc<dyn Fn() + Send + Sync>>,
+}
+
+impl Inbox {
+    fn lock(&self) -> MutexGuard<'_, InboxState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Called by the reader thread for a line or the child's end.
+    fn deliver(&self, update: impl FnOnce(&mut InboxState)) {
+        let wake = {
+            let mut state = self.lock();
+            update(&mut state);
+            if !state.reading && !state.wake_pending {
+                state.wake_pending = state.waker.is_some();
+                state.waker.clone()
+            } else {
+                None
+            }
+        };
+        self.arrived.notify_all();
+        if let Some(wake) = wake {
+            wake();
+        }
+    }
+}
+
+/// A running `pi-hooks serve` child with one plugin.
+pub struct ServeChild {
+    process: Arc<Mutex<Child>>,
+    stdin: Option<ChildStdin>,
+    inbox: Arc<Inbox>,
+    hello: Value,
+    next_id: u64,
+    started: Instant,
+}
+
+impl ServeChild {
+    /// Starts a child and waits (at most `limit`) for its `hello`. `label` names the plugin
+    /// in the lines its stdout carries that are not protocol. The child's stderr goes to
+    /// ours, except the lines the host reports itself (see `forward_stderr`).
+    pub fn spawn(launch: &Launch, label: &str, limit: Duration) -> Result<ServeChild, String> {
+        let mut command = Command::new(&launch.program);
+        command
+            .args(launch.args())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // The host traces its proxy's calls and the child's requests itself (the hook
+            // trace, `crate::observe::trace`); a tracing child would report every call twice.
+            .env_remove("PI_HOOKS_TRACE")
+            .env_remove("PI_HOOKS_TRACE_FILE");
+        #[cfg(unix)]
+        {
+            // Its own process group: a Ctrl-C meant for the host's terminal does not reach it
+            // (it ends when the host closes its stdin, or is killed).
+            use std::os::unix::process::CommandExt;
+            command.process_group(0);
+        }
+        let mut process = command.spawn().map_err(|e| {
+            format!(
+                "cannot start its isolation process {} serve: {e}",
+                launch.program.display()
+            )
+        })?;
+        let (Some(stdin), Some(stdout), Some(stderr)) = (
+            process.stdin.take(),
+            process.stdout.take(),
+            process.stderr.take(),
+        ) else {
+            let _ = process.kill();
+            let _ = process.wait();
+            return Err("its isolation process has no stdin, stdout or stderr pipe".into());
+        };
+        let process = Arc::new(Mutex::new(process));
+        let inbox = Arc::new(Inbox {
+            state: Mutex::new(InboxState {
+                reading: true,
+                ..InboxState::default()
+            }),
+            arrived: Condvar::new(),
+        });
+        let started = Instant::now();
+        {
+            let (inbox, process, label) = (inbox.clone(), process.clone(), label.to_owned());
+            std::thread::Builder::new()
+                .name("pi-hooks-isolate-out".into())
+                .spawn(move || read_stdout(stdout, &inbox, &process, &label))
+                .map_err(|e| format!("cannot start a thread for its isolation process: {e}"))?;
+        }
+        std::thread::Builder::new()
+            .name("pi-hooks-isolate-err".into())
+            .spawn(move || forward_stderr(stderr))
+            .map_err(|e| format!("cannot start a thread for its isolation process: {e}"))?;
+        let mut child = ServeChild {
+            process,
+            stdin: Some(stdin),
+            inbox,
+            hello: Value::Null,
+            next_id: 1,
+            started,
+        };
+        match child.wait_for_hello(limit) {
+            Ok(hello) => {
+                child.hello = hello;
+                child.lock_inbox().reading = false;
+                Ok(child)
+            }
+            Err(error) => {
+                child.kill();
+                Err(error)
+            }
+        }
+    }
+
+    fn lock_inbox(&self) -> MutexGuard<'_, InboxState> {
+        self.inbox.lock()
+    }
+
+    fn wait_for_hello(&self, limit: Duration) -> Result<Value, String> {
+        let deadline = Instant::now() + limit;
+        let mut state = self.lock_inbox();
+        loop {
+            if let Some(line) = state.lines.pop_front() {
+                if line.get("type").and_then(Value::as_str) != Some("hello") {
+                    return Err(format!(
+                        "its isolation process began with {} instead of a hello line",
+                        first_chars(&line.to_string())
+                    ));
+                }
+                let protocol = line.get("protocol").and_then(Value::as_u64);
+                if protocol != Some(u64::from(crate::serve::protocol::PROTOCOL_VERSION)) {
+                    return Err(format!(
+                        "its isolation process speaks serve protocol {}, this host {}; use one pi-hooks build for both",
+                        protocol.map_or("(none)".to_owned(), |p| p.to_string()),
+                        crate::serve::protocol::PROTOCOL_VERSION
+                    ));
+                }
+                return Ok(line);
+            }
+            if let Some(ended) = state.ended {
+                return Err(format!(
+                    "its isolation process {} before it loaded the plugin (see its output above)",
+                    ended.describe()
+                ));
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(format!(
+                    "its isolation process did not load it within {} ms (hookTimeout); it was killed",
+                    limit.as_millis()
+                ));
+            }
+            state = self
+                .inbox
+                .arrived
+                .wait_timeout(state, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// The child's `hello` line.
+    pub fn hello(&self) -> &Value {
+        &self.hello
+    }
+
+    /// When the child was started.
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+
+    /// The child's process id.
+    pub fn pid(&self) -> u32 {
+        self.process.lock().unwrap_or_else(|e| e.into_inner()).id()
+    }
+
+    /// Sets what is called (on the reader thread) when a line arrives, or the child ends,
+    /// while nobody reads: it should arrange a [`ServeChild::drain`] soon.
+    pub fn set_waker(&self, waker: Arc<dyn Fn() + Send + Sync>) {
+        let pending = {
+            let mut state = self.lock_inbox();
+            state.waker = Some(waker.clone());
+            let pending = !state.reading
+                && !state.wake_pending
+                && (!state.lines.is_empty() || state.ended.is_some());
+            state.wake_pending |= pending;
+            pending
+        };
+        if pending {
+            waker();
+        }
+    }
+
+    /// Sends one request, `{"type":kind,"id":…,<fields>}` (`fields` are JSON object members,
+    /// written as they are), and waits for its answer, handing every other line to
+    /// `on_line`. `limit` bounds the time spent waiting for the child (`None`: no bound).
+    pub fn call(
+        &mut self,
+        kind: &str,
+        fields: &str,
+        limit: Option<Duration>,
+        on_line: &mut OnLine<'_>,
+    ) -> Result<Value, CallError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut line = format!("{{\"type\":\"{kind}\",\"id\":{id}");
+        if !fields.is_empty() {
+            line.push(',');
+            line.push_str(fields);
+        }
+        line.push_str("}\n");
+        self.lock_inbox().reading = true;
+        let answer = match self.write(line.as_bytes()) {
+            Ok(()) => self.read_answer(id, limit, on_line),
+            // The child is gone (its stdin is closed): its end is on the way.
+            Err(()) => Err(CallError::Died(self.wait_for_end(EXIT_GRACE))),
+        };
+        self.stop_reading();
+        answer
+    }
+
+    /// Answers what arrived while nobody was reading (requests from the plugin's timers,
+    /// notifications, errors). Returns how the child ended if it did.
+    pub fn drain(&mut self, on_line: &mut OnLine<'_>) -> Option<Ended> {
+        {
+            let mut state = self.lock_inbox();
+            state.reading = true;
+            state.wake_pending = false;
+        }
+        let ended = loop {
+            let next = {
+                let mut state = self.lock_inbox();
+                match state.lines.pop_front() {
+                    Some(line) => line,
+                    None => break state.ended,
+                }
+            };
+            self.take_line(&next, None, on_line);
+        };
+        self.stop_reading();
+        ended
+    }
+
+    /// Ends reading; lines that arrived meanwhile and nobody took wake the waker.
+    fn stop_reading(&self) {
+        let wake = {
+            let mut state = self.lock_inbox();
+            state.reading = false;
+            if !state.lines.is_empty() && !state.wake_pending {
+                state.wake_pending = state.waker.is_some();
+                state.waker.clone()
+            } else {
+                None
+            }
+        };
+        if let Some(wake) = wake {
+            wake();
+        }
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> Result<(), ()> {
+        let Some(stdin) = self.stdin.as_mut() else {
+            return Err(());
+        };
+        stdin
+            .write_all(bytes)
+            .and_then(|()| stdin.flush())
+            .map_err(|_| ())
+    }
+
+    fn read_answer(
+        &mut self,
+        id: u64,
+        limit: Option<Duration>,
+        on_line: &mut OnLine<'_>,
+    ) -> Result<Value, CallError> {
+        let mut waited = Duration::ZERO;
+        loop {
+            let line = {
+                let mut state = self.lock_inbox();
+                loop {
+                    if let Some(line) = state.lines.pop_front() {
+                        break line;
+                    }
+                    if let Some(ended) = state.ended {
+                        return Err(CallError::Died(ended));
+                    }
+                    let left = match limit {
+                        Some(limit) if waited >= limit => return Err(CallError::Hung(limit)),
+                        Some(limit) => limit - waited,
+                        None => Duration::from_secs(3600),
+                    };
+                    let since = Instant::now();
+                    state = self
+                        .inbox
+                        .arrived
+                        .wait_timeout(state, left)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
+                    waited += since.elapsed();
+                }
+            };
+            if let Some(answer) = self.take_line(&line, Some(id), on_line) {
+                return answer;
+            }
+        }
+    }
+
+    /// Handles one line: the answer to call `id` is returned; a request is answered through
+    /// `on_line`; anything else goes to `on_line` or is dropped.
+    fn take_line(
+        &mut self,
+        line: &Value,
+        id: Option<u64>,
+        on_line: &mut OnLine<'_>,
+    ) -> Option<Result<Value, CallError>> {
+        let kind = line.get("type").and_then(Value::as_str).unwrap_or("");
+        let answers_call = id.is_some() && line.get("id").and_then(Value::as_u64) == id;
+        match kind {
+            "result" if answers_call => {
+                return Some(Ok(line.get("result").cloned().unwrap_or(Value::Null)));
+            }
+            "error" if answers_call => {
+                let error = line.get("error").cloned().unwrap_or(Value::Null);
+                let text = error
+                    .as_str()
+                    .map_or_else(|| error.to_string(), str::to_owned);
+                return Some(Err(CallError::Refused(text)));
+            }
+            "request" => {
+                let method = line.get("method").and_then(Value::as_str).unwrap_or("");
+                let params = line.get("params").unwrap_or(&Value::Null);
+                let answer = on_line(Incoming::Request { method, params })
+                    .unwrap_or_else(|| Err(format!("{method} is not answered here")));
+                let request_id = line.get("id").cloned().unwrap_or(Value::Null);
+                let response = match answer {
+                    Ok(result) => json!({"type": "response", "id": request_id, "result": result}),
+                    Err(error) => json!({"type": "response", "id": request_id, "error": error}),
+                };
+                let mut text = response.to_string();
+                text.push('\n');
+                // A failed write means the child is gone; the reader reports its end.
+                let _ = self.write(text.as_bytes());
+            }
+            "notification" => {
+                let method = line.get("method").and_then(Value::as_str).unwrap_or("");
+                let params = line.get("params").unwrap_or(&Value::Null);
+                on_line(Incoming::Notification { method, params });
+            }
+            "extension_error" => {
+                let event = line.get("event").and_then(Value::as_str).unwrap_or("");
+                let error = line.get("error").and_then(Value::as_str).unwrap_or("");
+                on_line(Incoming::ExtensionError { event, error });
+            }
+            "tool_update" if answers_call => {
+                on_line(Incoming::ToolUpdate(
+                    line.get("partial").unwrap_or(&Value::Null),
+                ));
+            }
+            // An error line about a response the child no longer waited for (a dialog it
+            // gave up on), an answer to an abandoned call: nothing is waiting for them.
+            _ => {}
+        }
+        None
+    }
+
+    /// Waits (at most `limit`) for the reader to see the child end; kills it past that.
+    fn wait_for_end(&self, limit: Duration) -> Ended {
+        let deadline = Instant::now() + limit;
+        let mut state = self.lock_inbox();
+        loop {
+            if let Some(ended) = state.ended {
+                return ended;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                drop(state);
+                let _ = self
+                    .process
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .kill();
+                state = self.lock_inbox();
+                while state.ended.is_none() {
+                    state = self
+                        .inbox
+                        .arrived
+                        .wait_timeout(state, Duration::from_millis(50))
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
+                }
+                continue;
+            }
+            state = self
+                .inbox
+                .arrived
+                .wait_timeout(state, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// Kills the child (SIGKILL) and waits until it is reaped.
+    pub fn kill(&mut self) -> Ended {
+        self.stdin = None;
+        let _ = self
+            .process
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .kill();
+        self.wait_for_end(EXIT_GRACE)
+    }
+
+    /// Ends the child the orderly way: its stdin closes, so `serve` sends its plugin
+    /// `session_shutdown`, retires it and exits; killed if it has not within two seconds.
+    pub fn close(&mut self) -> Ended {
+        self.stdin = None;
+        self.wait_for_end(EXIT_GRACE)
+    }
+}
+
+impl Drop for ServeChild {
+    fn drop(&mut self) {
+        if self.stdin.is_some() {
+            self.close();
+        }
+    }
+}
+
+/// The first characters of `text`, for a message.
+fn first_chars(text: &str) -> String {
+    let cut: String = text.chars().take(80).collect();
+    escape(&cut).into_owned()
+}
+
+/// The stdout reader: parses lines into the inbox; at the end, reaps the child and records
+/// how it ended. A line that is not JSON (a plugin writing to stdout) is shown on stderr.
+fn read_stdout(stdout: impl Read, inbox: &Inbox, process: &Mutex<Child>, label: &str) {
+    let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+    let mut buffer = Vec::new();
+    loop {
+        buffer.clear();
+        match read_line(&mut reader, &mut buffer) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let text = buffer.strip_suffix(b"\n").unwrap_or(&buffer);
+        let text = text.strip_suffix(b"\r").unwrap_or(text);
+        if text.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match serde_json::from_slice::<Value>(text) {
+            Ok(line) => inbox.deliver(|state| state.lines.push_back(line)),
+            Err(_) => {
+                let _ = writeln!(
+                    std::io::stderr().lock(),
+                    "pi-hooks: isolated plugin {label} wrote to stdout: {}",
+                    escape(&String::from_utf8_lossy(text))
+                );
+            }
+        }
+    }
+    // Stdout closed: the child is ending. Reap it (polling, so a kill can take the lock).
+    let mut pause = Duration::from_millis(1);
+    let ended = loop {
+        let status = process.lock().unwrap_or_else(|e| e.into_inner()).try_wait();
+        match status {
+            Ok(Some(status)) => break Ended::from_status(status),
+            Ok(None) => {}
+            Err(_) => break Ended::Exited(-1),
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(50));
+    };
+    inbox.deliver(|state| state.ended = Some(ended));
+}
+
+/// Reads one line of at most [`MAX_LINE_BYTES`]; a longer one is read through and dropped
+/// (the buffer is left empty). `Ok(0)` at the end.
+fn read_line(reader: &mut impl BufRead, buffer: &mut Vec<u8>) -> std::io::Result<usize> {
+    let mut total = 0;
+    let mut too_long = false;
+    loop {
+        let available = reader.fill_buf()?;
+        if available.is_empty() {
+            return Ok(total);
+        }
+        let (chunk, done) = match available.iter().position(|b| *b == b'\n') {
+            Some(at) => (&available[..=at], true),
+            None => (available, false),
+        };
+        let used = chunk.len();
+        total += used;
+        if !too_long {
+            if buffer.len() + used > MAX_LINE_BYTES {
+                too_long = true;
+                buffer.clear();
+            } else {
+                buffer.extend_from_slice(chunk);
+            }
+        }
+        reader.consume(used);
+        if done {
+            if too_long {
+                buffer.clear();
+            }
+            return Ok(total);
+        }
+    }
+}
+
+/// Lines of the child's stderr the host does not pass on, because it reports the same thing
+/// itself: plugin errors (reported as the host's own `Extension error`s), load failures and
+/// plugin warnings (reported by the host's load), and the child's crash line (the host
+/// reports the crash with the event and the restart).
+fn reported_by_host(line: &str) -> bool {
+    line.starts_with("Extension error (")
+        || line.starts_with("Failed to load plugin ")
+        || line.starts_with("Warning: plugin ")
+        || (line.starts_with("pi-hooks: plugin ") && line.ends_with("; the host stops"))
+}
+
+/// Forwards the child's stderr to ours, line by line, except [`reported_by_host`] lines.
+fn forward_stderr(stderr: impl Read) {
+    let mut reader = BufReader::new(stderr);
+    let mut buffer = Vec::new();
+    loop {
+        buffer.clear();
+        match read_line(&mut reader, &mut buffer) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let text = String::from_utf8_lossy(&buffer);
+        let line = text.trim_end_matches(['\n', '\r']);
+        if !reported_by_host(line) {
+            let _ = writeln!(std::io::stderr().lock(), "{line}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_lines_and_drops_one_past_the_limit() {
+        let mut input = b"one\n".to_vec();
+        input.extend(std::iter::repeat_n(b'x', MAX_LINE_BYTES + 1));
+        input.extend(b"\ntwo".iter());
+        let mut reader = BufReader::new(&input[..]);
+        let mut buffer = Vec::new();
+        assert_eq!(read_line(&mut reader, &mut buffer).unwrap(), 4);
+        assert_eq!(buffer, b"one\n");
+        buffer.clear();
+        assert!(read_line(&mut reader, &mut buffer).unwrap() > MAX_LINE_BYTES);
+        assert!(buffer.is_empty());
+        buffer.clear();
+        assert_eq!(read_line(&mut reader, &mut buffer).unwrap(), 3);
+        assert_eq!(buffer, b"two");
+        buffer.clear();
+        assert_eq!(read_line(&mut reader, &mut buffer).unwrap(), 0);
+    }
+
+    #[test]
+    fn names_signals_and_statuses() {
+        assert_eq!(
+            Ended::Signaled(libc::SIGSEGV).describe(),
+            "crashed (SIGSEGV)"
+        );
+        assert_eq!(
+            Ended::Signaled(libc::SIGABRT).describe(),
+            "crashed (SIGABRT)"
+        );
+        assert_eq!(Ended::Exited(3).describe(), "exited (status 3)");
+        assert_eq!(signal_name(77), "signal 77");
+    }
+
+    #[test]
+    fn keeps_the_childs_own_output_and_drops_what_the_host_reports() {
+        assert!(reported_by_host("Extension error (/p/x.so): boom"));
+        assert!(reported_by_host(
+            "pi-hooks: plugin \"x\" (/p/x.so) crashed with SIGSEGV while handling event tool_call; the host stops"
+        ));
+        assert!(!reported_by_host("plugin says hi"));
+        assert!(!reported_by_host(
+            "pi-hooks: plugin x is still running a call"
+        ));
+    }
+}

@@ -1,0 +1,707 @@
+//! One dispatch function per event kind, each with pi's combination rule, plus
+//! the alternative result forms of pi's older hook API.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use super::{Chain, ExtensionError, Flow, Runner, Slot, truthy};
+use crate::host_api::context::{CallKind, CallScope};
+use crate::host_api::value::HostValue;
+use crate::plugin::LoadedPlugin;
+use crate::plugin::call::CallOutcome;
+
+/// A payload that is built once and rebuilt only when the chain state changes.
+#[derive(Default)]
+struct Cached(Option<Arc<HostValue>>);
+
+impl Cached {
+    fn get(&mut self, build: impl FnOnce() -> Value) -> &Arc<HostValue> {
+        self.0
+            .get_or_insert_with(|| Arc::new(HostValue::from_json(build())))
+    }
+
+    fn invalidate(&mut self) {
+        self.0 = None;
+    }
+}
+
+/// A truthy handler result, or `None`.
+fn truthy_result(result: Option<Value>) -> Option<Value> {
+    result.filter(truthy)
+}
+
+// ---------------------------------------------------------------------------------------
+// notify
+
+struct Notify(Arc<HostValue>);
+
+impl Chain for Notify {
+    fn payload(&mut self) -> &Arc<HostValue> {
+        &self.0
+    }
+
+    fn absorb(&mut self, _: &Slot, _: CallOutcome, _: &CallScope) -> Flow {
+        Flow::Continue
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// input
+
+/// What the `input` event decided.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InputOutcome {
+    /// Go on with the original text.
+    Continue,
+    /// Go on with this text (and images).
+    Transform {
+        /// The final text.
+        text: String,
+        /// The final images (`None`: none).
+        images: Option<Value>,
+    },
+    /// A handler handled the input: no prompt. The result as the handler returned it.
+    Handled(Value),
+}
+
+struct InputChain {
+    text: String,
+    images: Option<Value>,
+    source: String,
+    handled: Option<Value>,
+    cache: Cached,
+}
+
+impl Chain for InputChain {
+    fn payload(&mut self) -> &Arc<HostValue> {
+        let (text, images, source) = (&self.text, &self.images, &self.source);
+        self.cache.get(|| {
+            let mut event = json!({"type": "input", "text": text, "source": source});
+            if let Some(images) = images {
+                event["images"] = images.clone();
+            }
+            event
+        })
+    }
+
+    fn absorb(&mut self, _: &Slot, mut outcome: CallOutcome, _: &CallScope) -> Flow {
+        let result = outcome.take_result();
+        match truthy_result(result) {
+            // Alternative form: a plain string is a transform.
+            Some(Value::String(text)) => {
+                self.text = text;
+                self.cache.invalidate();
+            }
+            Some(Value::Object(map)) => match map.get("action").and_then(Value::as_str) {
+                Some("handled") => {
+                    self.handled = Some(Value::Object(map));
+                    return Flow::Stop;
+                }
+                Some("transform") => {
+                    if let Some(text) = map.get("text").and_then(Value::as_str) {
+                        self.text = text.to_owned();
+                    }
+                    if let Some(images) = map.get("images").filter(|v| !v.is_null()) {
+                        self.images = Some(images.clone());
+                    }
+                    self.cache.invalidate();
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+        Flow::Continue
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// before_agent_start
+
+/// What `before_agent_start` handlers added.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BeforeAgentStartOutcome {
+    /// The `message` results, in order (`{customType, content, display, details?}`).
+    pub messages: Vec<Value>,
+    /// The chained system prompt, when some handler set one.
+    pub system_prompt: Option<String>,
+}
+
+struct BeforeAgentStartChain {
+    prompt: String,
+    images: Option<Value>,
+    system_prompt: String,
+    modified: bool,
+    messages: Vec<Value>,
+    cache: Cached,
+}
+
+impl BeforeAgentStartChain {
+    /// Chains a new prompt: later handlers see it in the payload and through the context.
+    fn set_prompt(&mut self, prompt: String, scope: &CallScope) {
+        scope.replace_system_prompt(&prompt);
+        self.system_prompt = prompt;
+        self.modified = true;
+        self.cache.invalidate();
+    }
+}
+
+impl Chain for BeforeAgentStartChain {
+    fn payload(&mut self) -> &Arc<HostValue> {
+        let (prompt, images, system_prompt) = (&self.prompt, &self.images, &self.system_prompt);
+        self.cache.get(|| {
+            let mut event = json!({"type": "before_agent_start", "prompt": prompt, "systemPrompt": system_prompt});
+            if let Some(images) = images {
+                event["images"] = images.clone();
+            }
+            event
+        })
+    }
+
+    fn absorb(&mut self, _: &Slot, mut outcome: CallOutcome, scope: &CallScope) -> Flow {
+        // `ctx.set_system_prompt` first, then a returned `systemPrompt` on top of it.
+        if let Some(prompt) = outcome.take_system_prompt() {
+            self.set_prompt(prompt, scope);
+        }
+        if let Some(Value::Object(map)) = truthy_result(outcome.take_result()) {
+            if let Some(message) = map.get("message").filter(|m| truthy(m)) {
+                self.messages.push(message.clone());
+            }
+            if let Some(prompt) = map.get("systemPrompt").and_then(Value::as_str) {
+                self.set_prompt(prompt.to_owned(), scope);
+            }
+        }
+        Flow::Continue
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// context
+
+struct ContextChain {
+    messages: Vec<Value>,
+    cache: Cached,
+}
+
+impl Chain for ContextChain {
+    fn payload(&mut self) -> &Arc<HostValue> {
+        let messages = &self.messages;
+        self.cache
+            .get(|| json!({"type": "context", "messages": messages}))
+    }
+
+    fn absorb(&mut self, _: &Slot, mut outcome: CallOutcome, _: &CallScope) -> Flow {
+        let result = outcome.take_result();
+        if let Some(Value::Object(mut map)) = truthy_result(result)
+            && let Some(Value::Array(messages)) = map.remove("messages")
+        {
+            self.messages = messages;
+            self.cache.invalidate();
+        }
+        Flow::Continue
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// before_provider_request
+
+struct ProviderChain {
+    body: Value,
+    cache: Cached,
+}
+
+impl Chain for ProviderChain {
+    fn payload(&mut self) -> &Arc<HostValue> {
+        let body = &self.body;
+        self.cache
+            .get(|| json!({"type": "before_provider_request", "payload": body}))
+    }
+
+    /// pi: any result other than `undefined` (even `null`) replaces the payload.
+    fn absorb(&mut self, _: &Slot, mut outcome: CallOutcome, _: &CallScope) -> Flow {
+        if let Some(result) = outcome.take_result() {
+            self.body = result;
+            self.cache.invalidate();
+        }
+        Flow::Continue
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// tool_call
+
+/// What `tool_call` handlers decided.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolCallOutcome {
+    /// Run the tool. `last` is the last truthy non-blocking result, if any.
+    Allow {
+        /// The last truthy result.
+        last: Option<Value>,
+    },
+    /// Do not run the tool; the reason becomes its error result.
+    Block {
+        /// Why.
+        reason: String,
+    },
+}
+
+struct ToolCallChain {
+    payload: Arc<HostValue>,
+    blocked: Option<String>,
+    last: Option<Value>,
+}
+
+impl Chain for ToolCallChain {
+    #[inline]
+    fn payload(&mut self) -> &Arc<HostValue> {
+        &self.payload
+    }
+
+    #[inline]
+    fn absorb(&mut self, _: &Slot, mut outcome: CallOutcome, _: &CallScope) -> Flow {
+        let result = outcome.take_result();
+        let Some(result) = truthy_result(result) else {
+            return Flow::Continue;
+        };
+        if result.get("block").is_some_and(truthy) {
+            let reason = result
+                .get("reason")
+                .and_then(Value::as_str)
+                .filter(|r| !r.is_empty());
+            self.blocked = Some(reason.unwrap_or("Tool execution was blocked").to_owned());
+            return Flow::Stop;
+        }
+        self.last = Some(result);
+        Flow::Continue
+    }
+
+    /// Fail closed: any error blocks the tool, with a reason naming the plugin. pi reports
+    /// nothing on the error channel for tool_call; neither does the host.
+    fn fail(
+        &mut self,
+        slot: &Slot,
+        error: String,
+        _: &mut Vec<ExtensionError>,
+        _: &str,
+        _: &CallScope,
+    ) -> Flow {
+        self.blocked = Some(format!(
+            "Extension {} ({}) failed, blocking execution: {error}",
+            slot.state.name,
+            slot.path()
+        ));
+        Flow::Stop
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// tool_result
+
+/// The final state of a `tool_result` patch chain.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResultPatch {
+    /// Content blocks.
+    pub content: Value,
+    /// Details.
+    pub details: Value,
+    /// Whether the result is an error.
+    pub is_error: bool,
+}
+
+struct ToolResultChain {
+    tool_call_id: String,
+    tool_name: String,
+    input: Value,
+    state: ToolResultPatch,
+    patched: bool,
+    cache: Cached,
+}
+
+impl Chain for ToolResultChain {
+    fn payload(&mut self) -> &Arc<HostValue> {
+        let this = &*self;
+        let event = json!({
+            "type": "tool_result",
+            "toolCallId": this.tool_call_id,
+            "toolName": this.tool_name,
+            "input": this.input,
+            "content": this.state.content,
+            "details": this.state.details,
+            "isError": this.state.is_error,
+        });
+        let mut event = event;
+        if this.state.details.is_null() {
+            // pi leaves `details` out when a tool gave none.
+            event.as_object_mut().map(|e| e.remove("details"));
+        }
+        self.cache.get(|| event)
+    }
+
+    fn absorb(&mut self, _: &Slot, mut outcome: CallOutcome, _: &CallScope) -> Flow {
+        let result = outcome.take_result();
+        let Some(Value::Object(map)) = truthy_result(result) else {
+            return Flow::Continue;
+        };
+        if let Some(content) = map.get("content").filter(|v| !v.is_null()) {
+            self.state.content = content.clone();
+            self.patched = true;
+        }
+        if let Some(details) = map.get("details").filter(|v| !v.is_null()) {
+            self.state.details = details.clone();
+            self.patched = true;
+        }
+        if let Some(is_error) = map.get("isError").and_then(Value::as_bool) {
+            self.state.is_error = is_error;
+            self.patched = true;
+        }
+        self.cache.invalidate();
+        Flow::Continue
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// cancel short-circuit, last-wins, first-wins
+
+/// How the results of a generic event combine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rule {
+    /// Last truthy result, except that a truthy `cancel` returns at once.
+    CancelShortCircuit,
+    /// The last truthy result.
+    LastWins,
+    /// The first truthy result; later handlers are skipped.
+    FirstWins,
+}
+
+struct RuleChain {
+    payload: Arc<HostValue>,
+    rule: Rule,
+    /// `session_before_compact`: a plain string is a custom summary.
+    string_is_summary: bool,
+    result: Option<Value>,
+}
+
+impl Chain for RuleChain {
+    fn payload(&mut self) -> &Arc<HostValue> {
+        &self.payload
+    }
+
+    fn absorb(&mut self, _: &Slot, mut outcome: CallOutcome, _: &CallScope) -> Flow {
+        let result = outcome.take_result();
+        let Some(mut result) = truthy_result(result) else {
+            return Flow::Continue;
+        };
+        if self.string_is_summary
+            && let Value::String(summary) = &result
+        {
+            result = json!({"compaction": {"summary": summary}});
+        }
+        let cancel = result.get("cancel").is_some_and(truthy);
+        self.result = Some(result);
+        match self.rule {
+            Rule::FirstWins => Flow::Stop,
+            Rule::CancelShortCircuit if cancel => Flow::Stop,
+            _ => Flow::Continue,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// resources_discover
+
+/// Paths plugins contributed in `resources_discover`, each with the plugin that gave it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DiscoveredResources {
+    /// `(path, plugin path)` of skills.
+    pub skill_paths: Vec<(String, String)>,
+    /// `(path, plugin path)` of prompt templates.
+    pub prompt_paths: Vec<(String, String)>,
+    /// `(path, plugin path)` of themes.
+    pub theme_paths: Vec<(String, String)>,
+}
+
+struct ResourcesChain {
+    payload: Arc<HostValue>,
+    found: DiscoveredResources,
+}
+
+impl Chain for ResourcesChain {
+    fn payload(&mut self) -> &Arc<HostValue> {
+        &self.payload
+    }
+
+    fn absorb(&mut self, slot: &Slot, mut outcome: CallOutcome, _: &CallScope) -> Flow {
+        let result = outcome.take_result();
+        let Some(Value::Object(map)) = truthy_result(result) else {
+            return Flow::Continue;
+        };
+        let lists = [
+            ("skillPaths", &mut self.found.skill_paths),
+            ("promptPaths", &mut self.found.prompt_paths),
+            ("themePaths", &mut self.found.theme_paths),
+        ];
+        for (key, into) in lists {
+            for path in map
+                .get(key)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+            {
+                into.push((path.to_owned(), slot.path().to_owned()));
+            }
+        }
+        Flow::Continue
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// the runner's dispatch API
+
+impl Runner {
+    fn timeout(&self) -> Option<std::time::Duration> {
+        Some(self.hook_timeout())
+    }
+
+    /// Dispatches a notify event (`{"type": name, ...}`): results are ignored, errors
+    /// reported.
+    pub fn emit(&self, event: Value) {
+        let Some(name) = event.get("type").and_then(Value::as_str).map(str::to_owned) else {
+            return;
+        };
+        if !self.has_handlers(&name) {
+            return;
+        }
+        let chain = Notify(Arc::new(HostValue::from_json(event)));
+        self.run(&name, None, chain, self.timeout());
+    }
+
+    /// Dispatches `input`: transforms chain, the first `handled` stops; a plain string
+    /// result is a transform.
+    pub fn emit_input(&self, text: &str, images: Option<Value>, source: &str) -> InputOutcome {
+        if !self.has_handlers("input") {
+            return InputOutcome::Continue;
+        }
+        let chain = InputChain {
+            text: text.to_owned(),
+            images: images.clone(),
+            source: source.to_owned(),
+            handled: None,
+            cache: Cached::default(),
+        };
+        let chain = self.run("input", None, chain, self.timeout());
+        match chain.handled {
+            Some(handled) => InputOutcome::Handled(handled),
+            None if chain.text != text || chain.images != images => InputOutcome::Transform {
+                text: chain.text,
+                images: chain.images,
+            },
+            None => InputOutcome::Continue,
+        }
+    }
+
+    /// Dispatches `before_agent_start`: messages accumulate, `systemPrompt` chains (also
+    /// through `ctx.set_system_prompt`). `None` when no handler added or changed anything.
+    pub fn emit_before_agent_start(
+        &self,
+        prompt: &str,
+        images: Option<Value>,
+        system_prompt: &str,
+    ) -> Option<BeforeAgentStartOutcome> {
+        if !self.has_handlers("before_agent_start") {
+            return None;
+        }
+        let scope = self.new_scope(CallKind::BeforeAgentStart);
+        scope.replace_system_prompt(system_prompt);
+        let chain = BeforeAgentStartChain {
+            prompt: prompt.to_owned(),
+            images,
+            system_prompt: system_prompt.to_owned(),
+            modified: false,
+            messages: Vec::new(),
+            cache: Cached::default(),
+        };
+        let chain = self.run("before_agent_start", Some(&scope), chain, self.timeout());
+        (chain.modified || !chain.messages.is_empty()).then(|| BeforeAgentStartOutcome {
+            messages: chain.messages,
+            // pi: only a truthy combined prompt replaces the base prompt; "" restores it.
+            system_prompt: Some(chain.system_prompt).filter(|p| chain.modified && !p.is_empty()),
+        })
+    }
+
+    /// Dispatches `context` over a copy of the messages; each handler sees the previous
+    /// one's output; returns the final messages.
+    pub fn emit_context(&self, messages: Vec<Value>) -> Vec<Value> {
+        if !self.has_handlers("context") {
+            return messages;
+        }
+        let chain = ContextChain {
+            messages,
+            cache: Cached::default(),
+        };
+        self.run("context", None, chain, self.timeout()).messages
+    }
+
+    /// Dispatches `before_provider_request` over a provider request body; each handler sees
+    /// the body as chained so far, and any result (even `null`) replaces it.
+    pub fn emit_before_provider_request(&self, body: Value) -> Value {
+        if !self.has_handlers("before_provider_request") {
+            return body;
+        }
+        let chain = ProviderChain {
+            body,
+            cache: Cached::default(),
+        };
+        self.run("before_provider_request", None, chain, self.timeout())
+            .body
+    }
+
+    /// The `tool_call` payload: build it once per call.
+    pub fn tool_call_payload(tool_call_id: &str, tool_name: &str, input: &Value) -> Arc<HostValue> {
+        Arc::new(HostValue::object([
+            ("type", HostValue::string("tool_call")),
+            ("toolCallId", HostValue::string(tool_call_id)),
+            ("toolName", HostValue::string(tool_name)),
+            ("input", HostValue::from_json_ref(input)),
+        ]))
+    }
+
+    /// Dispatches `tool_call`: the first truthy `block` wins; any error, panic or timeout
+    /// blocks (fail closed). Untimed and inline unless `toolCallTimeout` is set.
+    pub fn emit_tool_call(&self, payload: Arc<HostValue>) -> ToolCallOutcome {
+        let chain = ToolCallChain {
+            payload,
+            blocked: None,
+            last: None,
+        };
+        let chain = self.run("tool_call", None, chain, self.tool_call_timeout());
+        match chain.blocked {
+            Some(reason) => ToolCallOutcome::Block { reason },
+            None => ToolCallOutcome::Allow { last: chain.last },
+        }
+    }
+
+    /// Dispatches `tool_result` as a patch chain over content, details and isError (error
+    /// results included). `None` when no handler patched anything.
+    pub fn emit_tool_result(
+        &self,
+        tool_call_id: &str,
+        tool_name: &str,
+        input: &Value,
+        content: Value,
+        details: Value,
+        is_error: bool,
+    ) -> Option<ToolResultPatch> {
+        if !self.has_handlers("tool_result") {
+            return None;
+        }
+        let chain = ToolResultChain {
+            tool_call_id: tool_call_id.to_owned(),
+            tool_name: tool_name.to_owned(),
+            input: input.clone(),
+            state: ToolResultPatch {
+                content,
+                details,
+                is_error,
+            },
+            patched: false,
+            cache: Cached::default(),
+        };
+        let chain = self.run("tool_result", None, chain, self.timeout());
+        chain.patched.then_some(chain.state)
+    }
+
+    fn emit_rule(&self, event: Value, rule: Rule, string_is_summary: bool) -> Option<Value> {
+        let name = event.get("type").and_then(Value::as_str)?.to_owned();
+        if !self.has_handlers(&name) {
+            return None;
+        }
+        let chain = RuleChain {
+            payload: Arc::new(HostValue::from_json(event)),
+            rule,
+            string_is_summary,
+            result: None,
+        };
+        self.run(&name, None, chain, self.timeout()).result
+    }
+
+    /// Dispatches a `session_before_*` event (`{"type": ..., ...}`): the last truthy
+    /// result, except that a truthy `cancel` returns at once. `session_before_compact` also
+    /// takes a plain string as a custom summary (`{"compaction": {"summary": ...}}`).
+    pub fn emit_session_before(&self, event: Value) -> Option<Value> {
+        let compact = event.get("type").and_then(Value::as_str) == Some("session_before_compact");
+        self.emit_rule(event, Rule::CancelShortCircuit, compact)
+    }
+
+    /// Dispatches the legacy `session` event with a `reason` (pi's older hook API): `before_*` reasons
+    /// can cancel like `session_before_*`; others are notifications.
+    pub fn emit_legacy_session(&self, reason: &str, fields: Map<String, Value>) -> Option<Value> {
+        let mut event = fields;
+        event.insert("type".into(), "session".into());
+        event.insert("reason".into(), reason.into());
+        self.emit_rule(Value::Object(event), Rule::CancelShortCircuit, false)
+    }
+
+    /// Dispatches `session.compacting`: the last truthy result wins.
+    pub fn emit_session_compacting(&self, mut event: Value) -> Option<Value> {
+        event["type"] = "session.compacting".into();
+        self.emit_rule(event, Rule::LastWins, false)
+    }
+
+    /// Dispatches `user_bash`: the first truthy result wins (`{operations}`, `{result}`, or
+    /// the rewrite form `{command, cwd, env}`).
+    pub fn emit_user_bash(
+        &self,
+        command: &str,
+        exclude_from_context: bool,
+        cwd: &str,
+    ) -> Option<Value> {
+        let event = json!({"type": "user_bash", "command": command, "excludeFromContext": exclude_from_context, "cwd": cwd});
+        self.emit_rule(event, Rule::FirstWins, false)
+    }
+
+    /// Dispatches `resources_discover`: paths accumulate, tagged with their plugin.
+    pub fn emit_resources_discover(&self, cwd: &str, reason: &str) -> DiscoveredResources {
+        if !self.has_handlers("resources_discover") {
+            return DiscoveredResources::default();
+        }
+        let payload = Arc::new(HostValue::from_json(
+            json!({"type": "resources_discover", "cwd": cwd, "reason": reason}),
+        ));
+        let chain = ResourcesChain {
+            payload,
+            found: DiscoveredResources::default(),
+        };
+        self.run("resources_discover", None, chain, self.timeout())
+            .found
+    }
+
+    /// Dispatches a notify event (`{"type": name, ...}`) to the handlers of `plugin` only
+    /// (a single-plugin reload's `session_shutdown` and `session_start`), under
+    /// `hookTimeout`; errors are reported.
+    pub fn emit_to(&self, plugin: &LoadedPlugin, event: Value) {
+        let Some(name) = event.get("type").and_then(Value::as_str).map(str::to_owned) else {
+            return;
+        };
+        let chain = Notify(Arc::new(HostValue::from_json(event)));
+        self.run_on_plugin(plugin, &name, chain);
+    }
+
+    /// Dispatches `resources_discover` to the handlers of `plugin` only.
+    pub fn emit_resources_discover_to(
+        &self,
+        plugin: &LoadedPlugin,
+        cwd: &str,
+        reason: &str,
+    ) -> DiscoveredResources {
+        let payload = Arc::new(HostValue::from_json(
+            json!({"type": "resources_discover", "cwd": cwd, "reason": reason}),
+        ));
+        let chain = ResourcesChain {
+            payload,
+            found: DiscoveredResources::default(),
+        };
+        self.run_on_plugin(plugin, "resources_discover", chain)
+            .found
+    }
+}

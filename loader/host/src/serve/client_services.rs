@@ -1,0 +1,316 @@
+//! The serve mode's [`HostServices`] and [`UiService`]: every plugin call that needs the
+//! client becomes a `{"type":"request","id":"s<n>","method":…,"params":…}` line and blocks
+//! the calling plugin's thread (only it) until the client's
+//! `{"type":"response","id":…,"result"|"error":…}` arrives (read by the input task, which never
+//! waits), a dialog's timeout passes, or stdin closes. Fire-and-forget UI calls go out as
+//! `{"type":"notification","method":"ui","params":…}` lines and wait for nothing.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Sender, channel};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::serve::LineWriter;
+use crate::runner::{ExtensionError, RunnerConfig};
+use crate::services::{HostServices, SessionOp, UiService};
+
+/// The requests waiting for the client's responses.
+pub struct ClientLink {
+    out: LineWriter,
+    next: AtomicU64,
+    waiting: Mutex<HashMap<String, Sender<Result<Value, String>>>>,
+    closed: AtomicBool,
+}
+
+impl ClientLink {
+    /// A link writing its requests to `out`.
+    pub fn new(out: LineWriter) -> Arc<Self> {
+        Arc::new(ClientLink {
+            out,
+            next: AtomicU64::new(1),
+            waiting: Mutex::new(HashMap::new()),
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    fn waiting(&self) -> std::sync::MutexGuard<'_, HashMap<String, Sender<Result<Value, String>>>> {
+        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sends `method` with `params` and waits for the answer (`timeout` `None`: until the
+    /// answer or stdin closes). `Err` names why there is no result.
+    pub fn request(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Option<Duration>,
+    ) -> Result<Value, String> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err("the serve client has gone (stdin closed)".into());
+        }
+        let id = format!("s{}", self.next.fetch_add(1, Ordering::Relaxed));
+        let (sender, receiver) = channel();
+        self.waiting().insert(id.clone(), sender);
+        self.out.line(&json!({
+            "type": "request",
+            "id": id,
+            "method": method,
+            "params": params,
+        }));
+        let answer = match timeout {
+            Some(limit) => receiver
+                .recv_timeout(limit)
+                .map_err(|_| format!("the client did not answer {method} in time")),
+            None => receiver
+                .recv()
+                .map_err(|_| "the serve client has gone (stdin closed)".to_owned()),
+        };
+        self.waiting().remove(&id);
+        answer.and_then(|inner| inner)
+    }
+
+    /// Sends a notification (nothing is waited for).
+    pub fn notify(&self, method: &str, params: Value) {
+        self.out
+            .line(&json!({"type": "notification", "method": method, "params": params}));
+    }
+
+    /// Hands a `response` line to the request with its `id`. `Err` (for an error line) when
+    /// no request waits for that id.
+    pub fn resolve(&self, response: &Value) -> Result<(), String> {
+        let Some(id) = response.get("id").and_then(Value::as_str) else {
+            return Err(
+                "a response needs a string \"id\" (the \"s<n>\" of the request it answers)".into(),
+            );
+        };
+        let Some(waiter) = self.waiting().remove(id) else {
+            return Err(format!(
+                "no request with id {id:?} is waiting (answered already, timed out, or never sent)"
+            ));
+        };
+        let answer = match response.get("error") {
+            Some(error) if !error.is_null() => Err(match error.as_str() {
+                Some(text) => text.to_owned(),
+                None => error.to_string(),
+            }),
+            _ => Ok(response.get("result").cloned().unwrap_or(Value::Null)),
+        };
+        let _ = waiter.send(answer);
+        Ok(())
+    }
+
+    /// Stdin closed: every waiting request fails, new ones at once.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.waiting().clear();
+    }
+}
+
+/// The services bound to every plugin in serve mode.
+pub struct ClientServices {
+    link: Arc<ClientLink>,
+    config: RunnerConfig,
+    ui: Arc<ClientUi>,
+}
+
+impl ClientServices {
+    /// Services over `link`; timers and `exec` use `config`.
+    pub fn new(link: Arc<ClientLink>, config: RunnerConfig) -> Self {
+        let ui = Arc::new(ClientUi { link: link.clone() });
+        ClientServices { link, config, ui }
+    }
+
+    fn ask(&self, method: &str, params: Value) -> Result<Value, String> {
+        self.link.request(method, params, None)
+    }
+
+    /// Asks and turns a failure into `default`.
+    fn read(&self, method: &str, default: Value) -> Value {
+        self.ask(method, json!({})).unwrap_or(default)
+    }
+
+    fn done(&self, method: &str, params: Value) -> Result<(), String> {
+        self.ask(method, params).map(|_| ())
+    }
+}
+
+/// A [`SessionOp`] as the `params` of a `session_op` request.
+pub(crate) fn session_op_params(op: SessionOp) -> Value {
+    match op {
+        SessionOp::New(parent) => json!({"op": "new", "parentSession": parent}),
+        SessionOp::Switch(path) => json!({"op": "switch", "sessionPath": path}),
+        SessionOp::Fork(entry) => json!({"op": "fork", "entryId": entry}),
+        SessionOp::Tree(target, options) => json!({
+            "op": "tree",
+            "targetId": target,
+            "summarize": options.summarize,
+            "customInstructions": options.custom_instructions,
+            "replaceInstructions": options.replace_instructions,
+            "label": options.label,
+        }),
+        SessionOp::Compact(instructions) => {
+            json!({"op": "compact", "customInstructions": instructions})
+        }
+        SessionOp::Reload => json!({"op": "reload"}),
+    }
+}
+
+impl HostServices for ClientServices {
+    fn session_entries(&self) -> Value {
+        self.read("session_entries", json!([]))
+    }
+
+    fn session_branch(&self) -> Value {
+        self.read("session_branch", json!([]))
+    }
+
+    fn session_leaf_id(&self) -> Option<String> {
+        self.read("session_leaf_id", Value::Null)
+            .as_str()
+            .map(str::to_owned)
+    }
+
+    fn session_name(&self) -> Option<String> {
+        self.read("session_name", Value::Null)
+            .as_str()
+            .map(str::to_owned)
+    }
+
+    fn set_session_name(&self, name: &str) -> Result<(), String> {
+        self.done("set_session_name", json!({"name": name}))
+    }
+
+    fn set_label(&self, entry_id: &str, label: Option<&str>) -> Result<(), String> {
+        self.done("set_label", json!({"entryId": entry_id, "label": label}))
+    }
+
+    fn append_entry(&self, custom_type: &str, data: Option<Value>) -> Result<(), String> {
+        self.done(
+            "append_entry",
+            json!({"customType": custom_type, "data": data}),
+        )
+    }
+
+    fn send_message(
+        &self,
+        plugin_path: &str,
+        message: Value,
+        options: Value,
+    ) -> Result<(), String> {
+        self.done(
+            "send_message",
+            json!({"extensionPath": plugin_path, "message": message, "options": options}),
+        )
+    }
+
+    fn send_user_message(
+        &self,
+        plugin_path: &str,
+        text: String,
+        deliver_as: u32,
+    ) -> Result<(), String> {
+        let deliver_as = crate::services::deliver_as_name(deliver_as);
+        self.done(
+            "send_user_message",
+            json!({"extensionPath": plugin_path, "text": text, "deliverAs": deliver_as}),
+        )
+    }
+
+    fn active_tools(&self) -> Vec<String> {
+        serde_json::from_value(self.read("active_tools", json!([]))).unwrap_or_default()
+    }
+
+    fn all_tools(&self) -> Value {
+        self.read("all_tools", json!([]))
+    }
+
+    fn set_active_tools(&self, names: Vec<String>) {
+        let _ = self.done("set_active_tools", json!({"names": names}));
+    }
+
+    fn is_idle(&self) -> bool {
+        self.read("is_idle", Value::Bool(true))
+            .as_bool()
+            .unwrap_or(true)
+    }
+
+    fn abort(&self) {
+        self.link.notify("abort", json!({}));
+    }
+
+    fn has_pending_messages(&self) -> bool {
+        self.read("has_pending_messages", Value::Bool(false))
+            .as_bool()
+            .unwrap_or(false)
+    }
+
+    fn model(&self) -> Option<Value> {
+        Some(self.read("model", Value::Null)).filter(|v| !v.is_null())
+    }
+
+    fn runner_config(&self) -> Option<RunnerConfig> {
+        Some(self.config.clone())
+    }
+
+    fn report_error(&self, error: &ExtensionError) {
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "Extension error ({}): {}",
+            crate::guards::display::escape(&error.extension_path),
+            crate::guards::display::escape(&error.error)
+        );
+        let mut line = serde_json::to_value(error).unwrap_or_default();
+        line["type"] = "extension_error".into();
+        self.link.out.line(&line);
+    }
+
+    fn ui(&self) -> Option<Arc<dyn UiService>> {
+        Some(self.ui.clone())
+    }
+
+    fn request_session_op(&self, plugin_path: &str, op: SessionOp) -> Result<(), String> {
+        let mut params = session_op_params(op);
+        params["extensionPath"] = plugin_path.into();
+        self.done("session_op", params)
+    }
+
+    fn request_model(&self, provider: &str, id: &str) -> Result<bool, String> {
+        self.ask("set_model", json!({"provider": provider, "id": id}))
+            .map(|answer| answer.as_bool().unwrap_or(false))
+    }
+
+    fn request_shutdown(&self) {
+        self.link.notify("shutdown", json!({}));
+    }
+
+    fn wait_for_idle(&self) {
+        let _ = self.ask("wait_for_idle", json!({}));
+    }
+
+    fn context_usage(&self) -> Option<Value> {
+        Some(self.read("context_usage", Value::Null)).filter(|v| !v.is_null())
+    }
+}
+
+/// Plugins' `PiUiApi` calls: dialogs are `ui` requests, the rest `ui` notifications.
+pub struct ClientUi {
+    link: Arc<ClientLink>,
+}
+
+impl UiService for ClientUi {
+    fn dialog(&self, request: Value, timeout: Option<Duration>) -> Option<Value> {
+        self.link.request("ui", request, timeout).ok()
+    }
+
+    fn fire(&self, request: Value) {
+        self.link.notify("ui", request);
+    }
+
+    fn reset(&self) {
+        self.link.notify("ui_reset", json!({}));
+    }
+}

@@ -1,0 +1,298 @@
+//! Serve mode (`pi-hooks serve`): the loaded plugins behind one JSON-lines protocol on
+//! stdin/stdout, for a client (the pi bridge, an editor) that runs its own agent loop. The
+//! protocol is described in `docs/serve-protocol.md`: a `hello` line first, then the
+//! client's requests (`event`, `command`, `tool`, `reload`, `render`, `completions`) answered
+//! by `result` / `error` lines, and plugin calls that need the client going out as `request`
+//! lines ([`client_services`]).
+//!
+//! Threads: stdin is read on serve's main thread (under the tokio runtime, see
+//! `InlineStdin`) and never waits for a request to finish; the client's requests
+//! run one after another on a worker thread, so a plugin waiting for a `response` blocks
+//! only that worker. When stdin closes, waiting plugin requests fail, the worker finishes,
+//! `session_shutdown {reason:"quit"}` goes to the plugins, they are retired (their timers
+//! and child processes stop) and the process exits 0.
+
+pub mod actions;
+pub mod client_services;
+pub mod framing;
+mod line_writer;
+pub mod protocol;
+
+pub use line_writer::LineWriter;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, channel};
+
+use pi_hooks_abi::ffi::{PI_MODE_PRINT, PI_MODE_RPC};
+
+use serde_json::{Value, json};
+
+use crate::plugin_files::discover::DiscoveryOptions;
+use crate::guards::display::escape;
+use crate::lifecycle::load::LoadReport;
+use crate::runner::{Runner, RunnerConfig};
+use client_services::{ClientLink, ClientServices};
+
+/// A client request the worker runs: its id, type and the whole line.
+struct Job {
+    id: Value,
+    kind: String,
+    line: Value,
+}
+
+/// What serve mode starts from.
+pub struct ServeSetup {
+    /// Loaded plugins and settings.
+    pub report: LoadReport,
+    /// The working directory.
+    pub cwd: PathBuf,
+    /// The mode plugins see, a `PI_MODE_*`.
+    pub mode: u32,
+    /// Where the plugins were discovered (for `reload`).
+    pub discovery: DiscoveryOptions,
+    /// The load problems as the other modes print them (hello's `loadMessages`).
+    pub load_lines: Vec<String>,
+}
+
+/// Writes `{"type":"error","id":…,"error":…}`.
+fn error_line(out: &LineWriter, id: &Value, error: &str) {
+    out.line(&json!({"type": "error", "id": id, "error": error}));
+}
+
+/// Runs serve mode until stdin closes; returns the exit code (0).
+pub fn run(setup: ServeSetup) -> i32 {
+    let ServeSetup {
+        report,
+        cwd,
+        mode,
+        discovery,
+        load_lines,
+    } = setup;
+    let out = LineWriter::stdout();
+    out.line(&protocol::hello(&report, &load_lines));
+    let config = RunnerConfig::new(&cwd, mode).with_settings(&report.settings);
+    let runner = Arc::new(Runner::new(
+        report.plugins.into_iter().map(Arc::new).collect(),
+        config.clone(),
+    ));
+    let link = ClientLink::new(out.clone());
+    runner.bind_services(Arc::new(ClientServices::new(link.clone(), config)));
+    {
+        let out = out.clone();
+        runner.on_error(Arc::new(move |error| {
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "Extension error ({}): {}",
+                escape(&error.extension_path),
+                escape(&error.error)
+            );
+            let mut line = serde_json::to_value(error).unwrap_or_default();
+            line["type"] = "extension_error".into();
+            out.line(&line);
+        }));
+    }
+    let (jobs, queue) = channel::<Job>();
+    let shut_down = Arc::new(AtomicBool::new(false));
+    let worker = {
+        let runner = runner.clone();
+        let shut_down = Arc::clone(&shut_down);
+        let out = out.clone();
+        std::thread::Builder::new()
+            .name("pi-hooks-serve".into())
+            .spawn(move || work(&runner, &out, &discovery, queue, &shut_down))
+    };
+    let worker = match worker {
+        Ok(worker) => worker,
+        Err(error) => {
+            eprintln!("pi-hooks: cannot start the serve worker thread: {error}");
+            return 1;
+        }
+    };
+    crate::services::runtime::handle().block_on(framing::read_lines(InlineStdin(std::io::stdin()), |line| {
+        match line {
+            framing::Line::Text(text) => take_line(text, &out, &link, &jobs),
+            framing::Line::TooLong(bytes) => error_line(
+                &out,
+                &Value::Null,
+                &format!(
+                    "line of {bytes} bytes is longer than pi-hooks' limit of {} bytes per line; send less text per line",
+                    framing::MAX_LINE_BYTES
+                ),
+            ),
+        }
+    }));
+    // Stdin closed: plugins waiting on the client get errors, the worker ends its queue.
+    link.close();
+    drop(jobs);
+    if worker.join().is_err() {
+        eprintln!("pi-hooks: the serve worker thread panicked");
+    }
+    if !shut_down.load(Ordering::Relaxed) {
+        runner.emit(json!({"type": "session_shutdown", "reason": "quit"}));
+    }
+    crate::services::event_bus::drain(crate::services::event_bus::SHUTDOWN_DRAIN);
+    // What the plugins started (timers, child processes) stops with their instances.
+    for plugin in runner.plugins() {
+        plugin.retire();
+    }
+    0
+}
+
+/// One input line: a `response` is handed to its waiting plugin call at once; requests go
+/// to the worker; anything else is answered with an error line.
+fn take_line(text: &str, out: &LineWriter, link: &ClientLink, jobs: &std::sync::mpsc::Sender<Job>) {
+    let line: Value = match serde_json::from_str(text) {
+        Ok(line) => line,
+        Err(error) => {
+            let message = framing::parse_error_message(text, &error);
+            error_line(
+                out,
+                &Value::Null,
+                &format!("malformed JSON line: {message}"),
+            );
+            return;
+        }
+    };
+    let id = line.get("id").cloned().unwrap_or(Value::Null);
+    let Some(kind) = line.get("type").and_then(Value::as_str) else {
+        error_line(
+            out,
+            &id,
+            "a line needs a string \"type\" (event, command, tool, reload, render, completions, flags or response)",
+        );
+        return;
+    };
+    match kind {
+        "response" => {
+            if let Err(error) = link.resolve(&line) {
+                error_line(out, &id, &error);
+            }
+        }
+        "event" | "command" | "tool" | "reload" | "render" | "completions" | "flags" => {
+            if id.is_null() {
+                error_line(
+                    out,
+                    &id,
+                    &format!("this {kind} request needs an \"id\" its result can name"),
+                );
+                return;
+            }
+            let _ = jobs.send(Job {
+                id,
+                kind: kind.to_owned(),
+                line,
+            });
+        }
+        other => error_line(
+            out,
+            &id,
+            &format!(
+                "unknown type {:?}: expected event, command, tool, reload, render, completions, flags or response",
+                escape(other)
+            ),
+        ),
+    }
+}
+
+/// Applies a request's `context` (`sessionFile`, `hasUI`) to what plugins see from now on.
+fn apply_context(runner: &Runner, context: Option<&Value>) -> Result<(), String> {
+    let Some(context) = context.filter(|c| !c.is_null()) else {
+        return Ok(());
+    };
+    if !context.is_object() {
+        return Err(format!("context must be an object, got {context}"));
+    }
+    if let Some(file) = context.get("sessionFile") {
+        let file = match file {
+            Value::Null => None,
+            Value::String(file) => Some(file.clone()),
+            other => {
+                return Err(format!(
+                    "context.sessionFile must be a string or null, got {other}"
+                ));
+            }
+        };
+        if runner.session_file() != file {
+            runner.set_session_file(file);
+        }
+    }
+    match context.get("hasUI") {
+        None | Some(Value::Null) => {}
+        Some(Value::Bool(has_ui)) => {
+            runner.set_mode(if *has_ui { PI_MODE_RPC } else { PI_MODE_PRINT })
+        }
+        Some(other) => return Err(format!("context.hasUI must be a boolean, got {other}")),
+    }
+    Ok(())
+}
+
+/// The worker: runs the client's requests in order and writes their answers.
+fn work(
+    runner: &Arc<Runner>,
+    out: &LineWriter,
+    discovery: &DiscoveryOptions,
+    queue: Receiver<Job>,
+    shut_down: &AtomicBool,
+) {
+    for Job { id, kind, line } in queue {
+        if let Err(error) = apply_context(runner, line.get("context")) {
+            error_line(out, &id, &error);
+            continue;
+        }
+        let answer = match kind.as_str() {
+            "event" => match line.get("name").and_then(Value::as_str) {
+                Some(name) => {
+                    // The client's own session_shutdown stands for the one stdin's end
+                    // would send (a plugin gets one per session).
+                    match name {
+                        "session_shutdown" => shut_down.store(true, Ordering::Relaxed),
+                        "session_start" => shut_down.store(false, Ordering::Relaxed),
+                        _ => {}
+                    }
+                    protocol::event(runner, name, line.get("payload").unwrap_or(&Value::Null))
+                }
+                None => Err("an event request needs the event's \"name\" (a string)".into()),
+            },
+            "flags" => actions::flags(&line),
+            "command" => actions::command(runner, &line),
+            "tool" => {
+                let updates = out.clone();
+                let update_id = id.clone();
+                let on_update = move |partial: Value| {
+                    updates
+                        .line(&json!({"type": "tool_update", "id": update_id, "partial": partial}));
+                };
+                actions::tool(runner, &line, &on_update)
+            }
+            "reload" => actions::reload(runner, discovery, &line),
+            "render" => protocol::render(runner, &line),
+            _ => protocol::completions(runner, &line),
+        };
+        match answer {
+            Ok(result) => out.line(&json!({"type": "result", "id": id, "result": result})),
+            Err(error) => error_line(out, &id, &error),
+        }
+    }
+}
+
+/// Stdin read in place by the thread that polls it. `tokio::io::stdin` hands every read to a
+/// blocking-pool thread that then wakes the reader: one thread wake-up more per request line,
+/// a measurable share of a serve round trip. Here the read blocks the polling thread itself,
+/// which is right because the read loop runs alone under `block_on` on serve's main thread
+/// (nothing else is polled there; the runtime's own threads keep running timers and `exec`).
+struct InlineStdin(std::io::Stdin);
+
+impl tokio::io::AsyncRead for InlineStdin {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        use std::io::Read;
+        let read = self.get_mut().0.lock().read(buf.initialize_unfilled());
+        std::task::Poll::Ready(read.map(|n| buf.advance(n)))
+    }
+}

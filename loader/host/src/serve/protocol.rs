@@ -1,0 +1,245 @@
+//! The serve protocol's messages: the `hello` line and the answers to the client's `event`,
+//! `render` and `completions` requests, each with exactly the runner's semantics (see
+//! `docs/serve-protocol.md`).
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use crate::lifecycle::load::LoadReport;
+use crate::plugin::LoadedPlugin;
+use crate::runner::Runner;
+use crate::runner::events::{InputOutcome, ToolCallOutcome};
+
+/// The protocol version `hello` states.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The `hello` line: the protocol version, the host, every loaded plugin's subscriptions,
+/// commands, tools, flags and renderers, the load errors, and `load_lines` (every load
+/// problem, warning and untrusted project plugin as the other modes print them).
+pub fn hello(report: &LoadReport, load_lines: &[String]) -> Value {
+    let plugins: Vec<Value> = report.plugins.iter().map(describe).collect();
+    let errors: Vec<Value> = report
+        .errors
+        .iter()
+        .map(|e| json!({"path": e.path, "error": e.error}))
+        .collect();
+    json!({
+        "type": "hello",
+        "protocol": PROTOCOL_VERSION,
+        "pluginsHost": format!("pi-hooks {}", env!("CARGO_PKG_VERSION")),
+        "plugins": plugins,
+        "errors": errors,
+        "loadMessages": load_lines,
+    })
+}
+
+/// One plugin as `hello` (and `reload`) describe it: name, version, path, subscriptions,
+/// commands, tools, flags and renderers.
+pub fn describe(plugin: &LoadedPlugin) -> Value {
+    let registrations = plugin.registrations();
+    json!({
+        "name": plugin.name(),
+        "version": plugin.version(),
+        "path": plugin.path,
+        "events": registrations.event_names(),
+        "commands": registrations.commands.iter().map(|c| json!({
+            "name": c.name,
+            "description": c.description,
+            "completions": c.complete.is_some(),
+        })).collect::<Vec<_>>(),
+        "tools": registrations.tools.iter().map(|t| json!({
+            "name": t.name,
+            "label": t.label,
+            "description": t.description,
+            "parameters": t.parameters,
+        })).collect::<Vec<_>>(),
+        "flags": registrations.flags.iter().map(|f| json!({
+            "name": f.name,
+            "type": f.kind,
+            "description": f.description,
+            "default": f.default,
+        })).collect::<Vec<_>>(),
+        "renderers": registrations.renderers.iter()
+            .map(|r| r.custom_type.clone()).collect::<Vec<_>>(),
+    })
+}
+
+/// A required string field of `payload`, or an error naming it.
+fn text<'a>(payload: &'a Value, event: &str, field: &str) -> Result<&'a str, String> {
+    payload.get(field).and_then(Value::as_str).ok_or_else(|| {
+        format!(
+            "event {event}: payload.{field} must be a string, got {}",
+            payload.get(field).unwrap_or(&Value::Null)
+        )
+    })
+}
+
+/// An optional field of `payload` (`None` when missing or null).
+fn optional(payload: &Value, field: &str) -> Option<Value> {
+    payload.get(field).filter(|v| !v.is_null()).cloned()
+}
+
+/// Dispatches the event `name` with `payload` (its fields, without `type`) and gives the
+/// combined result; `Err` names what is wrong with the request.
+pub fn event(runner: &Runner, name: &str, payload: &Value) -> Result<Value, String> {
+    if !payload.is_object() && !payload.is_null() {
+        return Err(format!(
+            "event {name}: payload must be an object, got {payload}"
+        ));
+    }
+    let empty = json!({});
+    let payload = if payload.is_null() { &empty } else { payload };
+    Ok(match name {
+        "tool_call" => {
+            let id = text(payload, name, "toolCallId")?;
+            let tool = text(payload, name, "toolName")?;
+            let input = payload.get("input").cloned().unwrap_or_else(|| json!({}));
+            match runner.emit_tool_call(Runner::tool_call_payload(id, tool, &input)) {
+                ToolCallOutcome::Block { reason } => json!({"block": true, "reason": reason}),
+                ToolCallOutcome::Allow { .. } => json!({"block": false}),
+            }
+        }
+        "tool_result" => {
+            let id = text(payload, name, "toolCallId")?;
+            let tool = text(payload, name, "toolName")?;
+            let input = payload.get("input").cloned().unwrap_or_else(|| json!({}));
+            let content = payload.get("content").cloned().unwrap_or_else(|| json!([]));
+            let details = payload.get("details").cloned().unwrap_or(Value::Null);
+            let is_error = payload
+                .get("isError")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            match runner.emit_tool_result(id, tool, &input, content, details, is_error) {
+                Some(patch) => json!({
+                    "content": patch.content,
+                    "details": patch.details,
+                    "isError": patch.is_error,
+                }),
+                None => Value::Null,
+            }
+        }
+        "input" => {
+            let input_text = text(payload, name, "text")?;
+            let source = payload
+                .get("source")
+                .and_then(Value::as_str)
+                .unwrap_or("extension");
+            match runner.emit_input(input_text, optional(payload, "images"), source) {
+                InputOutcome::Continue => json!({"action": "continue"}),
+                InputOutcome::Transform { text, images } => {
+                    json!({"action": "transform", "text": text, "images": images})
+                }
+                InputOutcome::Handled(result) => {
+                    let mut answer = match result {
+                        Value::Object(map) => map,
+                        _ => Map::new(),
+                    };
+                    answer.insert("action".into(), "handled".into());
+                    Value::Object(answer)
+                }
+            }
+        }
+        "context" => {
+            let messages = match payload.get("messages") {
+                Some(Value::Array(messages)) => messages.clone(),
+                other => {
+                    return Err(format!(
+                        "event context: payload.messages must be an array, got {}",
+                        other.unwrap_or(&Value::Null)
+                    ));
+                }
+            };
+            json!({"messages": runner.emit_context(messages)})
+        }
+        "before_agent_start" => {
+            let prompt = text(payload, name, "prompt")?;
+            let system = payload
+                .get("systemPrompt")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            match runner.emit_before_agent_start(prompt, optional(payload, "images"), system) {
+                Some(outcome) => json!({
+                    "messages": outcome.messages,
+                    "systemPrompt": outcome.system_prompt,
+                }),
+                None => Value::Null,
+            }
+        }
+        "before_provider_request" => {
+            let body = payload.get("payload").cloned().unwrap_or(Value::Null);
+            json!({"payload": runner.emit_before_provider_request(body)})
+        }
+        "resources_discover" => {
+            let cwd = runner.config().cwd;
+            let cwd = payload.get("cwd").and_then(Value::as_str).unwrap_or(&cwd);
+            let reason = payload
+                .get("reason")
+                .and_then(Value::as_str)
+                .unwrap_or("startup");
+            let found = runner.emit_resources_discover(cwd, reason);
+            let list = |paths: &[(String, String)]| {
+                paths
+                    .iter()
+                    .map(|(path, plugin)| json!({"path": path, "extensionPath": plugin}))
+                    .collect::<Vec<_>>()
+            };
+            json!({
+                "skillPaths": list(&found.skill_paths),
+                "promptPaths": list(&found.prompt_paths),
+                "themePaths": list(&found.theme_paths),
+            })
+        }
+        "user_bash" => {
+            let command = text(payload, name, "command")?;
+            let exclude = payload
+                .get("excludeFromContext")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            let cwd = runner.config().cwd;
+            let cwd = payload.get("cwd").and_then(Value::as_str).unwrap_or(&cwd);
+            runner
+                .emit_user_bash(command, exclude, cwd)
+                .unwrap_or(Value::Null)
+        }
+        _ => {
+            let mut event = payload.as_object().cloned().unwrap_or_default();
+            event.insert("type".into(), name.into());
+            let event = Value::Object(event);
+            if name.starts_with("session_before_") {
+                runner.emit_session_before(event).unwrap_or(Value::Null)
+            } else {
+                runner.emit(event);
+                Value::Null
+            }
+        }
+    })
+}
+
+/// `render`: `{message, expanded?}` → `{lines}` (`null`: the default rendering applies).
+pub fn render(runner: &Runner, params: &Value) -> Result<Value, String> {
+    let message = params
+        .get("message")
+        .ok_or("render needs a \"message\" object (with its customType)")?;
+    let expanded = params
+        .get("expanded")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    match runner.render_message(message, expanded) {
+        Ok(lines) => Ok(json!({"lines": lines})),
+        Err(error) => Err(error.error),
+    }
+}
+
+/// `completions`: `{name, prefix}` → `{items}` (`null`: no completions for that command).
+pub fn completions(runner: &Arc<Runner>, params: &Value) -> Result<Value, String> {
+    let name = params
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or("completions needs the command's \"name\" (a string)")?;
+    let prefix = params.get("prefix").and_then(Value::as_str).unwrap_or("");
+    match runner.command_completions(name, prefix) {
+        Ok(items) => Ok(json!({"items": items})),
+        Err(error) => Err(error.error),
+    }
+}

@@ -1,0 +1,278 @@
+//! The plugin-to-plugin event bus: `events_emit` / `events_on` of `PiActionsApi`, the native
+//! form of pi's `pi.events`. One bus per host process, shared by every loaded plugin.
+//!
+//! What pi does, and what the host keeps of it:
+//!
+//! - A channel is any string; the data is any JSON value (here: JSON text, copied into a
+//!   host value when emitted; empty text is `null`).
+//! - Every handler subscribed to the channel gets the emission, in subscription order across
+//!   all plugins, the emitting plugin's own handlers included (pi's bus is a Node
+//!   `EventEmitter`). The subscribers are those of the moment of the emit.
+//! - A handler's error is caught and reported; the other handlers still run. pi writes
+//!   `Event handler error (<channel>): <error>` with `console.error`; the host reports
+//!   `Event handler error (<channel>): <message>` for event `bus` through the mode's error
+//!   listeners (`HostServices::report_error`: `Extension error (<path>): ...` on stderr, and an
+//!   `extension_error` line in JSON mode), or on stderr when no mode is bound.
+//!
+//! What differs, because a host service never calls back into a plugin synchronously:
+//! pi's `emit` calls the handlers before it returns; here `events_emit`
+//! queues the emission and returns. One delivery task on the host's runtime
+//! (`crate::services::runtime`) takes emissions first in, first out and calls their subscribers one at
+//! a time through [`crate::plugin::call::call_bus_handler`], so deliveries keep emission order, an
+//! emit from inside a bus handler is delivered after that handler returns, and no plugin is
+//! re-entered. At most [`MAX_PENDING`] emissions wait; past that `events_emit` answers `PI_ERR`
+//! (and the host logs it once per burst). A subscriber whose plugin is not active when its
+//! emission is delivered (still in its init, or retired) is skipped. Subscriptions end when
+//! their plugin is retired (a reload, the end of the run). Bus handlers are not timed.
+//!
+//! At the end of a print or JSON run the host waits up to [`SHUTDOWN_DRAIN`] for pending
+//! deliveries (after `session_shutdown`, before the plugins are retired), so an emission made
+//! during the run reaches its subscribers.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use pi_hooks_abi::ffi::*;
+use rustc_hash::FxHashMap;
+
+use crate::guards::display::escape;
+use crate::host_api::value::{CText, HostValue};
+use crate::plugin::registrations::UserData;
+use crate::plugin::state::{Phase, PluginState};
+
+/// The most emissions waiting for delivery; `events_emit` answers `PI_ERR` past it, so a
+/// plugin emitting in a loop cannot make the host's memory grow without bound.
+pub const MAX_PENDING: usize = 10_000;
+
+/// The most subscriptions one plugin instance may hold (as for registrations,
+/// [`crate::plugin::registrations::MAX_REGISTRATIONS`]); `events_on` answers `PI_ERR` past it.
+pub const MAX_SUBSCRIPTIONS: usize = crate::plugin::registrations::MAX_REGISTRATIONS;
+
+/// How long the end of a run waits for pending deliveries.
+pub const SHUTDOWN_DRAIN: Duration = Duration::from_secs(5);
+
+/// One handler subscribed to a channel.
+#[derive(Clone)]
+struct Subscriber {
+    plugin: &'static PluginState,
+    handler: PiBusHandler,
+    user_data: UserData,
+}
+
+/// One emission waiting for delivery, with the subscribers of the moment it was made.
+struct Emission {
+    channel: CText,
+    data: HostValue,
+    subscribers: Arc<Vec<Subscriber>>,
+}
+
+#[derive(Default)]
+struct Subscriptions {
+    /// Per channel, in subscription order. `Arc` so an emission takes a snapshot for the cost
+    /// of a reference count; a subscription clones the list only while a snapshot is queued.
+    channels: FxHashMap<Box<str>, Arc<Vec<Subscriber>>>,
+    /// Subscriptions per plugin slot; an entry means its retirement hook is registered.
+    per_plugin: FxHashMap<u32, usize>,
+}
+
+#[derive(Default)]
+struct Queue {
+    pending: VecDeque<Emission>,
+    /// Whether the delivery task is running.
+    delivering: bool,
+    /// Whether the cap was hit and logged; cleared when an emission is accepted again.
+    refusing: bool,
+}
+
+/// The bus: subscriptions and the delivery queue.
+#[derive(Default)]
+struct Bus {
+    subscriptions: Mutex<Subscriptions>,
+    queue: Mutex<Queue>,
+    /// Signalled when the queue is empty and the delivery task has stopped.
+    idle: Condvar,
+}
+
+fn bus() -> &'static Bus {
+    static BUS: OnceLock<Bus> = OnceLock::new();
+    BUS.get_or_init(Bus::default)
+}
+
+/// Locks `mutex`; a panic elsewhere while it was held does not poison the bus.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Subscribes `handler` (with `user_data`) of `plugin` to `channel`. The subscription ends
+/// when the plugin is retired. `Err(PI_ERR)` past [`MAX_SUBSCRIPTIONS`] for the plugin.
+pub fn subscribe(
+    plugin: &'static PluginState,
+    channel: &str,
+    handler: PiBusHandler,
+    user_data: UserData,
+) -> Result<(), PiStatus> {
+    let slot = plugin.slot();
+    let first = {
+        let mut subs = lock(&bus().subscriptions);
+        let count = subs.per_plugin.get(&slot).copied();
+        if count.unwrap_or(0) >= MAX_SUBSCRIPTIONS {
+            return Err(PI_ERR);
+        }
+        subs.per_plugin.insert(slot, count.unwrap_or(0) + 1);
+        let list = subs.channels.entry(channel.into()).or_default();
+        Arc::make_mut(list).push(Subscriber {
+            plugin,
+            handler,
+            user_data,
+        });
+        count.is_none()
+    };
+    // Outside the lock: a plugin retired meanwhile runs the hook at once, which locks again.
+    if first {
+        plugin.on_retire(Box::new(move || unsubscribe_all(slot)));
+    }
+    Ok(())
+}
+
+/// Drops every subscription of the plugin in `slot` (at its retirement).
+fn unsubscribe_all(slot: u32) {
+    let mut subs = lock(&bus().subscriptions);
+    if subs.per_plugin.remove(&slot).is_none() {
+        return;
+    }
+    subs.channels.retain(|_, list| {
+        if list.iter().any(|s| s.plugin.slot() == slot) {
+            Arc::make_mut(list).retain(|s| s.plugin.slot() != slot);
+        }
+        !list.is_empty()
+    });
+}
+
+/// How many subscriptions `channel` has now (for tests and diagnostics).
+pub fn subscriber_count(channel: &str) -> usize {
+    lock(&bus().subscriptions)
+        .channels
+        .get(channel)
+        .map_or(0, |list| list.len())
+}
+
+/// Queues `data` for the subscribers `channel` has now; nothing to do (and `Ok`) when it has
+/// none. `Err(PI_ERR)` when [`MAX_PENDING`] emissions already wait.
+pub fn emit(emitter: &PluginState, channel: &str, data: serde_json::Value) -> Result<(), PiStatus> {
+    let Some(subscribers) = lock(&bus().subscriptions).channels.get(channel).cloned() else {
+        return Ok(());
+    };
+    let emission = Emission {
+        channel: CText::new(channel),
+        data: HostValue::from_json(data),
+        subscribers,
+    };
+    let start_task = {
+        let mut queue = lock(&bus().queue);
+        if queue.pending.len() >= MAX_PENDING {
+            if !queue.refusing {
+                queue.refusing = true;
+                eprintln!(
+                    "pi-hooks: plugin {} ({}): {MAX_PENDING} event bus emissions are waiting for delivery; events_emit answers PI_ERR until they are delivered",
+                    escape(&emitter.name),
+                    escape(&emitter.path)
+                );
+            }
+            return Err(PI_ERR);
+        }
+        queue.refusing = false;
+        queue.pending.push_back(emission);
+        !std::mem::replace(&mut queue.delivering, true)
+    };
+    if start_task {
+        crate::services::runtime::handle().spawn_blocking(deliver_pending);
+    }
+    Ok(())
+}
+
+/// Waits until every queued emission is delivered, at most `limit`; whether the queue is
+/// empty. Not to be called from a bus handler (its own delivery would never finish).
+pub fn drain(limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    let mut queue = lock(&bus().queue);
+    while queue.delivering || !queue.pending.is_empty() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        queue = bus()
+            .idle
+            .wait_timeout(queue, left)
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    }
+    true
+}
+
+/// The delivery task: emissions first in, first out, until the queue is empty.
+fn deliver_pending() {
+    loop {
+        let next = {
+            let mut queue = lock(&bus().queue);
+            match queue.pending.pop_front() {
+                Some(emission) => emission,
+                None => {
+                    queue.delivering = false;
+                    bus().idle.notify_all();
+                    return;
+                }
+            }
+        };
+        // A panic here would leave `delivering` set and stop the bus for good.
+        let delivered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| deliver(&next)));
+        if delivered.is_err() {
+            eprintln!(
+                "pi-hooks: delivering an event bus emission on {} failed inside the host; the next ones are still delivered",
+                escape(next.channel.as_str())
+            );
+        }
+    }
+}
+
+/// Calls each subscriber of one emission, in subscription order; reports the errors.
+fn deliver(emission: &Emission) {
+    for subscriber in emission.subscribers.iter() {
+        let plugin = subscriber.plugin;
+        if plugin.phase() != Phase::Active {
+            continue;
+        }
+        let outcome = crate::plugin::call::call_bus_handler(
+            plugin,
+            subscriber.handler,
+            subscriber.user_data,
+            &emission.channel,
+            &emission.data,
+        );
+        if outcome.status == PI_OK
+            || (outcome.status == PI_ERR_CANCELLED && plugin.phase() == Phase::Retired)
+        {
+            continue;
+        }
+        let message = format!(
+            "Event handler error ({}): {}",
+            emission.channel.as_str(),
+            outcome.error_text()
+        );
+        match plugin.services() {
+            // A mode is running: its error listeners report it (stderr, and an
+            // `extension_error` line in JSON mode).
+            Some(services) => services.report_error(&crate::plugin::call::ExtensionError {
+                extension_path: plugin.path.clone(),
+                event: "bus".to_owned(),
+                error: message,
+            }),
+            // Escaped: the path, the channel and the message are the plugin's.
+            None => eprintln!(
+                "Extension error ({}): {}",
+                escape(&plugin.path),
+                escape(&message)
+            ),
+        }
+    }
+}
