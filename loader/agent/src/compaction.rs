@@ -277,11 +277,19 @@ impl Agent {
             }
         }
         if self.compact_then(None, "overflow", true).is_ok() {
+            // pi retries from a 100 ms timer. The pause also keeps the retry's answer out of
+            // the millisecond of the compaction entry: an answer stamped no later than the
+            // latest compaction counts as from before it, and a second overflow would then
+            // go unseen.
+            std::thread::sleep(OVERFLOW_RETRY_DELAY);
             let system_prompt = self.core.config.system_prompt.clone();
             self.run(Vec::new(), system_prompt, "");
         }
     }
 }
+
+/// How long after an overflow compaction the run is retried (pi's `setTimeout(..., 100)`).
+const OVERFLOW_RETRY_DELAY: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// pi's `compaction_end` error after a second overflow in one prompt.
 const OVERFLOW_RECOVERY_FAILED: &str = "Context overflow recovery failed after one compact-and-retry attempt. Try reducing context or switching to a larger-context model.";
