@@ -1,5 +1,5 @@
-//! Calls into plugin code through the C++ exception barrier (`loader/cxx/exception_barrier.cpp`,
-//! built by `loader/build.rs`). An exception a C++ plugin lets escape is caught at the
+//! Calls into plugin code through the C++ exception barrier (`loader/host/cxx/exception_barrier.cpp`,
+//! built by `loader/host/build.rs`). An exception a C++ plugin lets escape is caught at the
 //! boundary and comes back as `Err(description)`, which the caller reports as that call's
 //! error with the plugin's name; without the barrier it would unwind into the host, which
 //! cannot unwind through C frames, and the process would abort. A call that returns normally

@@ -8,7 +8,7 @@ use pi_hooks_abi::ffi::*;
 
 use serde_json::{Value, json};
 
-use super::context::give;
+use super::context::write_owned_value;
 use super::value::HostValue;
 use super::{barrier, read_opt_str, read_str, read_str_array};
 use crate::plugin::registrations::UserData;
@@ -53,7 +53,7 @@ fn with_services(
 }
 
 /// `PI_OK`, or `PI_ERR` for a refused service call (a warning says why).
-fn done(result: Result<(), String>) -> PiStatus {
+fn service_status(result: Result<(), String>) -> PiStatus {
     match result {
         Ok(()) => PI_OK,
         Err(message) => {
@@ -128,7 +128,7 @@ unsafe extern "C" fn send_message(
         };
         let args = trace_args(|| json!({"message": message, "options": options}));
         let result = services.send_message(&state.path, message, options);
-        done(traced(state, "sendMessage", args, result))
+        service_status(traced(state, "sendMessage", args, result))
     })
 }
 
@@ -148,7 +148,7 @@ unsafe extern "C" fn send_user_message(
                     || json!({"text": text, "deliverAs": crate::services::deliver_as_name(deliver_as)}),
                 );
                 let result = services.send_user_message(&state.path, text.to_owned(), deliver_as);
-                done(traced(state, "sendUserMessage", args, result))
+                service_status(traced(state, "sendUserMessage", args, result))
             }
             Err(status) => status,
         }
@@ -166,7 +166,7 @@ unsafe extern "C" fn append_entry(
             (Ok(kind), Ok(data)) if !kind.is_empty() => {
                 let args = trace_args(|| json!({"customType": kind, "data": data}));
                 let result = services.append_entry(kind, data);
-                done(traced(state, "appendEntry", args, result))
+                service_status(traced(state, "appendEntry", args, result))
             }
             (Err(status), _) | (_, Err(status)) => status,
             _ => PI_ERR_INVALID_ARG,
@@ -280,7 +280,7 @@ unsafe extern "C" fn exec(
         if let (Some(services), Some(seen)) = (services, seen) {
             services.observe_exec(&seen, &output);
         }
-        give(out, Some(output))
+        write_owned_value(out, Some(output))
     })
 }
 
@@ -331,7 +331,7 @@ unsafe extern "C" fn timer_start(
                 PI_OK
             }
             Err(crate::services::timers::StartError::Retired) => PI_ERR_CANCELLED,
-            Err(crate::services::timers::StartError::TooMany(message)) => done(Err(message)),
+            Err(crate::services::timers::StartError::TooMany(message)) => service_status(Err(message)),
         }
     })
 }
@@ -359,13 +359,13 @@ unsafe extern "C" fn timer_cancel(plugin: *mut PiPlugin, timer_id: u64) -> PiSta
 
 unsafe extern "C" fn get_active_tools(plugin: *mut PiPlugin, out: *mut *mut PiValue) -> PiStatus {
     with_services(plugin, "getActiveTools", |_, services| {
-        give(out, Some(services.active_tools().into()))
+        write_owned_value(out, Some(services.active_tools().into()))
     })
 }
 
 unsafe extern "C" fn get_all_tools(plugin: *mut PiPlugin, out: *mut *mut PiValue) -> PiStatus {
     with_services(plugin, "getAllTools", |_, services| {
-        give(out, Some(services.all_tools()))
+        write_owned_value(out, Some(services.all_tools()))
     })
 }
 
@@ -423,7 +423,7 @@ unsafe extern "C" fn set_session_name(plugin: *mut PiPlugin, name: PiStr) -> PiS
             Ok(name) => {
                 let args = trace_args(|| json!({"name": name}));
                 let result = services.set_session_name(name);
-                done(traced(state, "setSessionName", args, result))
+                service_status(traced(state, "setSessionName", args, result))
             }
             Err(status) => status,
         }
@@ -432,7 +432,7 @@ unsafe extern "C" fn set_session_name(plugin: *mut PiPlugin, name: PiStr) -> PiS
 
 unsafe extern "C" fn get_session_name(plugin: *mut PiPlugin, out: *mut *mut PiValue) -> PiStatus {
     with_services(plugin, "getSessionName", |_, services| {
-        give(out, services.session_name().map(Value::String))
+        write_owned_value(out, services.session_name().map(Value::String))
     })
 }
 
@@ -443,7 +443,7 @@ unsafe extern "C" fn set_label(plugin: *mut PiPlugin, entry_id: PiStr, label: Pi
             (Ok(id), Ok(label)) => {
                 let args = trace_args(|| json!({"entryId": id, "label": label}));
                 let result = services.set_label(id, label);
-                done(traced(state, "setLabel", args, result))
+                service_status(traced(state, "setLabel", args, result))
             }
             (Err(status), _) | (_, Err(status)) => status,
         }

@@ -249,8 +249,8 @@ pub(crate) fn with_ctx<T: Copy>(
     })
 }
 
-/// Hands an owned value to the plugin through `out`.
-pub(crate) fn give(out: *mut *mut PiValue, value: Option<serde_json::Value>) -> PiStatus {
+/// Hands an owned value to the plugin through the out-pointer `out` (NULL for `None`).
+pub(crate) fn write_owned_value(out: *mut *mut PiValue, value: Option<serde_json::Value>) -> PiStatus {
     if out.is_null() {
         return PI_ERR_INVALID_ARG;
     }
@@ -377,28 +377,28 @@ unsafe extern "C" fn abort(ctx: *mut PiContext) -> PiStatus {
 }
 
 unsafe extern "C" fn session_entries(ctx: *mut PiContext, out: *mut *mut PiValue) -> PiStatus {
-    with_services(ctx, |s| give(out, Some(s.session_entries())))
+    with_services(ctx, |s| write_owned_value(out, Some(s.session_entries())))
 }
 
 unsafe extern "C" fn session_branch(ctx: *mut PiContext, out: *mut *mut PiValue) -> PiStatus {
-    with_services(ctx, |s| give(out, Some(s.session_branch())))
+    with_services(ctx, |s| write_owned_value(out, Some(s.session_branch())))
 }
 
 unsafe extern "C" fn session_leaf_id(ctx: *mut PiContext, out: *mut *mut PiValue) -> PiStatus {
     with_services(ctx, |s| {
-        give(out, s.session_leaf_id().map(serde_json::Value::String))
+        write_owned_value(out, s.session_leaf_id().map(serde_json::Value::String))
     })
 }
 
 unsafe extern "C" fn model(ctx: *mut PiContext, out: *mut *mut PiValue) -> PiStatus {
     with_ctx(ctx, PI_ERR_INVALID_ARG, |c| {
-        give(out, c.plugin.services().and_then(|s| s.model()))
+        write_owned_value(out, c.plugin.services().and_then(|s| s.model()))
     })
 }
 
 unsafe extern "C" fn context_usage(ctx: *mut PiContext, out: *mut *mut PiValue) -> PiStatus {
     with_ctx(ctx, PI_ERR_INVALID_ARG, |c| {
-        give(out, c.plugin.services().and_then(|s| s.context_usage()))
+        write_owned_value(out, c.plugin.services().and_then(|s| s.context_usage()))
     })
 }
 

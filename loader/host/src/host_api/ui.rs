@@ -11,11 +11,11 @@ use std::time::Duration;
 use pi_hooks_abi::ffi::*;
 use serde_json::{Value, json};
 
-use super::context::{CallContext, give, with_ctx};
+use super::context::{CallContext, write_owned_value, with_ctx};
 use super::{read_name, read_opt_str, read_sized, read_str, read_str_array};
 use crate::services::UiService;
 /// Writes `value` to a plugin out-pointer.
-fn answer<T>(out: *mut T, value: T) -> PiStatus {
+fn write_out_param<T>(out: *mut T, value: T) -> PiStatus {
     if out.is_null() {
         return PI_ERR_INVALID_ARG;
     }
@@ -168,7 +168,7 @@ unsafe extern "C" fn select(
                         .map_or(Value::Null, |o| Value::String((*o).to_owned()))
                 },
             );
-            answer(index, chosen)
+            write_out_param(index, chosen)
         },
     )
 }
@@ -197,7 +197,7 @@ unsafe extern "C" fn confirm(
                 },
                 |&confirmed| Value::Bool(confirmed),
             );
-            answer(out, confirmed)
+            write_out_param(out, confirmed)
         },
     )
 }
@@ -224,7 +224,7 @@ unsafe extern "C" fn input(
             let text = self::dialog(c, request, timeout_of(dialog), answer_text, |text| {
                 text.clone().unwrap_or(Value::Null)
             });
-            give(out, text)
+            write_owned_value(out, text)
         },
     )
 }
@@ -245,7 +245,7 @@ unsafe extern "C" fn editor(
             let text = self::dialog(c, request, 0, answer_text, |text| {
                 text.clone().unwrap_or(Value::Null)
             });
-            give(out, text)
+            write_owned_value(out, text)
         },
     )
 }
@@ -345,13 +345,13 @@ unsafe extern "C" fn set_editor_text(ctx: *mut PiContext, text: PiStr) -> PiStat
 unsafe extern "C" fn get_editor_text(ctx: *mut PiContext, out: *mut *mut PiValue) -> PiStatus {
     with_ctx(ctx, PI_ERR_INVALID_ARG, |c| {
         let text = ui_of(c).and_then(|ui| ui.editor_text()).unwrap_or_default();
-        give(out, Some(serde_json::Value::String(text)))
+        write_owned_value(out, Some(serde_json::Value::String(text)))
     })
 }
 
 unsafe extern "C" fn theme(ctx: *mut PiContext, out: *mut *mut PiValue) -> PiStatus {
     with_ctx(ctx, PI_ERR_INVALID_ARG, |_| {
-        give(
+        write_owned_value(
             out,
             Some(serde_json::json!({"name": "plain", "colors": {}})),
         )

@@ -52,10 +52,10 @@ impl Answerer<'_> {
         match line {
             Incoming::Request { method, params } => {
                 if !crate::observe::trace::on() {
-                    return Some(self.answer(method, params));
+                    return Some(self.perform_request(method, params));
                 }
                 let started = std::time::Instant::now();
-                let answer = self.answer(method, params);
+                let answer = self.perform_request(method, params);
                 self.trace_request(method, params, &answer, started.elapsed());
                 Some(answer)
             }
@@ -93,7 +93,9 @@ impl Answerer<'_> {
         with_call(self.ctx?, |c| c.kind())
     }
 
-    fn answer(&self, method: &str, params: &Value) -> Result<Value, String> {
+    /// Performs the child's request `method` through the host's services and gives the value
+    /// that goes back to the child.
+    fn perform_request(&self, method: &str, params: &Value) -> Result<Value, String> {
         let services = self.services()?;
         let s = services.as_ref();
         let text = |field: &str| {
@@ -104,10 +106,10 @@ impl Answerer<'_> {
                 .ok_or_else(|| format!("{method} needs a string {field:?}"))
         };
         let path = self.state.path.as_str();
-        let done = |result: Result<(), String>| result.map(|()| Value::Null);
+        let no_value = |result: Result<(), String>| result.map(|()| Value::Null);
         match method {
             "ui" => Ok(self.dialog(s, params)),
-            "send_message" => done(s.send_message(
+            "send_message" => no_value(s.send_message(
                 path,
                 params.get("message").cloned().unwrap_or(Value::Null),
                 params.get("options").cloned().unwrap_or(Value::Null),
@@ -116,9 +118,9 @@ impl Answerer<'_> {
                 let deliver_as = crate::services::deliver_as_code(
                     params.get("deliverAs").and_then(Value::as_str),
                 );
-                done(s.send_user_message(path, text("text")?, deliver_as))
+                no_value(s.send_user_message(path, text("text")?, deliver_as))
             }
-            "append_entry" => done(s.append_entry(
+            "append_entry" => no_value(s.append_entry(
                 &text("customType")?,
                 params.get("data").filter(|d| !d.is_null()).cloned(),
             )),
@@ -126,8 +128,8 @@ impl Answerer<'_> {
             "session_branch" => Ok(s.session_branch()),
             "session_leaf_id" => Ok(s.session_leaf_id().map_or(Value::Null, Value::String)),
             "session_name" => Ok(s.session_name().map_or(Value::Null, Value::String)),
-            "set_session_name" => done(s.set_session_name(&text("name")?)),
-            "set_label" => done(s.set_label(
+            "set_session_name" => no_value(s.set_session_name(&text("name")?)),
+            "set_label" => no_value(s.set_label(
                 &text("entryId")?,
                 params.get("label").and_then(Value::as_str),
             )),
@@ -160,7 +162,7 @@ impl Answerer<'_> {
                         "this session operation is only available in a command handler".into(),
                     );
                 }
-                done(s.request_session_op(path, op))
+                no_value(s.request_session_op(path, op))
             }
             "set_model" => s
                 .request_model(&text("provider")?, &text("id")?)

@@ -133,7 +133,8 @@ impl ClientServices {
         self.ask(method, json!({})).unwrap_or(default)
     }
 
-    fn done(&self, method: &str, params: Value) -> Result<(), String> {
+    /// Asks for `method` and keeps only whether it succeeded (the answer carries no value).
+    fn ask_for_ack(&self, method: &str, params: Value) -> Result<(), String> {
         self.ask(method, params).map(|_| ())
     }
 }
@@ -181,15 +182,15 @@ impl HostServices for ClientServices {
     }
 
     fn set_session_name(&self, name: &str) -> Result<(), String> {
-        self.done("set_session_name", json!({"name": name}))
+        self.ask_for_ack("set_session_name", json!({"name": name}))
     }
 
     fn set_label(&self, entry_id: &str, label: Option<&str>) -> Result<(), String> {
-        self.done("set_label", json!({"entryId": entry_id, "label": label}))
+        self.ask_for_ack("set_label", json!({"entryId": entry_id, "label": label}))
     }
 
     fn append_entry(&self, custom_type: &str, data: Option<Value>) -> Result<(), String> {
-        self.done(
+        self.ask_for_ack(
             "append_entry",
             json!({"customType": custom_type, "data": data}),
         )
@@ -201,7 +202,7 @@ impl HostServices for ClientServices {
         message: Value,
         options: Value,
     ) -> Result<(), String> {
-        self.done(
+        self.ask_for_ack(
             "send_message",
             json!({"extensionPath": plugin_path, "message": message, "options": options}),
         )
@@ -214,7 +215,7 @@ impl HostServices for ClientServices {
         deliver_as: u32,
     ) -> Result<(), String> {
         let deliver_as = crate::services::deliver_as_name(deliver_as);
-        self.done(
+        self.ask_for_ack(
             "send_user_message",
             json!({"extensionPath": plugin_path, "text": text, "deliverAs": deliver_as}),
         )
@@ -229,7 +230,7 @@ impl HostServices for ClientServices {
     }
 
     fn set_active_tools(&self, names: Vec<String>) {
-        let _ = self.done("set_active_tools", json!({"names": names}));
+        let _ = self.ask_for_ack("set_active_tools", json!({"names": names}));
     }
 
     fn is_idle(&self) -> bool {
@@ -275,7 +276,7 @@ impl HostServices for ClientServices {
     fn request_session_op(&self, plugin_path: &str, op: SessionOp) -> Result<(), String> {
         let mut params = session_op_params(op);
         params["extensionPath"] = plugin_path.into();
-        self.done("session_op", params)
+        self.ask_for_ack("session_op", params)
     }
 
     fn request_model(&self, provider: &str, id: &str) -> Result<bool, String> {
