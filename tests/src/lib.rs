@@ -401,7 +401,8 @@ pub fn load_behave(
             std::env::set_var(&var, config.to_string());
             std::env::set_var("BEHAVE_LOG", log);
         }
-        let plugin = pi_hooks_host::lifecycle::load::load_file(library, &sandbox.root().join("cache"));
+        let plugin =
+            pi_hooks_host::lifecycle::load::load_file(library, &sandbox.root().join("cache"));
         // SAFETY: as above.
         unsafe {
             std::env::remove_var(&var);

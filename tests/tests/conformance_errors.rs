@@ -276,7 +276,8 @@ fn a_tool_call_panic_or_failure_in_a_rust_plugin_blocks() {
     let log = sandbox.root().join("behave.log");
     let rust = rust_plugin("fixture-rust-init");
     let mut plugins = vec![Arc::new(
-        pi_hooks_host::lifecycle::load::load_file(&rust, &sandbox.root().join("cache")).expect("load fixture"),
+        pi_hooks_host::lifecycle::load::load_file(&rust, &sandbox.root().join("cache"))
+            .expect("load fixture"),
     )];
     plugins.extend(load_behave(
         &sandbox,

@@ -2,12 +2,12 @@
 //! read through the value accessors, results come back through the result setters, and the
 //! SDK's panic barrier turns a panic into an error status with a message.
 
+use pi_hooks_abi::ffi::{PI_ERR, PI_ERR_PANIC, PI_MODE_PRINT, PI_OK};
 use pi_hooks_host::host_api::context::{CallKind, CallScope};
 use pi_hooks_host::host_api::value::HostValue;
 use pi_hooks_host::lifecycle::load::load_file;
 use pi_hooks_host::plugin::LoadedPlugin;
 use pi_hooks_host::plugin::call::HandlerOutcome;
-use pi_hooks_abi::ffi::{PI_ERR, PI_ERR_PANIC, PI_MODE_PRINT, PI_OK};
 use pi_hooks_tests::{Sandbox, protected_paths_plugin, rust_plugin};
 use serde_json::json;
 

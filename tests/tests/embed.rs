@@ -14,7 +14,14 @@ fn the_embed_example_runs_what_the_plugin_allows_and_blocks_what_it_refuses() {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
         .current_dir(workspace_root())
-        .args(["build", "--quiet", "-p", "pi-hooks-host", "--example", "embed"])
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "pi-hooks-host",
+            "--example",
+            "embed",
+        ])
         .status()
         .unwrap();
     assert!(status.success());

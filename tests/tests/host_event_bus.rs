@@ -425,14 +425,19 @@ fn a_retired_plugins_subscriptions_are_gone() {
     let cache = s.root().join("cache");
     let b = pi_hooks_host::lifecycle::load::load_file(&b, &cache).expect("load b");
     let a = pi_hooks_host::lifecycle::load::load_file(&a, &cache).expect("load a");
-    assert_eq!(pi_hooks_host::services::event_bus::subscriber_count("chan"), 1);
+    assert_eq!(
+        pi_hooks_host::services::event_bus::subscriber_count("chan"),
+        1
+    );
 
     let scope = CallScope::new(CallKind::Event, &s.project().display().to_string(), 1);
     let payload = HostValue::from_json(json!({"type": "tool_call", "toolName": "bash"}));
     let emit = || {
         let outcomes = a.call_event("tool_call", &payload, &scope);
         assert!(outcomes.iter().all(|o| o.status == 0), "{outcomes:?}");
-        assert!(pi_hooks_host::services::event_bus::drain(Duration::from_secs(10)));
+        assert!(pi_hooks_host::services::event_bus::drain(
+            Duration::from_secs(10)
+        ));
     };
     emit();
     let got =

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use pi_hooks_host::plugin_files::discover::DiscoveryOptions;
 use pi_hooks_host::lifecycle::reload::ReloadKind;
+use pi_hooks_host::plugin_files::discover::DiscoveryOptions;
 use pi_hooks_tests::reload::*;
 use pi_hooks_tests::{Sandbox, c_fixture, compile_c_text};
 

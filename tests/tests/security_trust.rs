@@ -567,8 +567,8 @@ PI_HOOKS_PLUGIN("{name}", "1.0.0", "one build", init, NULL);
     let mut kept = Vec::new();
     for (i, (name, event, bytes)) in builds.iter().enumerate() {
         std::fs::write(&path, bytes).unwrap();
-        let plugin =
-            pi_hooks_host::lifecycle::load::load_file(&path, &cache).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let plugin = pi_hooks_host::lifecycle::load::load_file(&path, &cache)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(plugin.name(), *name);
         assert_eq!(plugin.registrations().event_names(), [*event]);
         // Keep the first, retire the second before the third loads: neither may hand its

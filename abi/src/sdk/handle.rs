@@ -137,7 +137,7 @@ impl PluginHandle {
         self.exec_with_flags(program, args, cwd, timeout_ms, 0)
     }
 
-    /// As [`Handle::exec`], and the program is also stopped (`killed: true`) when the agent's
+    /// As [`PluginHandle::exec`], and the program is also stopped (`killed: true`) when the agent's
     /// current run is aborted, as pi's `exec` with `signal: ctx.signal`
     /// (`PI_EXEC_CANCEL_ON_ABORT`).
     pub fn exec_cancel_on_abort(

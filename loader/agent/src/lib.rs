@@ -31,13 +31,13 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
 
+use crate::tools::{CancelToken, Tool};
+pub use handle::AgentHandle;
+use model::{Model, ModelRequest};
 use pi_hooks_host::runner::Runner;
 use pi_hooks_host::runner::events::InputOutcome;
 pub use pi_hooks_host::services::{SessionOp, TreeOptions};
 use pi_hooks_session::SessionStore;
-use crate::tools::{CancelToken, Tool};
-pub use handle::AgentHandle;
-use model::{Model, ModelRequest};
 use session_ops::apply_model_request;
 pub use session_ops::{ForkOutcome, ForkPosition};
 pub use tree::TreeOutcome;
@@ -353,11 +353,13 @@ impl Agent {
         // `/reload` is the host's own command in every mode (pi has it in its terminal UI).
         if source != "extension" && text.trim() == "/reload" {
             if let Err(error) = self.reload_now() {
-                self.core.runner.emit_error(&pi_hooks_host::runner::ExtensionError {
-                    extension_path: "<runtime>".into(),
-                    event: "reload".into(),
-                    error,
-                });
+                self.core
+                    .runner
+                    .emit_error(&pi_hooks_host::runner::ExtensionError {
+                        extension_path: "<runtime>".into(),
+                        event: "reload".into(),
+                        error,
+                    });
             }
             return;
         }

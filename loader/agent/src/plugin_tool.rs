@@ -6,13 +6,13 @@ use std::sync::Arc;
 use pi_hooks_abi::ffi::PI_OK;
 use serde_json::Value;
 
+use crate::tools::{Tool, ToolInvocation, ToolOutput};
 use pi_hooks_host::host_api::context::{CallKind, CallScope};
 use pi_hooks_host::host_api::value::HostValue;
 use pi_hooks_host::plugin::call::{call_command, call_tool};
 use pi_hooks_host::plugin::registrations;
 use pi_hooks_host::plugin::state::PluginState;
 use pi_hooks_host::runner::{ExtensionError, Runner};
-use crate::tools::{Tool, ToolInvocation, ToolOutput};
 
 /// A tool a plugin registered; its execute runs inside the plugin.
 struct PluginTool {
@@ -130,7 +130,8 @@ pub(super) fn is_command(runner: &Runner, text: &str) -> bool {
         return false;
     };
     let name = rest.split(char::is_whitespace).next().unwrap_or(rest);
-    !pi_hooks_host::plugin::registrations::is_builtin_command(name) && runner.find_command(name).is_some()
+    !pi_hooks_host::plugin::registrations::is_builtin_command(name)
+        && runner.find_command(name).is_some()
 }
 
 /// Runs `/name args` when a plugin registered the command `name` (first registration wins;

@@ -80,7 +80,8 @@ impl Agent {
         let report = self.core.runner.reload_all(&options);
         // Settings are read again, as pi does on reload: the compaction settings and the
         // hook timeouts.
-        self.core.config.compaction = pi_hooks_host::plugin_files::settings::compaction(&report.settings);
+        self.core.config.compaction =
+            pi_hooks_host::plugin_files::settings::compaction(&report.settings);
         let (hook, tool_call) = pi_hooks_host::plugin_files::settings::timeouts(&report.settings);
         self.core.runner.set_timeouts(hook, tool_call);
         self.core.tools();

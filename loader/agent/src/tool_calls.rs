@@ -9,9 +9,9 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{Core, Shared, now_ms};
+use crate::tools::{Tool, ToolInvocation, ToolOutput};
 use pi_hooks_host::runner::Runner;
 use pi_hooks_host::runner::events::ToolCallOutcome;
-use crate::tools::{Tool, ToolInvocation, ToolOutput};
 
 impl Core {
     pub(super) fn active_tool_specs(&self) -> Vec<Value> {

@@ -19,10 +19,10 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Instant;
 
+use pi_hooks_abi::ffi::PI_MODE_PRINT;
 use pi_hooks_host::lifecycle::load::load_file;
 use pi_hooks_host::runner::events::ToolCallOutcome;
 use pi_hooks_host::runner::{DEFAULT_HOOK_TIMEOUT, Runner, RunnerConfig};
-use pi_hooks_abi::ffi::PI_MODE_PRINT;
 use serde_json::json;
 
 const BIN: &str = env!("CARGO_BIN_EXE_pi-hooks");

@@ -23,10 +23,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion};
+use pi_hooks_abi::ffi::PI_MODE_PRINT;
 use pi_hooks_host::lifecycle::load::load_file;
 use pi_hooks_host::plugin::LoadedPlugin;
 use pi_hooks_host::runner::{DEFAULT_HOOK_TIMEOUT, Runner, RunnerConfig};
-use pi_hooks_abi::ffi::PI_MODE_PRINT;
 use serde_json::json;
 
 fn config(cwd: &str, tool_call_timeout: Option<Duration>) -> RunnerConfig {

@@ -25,10 +25,10 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, SamplingMode};
-use pi_hooks_host::plugin_files::discover::{DiscoveryOptions, Origin};
 use pi_hooks_host::library::{PluginFile, cache_dir, check_object_header, open};
 use pi_hooks_host::lifecycle::load::load_all;
 use pi_hooks_host::plugin::LoadedPlugin;
+use pi_hooks_host::plugin_files::discover::{DiscoveryOptions, Origin};
 use pi_hooks_host::plugin_files::trust::{TrustState, sha256_hex};
 
 const CHILD: &str = "PI_HOOKS_BENCH_CHILD";

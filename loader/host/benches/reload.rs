@@ -18,10 +18,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use pi_hooks_abi::ffi::PI_MODE_PRINT;
 use pi_hooks_host::plugin_files::discover::DiscoveryOptions;
 use pi_hooks_host::runner::events::ToolCallOutcome;
 use pi_hooks_host::runner::{DEFAULT_HOOK_TIMEOUT, Runner, RunnerConfig};
-use pi_hooks_abi::ffi::PI_MODE_PRINT;
 use serde_json::json;
 
 fn runner(options: &DiscoveryOptions) -> Runner {

@@ -47,6 +47,8 @@
 //! - [`guards`] (checked handles, the exception barrier, crash reports, escaping) and
 //!   [`observe`] (the hook trace, diagnostics) serve every stage.
 
+#![warn(missing_docs)]
+
 pub use lifecycle::load::{LoadReport, default_options, load_all};
 pub use pi_hooks_abi::ffi::{PI_MODE_INTERACTIVE, PI_MODE_JSON, PI_MODE_PRINT, PI_MODE_RPC};
 pub use plugin::LoadedPlugin;

@@ -229,10 +229,8 @@ impl PluginTest {
 
     /// Runs the plugin's command `name` with `args`; the decision is `{}` when it returned.
     pub fn command(&self, name: &str, args: &str) -> Result<Emitted, String> {
-        let decision = crate::serve::actions::command(
-            &self.runner,
-            &json!({"name": name, "args": args}),
-        )?;
+        let decision =
+            crate::serve::actions::command(&self.runner, &json!({"name": name, "args": args}))?;
         Ok(self.finish(decision))
     }
 

@@ -11,10 +11,12 @@ use std::process::ExitCode;
 
 use super::render::{error_and_warning_lines, inspect_text, report_json};
 use super::{CommandError, current_dir, write_stderr, write_stdout};
-use pi_hooks_host::plugin_files::discover::{DiscoveryOptions, Origin, discover};
 use pi_hooks_host::guards::display::escape;
 use pi_hooks_host::library::cache_dir;
-use pi_hooks_host::lifecycle::load::{LoadError, LoadReport, Loaded, Untrusted, load_one, shell_quote};
+use pi_hooks_host::lifecycle::load::{
+    LoadError, LoadReport, Loaded, Untrusted, load_one, shell_quote,
+};
+use pi_hooks_host::plugin_files::discover::{DiscoveryOptions, Origin, discover};
 use pi_hooks_host::plugin_files::paths::{agent_dir, resolve};
 use pi_hooks_host::plugin_files::trust::{TrustState, TrustStore};
 

@@ -171,9 +171,15 @@ impl Sources {
     }
 
     /// The discovery options of these sources in this process.
-    fn options(&self) -> Result<pi_hooks_host::plugin_files::discover::DiscoveryOptions, CommandError> {
-        pi_hooks_host::lifecycle::load::default_options(self.cwd(), self.hooks.clone(), self.no_hooks)
-            .map_err(CommandError::setup)
+    fn options(
+        &self,
+    ) -> Result<pi_hooks_host::plugin_files::discover::DiscoveryOptions, CommandError> {
+        pi_hooks_host::lifecycle::load::default_options(
+            self.cwd(),
+            self.hooks.clone(),
+            self.no_hooks,
+        )
+        .map_err(CommandError::setup)
     }
 }
 

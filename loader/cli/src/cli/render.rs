@@ -264,7 +264,10 @@ mod tests {
                 source: Origin::Project,
                 sha256: "00".repeat(32),
                 trust: TrustState::New,
-                trust_command: format!("pi-hooks trust {}", pi_hooks_host::lifecycle::load::shell_quote(&path)),
+                trust_command: format!(
+                    "pi-hooks trust {}",
+                    pi_hooks_host::lifecycle::load::shell_quote(&path)
+                ),
             }],
             warnings: vec![LoadWarning {
                 path,

@@ -11,12 +11,12 @@ use pi_hooks_abi::ffi::{PI_MODE_INTERACTIVE, PI_MODE_JSON, PI_MODE_PRINT, PI_MOD
 use super::plugin_flags::PluginFlags;
 use super::render::run_load_lines;
 use super::{Cli, Command, CommandError, Sources, write_stderr};
+use crate::modes::core::CoreSetup;
+use crate::modes::print::{self, Output};
 use pi_hooks_agent::model::openai::models_json::{self, ModelsJson, ProviderModel};
 use pi_hooks_agent::model::{Model, ModelCatalog, OpenAiModel, ScriptedModel};
 use pi_hooks_host::guards::display::escape;
 use pi_hooks_host::lifecycle::load::load_all;
-use crate::modes::core::CoreSetup;
-use crate::modes::print::{self, Output};
 use pi_hooks_host::plugin_files::paths::{agent_dir, resolve};
 use pi_hooks_session::{SessionStore, most_recent, new_session_path, session_dir};
 
@@ -528,7 +528,10 @@ pub(super) fn serve(sources: &Sources, pin: Option<&str>) -> Result<ExitCode, Co
     let options = sources.options()?;
     if let Some(pin) = pin {
         for hook in &options.explicit {
-            pi_hooks_host::lifecycle::load::pin_sha256(&pi_hooks_host::plugin_files::paths::resolve(hook, &options.cwd), pin);
+            pi_hooks_host::lifecycle::load::pin_sha256(
+                &pi_hooks_host::plugin_files::paths::resolve(hook, &options.cwd),
+                pin,
+            );
         }
     }
     let report = load_all(&options);

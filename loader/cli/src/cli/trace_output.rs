@@ -79,7 +79,9 @@ pub(super) fn install(flag: Option<TraceFormat>) {
             format,
             out: Mutex::new(out),
         }
-        .with_filter(Targets::new().with_target(pi_hooks_host::observe::trace::TARGET, LevelFilter::TRACE))
+        .with_filter(
+            Targets::new().with_target(pi_hooks_host::observe::trace::TARGET, LevelFilter::TRACE),
+        )
     });
     let subscriber = tracing_subscriber::registry().with(diagnostics).with(trace);
     if tracing::subscriber::set_global_default(subscriber).is_ok() && format.is_some() {
@@ -225,7 +227,9 @@ fn json_line(fields: Fields) -> String {
     record.insert("time".to_owned(), jiff::Timestamp::now().to_string().into());
     for (name, value) in fields {
         let value = match value {
-            Value::String(text) if pi_hooks_host::observe::trace::JSON_FIELDS.contains(&name.as_str()) => {
+            Value::String(text)
+                if pi_hooks_host::observe::trace::JSON_FIELDS.contains(&name.as_str()) =>
+            {
                 serde_json::from_str(&text).unwrap_or(Value::String(text))
             }
             other => other,

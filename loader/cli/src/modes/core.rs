@@ -9,13 +9,13 @@ use std::sync::Arc;
 use serde_json::json;
 
 use pi_hooks_agent::model::Model;
+use pi_hooks_agent::tools::builtin::builtin_tools;
 use pi_hooks_agent::{Agent, AgentConfig, DEFAULT_SYSTEM_PROMPT, EventSink};
 use pi_hooks_host::guards::display::escape;
 use pi_hooks_host::lifecycle::load::LoadReport;
 use pi_hooks_host::runner::{Runner, RunnerConfig};
 pub use pi_hooks_host::serve::LineWriter;
 use pi_hooks_session::SessionStore;
-use pi_hooks_agent::tools::builtin::builtin_tools;
 
 /// What a mode starts a session from.
 pub struct CoreSetup {

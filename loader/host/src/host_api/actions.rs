@@ -264,7 +264,8 @@ unsafe extern "C" fn exec(
             Err(status) => return status,
         };
         let services = state.services();
-        let traced = crate::observe::trace::on().then(|| (request.to_json(), std::time::Instant::now()));
+        let traced =
+            crate::observe::trace::on().then(|| (request.to_json(), std::time::Instant::now()));
         let seen = services.as_ref().map(|_| request.to_json());
         let output = crate::services::exec::run(state, request).to_json();
         if let Some((args, started)) = traced {
@@ -311,7 +312,8 @@ unsafe extern "C" fn timer_start(
             return PI_ERR_INVALID_ARG;
         };
         let user_data = crate::plugin::registrations::UserData(user_data);
-        let started = crate::services::timers::start(state, delay_ms, interval_ms, callback, user_data);
+        let started =
+            crate::services::timers::start(state, delay_ms, interval_ms, callback, user_data);
         if crate::observe::trace::on() {
             let args = json!({"delayMs": delay_ms, "intervalMs": interval_ms});
             let result = started.as_ref().ok().map(|id| json!({"id": id}));
@@ -331,7 +333,9 @@ unsafe extern "C" fn timer_start(
                 PI_OK
             }
             Err(crate::services::timers::StartError::Retired) => PI_ERR_CANCELLED,
-            Err(crate::services::timers::StartError::TooMany(message)) => service_status(Err(message)),
+            Err(crate::services::timers::StartError::TooMany(message)) => {
+                service_status(Err(message))
+            }
         }
     })
 }

@@ -250,7 +250,10 @@ pub(crate) fn with_ctx<T: Copy>(
 }
 
 /// Hands an owned value to the plugin through the out-pointer `out` (NULL for `None`).
-pub(crate) fn write_owned_value(out: *mut *mut PiValue, value: Option<serde_json::Value>) -> PiStatus {
+pub(crate) fn write_owned_value(
+    out: *mut *mut PiValue,
+    value: Option<serde_json::Value>,
+) -> PiStatus {
     if out.is_null() {
         return PI_ERR_INVALID_ARG;
     }
@@ -422,7 +425,13 @@ unsafe extern "C" fn tool_update(ctx: *mut PiContext, partial: PiStr) -> PiStatu
 unsafe extern "C" fn shutdown(ctx: *mut PiContext) -> PiStatus {
     with_ctx(ctx, PI_ERR_INVALID_ARG, |c| match c.plugin.services() {
         Some(services) if crate::observe::trace::on() => {
-            crate::observe::trace::action(c.plugin, "shutdown", &serde_json::json!({}), Ok(None), None);
+            crate::observe::trace::action(
+                c.plugin,
+                "shutdown",
+                &serde_json::json!({}),
+                Ok(None),
+                None,
+            );
             services.request_shutdown();
             PI_OK
         }

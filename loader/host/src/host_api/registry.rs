@@ -5,7 +5,9 @@ use std::os::raw::c_void;
 use pi_hooks_abi::ffi::*;
 
 use super::{barrier, read_name, read_sized, read_str};
-use crate::plugin::registrations::{Command, EventHandler, Flag, RegistrationKind, Renderer, Shortcut, Tool, UserData};
+use crate::plugin::registrations::{
+    Command, EventHandler, Flag, RegistrationKind, Renderer, Shortcut, Tool, UserData,
+};
 use crate::plugin::state::{Phase, PluginState};
 
 /// Runs `f` for a plugin that is still in its init; other phases get `PI_ERR_UNAVAILABLE`.

@@ -11,7 +11,7 @@ use std::time::Duration;
 use pi_hooks_abi::ffi::*;
 use serde_json::{Value, json};
 
-use super::context::{CallContext, write_owned_value, with_ctx};
+use super::context::{CallContext, with_ctx, write_owned_value};
 use super::{read_name, read_opt_str, read_sized, read_str, read_str_array};
 use crate::services::UiService;
 /// Writes `value` to a plugin out-pointer.
@@ -368,7 +368,14 @@ unsafe extern "C" fn set_working_message(ctx: *mut PiContext, message: PiStr) ->
             if crate::observe::trace::on() {
                 let args = json!({"message": message});
                 let shown = ui.is_some();
-                crate::observe::trace::ui(c.plugin(), "setWorkingMessage", &args, shown, None, None);
+                crate::observe::trace::ui(
+                    c.plugin(),
+                    "setWorkingMessage",
+                    &args,
+                    shown,
+                    None,
+                    None,
+                );
             }
             if let Some(ui) = ui {
                 ui.set_working_message(message);

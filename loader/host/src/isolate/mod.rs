@@ -27,9 +27,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::plugin_files::discover::Origin;
 use crate::library::{PluginFile, check_object_header};
 use crate::plugin::LoadedPlugin;
+use crate::plugin_files::discover::Origin;
 use crate::plugin_files::settings::Settings;
 use crate::plugin_files::trust::TrustState;
 

@@ -37,14 +37,14 @@ use serde_json::{Value, json};
 
 use super::child::{CallError, Launch, ServeChild};
 use super::child_requests::{Answerer, context_field};
-use crate::plugin_files::discover::Origin;
 use crate::guards::display::escape;
 use crate::library::OpenedLibrary;
 use crate::plugin::LoadedPlugin;
 use crate::plugin::registrations::UserData;
 use crate::plugin::state::PluginState;
-use crate::runner::ExtensionError;
+use crate::plugin_files::discover::Origin;
 use crate::plugin_files::trust::TrustState;
+use crate::runner::ExtensionError;
 
 /// The first wait before a crashed child is restarted.
 pub const FIRST_BACKOFF: Duration = Duration::from_millis(100);
@@ -354,9 +354,10 @@ fn hang_limit(state: Option<&PluginState>, event: &str) -> Duration {
     let config = state
         .and_then(PluginState::services)
         .and_then(|s| s.runner_config());
-    let (hook, tool_call) = config.map_or((crate::plugin_files::settings::DEFAULT_HOOK_TIMEOUT, None), |c| {
-        (c.hook_timeout, c.tool_call_timeout)
-    });
+    let (hook, tool_call) = config.map_or(
+        (crate::plugin_files::settings::DEFAULT_HOOK_TIMEOUT, None),
+        |c| (c.hook_timeout, c.tool_call_timeout),
+    );
     let limit = if event == "tool_call" {
         tool_call.unwrap_or(hook)
     } else {

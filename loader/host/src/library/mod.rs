@@ -17,8 +17,8 @@ use pi_hooks_abi::layout::{AbiSizes, fingerprint_for_minor};
 
 use crate::guards::exception_barrier;
 use crate::plugin_files::files::{MAX_PLUGIN_BYTES, read_regular};
-use shadow::shadow_copy;
 use crate::plugin_files::trust::sha256_hex;
+use shadow::shadow_copy;
 
 /// A plugin file read into memory, with its hash.
 pub struct PluginFile {
@@ -175,8 +175,12 @@ pub fn open(file: &PluginFile, cache: &Path) -> Result<OpenedLibrary, String> {
     let shadow = copy.path.clone();
     // The library's initialisers and its entry function are the plugin's code.
     let shown = file.path.to_string_lossy();
-    let site =
-        crate::guards::crash_guard::CallSite::new("", &shown, crate::guards::crash_guard::Activity::Load, "");
+    let site = crate::guards::crash_guard::CallSite::new(
+        "",
+        &shown,
+        crate::guards::crash_guard::Activity::Load,
+        "",
+    );
     let running = crate::guards::crash_guard::enter(&site);
     *OPENING.lock().unwrap_or_else(|e| e.into_inner()) = Some(file.path.clone());
     // SAFETY: opening a library runs its initialisers; the user chose to load this file (it

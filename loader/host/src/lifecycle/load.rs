@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::plugin_files::discover::{DiscoveryOptions, Origin, SourceError, discover};
 use crate::guards::display::escape;
 use crate::library::{cache_dir, open, read_plugin_file};
 use crate::plugin::LoadedPlugin;
 use crate::plugin::registrations::is_builtin_command;
+use crate::plugin_files::discover::{DiscoveryOptions, Origin, SourceError, discover};
 use crate::plugin_files::settings::Settings;
 use crate::plugin_files::trust::{TrustState, TrustStore};
 
@@ -168,7 +168,11 @@ pub fn load_candidates(options: &DiscoveryOptions) -> (LoadReport, Vec<Candidate
                 let error = overran(limit);
                 if crate::observe::trace::on() {
                     let shown = path.display().to_string();
-                    crate::observe::trace::load(&shown, limit, crate::observe::trace::LoadResult::Failed(&error));
+                    crate::observe::trace::load(
+                        &shown,
+                        limit,
+                        crate::observe::trace::LoadResult::Failed(&error),
+                    );
                 }
                 Err(error)
             }),

@@ -90,24 +90,23 @@
 //! Restart the host to return that memory. (Each load also takes one of the 65536 plugin
 //! handle slots of a process, `crate::guards::handles::MAX_PLUGIN_INSTANCES`.)
 
-
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::plugin_files::discover::{DiscoveryOptions, Origin, discover};
 use crate::library::cache_dir;
 use crate::lifecycle::load::{
     CandidateOutcome, LoadError, LoadWarning, Loaded, Untrusted, load_candidates, load_one,
     untrusted,
 };
 use crate::plugin::LoadedPlugin;
-use crate::runner::Runner;
-use crate::runner::events::DiscoveredResources;
+use crate::plugin_files::discover::{DiscoveryOptions, Origin, discover};
 use crate::plugin_files::settings::Settings;
 use crate::plugin_files::trust::TrustStore;
+use crate::runner::Runner;
+use crate::runner::events::DiscoveredResources;
 
 /// What a single-plugin operation did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -474,9 +473,8 @@ impl Runner {
         options: &DiscoveryOptions,
     ) -> Result<Reloaded, ReloadError> {
         match change {
-            crate::lifecycle::watch::Change::Modified(path) | crate::lifecycle::watch::Change::Added(path) => {
-                self.add_plugin(path, options)
-            }
+            crate::lifecycle::watch::Change::Modified(path)
+            | crate::lifecycle::watch::Change::Added(path) => self.add_plugin(path, options),
             crate::lifecycle::watch::Change::Removed(path) => self.remove_plugin(path),
         }
     }

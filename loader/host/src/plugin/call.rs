@@ -1,4 +1,4 @@
-//! Calling into a plugin: the one primitive every call goes through ([`invoke`]: the call
+//! Calling into a plugin: the one primitive every call goes through (`invoke`: the call
 //! lock, the crash guard's label, the C++ exception barrier, the context the plugin gets),
 //! the entry points for each kind of call (event handlers, commands, shortcuts, completions,
 //! renderers, tools, event-bus deliveries, timer callbacks), what a call produced
@@ -66,7 +66,8 @@ impl RunnerConfig {
     /// With the `hookTimeout` and `toolCallTimeout` of the settings files that were read
     /// (the user's, which a project's may only raise).
     pub fn with_settings(mut self, settings: &[crate::plugin_files::settings::Settings]) -> Self {
-        (self.hook_timeout, self.tool_call_timeout) = crate::plugin_files::settings::timeouts(settings);
+        (self.hook_timeout, self.tool_call_timeout) =
+            crate::plugin_files::settings::timeouts(settings);
         self
     }
 }
@@ -167,8 +168,7 @@ impl HandlerOutcome {
     }
 }
 
-
-/// Calls `handler` of the plugin behind `state` (see [`LoadedPlugin::call_handler`]).
+/// Calls `handler` of the plugin behind `state` (see [`crate::plugin::LoadedPlugin::call_handler`]).
 ///
 /// `on_start` runs once the plugin is free and the call begins (the timed runner starts the
 /// handler's clock there).
@@ -542,4 +542,3 @@ fn not_called_busy(state: &PluginState) -> CallOutcome {
 fn not_called_retired() -> CallOutcome {
     CallOutcome::refused(PI_ERR_CANCELLED, "not called: the plugin was retired")
 }
-

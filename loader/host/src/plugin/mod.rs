@@ -12,7 +12,6 @@ use std::sync::{Arc, OnceLock};
 use pi_hooks_abi::ffi::*;
 
 use crate::guards::crash_guard::{self, Activity, CallSite};
-use crate::plugin_files::discover::Origin;
 use crate::guards::display::escape;
 use crate::guards::exception_barrier;
 use crate::host_api;
@@ -22,6 +21,7 @@ use crate::library::OpenedLibrary;
 use crate::plugin::call::{HandlerOutcome, call_handler};
 use crate::plugin::registrations::{EventHandler, Registrations};
 use crate::plugin::state::{Phase, PluginState};
+use crate::plugin_files::discover::Origin;
 use crate::plugin_files::trust::TrustState;
 
 /// A plugin whose init succeeded. Dropping it retires it: no more calls, shutdown, cleanups,

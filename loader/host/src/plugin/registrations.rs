@@ -7,7 +7,6 @@ use std::os::raw::c_void;
 use pi_hooks_abi::ffi::*;
 use serde::Serialize;
 
-
 /// A plugin's `user_data` pointer, kept as it was given and handed back on every call.
 #[derive(Debug, Clone, Copy)]
 pub struct UserData(pub *mut c_void);

@@ -382,8 +382,8 @@ fn watch<C: Chain>(dispatch: &Dispatch<C>, limit: Duration) -> Watched {
         let chain = chain
             .as_mut()
             .expect("the chain is present while dispatching");
-        let traced =
-            crate::observe::trace::on().then(|| crate::observe::trace::Decision::timeout(&message, &dispatch.event));
+        let traced = crate::observe::trace::on()
+            .then(|| crate::observe::trace::Decision::timeout(&message, &dispatch.event));
         if chain.fail(slot, message, errors, &dispatch.event, scope) == Flow::Stop {
             s.finished = true;
         }
@@ -431,7 +431,10 @@ fn run_job<C: Chain>(dispatch: &Dispatch<C>, generation: u64, start: usize) {
         });
         let traced = traced.then(|| {
             let elapsed = began.map_or(Duration::ZERO, |began| began.elapsed());
-            (elapsed, crate::observe::trace::Decision::of(event, &outcome))
+            (
+                elapsed,
+                crate::observe::trace::Decision::of(event, &outcome),
+            )
         });
         let mut s = lock(shared);
         if s.generation != generation {
@@ -439,7 +442,12 @@ fn run_job<C: Chain>(dispatch: &Dispatch<C>, generation: u64, start: usize) {
             // "stuck" mark when it returned).
             drop(s);
             if let Some((elapsed, _)) = traced {
-                crate::observe::trace::handler(event, &slot.state, elapsed, &crate::observe::trace::Decision::late());
+                crate::observe::trace::handler(
+                    event,
+                    &slot.state,
+                    elapsed,
+                    &crate::observe::trace::Decision::late(),
+                );
             }
             return;
         }

@@ -5,10 +5,10 @@
 use pi_hooks_abi::ffi::PI_OK;
 use serde_json::{Value, json};
 
-use crate::plugin_files::discover::DiscoveryOptions;
 use crate::host_api::context::{CallKind, CallScope};
 use crate::host_api::value::HostValue;
 use crate::plugin::call::{call_command, call_tool};
+use crate::plugin_files::discover::DiscoveryOptions;
 use crate::runner::Runner;
 
 use super::protocol::describe;
@@ -146,6 +146,8 @@ pub fn flags(params: &Value) -> Result<Value, String> {
             ));
         }
     }
-    crate::plugin::state::set_flag_values(values.iter().map(|(k, v)| (k.clone(), v.clone())).collect());
+    crate::plugin::state::set_flag_values(
+        values.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+    );
     Ok(json!({}))
 }

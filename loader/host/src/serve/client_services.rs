@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::serve::LineWriter;
 use crate::runner::{ExtensionError, RunnerConfig};
+use crate::serve::LineWriter;
 use crate::services::{HostServices, SessionOp, UiService};
 
 /// The requests waiting for the client's responses.

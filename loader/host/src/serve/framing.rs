@@ -144,7 +144,8 @@ mod tests {
     fn splits_on_lf_only() {
         let input: &[u8] = b"{\"a\":\"x\xe2\x80\xa8y\"}\r\n\n  \n{\"b\":1}";
         let mut lines = Vec::new();
-        crate::services::runtime::handle().block_on(read_lines(input, |l| lines.push(format!("{l:?}"))));
+        crate::services::runtime::handle()
+            .block_on(read_lines(input, |l| lines.push(format!("{l:?}"))));
         assert_eq!(
             lines,
             [r#"Text("{\"a\":\"x\u{2028}y\"}")"#, r#"Text("{\"b\":1}")"#]

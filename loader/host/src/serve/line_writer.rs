@@ -33,4 +33,3 @@ impl LineWriter {
         let _ = out.flush();
     }
 }
-

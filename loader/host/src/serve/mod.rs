@@ -30,9 +30,9 @@ use pi_hooks_abi::ffi::{PI_MODE_PRINT, PI_MODE_RPC};
 
 use serde_json::{Value, json};
 
-use crate::plugin_files::discover::DiscoveryOptions;
 use crate::guards::display::escape;
 use crate::lifecycle::load::LoadReport;
+use crate::plugin_files::discover::DiscoveryOptions;
 use crate::runner::{Runner, RunnerConfig};
 use client_services::{ClientLink, ClientServices};
 

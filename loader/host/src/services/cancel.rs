@@ -25,4 +25,3 @@ impl CancelToken {
         self.0.load(Ordering::Acquire)
     }
 }
-

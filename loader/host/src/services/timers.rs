@@ -35,9 +35,9 @@ use tokio::time::Instant;
 
 use crate::guards::display::escape;
 use crate::host_api::context::{CallKind, CallScope};
+use crate::plugin::call::ExtensionError;
 use crate::plugin::registrations::UserData;
 use crate::plugin::state::{Phase, PluginState};
-use crate::plugin::call::ExtensionError;
 
 /// The most timers one plugin may have running at once. A plugin needs a few; the cap keeps a
 /// runaway loop from filling the host's memory with tasks.
@@ -234,7 +234,9 @@ impl Timer {
             let (scope, started) = (scope.clone(), started.clone());
             let (callback, user_data, id) = (self.callback, self.user_data, self.id);
             tokio::task::spawn_blocking(move || {
-                crate::plugin::call::call_timer(state, callback, user_data, id, &scope, || started.mark())
+                crate::plugin::call::call_timer(state, callback, user_data, id, &scope, || {
+                    started.mark()
+                })
             })
         };
         let limit = config.hook_timeout;

@@ -27,10 +27,10 @@ use serde_json::{Value, json};
 
 use super::run::{load_script, scripted_model};
 use super::{CommandError, current_dir, write_stderr, write_stdout};
+use completions::{DemoEndpoint, Reply, error_body};
 use pi_hooks_agent::model::Model;
 use pi_hooks_host::guards::display::escape;
 use pi_hooks_host::plugin_files::paths::agent_dir;
-use completions::{DemoEndpoint, Reply, error_body};
 
 /// The provider name of the models.json entry.
 pub const PROVIDER: &str = "pi-hooks-demo";

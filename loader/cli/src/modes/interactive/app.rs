@@ -17,8 +17,8 @@ use super::chat::{Chat, Follow, Item, Level};
 use super::complete::Completion;
 use super::editor::Editor;
 use super::ui::{Dialog, Kind, TuiUi};
-use pi_hooks_agent::{Agent, AgentHandle};
 use crate::modes::rpc::bash::{BashControl, BashRun, record};
+use pi_hooks_agent::{Agent, AgentHandle};
 
 /// Work for the agent's thread.
 pub type Job = Box<dyn FnOnce(&mut Agent) + Send>;

@@ -28,9 +28,9 @@ use ratatui::backend::CrosstermBackend;
 use serde_json::Value;
 
 use super::core::{self, CoreSetup};
-use pi_hooks_agent::EventSink;
 use app::{App, Ctl, Footer, Job};
 use chat::{Item, Level};
+use pi_hooks_agent::EventSink;
 use terminal::TerminalGuard;
 use ui::{Dialog, TuiUi};
 

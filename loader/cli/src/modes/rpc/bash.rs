@@ -16,9 +16,9 @@ use serde_json::{Map, Value, json};
 use tokio::io::AsyncReadExt;
 use tokio::sync::Notify;
 
-use pi_hooks_agent::{AgentHandle, now_ms};
 use pi_hooks_agent::tools::builtin::bash::shell_program;
 use pi_hooks_agent::tools::builtin::truncate::{TruncationOptions, truncate_tail};
+use pi_hooks_agent::{AgentHandle, now_ms};
 
 /// How long to wait for the output pipes once the shell has exited (background children
 /// that keep them open are not waited for).
@@ -137,7 +137,9 @@ async fn run(
     shell.envs(env.iter().map(|(k, v)| (k, v)));
     shell
         .arg("-c")
-        .arg(pi_hooks_agent::tools::builtin::merged_stderr_script(command))
+        .arg(pi_hooks_agent::tools::builtin::merged_stderr_script(
+            command,
+        ))
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -10,8 +10,8 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::ui::RpcUi;
-use pi_hooks_agent::{Agent, AgentHandle, ForkPosition};
 use crate::modes::core::LineWriter;
+use pi_hooks_agent::{Agent, AgentHandle, ForkPosition};
 
 /// Work for the agent's thread.
 pub type Job = Box<dyn FnOnce(&mut Agent) + Send>;

@@ -18,11 +18,11 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 
 use super::core::{self, CoreSetup, LineWriter};
-use pi_hooks_host::serve::framing;
-use pi_hooks_agent::EventSink;
-use pi_hooks_host::plugin_files::discover::Origin;
-use pi_hooks_host::plugin::LoadedPlugin;
 use commands::{Commands, Job};
+use pi_hooks_agent::EventSink;
+use pi_hooks_host::plugin::LoadedPlugin;
+use pi_hooks_host::plugin_files::discover::Origin;
+use pi_hooks_host::serve::framing;
 use ui::RpcUi;
 
 /// pi 0.73.1's `SourceInfo` of a plugin (`{path, source, scope, origin, baseDir?}`), as pi's
@@ -66,7 +66,8 @@ pub(crate) fn plugin_commands(plugins: &[Arc<LoadedPlugin>]) -> Vec<Value> {
     let mut list = Vec::new();
     for plugin in plugins {
         for command in plugin.registrations().commands {
-            if !pi_hooks_host::plugin::registrations::is_builtin_command(&command.name) && seen.insert(command.name.clone())
+            if !pi_hooks_host::plugin::registrations::is_builtin_command(&command.name)
+                && seen.insert(command.name.clone())
             {
                 list.push(json!({
                     "name": command.name,
