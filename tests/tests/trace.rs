@@ -120,10 +120,22 @@ fn script(sandbox: &Sandbox) -> PathBuf {
 /// "please go" and `/count` (`/ask` first: after its `agent_end` overran, the probe gets no
 /// call until that one returns), plus `extra` arguments, run with `env`.
 fn run(sandbox: &Sandbox, plugins: &[&Path], extra: &[&str], env: &[(&str, &str)]) -> Output {
+    run_with_timeout(sandbox, plugins, extra, env, 300)
+}
+
+/// [`run`] with `hookTimeout` `timeout_ms` (a plugin's load runs under it too: an isolated
+/// plugin's child process needs more than 300 ms on a loaded machine).
+fn run_with_timeout(
+    sandbox: &Sandbox,
+    plugins: &[&Path],
+    extra: &[&str],
+    env: &[(&str, &str)],
+    timeout_ms: u64,
+) -> Output {
     std::fs::create_dir_all(sandbox.agent_dir()).expect("agent dir");
     std::fs::write(
         sandbox.agent_dir().join("settings.json"),
-        r#"{"hookTimeout": 300}"#,
+        format!(r#"{{"hookTimeout": {timeout_ms}}}"#),
     )
     .expect("settings");
     let script = script(sandbox);
@@ -583,11 +595,12 @@ fn in_the_interactive_mode_trace_lines_are_conversation_lines() {
 fn an_isolated_plugins_calls_are_traced_once_by_the_host() {
     let sandbox = Sandbox::new();
     let plugins = Plugins::build(&sandbox);
-    let output = run(
+    let output = run_with_timeout(
         &sandbox,
         &[&plugins.gate, &plugins.counter],
         &["--isolate"],
         &[("PI_HOOKS_TRACE", "json")],
+        10_000,
     );
     let records = records(&output);
     let stderr = String::from_utf8_lossy(&output.stderr);
