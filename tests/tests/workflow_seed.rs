@@ -965,3 +965,129 @@ fn the_commands_answer_with_the_original_wording() {
     client.response("a");
     close_ok(client);
 }
+
+/// `outer`: Phase 1, {subworkflow: sub}, Phase 3; `psl`: Phase 1, {subworkflow: sub} (the
+/// subworkflow is the last phase); `sub` (internal): Sub Phase 1, Sub Phase 2.
+fn install_sub_workflows(s: &Sandbox) {
+    let root = s.project().join(".pi/workflows");
+    let phase = |file: &str, id: &str, name: &str, emoji: &str| {
+        write(
+            &root.join(file),
+            &format!("---\nid: {id}\nname: {name}\nemoji: \"{emoji}\"\n---\nDo {name}.\n"),
+        );
+    };
+    phase("_shared/p1.md", "p1", "Phase 1", "1️⃣");
+    phase("_shared/p3.md", "p3", "Phase 3", "3️⃣");
+    phase("sub/s1.md", "s1", "Sub Phase 1", "🅰️");
+    phase("sub/s2.md", "s2", "Sub Phase 2", "🅱️");
+    write(
+        &root.join("outer/workflow.yaml"),
+        "name: Outer\ncommandName: outer\ninitialMessage: Go\nphases:\n  - ../_shared/p1.md\n  - subworkflow: sub\n  - ../_shared/p3.md\n",
+    );
+    write(
+        &root.join("psl/workflow.yaml"),
+        "name: Parent\ncommandName: psl\ninitialMessage: Go\nphases:\n  - ../_shared/p1.md\n  - subworkflow: sub\n",
+    );
+    write(
+        &root.join("sub/workflow.yaml"),
+        "name: Sub\nshow: workflows\nphases:\n  - s1.md\n  - s2.md\n",
+    );
+}
+
+fn paths(entries: &[Value]) -> Vec<Value> {
+    entries
+        .iter()
+        .map(|e| e["data"]["currentPath"].clone())
+        .collect()
+}
+
+#[test]
+fn leaving_a_last_subworkflow_stores_the_root_index_past_the_end_as_the_original() {
+    let s = Sandbox::new();
+    install_sub_workflows(&s);
+    let session = s.root().join("s.jsonl");
+    let turns = json!([step("next"), step("next"), step("next"), {"text": "Done."}]);
+    let lines = run_json(&s, &session, &turns, &["/workflow psl Ship it"]);
+    let steps = results(&lines, "workflow_step");
+    assert_eq!(steps.len(), 3, "{steps:?}");
+    assert_eq!(
+        steps[2],
+        (
+            "✓ Advanced: Sub Phase 2 → DONE\n\nPrevious: Sub Phase 2 | Current: ✅ Done | Next: DONE\n\n🎉 **All phases complete!**".to_owned(),
+            false
+        )
+    );
+    let entries = states(&session);
+    assert_eq!(
+        paths(&entries),
+        [
+            json!([{"workflowKey": "psl", "phaseIndex": 0}]),
+            json!([{"workflowKey": "psl", "phaseIndex": 1}, {"workflowKey": "sub", "phaseIndex": 0}]),
+            json!([{"workflowKey": "psl", "phaseIndex": 1}, {"workflowKey": "sub", "phaseIndex": 1}]),
+            // The original's breakout moves the parent on past its end: [{psl, 2}].
+            json!([{"workflowKey": "psl", "phaseIndex": 2}]),
+            json!([{"workflowKey": "psl", "phaseIndex": 2}]),
+        ],
+        "{entries:#?}"
+    );
+    let done = &entries[3]["data"];
+    assert_eq!(
+        (&done["active"], &done["completionNotified"], &done["globalStepCount"]),
+        (&json!(false), &json!(false), &json!(3))
+    );
+    assert_eq!(entries[4]["data"]["completionNotified"], true);
+}
+
+#[test]
+fn next_enters_a_subworkflow_the_resumed_state_points_at_as_the_original() {
+    let s = Sandbox::new();
+    install_sub_workflows(&s);
+    let session = s.root().join("s.jsonl");
+    run_json(&s, &session, &json!([{"text": "Started."}]), &["/workflow outer Ship it"]);
+    // What the original's `loop` writes when the scope's entry is a reference: the state
+    // points at {subworkflow: sub}, not entered yet.
+    let mut entries = states(&session);
+    let last = jsonl(&session).pop().expect("entries");
+    let mut entry = entries.pop().expect("the start's state");
+    entry["id"] = json!("5e55ed01");
+    entry["parentId"] = last["id"].clone();
+    entry["data"]["currentPath"] = json!([{"workflowKey": "outer", "phaseIndex": 1}]);
+    entry["data"]["globalStepCount"] = json!(1);
+    let mut text = std::fs::read_to_string(&session).expect("read");
+    text.push_str(&format!("{entry}\n"));
+    std::fs::write(&session, text).expect("write");
+    let turns = json!([step("status"), step("next"), step("next"), step("next"), {"text": "Paused."}]);
+    let lines = run_json(&s, &session, &turns, &["go on"]);
+    let steps = results(&lines, "workflow_step");
+    assert!(
+        steps[0].0.contains("\n**Phase:** 🅰️ Sub Phase 1 [2/3]\n"),
+        "the status drills into the reference: {steps:?}"
+    );
+    assert_eq!(
+        steps[1..],
+        [
+            (
+                "✓ Entered subworkflow 'Sub': Sub Phase 1 → 🅰️ Sub Phase 1\n\nPrevious: Sub Phase 1 | Current: 🅰️ Sub Phase 1 | Next: Sub Phase 2\n\n**What to do in Sub Phase 1:**\nDo Sub Phase 1.".to_owned(),
+                false
+            ),
+            (
+                "✓ Advanced: Sub Phase 1 → 🅱️ Sub Phase 2\n\nPrevious: Sub Phase 1 | Current: 🅱️ Sub Phase 2 | Next: Phase 3\n\n**What to do in Sub Phase 2:**\nDo Sub Phase 2.".to_owned(),
+                false
+            ),
+            (
+                "✓ Exited subworkflow, returning to Outer: Sub Phase 2 → 3️⃣ Phase 3\n\nPrevious: Sub Phase 2 | Current: 3️⃣ Phase 3 | Next: DONE\n\n**What to do in Phase 3:**\nDo Phase 3.".to_owned(),
+                false
+            ),
+        ]
+    );
+    let entries = states(&session);
+    assert_eq!(
+        paths(&entries[entries.len() - 3..]),
+        [
+            json!([{"workflowKey": "outer", "phaseIndex": 1}, {"workflowKey": "sub", "phaseIndex": 0}]),
+            json!([{"workflowKey": "outer", "phaseIndex": 1}, {"workflowKey": "sub", "phaseIndex": 1}]),
+            json!([{"workflowKey": "outer", "phaseIndex": 2}]),
+        ]
+    );
+    assert_eq!(entries[entries.len() - 3]["data"]["globalStepCount"], 2);
+}
