@@ -397,7 +397,7 @@ fn custom_templates_blacklist_countdown_reminder_completion_then_case_c() {
     let steps = results(&run1, "workflow_step");
     assert_eq!(
         steps[0],
-        ("⚠️ Looping is disabled for this workflow.".to_owned(), true)
+        ("⚠️ Looping is disabled for this workflow.".to_owned(), false)
     );
     assert_eq!(
         steps[1],
@@ -462,7 +462,7 @@ fn custom_templates_blacklist_countdown_reminder_completion_then_case_c() {
     assert_eq!(
         steps,
         [
-            ("⚠️ Looping is disabled for this workflow.".to_owned(), true),
+            ("⚠️ Looping is disabled for this workflow.".to_owned(), false),
             (
                 "✓ Advanced: Two → DONE\n\nPrevious: Two | Current: ✅ Done | Next: DONE\n\n🎉 **All phases complete!**".to_owned(),
                 false
@@ -610,8 +610,21 @@ fn the_status_is_cleared_on_every_early_return() {
         assert_eq!(
             results(lines, "workflow_step"),
             [
-                ("The workflow configuration for this session is no longer available. Use workflow_step with action='cancel' to clear it, or reload the workflow definitions.".to_owned(), true),
-                ("Workflow definition 'feature' not found.".to_owned(), true),
+                ("The workflow configuration for this session is no longer available. Use workflow_step with action='cancel' to clear it, or reload the workflow definitions.".to_owned(), false),
+                ("Workflow definition 'feature' not found.".to_owned(), false),
+            ],
+            "returned, not thrown, as the original's answers (pi: isError false)"
+        );
+        let details: Vec<&Value> = lines
+            .iter()
+            .filter(|e| e["type"] == "tool_execution_end" && e["toolName"] == "workflow_step")
+            .map(|e| &e["result"]["details"])
+            .collect();
+        assert_eq!(
+            details,
+            [
+                &json!({"active": false, "stale": true}),
+                &json!({"active": false})
             ]
         );
     };
