@@ -1104,3 +1104,65 @@ fn next_enters_a_subworkflow_the_resumed_state_points_at_as_the_original() {
     );
     assert_eq!(entries[entries.len() - 3]["data"]["globalStepCount"], 2);
 }
+
+/// The peak resident memory of process `pid`, in KiB (`VmHWM`).
+fn peak_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM")
+}
+
+#[test]
+fn a_phase_file_with_50_mb_of_front_matter_is_refused_unread() {
+    let s = Sandbox::new();
+    install_examples(&s);
+    let root = s.project().join(".pi/workflows");
+    let mut big = String::from("---\nid: big\nname: Big\nemoji: \"🐘\"\npadding: \"");
+    big.push_str(&"a".repeat(50 << 20));
+    big.push_str("\"\n---\nDo it.\n");
+    write(&root.join("big/big.md"), &big);
+    drop(big);
+    write(
+        &root.join("big/workflow.yaml"),
+        "name: Big\ncommandName: big\ninitialMessage: Go\nphases:\n  - big.md\n",
+    );
+    let script = s.root().join("script.json");
+    std::fs::write(&script, json!({"turns": [{"text": "Hi."}]}).to_string()).expect("script");
+    let plugin = rust_plugin("workflow");
+    let log = s.root().join("stderr.log");
+    let command = s.command(&[
+        "rpc",
+        "--no-session",
+        "--no-hooks",
+        "--script",
+        script.to_str().expect("utf-8"),
+        "-e",
+        plugin.to_str().expect("utf-8"),
+    ]);
+    let mut client = RpcClient::start_with_stderr(
+        command,
+        std::fs::File::create(&log).expect("log").into(),
+    );
+    // session_start has loaded the definitions once it clears the status.
+    client.until(|l| l["method"] == "setStatus" && l["statusKey"] == "workflow");
+    // `/workflow` loads them again; the other workflows still work.
+    client.send(&json!({"id": "1", "type": "prompt", "message": "/workflow feature Add a greeting"}));
+    client.until(|l| l["type"] == "agent_end");
+    let peak = peak_kib(client.pid());
+    let (status, _) = client.close();
+    assert!(status.success());
+    // Parsing it cost about 470 MB; unread, the host stays far below one such file.
+    assert!(peak < 48 << 10, "peak resident memory {peak} KiB");
+    let stderr = std::fs::read_to_string(&log).expect("stderr");
+    let phase = root.join("big/big.md");
+    assert!(
+        stderr.contains(&format!(
+            "[workflow] warn: [pi-workflows] Failed to load phase file {}: larger than 1048576 bytes, the workflow plugin's limit",
+            phase.display()
+        )),
+        "{stderr}"
+    );
+}
