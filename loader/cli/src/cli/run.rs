@@ -150,8 +150,13 @@ fn prepare(
     let models_json = agent.join("models.json");
     let defaults = pi_hooks_host::plugin_files::settings::default_model(&agent, &cwd);
     let chosen = choose_model(args, &models_json, defaults)?;
+    let idle = pi_hooks_host::plugin_files::settings::stream_idle_timeout(&agent, &cwd)
+        .unwrap_or(pi_hooks_agent::model::openai::transport::DEFAULT_IDLE_TIMEOUT);
     let (model, scratch): (Box<dyn Model>, _) = match chosen {
-        Chosen::Provider(models) => (Box::new(OpenAiModel::new(models)), None),
+        Chosen::Provider(models) => (
+            Box::new(OpenAiModel::new(models).with_idle_timeout(idle)),
+            None,
+        ),
         Chosen::Demo(offered) => {
             let (scripted, scratch) = scripted_model(args.script.as_deref(), &cwd)?;
             if offered.is_empty() {
@@ -159,7 +164,7 @@ fn prepare(
             } else {
                 let catalog = ModelCatalog::new(vec![
                     Box::new(scripted),
-                    Box::new(OpenAiModel::new(offered)),
+                    Box::new(OpenAiModel::new(offered).with_idle_timeout(idle)),
                 ]);
                 (Box::new(catalog), scratch)
             }
