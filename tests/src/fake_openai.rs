@@ -252,7 +252,11 @@ fn serve(
             std::thread::spawn(move || {
                 for _ in 0..600 {
                     std::thread::sleep(std::time::Duration::from_millis(100));
-                    if out.write_all(b"1\r\n \r\n").and_then(|()| out.flush()).is_err() {
+                    if out
+                        .write_all(b"1\r\n \r\n")
+                        .and_then(|()| out.flush())
+                        .is_err()
+                    {
                         return;
                     }
                 }

@@ -449,7 +449,10 @@ fn pids_of(command: &str) -> Vec<i32> {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
         .unwrap_or_default();
-    found.split_whitespace().filter_map(|p| p.parse().ok()).collect()
+    found
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
 }
 
 #[test]
@@ -484,7 +487,10 @@ fn exec_programs_die_with_a_host_killed_by_sigkill() {
     while pids_of(sleep).is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(!pids_of(sleep).is_empty(), "the plugin's program never started");
+    assert!(
+        !pids_of(sleep).is_empty(),
+        "the plugin's program never started"
+    );
     // No orderly end: no retirement, no SIGTERM to the group.
     host.kill().expect("SIGKILL the host");
     host.wait().expect("reap the host");

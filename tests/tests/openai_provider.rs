@@ -846,9 +846,16 @@ fn a_second_overflow_after_the_retry_is_reported_and_not_retried() {
 
 /// A JSON run against `server` with `settings` as the user's settings.json; the error that
 /// ended the turn and how long the run took.
-fn failing_run_with_settings(server: &FakeOpenAi, settings: Value) -> (String, Value, std::time::Duration) {
+fn failing_run_with_settings(
+    server: &FakeOpenAi,
+    settings: Value,
+) -> (String, Value, std::time::Duration) {
     let sandbox = Sandbox::new();
-    std::fs::write(sandbox.agent_dir().join("settings.json"), settings.to_string()).unwrap();
+    std::fs::write(
+        sandbox.agent_dir().join("settings.json"),
+        settings.to_string(),
+    )
+    .unwrap();
     // Built before the clock starts (the first test of the process builds it).
     pi_hooks_tests::pi_hooks_bin();
     let started = std::time::Instant::now();
@@ -858,7 +865,10 @@ fn failing_run_with_settings(server: &FakeOpenAi, settings: Value) -> (String, V
     let message = assistant_end(&lines).clone();
     assert_eq!(message["stopReason"], "error", "{message}");
     assert!(lines.iter().any(|l| l["type"] == "agent_end"), "{lines:#?}");
-    let error = message["errorMessage"].as_str().expect("an errorMessage").to_owned();
+    let error = message["errorMessage"]
+        .as_str()
+        .expect("an errorMessage")
+        .to_owned();
     (error, message, took)
 }
 
@@ -872,7 +882,10 @@ fn one_50_mb_stream_event_ends_the_turn_at_once_with_a_message() {
         line.push_str("\"}}]}\n\n");
         let mut pieces = vec![format!(
             "data: {}\n\n",
-            chunk(json!({"role": "assistant", "content": "Before the flood"}), None)
+            chunk(
+                json!({"role": "assistant", "content": "Before the flood"}),
+                None
+            )
         )];
         let bytes = line.into_bytes();
         pieces.extend(
@@ -895,7 +908,10 @@ fn one_50_mb_stream_event_ends_the_turn_at_once_with_a_message() {
 fn a_silent_or_trickling_stream_ends_after_stream_idle_timeout() {
     let first = format!(
         "data: {}\n\n",
-        chunk(json!({"role": "assistant", "content": "Thinking about it"}), None)
+        chunk(
+            json!({"role": "assistant", "content": "Thinking about it"}),
+            None
+        )
     );
     for reply in [
         Reply::Stall(vec![first.clone()]),
@@ -911,7 +927,8 @@ fn a_silent_or_trickling_stream_ends_after_stream_idle_timeout() {
         );
         assert_eq!(message["content"][0]["text"], "Thinking about it");
         assert!(
-            took >= std::time::Duration::from_millis(1500) && took < std::time::Duration::from_secs(15),
+            took >= std::time::Duration::from_millis(1500)
+                && took < std::time::Duration::from_secs(15),
             "took {took:?}"
         );
     }

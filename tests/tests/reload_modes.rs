@@ -421,7 +421,8 @@ fn watch_started_while_the_plugin_file_is_half_written_loads_it_once_complete() 
     command.env("PI_HOOKS_TRACE", "json");
     let mut client =
         Client::start_with_stderr(command, std::fs::File::create(&log).unwrap().into());
-    let not_loaded = |l: &Value| l["method"] == "setStatus" && l["statusKey"] == "pi-hooks:not-loaded";
+    let not_loaded =
+        |l: &Value| l["method"] == "setStatus" && l["statusKey"] == "pi-hooks:not-loaded";
     // Its absence is shown while it lasts.
     let (_, shown) = client.until(not_loaded);
     assert_eq!(shown["statusText"], "not loaded: versioned.so", "{shown}");
@@ -439,7 +440,10 @@ fn watch_started_while_the_plugin_file_is_half_written_loads_it_once_complete() 
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|l| l["trace"] == "not_loaded")
         .collect();
-    let decisions: Vec<&str> = traced.iter().filter_map(|l| l["decision"].as_str()).collect();
+    let decisions: Vec<&str> = traced
+        .iter()
+        .filter_map(|l| l["decision"].as_str())
+        .collect();
     assert_eq!(decisions, ["missing", "back"], "{stderr}");
     assert_eq!(traced[0]["path"], plugin.display().to_string());
 }

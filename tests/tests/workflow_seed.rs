@@ -397,7 +397,10 @@ fn custom_templates_blacklist_countdown_reminder_completion_then_case_c() {
     let steps = results(&run1, "workflow_step");
     assert_eq!(
         steps[0],
-        ("⚠️ Looping is disabled for this workflow.".to_owned(), false)
+        (
+            "⚠️ Looping is disabled for this workflow.".to_owned(),
+            false
+        )
     );
     assert_eq!(
         steps[1],
@@ -1045,7 +1048,11 @@ fn leaving_a_last_subworkflow_stores_the_root_index_past_the_end_as_the_original
     );
     let done = &entries[3]["data"];
     assert_eq!(
-        (&done["active"], &done["completionNotified"], &done["globalStepCount"]),
+        (
+            &done["active"],
+            &done["completionNotified"],
+            &done["globalStepCount"]
+        ),
         (&json!(false), &json!(false), &json!(3))
     );
     assert_eq!(entries[4]["data"]["completionNotified"], true);
@@ -1056,7 +1063,12 @@ fn next_enters_a_subworkflow_the_resumed_state_points_at_as_the_original() {
     let s = Sandbox::new();
     install_sub_workflows(&s);
     let session = s.root().join("s.jsonl");
-    run_json(&s, &session, &json!([{"text": "Started."}]), &["/workflow outer Ship it"]);
+    run_json(
+        &s,
+        &session,
+        &json!([{"text": "Started."}]),
+        &["/workflow outer Ship it"],
+    );
     // What the original's `loop` writes when the scope's entry is a reference: the state
     // points at {subworkflow: sub}, not entered yet.
     let mut entries = states(&session);
@@ -1069,7 +1081,8 @@ fn next_enters_a_subworkflow_the_resumed_state_points_at_as_the_original() {
     let mut text = std::fs::read_to_string(&session).expect("read");
     text.push_str(&format!("{entry}\n"));
     std::fs::write(&session, text).expect("write");
-    let turns = json!([step("status"), step("next"), step("next"), step("next"), {"text": "Paused."}]);
+    let turns =
+        json!([step("status"), step("next"), step("next"), step("next"), {"text": "Paused."}]);
     let lines = run_json(&s, &session, &turns, &["go on"]);
     let steps = results(&lines, "workflow_step");
     assert!(
@@ -1142,14 +1155,13 @@ fn a_phase_file_with_50_mb_of_front_matter_is_refused_unread() {
         "-e",
         plugin.to_str().expect("utf-8"),
     ]);
-    let mut client = RpcClient::start_with_stderr(
-        command,
-        std::fs::File::create(&log).expect("log").into(),
-    );
+    let mut client =
+        RpcClient::start_with_stderr(command, std::fs::File::create(&log).expect("log").into());
     // session_start has loaded the definitions once it clears the status.
     client.until(|l| l["method"] == "setStatus" && l["statusKey"] == "workflow");
     // `/workflow` loads them again; the other workflows still work.
-    client.send(&json!({"id": "1", "type": "prompt", "message": "/workflow feature Add a greeting"}));
+    client
+        .send(&json!({"id": "1", "type": "prompt", "message": "/workflow feature Add a greeting"}));
     client.until(|l| l["type"] == "agent_end");
     let peak = peak_kib(client.pid());
     let (status, _) = client.close();

@@ -95,8 +95,9 @@ impl Agent {
                 .errors
                 .iter()
                 .filter(|e| {
-                    pi_hooks_host::plugin_files::paths::has_library_suffix(std::path::Path::new(&e.path))
-                        && !runner.plugins().iter().any(|p| p.path == e.path)
+                    pi_hooks_host::plugin_files::paths::has_library_suffix(std::path::Path::new(
+                        &e.path,
+                    )) && !runner.plugins().iter().any(|p| p.path == e.path)
                 })
                 .map(|e| (e.path.clone(), e.error.clone()))
                 .collect(),

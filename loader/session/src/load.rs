@@ -475,9 +475,16 @@ mod tests {
     fn parent_links_that_form_a_cycle_are_refused_naming_the_entry() {
         let header = "{\"type\":\"session\",\"version\":3,\"id\":\"u\"}\n";
         let entry = |id: &str, parent: &str| {
-            format!("{{\"type\":\"custom\",\"customType\":\"k\",\"id\":\"{id}\",\"parentId\":{parent}}}\n")
+            format!(
+                "{{\"type\":\"custom\",\"customType\":\"k\",\"id\":\"{id}\",\"parentId\":{parent}}}\n"
+            )
         };
-        let tree = format!("{header}{}{}{}", entry("a", "null"), entry("b", "\"a\""), entry("c", "\"a\""));
+        let tree = format!(
+            "{header}{}{}{}",
+            entry("a", "null"),
+            entry("b", "\"a\""),
+            entry("c", "\"a\"")
+        );
         assert_eq!(load(&tree).unwrap().entries.len(), 3);
         // A dangling parent is not a cycle.
         assert!(load(&format!("{header}{}", entry("a", "\"gone\""))).is_ok());
@@ -496,7 +503,10 @@ mod tests {
         );
         let own = format!("{header}{}", entry("s", "\"s\""));
         let error = load(&own).unwrap_err().to_string();
-        assert!(error.contains("entry s lead back to it (s -> s)"), "{error}");
+        assert!(
+            error.contains("entry s lead back to it (s -> s)"),
+            "{error}"
+        );
     }
 
     #[test]

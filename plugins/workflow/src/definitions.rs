@@ -260,7 +260,8 @@ fn required(map: &Yaml, key: &str, dir: &str) -> Result<String, String> {
 fn load_workflow(root: &Path, dir: &Path) -> Result<WorkflowDefinition, String> {
     let shown = dir.display().to_string();
     let file = dir.join("workflow.yaml");
-    let text = read_bounded(&file).map_err(|e| format!("Failed to load workflow from {shown}: {e}"))?;
+    let text =
+        read_bounded(&file).map_err(|e| format!("Failed to load workflow from {shown}: {e}"))?;
     let yaml: Yaml = serde_yaml_ng::from_str(&text)
         .map_err(|e| format!("Failed to load workflow from {shown}: {e}"))?;
     if !yaml.is_mapping() && !yaml.is_sequence() {
@@ -643,10 +644,7 @@ mod tests {
             read_bounded(&big).unwrap_err(),
             "larger than 1048576 bytes, the workflow plugin's limit"
         );
-        assert_eq!(
-            read_bounded(tmp.path()).unwrap_err(),
-            "not a regular file"
-        );
+        assert_eq!(read_bounded(tmp.path()).unwrap_err(), "not a regular file");
     }
 
     #[test]

@@ -79,6 +79,9 @@ mod tests {
     #[test]
     fn strip_drops_what_escape_shows() {
         assert!(matches!(strip("pi-hooks tour"), Cow::Borrowed(_)));
-        assert_eq!(strip("a\u{202e}b\u{2067}c\u{200b}d\u{1b}]0;x\u{7}e"), "abcd]0;xe");
+        assert_eq!(
+            strip("a\u{202e}b\u{2067}c\u{200b}d\u{1b}]0;x\u{7}e"),
+            "abcd]0;xe"
+        );
     }
 }

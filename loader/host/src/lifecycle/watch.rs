@@ -320,7 +320,12 @@ impl Watcher {
                 .iter()
                 .map(|(path, sha)| (key(path), (path.clone(), sha.clone())))
                 // A file that failed to load counts as one whose return is new.
-                .chain(config.not_loaded.iter().map(|path| (key(path), (path.clone(), None))))
+                .chain(
+                    config
+                        .not_loaded
+                        .iter()
+                        .map(|path| (key(path), (path.clone(), None))),
+                )
                 .collect(),
             folders: discovery,
             missing: missing.into_iter().cloned().collect(),
@@ -337,7 +342,9 @@ impl Watcher {
             std::thread::Builder::new()
                 .name("pi-hooks-watch".into())
                 .spawn(move || {
-                    decide_loop(events, known, retry, shared, settle, give_up, stop, on_change)
+                    decide_loop(
+                        events, known, retry, shared, settle, give_up, stop, on_change,
+                    )
                 })
                 .map_err(|e| format!("cannot start the watcher thread: {e}"))?
         };

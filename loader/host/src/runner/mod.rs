@@ -304,7 +304,8 @@ impl Runner {
                     .map_or_else(|| path.clone(), |n| n.to_string_lossy().into_owned())
             })
             .collect();
-        let mut request = serde_json::json!({"method": "setStatus", "statusKey": NOT_LOADED_STATUS});
+        let mut request =
+            serde_json::json!({"method": "setStatus", "statusKey": NOT_LOADED_STATUS});
         match names.len() {
             0 => {}
             1 => request["statusText"] = format!("not loaded: {}", names[0]).into(),

@@ -300,7 +300,14 @@ fn die_with_the_host(command: &mut Command) {
     // and _exit, which are async-signal-safe; it allocates nothing and takes no lock.
     unsafe {
         command.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
                 return Err(std::io::Error::last_os_error());
             }
             // The host died before the prctl: the signal will never come.
@@ -340,11 +347,15 @@ async fn spawn_on_spawner_thread(mut command: Command) -> std::io::Result<Child>
         .as_ref()
         .map(|sender| sender.send(job).is_ok());
     if sent != Some(true) {
-        return Err(std::io::Error::other("the thread that starts programs could not be started"));
+        return Err(std::io::Error::other(
+            "the thread that starts programs could not be started",
+        ));
     }
-    spawned
-        .await
-        .unwrap_or_else(|_| Err(std::io::Error::other("the thread that starts programs ended")))
+    spawned.await.unwrap_or_else(|_| {
+        Err(std::io::Error::other(
+            "the thread that starts programs ended",
+        ))
+    })
 }
 
 async fn sleep_until(deadline: Option<Option<Instant>>) {

@@ -78,9 +78,7 @@ impl OpenAiModel {
     /// aborted), even while the server is silent.
     fn stream(&self, body: &Value, cancel: &CancelToken, on_event: OnEvent<'_>) -> Value {
         let mut decoder = StreamDecoder::new(&self.current().info);
-        let opened = self
-            .endpoint()
-            .and_then(|(url, headers)| {
+        let opened = self.endpoint().and_then(|(url, headers)| {
             transport::open(&url, &headers, &body.to_string(), cancel, self.idle_timeout)
         });
         let mut events = match opened {
