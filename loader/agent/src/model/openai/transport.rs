@@ -398,7 +398,32 @@ fn shorten(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::status_error;
+    use super::{LineCounter, MAX_EVENT_BYTES, status_error};
+
+    #[test]
+    fn events_are_counted_between_blank_lines_whatever_the_line_ends() {
+        for end in ["\n", "\r\n", "\r"] {
+            let mut lines = LineCounter::default();
+            let event = format!("data: abc{end}data: de{end}{end}");
+            assert_eq!(lines.feed(event.as_bytes()), (false, event.len()));
+            assert_eq!(lines.event, 0, "{end:?}: a blank line ends the event");
+            // A line split across reads: no line end yet.
+            assert_eq!(lines.feed(b"data: x"), (false, 0));
+            assert_eq!(lines.event, 7);
+        }
+        let mut lines = LineCounter::default();
+        let big = vec![b'x'; MAX_EVENT_BYTES];
+        assert_eq!(lines.feed(&big), (false, 0));
+        assert_eq!(lines.feed(b"y"), (true, 0), "one byte past the cap");
+        // Many small lines of one event count together.
+        let mut lines = LineCounter::default();
+        let line = vec![b'z'; 1 << 20];
+        for _ in 0..16 {
+            assert!(!lines.feed(&line).0);
+            assert!(!lines.feed(b"\n").0);
+        }
+        assert!(lines.feed(b"!").0);
+    }
 
     #[test]
     fn http_errors_read_as_the_openai_sdk_words_them() {
