@@ -40,6 +40,9 @@ pub enum Reply {
     /// These pieces of event-stream text, then nothing more for a minute with the
     /// connection open: a server that went silent in the middle of its answer.
     Stall(Vec<String>),
+    /// These pieces of event-stream text, then one space every 100 ms for a minute, never
+    /// a line end: a server that trickles bytes that never make an event.
+    Trickle(Vec<String>),
     /// The first chunks, then a pause until the test opens the [`Gate`], then the other
     /// chunks and `[DONE]`: a stream caught in the middle, for a test that looks at what
     /// a client shows meanwhile.
@@ -238,6 +241,28 @@ fn serve(
         }
         Reply::Raw(pieces) => (pieces, true, None),
         Reply::Cut(pieces) => (pieces, false, None),
+        Reply::Trickle(pieces) => {
+            out.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n",
+            )?;
+            for piece in pieces {
+                write!(out, "{:x}\r\n{piece}\r\n", piece.len())?;
+                out.flush()?;
+            }
+            std::thread::spawn(move || {
+                for _ in 0..600 {
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                    if out
+                        .write_all(b"1\r\n \r\n")
+                        .and_then(|()| out.flush())
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+            return Ok(());
+        }
         Reply::Stall(pieces) => {
             out.write_all(
                 b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n",

@@ -441,3 +441,69 @@ fn ten_thousand_timers_start_and_cancel_and_an_unknown_id_is_not_found() {
     assert_eq!(run.status("after_cancel"), PI_OK);
     assert!(run.all("never").is_empty());
 }
+
+/// The pids of processes whose whole command line is `command`.
+fn pids_of(command: &str) -> Vec<i32> {
+    let found = std::process::Command::new("pgrep")
+        .args(["-x", "-f", command])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    found
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+#[test]
+fn exec_programs_die_with_a_host_killed_by_sigkill() {
+    let s = Sandbox::new();
+    let plugin = c_fixture(&s.lib(), "exec_timers", &[]);
+    let script = s.script(&json!({"turns": [{"text": "done"}]}));
+    // A duration no other test uses, so the checks below see only this run's sleep.
+    let sleep = "sleep 63.25";
+    let mut command = s.command(&[
+        "run",
+        "--mode",
+        "json",
+        "--no-session",
+        "--script",
+        script.to_str().unwrap(),
+        "--hook",
+        plugin.to_str().unwrap(),
+        "go",
+    ]);
+    command
+        .env("EXEC_TIMERS_CASE", "exec")
+        .env("EXEC_TIMERS_LOG", s.root().join("exec_timers.log"))
+        .env("EXEC_PROGRAM", "sleep")
+        .env("EXEC_ARG0", "63.25")
+        .env("EXEC_CWD", "")
+        .env("EXEC_TIMEOUT_MS", "0")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut host = command.spawn().expect("start pi-hooks");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while pids_of(sleep).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !pids_of(sleep).is_empty(),
+        "the plugin's program never started"
+    );
+    // No orderly end: no retirement, no SIGTERM to the group.
+    host.kill().expect("SIGKILL the host");
+    host.wait().expect("reap the host");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !pids_of(sleep).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let survivors = pids_of(sleep);
+    // A survivor of a failed check does not run on for a minute.
+    for pid in &survivors {
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status();
+    }
+    assert!(survivors.is_empty(), "outlived the host: {survivors:?}");
+}

@@ -12,7 +12,7 @@ use std::time::Duration;
 use pi_hooks_tests::fake_openai::{FakeOpenAi, Gate, Reply, chunk, usage_chunk};
 use pi_hooks_tests::pty::{Pty, WAIT, keys, sandbox_command};
 use pi_hooks_tests::reload::{define_string, replace_by_rename};
-use pi_hooks_tests::{Sandbox, c_example_plugin, compile_c_text};
+use pi_hooks_tests::{Sandbox, c_example_plugin, c_fixture, compile_c_text};
 use serde_json::json;
 
 const ROWS: u16 = 30;
@@ -300,6 +300,26 @@ fn statuses_widgets_and_the_title_surround_the_editor() {
         None,
         "the title from before the session is back"
     );
+}
+
+#[test]
+fn a_title_with_bidi_controls_is_shown_without_them() {
+    let sandbox = Sandbox::new();
+    let plugin = c_fixture(&sandbox.lib(), "title_bidi", &[]);
+    let mut pty = start(&sandbox, &["-e", plugin.to_str().unwrap()]);
+    pty.type_text("/title now\r");
+    let deadline = std::time::Instant::now() + WAIT;
+    while pty.title().is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // U+202E would show "report" + "exe.txt" reversed; U+2067 and U+200B are invisible.
+    assert_eq!(
+        pty.title().as_deref(),
+        Some("reporttxt.exe xy[2J done"),
+        "{}",
+        pty.screen_text()
+    );
+    quit_keeping(&mut pty);
 }
 
 #[test]

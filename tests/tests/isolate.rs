@@ -586,3 +586,44 @@ fn an_isolated_plugin_sees_the_host_s_session_file_and_ui_state() {
     let (file, has_ui, session) = seen(false);
     assert_eq!((file, has_ui), (json!(session), json!(false)));
 }
+
+#[test]
+fn a_plugin_writing_to_its_stdout_never_touches_the_protocol() {
+    let world = world(json!({}));
+    // Bytes without a line feed: they used to prefix the child's next frame.
+    let output = print_run(&world, &["--isolate"], &["stdout", "after"]);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{stderr}");
+    let ends = tool_ends(&json_lines(&output));
+    assert_eq!(ends.len(), 4, "{ends:?}");
+    assert!(
+        ends.iter().all(|(_, is_error, _)| !is_error),
+        "every call ran: {ends:?}\n{stderr}"
+    );
+    assert!(!stderr.contains("did not answer"), "{stderr}");
+    assert!(stderr.contains(r#"{"type":"oops" no newline"#), "{stderr}");
+}
+
+#[test]
+fn a_chatty_plugin_s_stdout_is_rate_limited_on_the_host_s_stderr() {
+    let world = world(json!({}));
+    let output = print_run(&world, &["--isolate"], &["chatty"]);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(
+        output.status.success(),
+        "{}",
+        &stderr[..stderr.len().min(2000)]
+    );
+    let ends = tool_ends(&json_lines(&output));
+    assert!(ends.iter().all(|(_, is_error, _)| !is_error), "{ends:?}");
+    // 8 MiB written; at most 64 KiB a second passed on.
+    assert!(stderr.len() < 512 << 10, "{} bytes on stderr", stderr.len());
+    let plugin = world.faults.display().to_string();
+    assert!(
+        stderr.contains(&format!(
+            "pi-hooks: isolated plugin \"{plugin}\" writes more than 64 KiB a second to its stdout and stderr; the rest of this second is dropped"
+        )),
+        "{}",
+        &stderr[stderr.len().saturating_sub(2000)..]
+    );
+}

@@ -843,3 +843,93 @@ fn a_second_overflow_after_the_retry_is_reported_and_not_retried() {
         })
     );
 }
+
+/// A JSON run against `server` with `settings` as the user's settings.json; the error that
+/// ended the turn and how long the run took.
+fn failing_run_with_settings(
+    server: &FakeOpenAi,
+    settings: Value,
+) -> (String, Value, std::time::Duration) {
+    let sandbox = Sandbox::new();
+    std::fs::write(
+        sandbox.agent_dir().join("settings.json"),
+        settings.to_string(),
+    )
+    .unwrap();
+    // Built before the clock starts (the first test of the process builds it).
+    pi_hooks_tests::pi_hooks_bin();
+    let started = std::time::Instant::now();
+    let (output, lines) = json_run(&sandbox, server, "hello");
+    let took = started.elapsed();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let message = assistant_end(&lines).clone();
+    assert_eq!(message["stopReason"], "error", "{message}");
+    assert!(lines.iter().any(|l| l["type"] == "agent_end"), "{lines:#?}");
+    let error = message["errorMessage"]
+        .as_str()
+        .expect("an errorMessage")
+        .to_owned();
+    (error, message, took)
+}
+
+#[test]
+fn one_50_mb_stream_event_ends_the_turn_at_once_with_a_message() {
+    // One `data:` line of 50 MB (valid JSON, no event boundary until its end), sent in
+    // 64 KiB pieces after a first small event.
+    let server = FakeOpenAi::start(|_| {
+        let mut line = String::from("data: {\"choices\":[{\"delta\":{\"content\":\"");
+        line.push_str(&"x".repeat(50 << 20));
+        line.push_str("\"}}]}\n\n");
+        let mut pieces = vec![format!(
+            "data: {}\n\n",
+            chunk(
+                json!({"role": "assistant", "content": "Before the flood"}),
+                None
+            )
+        )];
+        let bytes = line.into_bytes();
+        pieces.extend(
+            bytes
+                .chunks(64 << 10)
+                .map(|piece| String::from_utf8(piece.to_vec()).unwrap()),
+        );
+        Reply::Raw(pieces)
+    });
+    let (error, message, took) = failing_run_with_settings(&server, json!({}));
+    assert_eq!(
+        error,
+        "terminated: the server sent a stream event larger than 16 MiB, the most one event may hold"
+    );
+    assert_eq!(message["content"][0]["text"], "Before the flood");
+    assert!(took < std::time::Duration::from_secs(20), "took {took:?}");
+}
+
+#[test]
+fn a_silent_or_trickling_stream_ends_after_stream_idle_timeout() {
+    let first = format!(
+        "data: {}\n\n",
+        chunk(
+            json!({"role": "assistant", "content": "Thinking about it"}),
+            None
+        )
+    );
+    for reply in [
+        Reply::Stall(vec![first.clone()]),
+        // Bytes keep coming, a space every 100 ms, but never an event.
+        Reply::Trickle(vec![first.clone(), "data: {\"choices\":".into()]),
+    ] {
+        let server = FakeOpenAi::start(move |_| reply.clone());
+        let (error, message, took) =
+            failing_run_with_settings(&server, json!({"streamIdleTimeout": 1500}));
+        assert_eq!(
+            error,
+            "Request timed out. (no stream event for 1500 ms; the limit is streamIdleTimeout in settings.json)"
+        );
+        assert_eq!(message["content"][0]["text"], "Thinking about it");
+        assert!(
+            took >= std::time::Duration::from_millis(1500)
+                && took < std::time::Duration::from_secs(15),
+            "took {took:?}"
+        );
+    }
+}

@@ -395,3 +395,55 @@ fn a_watch_reload_lets_a_running_plugin_tool_finish_its_exec() {
     let (status, _) = client.close();
     assert!(status.success());
 }
+
+#[test]
+fn watch_started_while_the_plugin_file_is_half_written_loads_it_once_complete() {
+    let sandbox = Sandbox::new();
+    let lib = sandbox.lib();
+    std::fs::create_dir_all(lib.join("build")).unwrap();
+    let plugin = build(&lib, "1.0.0");
+    let whole = std::fs::read(&plugin).unwrap();
+    // The linker is still writing: half the bytes are there.
+    std::fs::write(&plugin, &whole[..whole.len() / 2]).unwrap();
+    let script = sandbox.root().join("script.json");
+    std::fs::write(&script, json!({"turns": [{"text": "done"}]}).to_string()).unwrap();
+    let log = sandbox.root().join("stderr.log");
+    let mut command = sandbox.command(&[
+        "rpc",
+        "--no-session",
+        "--no-hooks",
+        "--script",
+        script.to_str().unwrap(),
+        "-e",
+        plugin.to_str().unwrap(),
+        "--watch",
+    ]);
+    command.env("PI_HOOKS_TRACE", "json");
+    let mut client =
+        Client::start_with_stderr(command, std::fs::File::create(&log).unwrap().into());
+    let not_loaded =
+        |l: &Value| l["method"] == "setStatus" && l["statusKey"] == "pi-hooks:not-loaded";
+    // Its absence is shown while it lasts.
+    let (_, shown) = client.until(not_loaded);
+    assert_eq!(shown["statusText"], "not loaded: versioned.so", "{shown}");
+    // The build finishes (written in place, as a linker does).
+    std::thread::sleep(Duration::from_millis(400));
+    std::fs::write(&plugin, &whole).unwrap();
+    let (_, cleared) = client.until(not_loaded);
+    assert!(cleared.get("statusText").is_none(), "{cleared}");
+    assert_eq!(version(&mut client, "v"), "1.0.0", "the plugin runs now");
+    let (status, _) = client.close();
+    assert!(status.success());
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    let traced: Vec<Value> = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["trace"] == "not_loaded")
+        .collect();
+    let decisions: Vec<&str> = traced
+        .iter()
+        .filter_map(|l| l["decision"].as_str())
+        .collect();
+    assert_eq!(decisions, ["missing", "back"], "{stderr}");
+    assert_eq!(traced[0]["path"], plugin.display().to_string());
+}

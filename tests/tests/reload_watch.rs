@@ -27,6 +27,7 @@ fn watch(plugins: &[&Path], folders: &[PathBuf]) -> (Watcher, Seen) {
 fn watch_with(plugins: &[&Path], folders: &[PathBuf], system_events: bool) -> (Watcher, Seen) {
     let seen: Seen = Arc::default();
     let config = WatchConfig {
+        not_loaded: Vec::new(),
         plugins: plugins
             .iter()
             .map(|p| (p.to_path_buf(), sha_of(p)))
@@ -187,6 +188,7 @@ fn a_broken_build_that_stays_broken_is_reported_after_the_wait() {
     compile_c(&source, &plugin, &["-DVERSION=1"]);
     let seen: Seen = Arc::default();
     let config = WatchConfig {
+        not_loaded: Vec::new(),
         plugins: vec![(plugin.clone(), sha_of(&plugin))],
         folders: Vec::new(),
         settle: Duration::from_millis(100),

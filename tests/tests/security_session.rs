@@ -544,3 +544,38 @@ fn a_process_killed_mid_line_beside_a_running_host_leaves_a_readable_file() {
         [pair("user", "second"), pair("assistant", "reply to second")]
     );
 }
+
+#[test]
+fn a_session_whose_parents_form_a_cycle_is_refused_naming_the_entry() {
+    let sandbox = Sandbox::new();
+    let path = sandbox.root().join("cycle.jsonl");
+    drop(SessionStore::create(path.clone(), &sandbox.project()).unwrap());
+    // Three messages, the first pointing at the last: a branch without a root.
+    let message = |id: &str, parent: &str, text: &str| {
+        format!(
+            "{{\"type\":\"message\",\"id\":\"{id}\",\"parentId\":\"{parent}\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"message\":{{\"role\":\"user\",\"content\":[{{\"type\":\"text\",\"text\":\"{text}\"}}],\"timestamp\":1}}}}\n"
+        )
+    };
+    let tail = message("0000aaaa", "0000cccc", "one")
+        + &message("0000bbbb", "0000aaaa", "two")
+        + &message("0000cccc", "0000bbbb", "three");
+    fs::write(&path, read(&path) + &tail).unwrap();
+    let before = fs::read(&path).unwrap();
+
+    let error = SessionStore::open(&path).unwrap_err();
+    assert!(
+        matches!(error, SessionError::Corrupt { line: 2, .. }),
+        "{error}"
+    );
+    let output = run(&sandbox, &path, "hello");
+    assert!(!output.status.success(), "the run must not go on");
+    let stderr = text(&output.stderr);
+    for part in [
+        path.display().to_string(),
+        "line 2".to_owned(),
+        "the parents of entry 0000aaaa lead back to it (0000aaaa -> 0000cccc -> 0000bbbb -> 0000aaaa)".to_owned(),
+    ] {
+        assert!(stderr.contains(&part), "{part:?} missing:\n{stderr}");
+    }
+    assert_eq!(fs::read(&path).unwrap(), before, "nothing changed");
+}

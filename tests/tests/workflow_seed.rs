@@ -397,7 +397,10 @@ fn custom_templates_blacklist_countdown_reminder_completion_then_case_c() {
     let steps = results(&run1, "workflow_step");
     assert_eq!(
         steps[0],
-        ("⚠️ Looping is disabled for this workflow.".to_owned(), true)
+        (
+            "⚠️ Looping is disabled for this workflow.".to_owned(),
+            false
+        )
     );
     assert_eq!(
         steps[1],
@@ -462,7 +465,7 @@ fn custom_templates_blacklist_countdown_reminder_completion_then_case_c() {
     assert_eq!(
         steps,
         [
-            ("⚠️ Looping is disabled for this workflow.".to_owned(), true),
+            ("⚠️ Looping is disabled for this workflow.".to_owned(), false),
             (
                 "✓ Advanced: Two → DONE\n\nPrevious: Two | Current: ✅ Done | Next: DONE\n\n🎉 **All phases complete!**".to_owned(),
                 false
@@ -610,8 +613,21 @@ fn the_status_is_cleared_on_every_early_return() {
         assert_eq!(
             results(lines, "workflow_step"),
             [
-                ("The workflow configuration for this session is no longer available. Use workflow_step with action='cancel' to clear it, or reload the workflow definitions.".to_owned(), true),
-                ("Workflow definition 'feature' not found.".to_owned(), true),
+                ("The workflow configuration for this session is no longer available. Use workflow_step with action='cancel' to clear it, or reload the workflow definitions.".to_owned(), false),
+                ("Workflow definition 'feature' not found.".to_owned(), false),
+            ],
+            "returned, not thrown, as the original's answers (pi: isError false)"
+        );
+        let details: Vec<&Value> = lines
+            .iter()
+            .filter(|e| e["type"] == "tool_execution_end" && e["toolName"] == "workflow_step")
+            .map(|e| &e["result"]["details"])
+            .collect();
+        assert_eq!(
+            details,
+            [
+                &json!({"active": false, "stale": true}),
+                &json!({"active": false})
             ]
         );
     };
@@ -964,4 +980,201 @@ fn the_commands_answer_with_the_original_wording() {
     client.send(&json!({"id": "a", "type": "abort"}));
     client.response("a");
     close_ok(client);
+}
+
+/// `outer`: Phase 1, {subworkflow: sub}, Phase 3; `psl`: Phase 1, {subworkflow: sub} (the
+/// subworkflow is the last phase); `sub` (internal): Sub Phase 1, Sub Phase 2.
+fn install_sub_workflows(s: &Sandbox) {
+    let root = s.project().join(".pi/workflows");
+    let phase = |file: &str, id: &str, name: &str, emoji: &str| {
+        write(
+            &root.join(file),
+            &format!("---\nid: {id}\nname: {name}\nemoji: \"{emoji}\"\n---\nDo {name}.\n"),
+        );
+    };
+    phase("_shared/p1.md", "p1", "Phase 1", "1️⃣");
+    phase("_shared/p3.md", "p3", "Phase 3", "3️⃣");
+    phase("sub/s1.md", "s1", "Sub Phase 1", "🅰️");
+    phase("sub/s2.md", "s2", "Sub Phase 2", "🅱️");
+    write(
+        &root.join("outer/workflow.yaml"),
+        "name: Outer\ncommandName: outer\ninitialMessage: Go\nphases:\n  - ../_shared/p1.md\n  - subworkflow: sub\n  - ../_shared/p3.md\n",
+    );
+    write(
+        &root.join("psl/workflow.yaml"),
+        "name: Parent\ncommandName: psl\ninitialMessage: Go\nphases:\n  - ../_shared/p1.md\n  - subworkflow: sub\n",
+    );
+    write(
+        &root.join("sub/workflow.yaml"),
+        "name: Sub\nshow: workflows\nphases:\n  - s1.md\n  - s2.md\n",
+    );
+}
+
+fn paths(entries: &[Value]) -> Vec<Value> {
+    entries
+        .iter()
+        .map(|e| e["data"]["currentPath"].clone())
+        .collect()
+}
+
+#[test]
+fn leaving_a_last_subworkflow_stores_the_root_index_past_the_end_as_the_original() {
+    let s = Sandbox::new();
+    install_sub_workflows(&s);
+    let session = s.root().join("s.jsonl");
+    let turns = json!([step("next"), step("next"), step("next"), {"text": "Done."}]);
+    let lines = run_json(&s, &session, &turns, &["/workflow psl Ship it"]);
+    let steps = results(&lines, "workflow_step");
+    assert_eq!(steps.len(), 3, "{steps:?}");
+    assert_eq!(
+        steps[2],
+        (
+            "✓ Advanced: Sub Phase 2 → DONE\n\nPrevious: Sub Phase 2 | Current: ✅ Done | Next: DONE\n\n🎉 **All phases complete!**".to_owned(),
+            false
+        )
+    );
+    let entries = states(&session);
+    assert_eq!(
+        paths(&entries),
+        [
+            json!([{"workflowKey": "psl", "phaseIndex": 0}]),
+            json!([{"workflowKey": "psl", "phaseIndex": 1}, {"workflowKey": "sub", "phaseIndex": 0}]),
+            json!([{"workflowKey": "psl", "phaseIndex": 1}, {"workflowKey": "sub", "phaseIndex": 1}]),
+            // The original's breakout moves the parent on past its end: [{psl, 2}].
+            json!([{"workflowKey": "psl", "phaseIndex": 2}]),
+            json!([{"workflowKey": "psl", "phaseIndex": 2}]),
+        ],
+        "{entries:#?}"
+    );
+    let done = &entries[3]["data"];
+    assert_eq!(
+        (
+            &done["active"],
+            &done["completionNotified"],
+            &done["globalStepCount"]
+        ),
+        (&json!(false), &json!(false), &json!(3))
+    );
+    assert_eq!(entries[4]["data"]["completionNotified"], true);
+}
+
+#[test]
+fn next_enters_a_subworkflow_the_resumed_state_points_at_as_the_original() {
+    let s = Sandbox::new();
+    install_sub_workflows(&s);
+    let session = s.root().join("s.jsonl");
+    run_json(
+        &s,
+        &session,
+        &json!([{"text": "Started."}]),
+        &["/workflow outer Ship it"],
+    );
+    // What the original's `loop` writes when the scope's entry is a reference: the state
+    // points at {subworkflow: sub}, not entered yet.
+    let mut entries = states(&session);
+    let last = jsonl(&session).pop().expect("entries");
+    let mut entry = entries.pop().expect("the start's state");
+    entry["id"] = json!("5e55ed01");
+    entry["parentId"] = last["id"].clone();
+    entry["data"]["currentPath"] = json!([{"workflowKey": "outer", "phaseIndex": 1}]);
+    entry["data"]["globalStepCount"] = json!(1);
+    let mut text = std::fs::read_to_string(&session).expect("read");
+    text.push_str(&format!("{entry}\n"));
+    std::fs::write(&session, text).expect("write");
+    let turns =
+        json!([step("status"), step("next"), step("next"), step("next"), {"text": "Paused."}]);
+    let lines = run_json(&s, &session, &turns, &["go on"]);
+    let steps = results(&lines, "workflow_step");
+    assert!(
+        steps[0].0.contains("\n**Phase:** 🅰️ Sub Phase 1 [2/3]\n"),
+        "the status drills into the reference: {steps:?}"
+    );
+    assert_eq!(
+        steps[1..],
+        [
+            (
+                "✓ Entered subworkflow 'Sub': Sub Phase 1 → 🅰️ Sub Phase 1\n\nPrevious: Sub Phase 1 | Current: 🅰️ Sub Phase 1 | Next: Sub Phase 2\n\n**What to do in Sub Phase 1:**\nDo Sub Phase 1.".to_owned(),
+                false
+            ),
+            (
+                "✓ Advanced: Sub Phase 1 → 🅱️ Sub Phase 2\n\nPrevious: Sub Phase 1 | Current: 🅱️ Sub Phase 2 | Next: Phase 3\n\n**What to do in Sub Phase 2:**\nDo Sub Phase 2.".to_owned(),
+                false
+            ),
+            (
+                "✓ Exited subworkflow, returning to Outer: Sub Phase 2 → 3️⃣ Phase 3\n\nPrevious: Sub Phase 2 | Current: 3️⃣ Phase 3 | Next: DONE\n\n**What to do in Phase 3:**\nDo Phase 3.".to_owned(),
+                false
+            ),
+        ]
+    );
+    let entries = states(&session);
+    assert_eq!(
+        paths(&entries[entries.len() - 3..]),
+        [
+            json!([{"workflowKey": "outer", "phaseIndex": 1}, {"workflowKey": "sub", "phaseIndex": 0}]),
+            json!([{"workflowKey": "outer", "phaseIndex": 1}, {"workflowKey": "sub", "phaseIndex": 1}]),
+            json!([{"workflowKey": "outer", "phaseIndex": 2}]),
+        ]
+    );
+    assert_eq!(entries[entries.len() - 3]["data"]["globalStepCount"], 2);
+}
+
+/// The peak resident memory of process `pid`, in KiB (`VmHWM`).
+fn peak_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM")
+}
+
+#[test]
+fn a_phase_file_with_50_mb_of_front_matter_is_refused_unread() {
+    let s = Sandbox::new();
+    install_examples(&s);
+    let root = s.project().join(".pi/workflows");
+    let mut big = String::from("---\nid: big\nname: Big\nemoji: \"🐘\"\npadding: \"");
+    big.push_str(&"a".repeat(50 << 20));
+    big.push_str("\"\n---\nDo it.\n");
+    write(&root.join("big/big.md"), &big);
+    drop(big);
+    write(
+        &root.join("big/workflow.yaml"),
+        "name: Big\ncommandName: big\ninitialMessage: Go\nphases:\n  - big.md\n",
+    );
+    let script = s.root().join("script.json");
+    std::fs::write(&script, json!({"turns": [{"text": "Hi."}]}).to_string()).expect("script");
+    let plugin = rust_plugin("workflow");
+    let log = s.root().join("stderr.log");
+    let command = s.command(&[
+        "rpc",
+        "--no-session",
+        "--no-hooks",
+        "--script",
+        script.to_str().expect("utf-8"),
+        "-e",
+        plugin.to_str().expect("utf-8"),
+    ]);
+    let mut client =
+        RpcClient::start_with_stderr(command, std::fs::File::create(&log).expect("log").into());
+    // session_start has loaded the definitions once it clears the status.
+    client.until(|l| l["method"] == "setStatus" && l["statusKey"] == "workflow");
+    // `/workflow` loads them again; the other workflows still work.
+    client
+        .send(&json!({"id": "1", "type": "prompt", "message": "/workflow feature Add a greeting"}));
+    client.until(|l| l["type"] == "agent_end");
+    let peak = peak_kib(client.pid());
+    let (status, _) = client.close();
+    assert!(status.success());
+    // Parsing it cost about 470 MB; unread, the host stays far below one such file.
+    assert!(peak < 48 << 10, "peak resident memory {peak} KiB");
+    let stderr = std::fs::read_to_string(&log).expect("stderr");
+    let phase = root.join("big/big.md");
+    assert!(
+        stderr.contains(&format!(
+            "[workflow] warn: [pi-workflows] Failed to load phase file {}: larger than 1048576 bytes, the workflow plugin's limit",
+            phase.display()
+        )),
+        "{stderr}"
+    );
 }

@@ -290,8 +290,12 @@ impl AgentHandle {
     }
 
     /// Binds the mode's user interface: plugins' `PiUiApi` calls go to it from now on.
+    /// The plugins that failed to load are shown on it at once (a status).
     pub fn bind_ui(&self, ui: Arc<dyn UiService>) {
-        *Shared::lock(&self.shared.ui) = Some(ui);
+        *Shared::lock(&self.shared.ui) = Some(ui.clone());
+        if !self.runner.not_loaded().is_empty() {
+            self.runner.show_not_loaded(&*ui);
+        }
     }
 }
 

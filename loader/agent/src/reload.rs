@@ -41,8 +41,10 @@ impl Agent {
         let runner = self.core.runner.clone();
         let config = WatchConfig::for_runner(&runner, &options);
         let watcher = Watcher::start(config, move |change| {
+            let path = change.path().display().to_string();
             match runner.apply_change(&change, &options) {
                 Ok(done) => {
+                    runner.note_load(&path, Ok(()));
                     let mut lines = vec![format!("pi-hooks: {}", done.line())];
                     lines.extend(
                         done.warnings
@@ -54,11 +56,20 @@ impl Agent {
                         let _ = std::io::Write::write_all(&mut err, format!("{line}\n").as_bytes());
                     }
                 }
-                Err(error) => runner.emit_error(&ExtensionError {
-                    extension_path: error.path.clone(),
-                    event: "reload".into(),
-                    error: error.to_string(),
-                }),
+                Err(error) => {
+                    runner.emit_error(&ExtensionError {
+                        extension_path: error.path.clone(),
+                        event: "reload".into(),
+                        error: error.to_string(),
+                    });
+                    // Missing while no instance of it runs (a failed rebuild keeps the old).
+                    let running = runner.plugins().iter().any(|p| {
+                        pi_hooks_host::lifecycle::reload::same_plugin_path(&p.path, change.path())
+                    });
+                    if !running {
+                        runner.note_load(&path, Err(&error.error));
+                    }
+                }
             }
         })?;
         self.watching = Some(Watching { _watcher: watcher });
@@ -78,6 +89,19 @@ impl Agent {
             ui.reset();
         }
         let report = self.core.runner.reload_all(&options);
+        let runner = &self.core.runner;
+        runner.set_not_loaded(
+            report
+                .errors
+                .iter()
+                .filter(|e| {
+                    pi_hooks_host::plugin_files::paths::has_library_suffix(std::path::Path::new(
+                        &e.path,
+                    )) && !runner.plugins().iter().any(|p| p.path == e.path)
+                })
+                .map(|e| (e.path.clone(), e.error.clone()))
+                .collect(),
+        );
         // Settings are read again, as pi does on reload: the compaction settings and the
         // hook timeouts.
         self.core.config.compaction =

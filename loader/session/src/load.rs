@@ -16,7 +16,7 @@
 //! someone wrote and acknowledged it, and skipping it would silently drop an entry and break
 //! parent links.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use serde_json::{Map, Value};
@@ -184,6 +184,14 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Loaded, SessionError> {
         ));
     }
 
+    if let Some((line, reason)) = parent_cycle(&entries) {
+        return Err(SessionError::Corrupt {
+            path: path.to_path_buf(),
+            line,
+            reason,
+        });
+    }
+
     Ok(Loaded {
         header,
         entries: entries
@@ -194,6 +202,51 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Loaded, SessionError> {
         file_len: bytes.len() as u64,
         damaged_tail_at,
     })
+}
+
+/// The first entry (in file order) whose `parentId` links lead back to itself, as its line and
+/// the reason naming the cycle; `None` when the links form a tree. A cycle has no root: no
+/// branch through it ends, so pi's walks from a leaf to the root would never finish (or stop
+/// at an arbitrary entry). Lookups by id take the later of two entries with one id, as pi.
+fn parent_cycle(entries: &[(usize, Map<String, Value>)]) -> Option<(usize, String)> {
+    let text = |entry: &Map<String, Value>, key: &str| {
+        entry.get(key).and_then(Value::as_str).map(str::to_owned)
+    };
+    let mut by_id: HashMap<String, (usize, Option<String>)> = HashMap::new();
+    for (line, entry) in entries {
+        if let Some(id) = text(entry, "id") {
+            by_id.insert(id, (*line, text(entry, "parentId")));
+        }
+    }
+    // Entries known to reach a root (or a parent that is not in the file).
+    let mut rooted: HashSet<&str> = HashSet::new();
+    for (_, entry) in entries {
+        let Some(start) = entry.get("id").and_then(Value::as_str) else {
+            continue;
+        };
+        let mut walk: Vec<&str> = Vec::new();
+        let mut at = by_id.get_key_value(start);
+        while let Some((id, (line, parent))) = at {
+            if rooted.contains(id.as_str()) {
+                break;
+            }
+            if let Some(from) = walk.iter().position(|w| *w == id) {
+                let mut names = walk[from..].to_vec();
+                names.push(id);
+                return Some((
+                    *line,
+                    format!(
+                        "the parents of entry {id} lead back to it ({}), so its branch has no root",
+                        names.join(" -> ")
+                    ),
+                ));
+            }
+            walk.push(id);
+            at = parent.as_deref().and_then(|p| by_id.get_key_value(p));
+        }
+        rooted.extend(walk);
+    }
+    None
 }
 
 /// Whether `path` starts with a session header (pi's `isValidSessionFile`): reads only the first
@@ -416,6 +469,44 @@ mod tests {
             load("{\"type\":\"sess"),
             Err(SessionError::NotASession { .. })
         ));
+    }
+
+    #[test]
+    fn parent_links_that_form_a_cycle_are_refused_naming_the_entry() {
+        let header = "{\"type\":\"session\",\"version\":3,\"id\":\"u\"}\n";
+        let entry = |id: &str, parent: &str| {
+            format!(
+                "{{\"type\":\"custom\",\"customType\":\"k\",\"id\":\"{id}\",\"parentId\":{parent}}}\n"
+            )
+        };
+        let tree = format!(
+            "{header}{}{}{}",
+            entry("a", "null"),
+            entry("b", "\"a\""),
+            entry("c", "\"a\"")
+        );
+        assert_eq!(load(&tree).unwrap().entries.len(), 3);
+        // A dangling parent is not a cycle.
+        assert!(load(&format!("{header}{}", entry("a", "\"gone\""))).is_ok());
+        let cyclic = format!(
+            "{header}{}{}{}{}",
+            entry("r", "null"),
+            entry("a", "\"c\""),
+            entry("b", "\"a\""),
+            entry("c", "\"b\"")
+        );
+        let error = load(&cyclic).unwrap_err().to_string();
+        assert!(
+            error.contains("line 3")
+                && error.contains("the parents of entry a lead back to it (a -> c -> b -> a)"),
+            "{error}"
+        );
+        let own = format!("{header}{}", entry("s", "\"s\""));
+        let error = load(&own).unwrap_err().to_string();
+        assert!(
+            error.contains("entry s lead back to it (s -> s)"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -18,14 +18,15 @@ pub const CANCEL_DESCRIPTION: &str =
     "Cancel the active workflow and jump to DONE. Bypasses the not-done reminder loop.";
 
 /// Argument completions: the user-visible command names starting with `prefix`, from the
-/// global and the project workflows (as loaded at the last session start or `/workflow`).
+/// global and the project workflows (as loaded at the last session start or `/workflow`);
+/// `{value, label}` only, both the command name, as the original returns them.
 pub fn completions(defs: &Definitions, prefix: &str) -> Vec<Completion> {
     defs.iter()
         .filter(|(_, d)| !d.internal && d.command_name.starts_with(prefix))
         .map(|(_, d)| Completion {
             value: d.command_name.clone(),
             label: d.command_name.clone(),
-            description: Some(d.name.clone()),
+            description: None,
         })
         .collect()
 }
@@ -236,7 +237,7 @@ mod tests {
             [Completion {
                 value: "review".into(),
                 label: "review".into(),
-                description: Some("Review".into()),
+                description: None,
             }]
         );
         assert!(completions(&defs, "inn").is_empty());

@@ -260,8 +260,8 @@ fn required(map: &Yaml, key: &str, dir: &str) -> Result<String, String> {
 fn load_workflow(root: &Path, dir: &Path) -> Result<WorkflowDefinition, String> {
     let shown = dir.display().to_string();
     let file = dir.join("workflow.yaml");
-    let text = std::fs::read_to_string(&file)
-        .map_err(|e| format!("Failed to load workflow from {shown}: {e}"))?;
+    let text =
+        read_bounded(&file).map_err(|e| format!("Failed to load workflow from {shown}: {e}"))?;
     let yaml: Yaml = serde_yaml_ng::from_str(&text)
         .map_err(|e| format!("Failed to load workflow from {shown}: {e}"))?;
     if !yaml.is_mapping() && !yaml.is_sequence() {
@@ -329,6 +329,36 @@ fn load_workflow(root: &Path, dir: &Path) -> Result<WorkflowDefinition, String> 
     })
 }
 
+/// The most a `workflow.yaml` or a phase file may hold: 1 MiB. The files are read at every
+/// session start, reload, tree navigation and `/workflow`, and parsing YAML costs several
+/// times the text's size, so a larger file (a repository's 50 MB front matter) is refused
+/// unread rather than costing hundreds of megabytes each time.
+pub const MAX_FILE_BYTES: u64 = 1 << 20;
+
+/// Reads the UTF-8 text of `path`: a regular file of at most [`MAX_FILE_BYTES`] (a FIFO or a
+/// device would block or never end), never more than that read into memory.
+pub fn read_bounded(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let too_large = || format!("larger than {MAX_FILE_BYTES} bytes, the workflow plugin's limit");
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(too_large());
+    }
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        // It grew after the size check.
+        return Err(too_large());
+    }
+    String::from_utf8(bytes).map_err(|e| e.to_string())
+}
+
 /// Whether the phase file `entry` (relative to `dir`) stays inside the workflows `root`
 /// after resolving symlinks (a missing file is judged by its lexical path).
 pub fn path_is_safe(root: &Path, dir: &Path, entry: &str) -> bool {
@@ -361,7 +391,7 @@ fn normalize(path: &Path) -> PathBuf {
 /// Reads a phase file: front matter (`id`, `name`, `emoji`, `tools`, `availableProfiles`)
 /// and the body as instructions.
 fn load_phase(path: &Path) -> Result<PhaseDefinition, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let text = read_bounded(path)?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let text = text.replace("\r\n", "\n").replace('\r', "\n");
     // Front matter may follow blank lines, as the host's `parseFrontmatter` (`^\s*---`)
@@ -600,6 +630,21 @@ mod tests {
 
     fn workflow(root: &Path, key: &str, yaml: &str) {
         write(&root.join(key).join("workflow.yaml"), yaml);
+    }
+
+    #[test]
+    fn reads_are_bounded_to_regular_files_of_one_mib() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ok = tmp.path().join("ok.md");
+        write(&ok, &"a".repeat(MAX_FILE_BYTES as usize));
+        assert_eq!(read_bounded(&ok).unwrap().len(), MAX_FILE_BYTES as usize);
+        let big = tmp.path().join("big.md");
+        write(&big, &"a".repeat(MAX_FILE_BYTES as usize + 1));
+        assert_eq!(
+            read_bounded(&big).unwrap_err(),
+            "larger than 1048576 bytes, the workflow plugin's limit"
+        );
+        assert_eq!(read_bounded(tmp.path()).unwrap_err(), "not a regular file");
     }
 
     #[test]

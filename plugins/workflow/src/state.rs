@@ -204,6 +204,12 @@ pub enum Advance {
 
 /// `next`: advance within the scope, leave finished subworkflows, enter subworkflows, or
 /// complete. Errors name what is missing.
+///
+/// As the original's `advancePhase`: a state whose innermost entry is a subworkflow not
+/// entered yet (the original's `loop` writes such states) enters it, one level; leaving a
+/// subworkflow moves its parent on, so a workflow finished from inside a subworkflow is
+/// stored with the root index past its last phase (`[{key, phases.len()}]`), while one
+/// finished on a top-level phase keeps its path.
 pub fn advance(state: &WorkflowState, defs: &Definitions) -> Result<Advance, String> {
     let active = resolve(state, defs)
         .ok_or_else(|| format!("Workflow definition '{}' not found.", state.workflow_key))?;
@@ -211,8 +217,20 @@ pub fn advance(state: &WorkflowState, defs: &Definitions) -> Result<Advance, Str
     let mut new = state.clone();
     new.cancel_pending = false;
     new.global_step_count += 1;
+    if let PhaseEntry::Subworkflow(key) = active.entry {
+        new.current_path.push(PathSegment {
+            workflow_key: key.clone(),
+            phase_index: 0,
+        });
+        if resolve(&new, defs).is_none() {
+            return Err("Error: could not resolve active workflow after advance.".into());
+        }
+        return Ok(Advance::Moved { from, state: new });
+    }
     // Walk up while the innermost scope is finished.
+    let mut left_a_scope = false;
     loop {
+        let depth = new.current_path.len();
         let last = new.current_path.last_mut().expect("non-empty path");
         let scope = defs
             .get(&last.workflow_key)
@@ -221,12 +239,16 @@ pub fn advance(state: &WorkflowState, defs: &Definitions) -> Result<Advance, Str
             last.phase_index += 1;
             break;
         }
-        if new.current_path.len() == 1 {
+        if depth == 1 {
+            if left_a_scope {
+                last.phase_index += 1;
+            }
             new.active = false;
             new.completion_notified = false;
             return Ok(Advance::Done { from, state: new });
         }
         new.current_path.pop();
+        left_a_scope = true;
     }
     auto_enter(defs, &mut new);
     if resolve(&new, defs).is_none() {
@@ -407,6 +429,61 @@ pub(crate) mod tests {
         assert!(resolve(&s, &empty).is_none());
         let c = cancelled(&s);
         assert!(!c.active && c.cancelled && !c.completion_notified);
+    }
+
+    #[test]
+    fn finishing_inside_a_last_subworkflow_stores_the_root_index_past_its_end() {
+        // The original's breakout: the parent moves on; past its end with one segment left,
+        // the workflow is done with the index past the end ([{psl, 2}] for two phases).
+        let defs = Definitions::from_entries(vec![
+            (
+                "psl".into(),
+                wf(
+                    "Parent",
+                    vec![phase("P1", "1️⃣"), PhaseEntry::Subworkflow("sub".into())],
+                ),
+            ),
+            ("sub".into(), wf("Sub", vec![phase("S1", "🅰️")])),
+        ]);
+        let s = initial_state(&defs, "psl", "t", 1, "id".into());
+        let (_, s) = moved(advance(&s, &defs).unwrap());
+        assert_eq!(path(&s), [("psl".into(), 1), ("sub".into(), 0)]);
+        match advance(&s, &defs).unwrap() {
+            Advance::Done { from, state } => {
+                assert_eq!(from, "S1");
+                assert_eq!(path(&state), [("psl".into(), 2)]);
+                assert_eq!(state.global_step_count, 2);
+            }
+            other => panic!("{other:?}"),
+        }
+        // A workflow finished on a top-level phase keeps its path.
+        let s = initial_state(&defs, "sub", "t", 1, "id".into());
+        match advance(&s, &defs).unwrap() {
+            Advance::Done { state, .. } => assert_eq!(path(&state), [("sub".into(), 0)]),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn next_enters_a_subworkflow_reference_not_entered_yet() {
+        // The original's `loop` leaves [{top, 1}] pointing at {subworkflow: review}.
+        let defs = nested();
+        let mut s = initial_state(&defs, "top", "t", 1, "id".into());
+        s.current_path[0].phase_index = 1;
+        assert_eq!(resolve(&s, &defs).unwrap().phase.name, "Read");
+        let (from, s) = moved(advance(&s, &defs).unwrap());
+        assert_eq!(from, "Read");
+        // One level, as the original: review's own leading reference stays un-entered.
+        assert_eq!(path(&s), [("top".into(), 1), ("review".into(), 0)]);
+        assert_eq!(resolve(&s, &defs).unwrap().phase.name, "Read");
+        let (_, s) = moved(advance(&s, &defs).unwrap());
+        assert_eq!(
+            path(&s),
+            [("top".into(), 1), ("review".into(), 0), ("inner".into(), 0)]
+        );
+        let (from, s) = moved(advance(&s, &defs).unwrap());
+        assert_eq!((from.as_str(), s.global_step_count), ("Read", 3));
+        assert_eq!(resolve(&s, &defs).unwrap().phase.name, "Note");
     }
 
     #[test]

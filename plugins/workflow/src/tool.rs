@@ -34,14 +34,17 @@ pub fn parameters() -> serde_json::Value {
     })
 }
 
-/// A tool answer: its text, details, and whether it is an error.
+/// A tool answer: its text, details, and whether the original marks it an error.
+///
+/// The original returns its error answers (`resultType: "error"`), it does not throw them,
+/// so pi records them with `isError: false`; so does this port.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Answer {
     /// The text the model reads.
     pub text: String,
     /// `details`.
     pub details: serde_json::Value,
-    /// An error result.
+    /// One of the original's error answers (still a result with `isError: false`).
     pub error: bool,
     /// The state to apply and persist (`None`: unchanged), and whether to persist it.
     pub new_state: Option<(Option<WorkflowState>, bool)>,
@@ -144,6 +147,9 @@ fn status(state: &WorkflowState, defs: &Definitions) -> Answer {
 
 fn next(state: &WorkflowState, defs: &Definitions) -> Answer {
     match advance(state, defs) {
+        Err(message) if message.ends_with("not found.") => {
+            Answer::error(message, json!({"active": false}))
+        }
         Err(message) => Answer::error(message, json!({})),
         Ok(Advance::Done { from, state }) => Answer::plain(
             format!(
@@ -286,14 +292,11 @@ pub fn register(pi: &mut Registrar, plugin: &Plugin) -> Result<()> {
             }
             rt.state = state;
         }
-        let mut result = json!({
+        // Error answers too are returned, not thrown (`isError: false`), as the original's.
+        Ok(json!({
             "content": [{"type": "text", "text": answer.text}],
             "details": answer.details,
-        });
-        if answer.error {
-            result["isError"] = true.into();
-        }
-        Ok(result)
+        }))
     })
 }
 

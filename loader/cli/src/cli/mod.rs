@@ -84,6 +84,11 @@ enum Command {
         /// that checked the file before handing it to serve (`--isolate` does).
         #[arg(long = "pin-sha256", value_name = "HEX", hide = true)]
         pin_sha256: Option<String>,
+        /// Write the protocol's lines to this file descriptor instead of stdout, and point
+        /// stdout at stderr (`--isolate` does: a plugin's own writes to stdout then never
+        /// reach the protocol).
+        #[arg(long = "protocol-fd", value_name = "FD", hide = true)]
+        protocol_fd: Option<i32>,
     },
     /// Create a plugin project that builds as generated: one handler, a test, a README with
     /// the dev loop (Rust: a cdylib crate; C and C++: a Makefile and a CMakeLists.txt).
@@ -296,9 +301,10 @@ pub fn main() -> ExitCode {
             Command::Serve {
                 sources,
                 pin_sha256,
+                protocol_fd,
             },
             _,
-        ) => run::serve(&sources, pin_sha256.as_deref()),
+        ) => run::serve(&sources, pin_sha256.as_deref(), protocol_fd),
         (Command::Bridge { action }, _) => bridge::bridge(action),
         (Command::DemoModel(args), _) => demo_model::demo_model(args),
         (Command::Emit(args), _) => emit::emit(args),

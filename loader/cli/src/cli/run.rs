@@ -150,8 +150,13 @@ fn prepare(
     let models_json = agent.join("models.json");
     let defaults = pi_hooks_host::plugin_files::settings::default_model(&agent, &cwd);
     let chosen = choose_model(args, &models_json, defaults)?;
+    let idle = pi_hooks_host::plugin_files::settings::stream_idle_timeout(&agent, &cwd)
+        .unwrap_or(pi_hooks_agent::model::openai::transport::DEFAULT_IDLE_TIMEOUT);
     let (model, scratch): (Box<dyn Model>, _) = match chosen {
-        Chosen::Provider(models) => (Box::new(OpenAiModel::new(models)), None),
+        Chosen::Provider(models) => (
+            Box::new(OpenAiModel::new(models).with_idle_timeout(idle)),
+            None,
+        ),
         Chosen::Demo(offered) => {
             let (scripted, scratch) = scripted_model(args.script.as_deref(), &cwd)?;
             if offered.is_empty() {
@@ -159,7 +164,7 @@ fn prepare(
             } else {
                 let catalog = ModelCatalog::new(vec![
                     Box::new(scripted),
-                    Box::new(OpenAiModel::new(offered)),
+                    Box::new(OpenAiModel::new(offered).with_idle_timeout(idle)),
                 ]);
                 (Box::new(catalog), scratch)
             }
@@ -523,8 +528,24 @@ pub(super) fn rpc(args: RpcArgs, flags: &PluginFlags) -> Result<ExitCode, Comman
 }
 
 /// `pi-hooks serve`: loads the plugins as the other modes do (load problems on stderr) and
-/// serves them until stdin closes. `pin`: the SHA-256 the --hook files must have.
-pub(super) fn serve(sources: &Sources, pin: Option<&str>) -> Result<ExitCode, CommandError> {
+/// serves them until stdin closes. `pin`: the SHA-256 the --hook files must have;
+/// `protocol_fd`: where the protocol goes instead of stdout (before anything loads).
+pub(super) fn serve(
+    sources: &Sources,
+    pin: Option<&str>,
+    protocol_fd: Option<i32>,
+) -> Result<ExitCode, CommandError> {
+    let protocol = match protocol_fd {
+        #[cfg(unix)]
+        Some(fd) => Some(pi_hooks_host::serve::protocol_on_fd(fd).map_err(CommandError::failed)?),
+        #[cfg(not(unix))]
+        Some(_) => {
+            return Err(CommandError::failed(
+                "--protocol-fd is only offered on Unix",
+            ));
+        }
+        None => None,
+    };
     let options = sources.options()?;
     if let Some(pin) = pin {
         for hook in &options.explicit {
@@ -545,6 +566,7 @@ pub(super) fn serve(sources: &Sources, pin: Option<&str>) -> Result<ExitCode, Co
         mode: PI_MODE_RPC,
         discovery: options,
         load_lines,
+        protocol,
     };
     let code = pi_hooks_host::serve::run(setup);
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))

@@ -3,7 +3,7 @@
 //! stdout line writer. A mode only turns the core's events and UI requests into its medium.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::json;
@@ -72,6 +72,14 @@ pub fn build(setup: CoreSetup, error_lines: Option<LineWriter>, sink: EventSink)
         report.plugins.into_iter().map(Arc::new).collect(),
         config,
     ));
+    runner.set_not_loaded(
+        report
+            .errors
+            .iter()
+            .filter(|e| pi_hooks_host::plugin_files::paths::has_library_suffix(Path::new(&e.path)))
+            .map(|e| (e.path.clone(), e.error.clone()))
+            .collect(),
+    );
     runner.on_error(Arc::new(move |error| {
         // Escaped: the path and the message are the plugin's; a closed stderr is ignored.
         let _ = writeln!(

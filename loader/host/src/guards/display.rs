@@ -38,6 +38,15 @@ pub fn write_escaped(text: &str, out: &mut impl Write) -> std::fmt::Result {
     out.write_str(&text[plain..])
 }
 
+/// `text` without the characters [`escape`] makes visible: for places where an escape
+/// cannot be shown either, such as the terminal's title.
+pub fn strip(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(needs_escape) {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(text.chars().filter(|c| !needs_escape(*c)).collect())
+}
+
 /// Control characters, and the format characters that change how the text around them
 /// shows: bidirectional embeddings, overrides and isolates, zero-width characters, the
 /// line and paragraph separators.
@@ -65,5 +74,14 @@ mod tests {
         assert_eq!(escape("evil\u{202e}os.so"), "evil\\u{202e}os.so");
         assert_eq!(escape("\u{9b}31m"), "\\u{9b}31m");
         assert_eq!(escape("ünïcödé ok"), "ünïcödé ok");
+    }
+
+    #[test]
+    fn strip_drops_what_escape_shows() {
+        assert!(matches!(strip("pi-hooks tour"), Cow::Borrowed(_)));
+        assert_eq!(
+            strip("a\u{202e}b\u{2067}c\u{200b}d\u{1b}]0;x\u{7}e"),
+            "abcd]0;xe"
+        );
     }
 }

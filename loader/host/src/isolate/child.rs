@@ -27,6 +27,15 @@ use crate::guards::display::escape;
 /// discarded, so output a plugin writes to stdout without a line feed cannot exhaust memory.
 const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
+/// The most of a child's stderr (where its plugin's stdout goes too) passed on to the host's
+/// stderr per second: a chatty plugin cannot flood the terminal or a log. The rest of that
+/// second is dropped, said once when it starts and counted when it ends.
+const STDERR_BYTES_PER_SECOND: usize = 64 * 1024;
+
+/// The descriptor a child writes its protocol lines to (`serve --protocol-fd`): not fd 1,
+/// which a plugin may write to.
+const PROTOCOL_FD: i32 = 3;
+
 /// How long a child gets to exit after its stdin closed before it is killed.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
 
@@ -55,6 +64,8 @@ impl Launch {
             self.plugin.clone().into_os_string(),
             "--cwd".into(),
             self.cwd.clone().into_os_string(),
+            "--protocol-fd".into(),
+            PROTOCOL_FD.to_string().into(),
         ]
     }
 }
@@ -213,11 +224,16 @@ impl ServeChild {
     /// in the lines its stdout carries that are not protocol. The child's stderr goes to
     /// ours, except the lines the host reports itself (see `forward_stderr`).
     pub fn spawn(launch: &Launch, label: &str, limit: Duration) -> Result<ServeChild, String> {
+        // The protocol's own pipe: the child writes its lines to fd 3 and points its fd 1 at
+        // its stderr, so a plugin's `printf` never lands inside a frame.
+        let (protocol_read, protocol_write) =
+            rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+                .map_err(|e| format!("cannot make a pipe for its isolation process: {e}"))?;
         let mut command = Command::new(&launch.program);
         command
             .args(launch.args())
             .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
+            .stdout(Stdio::null())
             .stderr(Stdio::piped())
             // The host traces its proxy's calls and the child's requests itself (the hook
             // trace, `crate::observe::trace`); a tracing child would report every call twice.
@@ -227,23 +243,40 @@ impl ServeChild {
         {
             // Its own process group: a Ctrl-C meant for the host's terminal does not reach it
             // (it ends when the host closes its stdin, or is killed).
+            use std::os::fd::AsRawFd;
             use std::os::unix::process::CommandExt;
             command.process_group(0);
+            let write = protocol_write.as_raw_fd();
+            // SAFETY: runs in the forked child before exec and calls only dup2 and fcntl,
+            // which are async-signal-safe; nothing is allocated or locked.
+            unsafe {
+                command.pre_exec(move || {
+                    if write == PROTOCOL_FD {
+                        // Already in place: only its close-on-exec flag must go.
+                        if libc::fcntl(write, libc::F_SETFD, 0) < 0 {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                    } else if libc::dup2(write, PROTOCOL_FD) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
         }
-        let mut process = command.spawn().map_err(|e| {
+        let spawned = command.spawn();
+        // The child has its copy; the host keeps only the reading end.
+        drop(protocol_write);
+        let mut process = spawned.map_err(|e| {
             format!(
                 "cannot start its isolation process {} serve: {e}",
                 launch.program.display()
             )
         })?;
-        let (Some(stdin), Some(stdout), Some(stderr)) = (
-            process.stdin.take(),
-            process.stdout.take(),
-            process.stderr.take(),
-        ) else {
+        let stdout = std::fs::File::from(protocol_read);
+        let (Some(stdin), Some(stderr)) = (process.stdin.take(), process.stderr.take()) else {
             let _ = process.kill();
             let _ = process.wait();
-            return Err("its isolation process has no stdin, stdout or stderr pipe".into());
+            return Err("its isolation process has no stdin or stderr pipe".into());
         };
         let process = Arc::new(Mutex::new(process));
         let inbox = Arc::new(Inbox {
@@ -261,9 +294,10 @@ impl ServeChild {
                 .spawn(move || read_stdout(stdout, &inbox, &process, &label))
                 .map_err(|e| format!("cannot start a thread for its isolation process: {e}"))?;
         }
+        let err_label = label.to_owned();
         std::thread::Builder::new()
             .name("pi-hooks-isolate-err".into())
-            .spawn(move || forward_stderr(stderr))
+            .spawn(move || forward_stderr(stderr, &err_label))
             .map_err(|e| format!("cannot start a thread for its isolation process: {e}"))?;
         let mut child = ServeChild {
             process,
@@ -695,20 +729,54 @@ fn reported_by_host(line: &str) -> bool {
 }
 
 /// Forwards the child's stderr to ours, line by line, except [`reported_by_host`] lines.
-fn forward_stderr(stderr: impl Read) {
+fn forward_stderr(stderr: impl Read, label: &str) {
     let mut reader = BufReader::new(stderr);
     let mut buffer = Vec::new();
+    let mut window = Instant::now();
+    let mut passed = 0usize;
+    let (mut dropped_lines, mut dropped_bytes) = (0u64, 0u64);
+    let say_dropped = |lines: u64, bytes: u64| {
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "pi-hooks: isolated plugin {}: {lines} lines ({bytes} bytes) of its output dropped (more than {} KiB a second)",
+            escape(label),
+            STDERR_BYTES_PER_SECOND / 1024
+        );
+    };
     loop {
         buffer.clear();
-        match read_line(&mut reader, &mut buffer) {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
+        let read = match read_line(&mut reader, &mut buffer) {
+            Ok(0) | Err(_) => break,
+            Ok(read) => read,
+        };
+        if window.elapsed() >= Duration::from_secs(1) {
+            if dropped_lines > 0 {
+                say_dropped(dropped_lines, dropped_bytes);
+            }
+            (window, passed, dropped_lines, dropped_bytes) = (Instant::now(), 0, 0, 0);
         }
+        if passed + read > STDERR_BYTES_PER_SECOND {
+            if dropped_lines == 0 {
+                let _ = writeln!(
+                    std::io::stderr().lock(),
+                    "pi-hooks: isolated plugin {} writes more than {} KiB a second to its stdout and stderr; the rest of this second is dropped",
+                    escape(label),
+                    STDERR_BYTES_PER_SECOND / 1024
+                );
+            }
+            dropped_lines += 1;
+            dropped_bytes += read as u64;
+            continue;
+        }
+        passed += read;
         let text = String::from_utf8_lossy(&buffer);
         let line = text.trim_end_matches(['\n', '\r']);
         if !reported_by_host(line) {
             let _ = writeln!(std::io::stderr().lock(), "{line}");
         }
+    }
+    if dropped_lines > 0 {
+        say_dropped(dropped_lines, dropped_bytes);
     }
 }
 

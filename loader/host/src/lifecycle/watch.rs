@@ -30,6 +30,11 @@
 //! ([`crate::runner::Runner::reload_all`]), which may change the set of files, replace it:
 //! drop it and start a new one from [`WatchConfig::for_runner`].
 //!
+//! A plugin file that failed to load ([`WatchConfig::not_loaded`]: `--watch -e FILE` started
+//! while FILE was half written, say) is decided at the start and whenever it changes, as a
+//! new file is: once complete it is reported [`Change::Added`] and loaded. Until then the
+//! runner lists it ([`crate::runner::Runner::not_loaded`]: the UI status and the trace).
+//!
 //! A discovery folder that does not exist yet is waited for: its nearest existing parent
 //! is watched, and once the folder appears it is watched too and the library files already
 //! in it are decided like new ones.
@@ -84,6 +89,10 @@ pub struct WatchConfig {
     pub plugins: Vec<(PathBuf, Option<String>)>,
     /// Folders where a new library file is a new plugin (discovery folders).
     pub folders: Vec<PathBuf>,
+    /// Plugin files that failed to load (half written when the host started, say): each is
+    /// decided at the start and again whenever it changes, and reported as
+    /// [`Change::Added`] once it is complete, so it is loaded then.
+    pub not_loaded: Vec<PathBuf>,
     /// How long a file must stay quiet (no event, same size, modification time and inode)
     /// before it is decided. Default 150 ms.
     pub settle: Duration,
@@ -116,6 +125,11 @@ impl WatchConfig {
                 .map(|p| (PathBuf::from(&p.path), Some(p.sha256().to_owned())))
                 .collect(),
             folders: discovery_folders(options),
+            not_loaded: runner
+                .not_loaded()
+                .into_iter()
+                .map(|(path, _)| PathBuf::from(path))
+                .collect(),
             settle: DEFAULT_SETTLE,
             give_up: DEFAULT_GIVE_UP,
             system_events: true,
@@ -270,7 +284,12 @@ impl Watcher {
             })
             .flatten();
         let mut folders: Vec<PathBuf> = Vec::new();
-        for (path, _) in &config.plugins {
+        for path in config
+            .plugins
+            .iter()
+            .map(|(path, _)| path)
+            .chain(&config.not_loaded)
+        {
             if let Some(parent) = key(path).parent() {
                 folders.push(parent.to_path_buf());
             }
@@ -294,11 +313,19 @@ impl Watcher {
                 watched.push(folder);
             }
         }
+        let retry: Vec<PathBuf> = config.not_loaded.iter().map(|p| key(p)).collect();
         let known = Known {
             plugins: config
                 .plugins
                 .iter()
                 .map(|(path, sha)| (key(path), (path.clone(), sha.clone())))
+                // A file that failed to load counts as one whose return is new.
+                .chain(
+                    config
+                        .not_loaded
+                        .iter()
+                        .map(|path| (key(path), (path.clone(), None))),
+                )
                 .collect(),
             folders: discovery,
             missing: missing.into_iter().cloned().collect(),
@@ -314,7 +341,11 @@ impl Watcher {
             let (settle, give_up) = (config.settle, config.give_up.max(config.settle));
             std::thread::Builder::new()
                 .name("pi-hooks-watch".into())
-                .spawn(move || decide_loop(events, known, shared, settle, give_up, stop, on_change))
+                .spawn(move || {
+                    decide_loop(
+                        events, known, retry, shared, settle, give_up, stop, on_change,
+                    )
+                })
                 .map_err(|e| format!("cannot start the watcher thread: {e}"))?
         };
         Ok(Watcher {
@@ -349,9 +380,11 @@ impl Drop for Watcher {
 }
 
 /// The deciding thread: collects event paths, decides quiet ones, calls `on_change`.
+#[allow(clippy::too_many_arguments)]
 fn decide_loop(
     events: Receiver<Option<PathBuf>>,
     known: Known,
+    retry: Vec<PathBuf>,
     folders: Folders,
     settle: Duration,
     give_up: Duration,
@@ -361,6 +394,22 @@ fn decide_loop(
     let mut seen = snapshot(&known);
     let known = Mutex::new(known);
     let mut pending: HashMap<PathBuf, Pending> = HashMap::new();
+    // Files that failed to load are decided at once: one completed between its failed load
+    // and this start would otherwise wait for a change that never comes.
+    let start = Instant::now();
+    for path in retry {
+        if let Some(now) = stat(&path) {
+            pending.insert(
+                path,
+                Pending {
+                    last_event: start,
+                    stat: Some(now),
+                    quiet_since: start,
+                    failed_at: None,
+                },
+            );
+        }
+    }
     let tick = (settle / 4).clamp(Duration::from_millis(5), Duration::from_millis(50));
     let mut next_poll = Instant::now() + POLL;
     while !stop.load(Ordering::Acquire) {

@@ -330,6 +330,19 @@ pub(crate) fn load(path: &str, elapsed: Duration, result: LoadResult<'_>) {
     );
 }
 
+/// A plugin file that failed to load and does not run (`error`), or that runs again (`None`).
+#[cold]
+#[inline(never)]
+pub(crate) fn not_loaded(path: &str, error: Option<&str>) {
+    tracing::info!(
+        target: TARGET,
+        trace = "not_loaded",
+        path,
+        decision = if error.is_some() { "missing" } else { "back" },
+        error,
+    );
+}
+
 /// A UI call of the plugin behind `state`: `method` (pi's name: `notify`, `setStatus`,
 /// `confirm`, ...) with `args` (the request's fields), `shown` whether a UI took it (false
 /// in print and JSON mode, where it does nothing), and for a dialog the `answer` the plugin

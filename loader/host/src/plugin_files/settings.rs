@@ -19,6 +19,9 @@ pub struct Settings {
     pub hook_timeout_ms: Option<u64>,
     /// `toolCallTimeout` in milliseconds.
     pub tool_call_timeout_ms: Option<u64>,
+    /// `streamIdleTimeout` in milliseconds: the longest a model server's stream may go
+    /// without an event.
+    pub stream_idle_timeout_ms: Option<u64>,
     /// `compaction`: `{enabled?, reserveTokens?, keepRecentTokens?}`.
     pub compaction: Option<pi_hooks_session::compaction::CompactionSettings>,
     /// Whether the file is the project's (`<cwd>/.pi/settings.json`) rather than the user's.
@@ -66,6 +69,7 @@ pub fn read_settings(path: &Path) -> Result<Option<Settings>, String> {
         extensions: string_list(&map, "extensions")?,
         hook_timeout_ms: millis(&map, "hookTimeout")?,
         tool_call_timeout_ms: millis(&map, "toolCallTimeout")?,
+        stream_idle_timeout_ms: millis(&map, "streamIdleTimeout")?,
         compaction: match map.get("compaction") {
             None | Some(Value::Null) => None,
             Some(value) => Some(
@@ -103,6 +107,26 @@ pub fn default_model(agent_dir: &Path, cwd: &Path) -> (Option<String>, Option<St
         }
     }
     chosen
+}
+
+/// `streamIdleTimeout` in force, if a settings file sets it: the user's, which a project's
+/// may raise but not lower (as `hookTimeout`). Files that cannot be read are left out (the
+/// plugin loader reports them).
+pub fn stream_idle_timeout(agent_dir: &Path, cwd: &Path) -> Option<Duration> {
+    let user = read_settings(&agent_dir.join("settings.json"))
+        .ok()
+        .flatten()
+        .and_then(|s| s.stream_idle_timeout_ms);
+    let project = read_settings(&cwd.join(".pi").join("settings.json"))
+        .ok()
+        .flatten()
+        .and_then(|s| s.stream_idle_timeout_ms);
+    match (user, project) {
+        (Some(user), Some(project)) => Some(user.max(project)),
+        (user, None) => user,
+        (None, Some(project)) => Some(project),
+    }
+    .map(Duration::from_millis)
 }
 
 /// The handler time limits in force: `(hookTimeout, toolCallTimeout)`. The user's settings

@@ -190,7 +190,13 @@ pub struct Runner {
     /// `toolCallTimeout` in milliseconds, 0 for none (as `hook_timeout_ms`).
     tool_call_timeout_ms: AtomicU64,
     workers: timed::Workers,
+    /// Plugin files that failed to load and do not run: `(path, why)` (see
+    /// [`Runner::not_loaded`]).
+    not_loaded: Mutex<Vec<(String, String)>>,
 }
+
+/// The UI status key under which the host shows the plugins that failed to load.
+pub const NOT_LOADED_STATUS: &str = "pi-hooks:not-loaded";
 
 /// How long [`Runner::replace_plugins`] waits for dispatches still running on the old set
 /// before it retires the instances that left it anyway. A handler still running then
@@ -234,7 +240,81 @@ impl Runner {
             tool_call_timeout_ms: AtomicU64::new(config.tool_call_timeout.map_or(0, millis)),
             config,
             workers: timed::Workers::default(),
+            not_loaded: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The plugin files that failed to load and do not run, `(path, why)`: a gate plugin
+    /// missing from the session is shown, not silent. `--watch` retries each when its file
+    /// changes (`crate::lifecycle::watch`).
+    pub fn not_loaded(&self) -> Vec<(String, String)> {
+        self.not_loaded
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Replaces the list of plugins that failed to load (at the start, after a `/reload`):
+    /// each is traced, and the list is shown as the UI status [`NOT_LOADED_STATUS`].
+    pub fn set_not_loaded(&self, list: Vec<(String, String)>) {
+        if crate::observe::trace::on() {
+            for (path, error) in &list {
+                crate::observe::trace::not_loaded(path, Some(error));
+            }
+        }
+        *self.not_loaded.lock().unwrap_or_else(|e| e.into_inner()) = list;
+        self.show_not_loaded_on_bound_ui();
+    }
+
+    /// Records a new attempt to load `path` (`--watch`): `Err(why)` when it failed and the
+    /// file does not run, `Ok` when it runs now (or was removed); traced and shown when the
+    /// list changes.
+    pub fn note_load(&self, path: &str, outcome: Result<(), &str>) {
+        let mut list = self.not_loaded.lock().unwrap_or_else(|e| e.into_inner());
+        let before = list.clone();
+        list.retain(|(p, _)| p != path);
+        if let Err(error) = outcome {
+            list.push((path.to_owned(), error.to_owned()));
+        }
+        let changed = *list != before;
+        drop(list);
+        if changed {
+            if crate::observe::trace::on() {
+                crate::observe::trace::not_loaded(path, outcome.err());
+            }
+            self.show_not_loaded_on_bound_ui();
+        }
+    }
+
+    fn show_not_loaded_on_bound_ui(&self) {
+        if let Some(ui) = self.bound_services().and_then(|s| s.ui()) {
+            self.show_not_loaded(&*ui);
+        }
+    }
+
+    /// Shows the plugins that failed to load on `ui` as the status [`NOT_LOADED_STATUS`]
+    /// (`not loaded: gate.so`, or `2 plugins not loaded: a.so, b.so`), or clears it.
+    pub fn show_not_loaded(&self, ui: &dyn crate::services::UiService) {
+        let list = self.not_loaded();
+        let names: Vec<String> = list
+            .iter()
+            .map(|(path, _)| {
+                std::path::Path::new(path)
+                    .file_name()
+                    .map_or_else(|| path.clone(), |n| n.to_string_lossy().into_owned())
+            })
+            .collect();
+        let mut request =
+            serde_json::json!({"method": "setStatus", "statusKey": NOT_LOADED_STATUS});
+        match names.len() {
+            0 => {}
+            1 => request["statusText"] = format!("not loaded: {}", names[0]).into(),
+            n => {
+                request["statusText"] =
+                    format!("{n} plugins not loaded: {}", names.join(", ")).into()
+            }
+        }
+        ui.fire(request);
     }
 
     /// The plugins, in load order (a copy of the current set's list: a reload may replace

@@ -10,14 +10,20 @@ use serde_json::Value;
 /// mode's own threads. A failed write (a closed pipe) is ignored, never a panic.
 #[derive(Clone)]
 pub struct LineWriter {
-    out: Arc<Mutex<std::io::Stdout>>,
+    out: Arc<Mutex<Box<dyn Write + Send>>>,
 }
 
 impl LineWriter {
     /// A writer on this process's stdout.
     pub fn stdout() -> Self {
+        LineWriter::to(Box::new(std::io::stdout()))
+    }
+
+    /// A writer on `out` (an isolated plugin's `serve` child writes its protocol to a file
+    /// descriptor of its own, see `--protocol-fd`).
+    pub fn to(out: Box<dyn Write + Send>) -> Self {
         LineWriter {
-            out: Arc::new(Mutex::new(std::io::stdout())),
+            out: Arc::new(Mutex::new(out)),
         }
     }
 

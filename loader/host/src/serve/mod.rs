@@ -55,6 +55,39 @@ pub struct ServeSetup {
     pub discovery: DiscoveryOptions,
     /// The load problems as the other modes print them (hello's `loadMessages`).
     pub load_lines: Vec<String>,
+    /// Where the protocol's lines go; `None`: stdout. An isolated plugin's child writes
+    /// them to a descriptor of its own (see [`protocol_on_fd`]).
+    pub protocol: Option<LineWriter>,
+}
+
+/// Moves this process's protocol output off fd 1 (`pi-hooks serve --protocol-fd N`, as
+/// `--isolate` starts its children): the lines go to `fd`, and fd 1 is pointed at stderr,
+/// so whatever a plugin writes to its stdout (`printf` without a line feed, say) reaches
+/// the host's stderr and can never corrupt a frame. Call it before any plugin is loaded.
+#[cfg(unix)]
+pub fn protocol_on_fd(fd: i32) -> Result<LineWriter, String> {
+    use std::os::fd::FromRawFd;
+    if fd <= 2 {
+        return Err(format!(
+            "--protocol-fd {fd}: must be above 2 (0, 1 and 2 are stdio)"
+        ));
+    }
+    // SAFETY: fcntl(F_GETFD) only asks whether `fd` is open.
+    if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+        return Err(format!("--protocol-fd {fd}: not an open file descriptor"));
+    }
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    // SAFETY: dup2 on two descriptors of this process; fd 1 is replaced by a copy of fd 2.
+    if unsafe { libc::dup2(2, 1) } < 0 {
+        return Err(format!(
+            "--protocol-fd: cannot point stdout at stderr: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: `fd` is open (checked above) and handed to us by the parent for this use
+    // alone; the File owns it from now on.
+    let file = unsafe { std::fs::File::from_raw_fd(fd) };
+    Ok(LineWriter::to(Box::new(file)))
 }
 
 /// Writes `{"type":"error","id":…,"error":…}`.
@@ -70,8 +103,9 @@ pub fn run(setup: ServeSetup) -> i32 {
         mode,
         discovery,
         load_lines,
+        protocol,
     } = setup;
-    let out = LineWriter::stdout();
+    let out = protocol.unwrap_or_else(LineWriter::stdout);
     out.line(&protocol::hello(&report, &load_lines));
     let config = RunnerConfig::new(&cwd, mode).with_settings(&report.settings);
     let runner = Arc::new(Runner::new(

@@ -27,6 +27,14 @@
 //! Retirement: a plugin's running programs are terminated (SIGTERM, then SIGKILL after 5 s)
 //! when the plugin is retired (unload, reload, or the end of the run), and the retirement
 //! waits for them to end, so none outlives the host.
+//!
+//! A host that cannot retire anything (killed with SIGKILL, or crashed) takes its programs
+//! with it on Linux: each is started with `PR_SET_PDEATHSIG` = SIGKILL. The kernel sends that
+//! signal when the *thread* that forked the program ends, not the process, so every program
+//! is forked by one thread that lives as long as the host ([`spawn_on_spawner_thread`]);
+//! and a host that died between the fork and the `prctl` is noticed (the parent is no longer
+//! the host) and the program never runs. What a program started in turn (its own children)
+//! is not covered.
 
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
@@ -235,7 +243,9 @@ async fn watch_program(request: ExecRequest, mut retired: watch::Receiver<bool>)
         .kill_on_drop(true);
     #[cfg(unix)]
     command.process_group(0);
-    let mut child = match command.spawn() {
+    #[cfg(target_os = "linux")]
+    die_with_the_host(&mut command);
+    let mut child = match spawn_on_spawner_thread(command).await {
         Ok(child) => child,
         Err(error) => return ExecOutput::not_started(spawn_error(&request, &error)),
     };
@@ -281,6 +291,73 @@ async fn watch_program(request: ExecRequest, mut retired: watch::Receiver<bool>)
 }
 
 /// Waits until `deadline`; forever for no limit (or one too far away to represent).
+/// Makes the program die with the host (Linux): SIGKILL when the thread that forked it ends
+/// (see [`spawn_on_spawner_thread`]), and no start at all if the host is already gone.
+#[cfg(target_os = "linux")]
+fn die_with_the_host(command: &mut Command) {
+    let host = std::process::id();
+    // SAFETY: the closure runs in the forked child before exec and calls only prctl, getppid
+    // and _exit, which are async-signal-safe; it allocates nothing and takes no lock.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The host died before the prctl: the signal will never come.
+            if libc::getppid() as u32 != host {
+                libc::_exit(137);
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Starts `command` on the one thread that forks every program and never ends, so a
+/// program's parent-death signal means the host's death, not the end of whichever runtime
+/// or pool thread happened to fork it.
+async fn spawn_on_spawner_thread(mut command: Command) -> std::io::Result<Child> {
+    type Job = Box<dyn FnOnce() + Send>;
+    static SPAWNER: LazyLock<Mutex<Option<std::sync::mpsc::Sender<Job>>>> = LazyLock::new(|| {
+        let (sender, jobs) = std::sync::mpsc::channel::<Job>();
+        let started = std::thread::Builder::new()
+            .name("pi-hooks-exec-spawn".into())
+            .spawn(move || {
+                for job in jobs {
+                    job();
+                }
+            });
+        Mutex::new(started.ok().map(|_| sender))
+    });
+    let (answer, spawned) = tokio::sync::oneshot::channel();
+    let runtime = tokio::runtime::Handle::current();
+    let job: Job = Box::new(move || {
+        let _entered = runtime.enter();
+        let _ = answer.send(command.spawn());
+    });
+    let sent = SPAWNER
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .map(|sender| sender.send(job).is_ok());
+    if sent != Some(true) {
+        return Err(std::io::Error::other(
+            "the thread that starts programs could not be started",
+        ));
+    }
+    spawned.await.unwrap_or_else(|_| {
+        Err(std::io::Error::other(
+            "the thread that starts programs ended",
+        ))
+    })
+}
+
 async fn sleep_until(deadline: Option<Option<Instant>>) {
     match deadline {
         Some(Some(deadline)) => tokio::time::sleep_until(deadline).await,

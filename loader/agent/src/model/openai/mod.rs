@@ -26,6 +26,8 @@ use super::{AssistantEvent, CancelToken, Model, ModelRequest};
 pub struct OpenAiModel {
     models: Vec<ProviderModel>,
     selected: usize,
+    /// The longest wait for the next stream event (`streamIdleTimeout`).
+    idle_timeout: std::time::Duration,
 }
 
 impl OpenAiModel {
@@ -35,7 +37,16 @@ impl OpenAiModel {
         OpenAiModel {
             models,
             selected: 0,
+            idle_timeout: transport::DEFAULT_IDLE_TIMEOUT,
         }
+    }
+
+    /// The same provider ending a turn whose stream goes `idle` without an event (silent, or
+    /// trickling bytes that never make one) with "Request timed out." (settings.json's
+    /// `streamIdleTimeout`; default [`transport::DEFAULT_IDLE_TIMEOUT`]).
+    pub fn with_idle_timeout(mut self, idle: std::time::Duration) -> OpenAiModel {
+        self.idle_timeout = idle;
+        self
     }
 
     fn current(&self) -> &ProviderModel {
@@ -67,9 +78,9 @@ impl OpenAiModel {
     /// aborted), even while the server is silent.
     fn stream(&self, body: &Value, cancel: &CancelToken, on_event: OnEvent<'_>) -> Value {
         let mut decoder = StreamDecoder::new(&self.current().info);
-        let opened = self
-            .endpoint()
-            .and_then(|(url, headers)| transport::open(&url, &headers, &body.to_string(), cancel));
+        let opened = self.endpoint().and_then(|(url, headers)| {
+            transport::open(&url, &headers, &body.to_string(), cancel, self.idle_timeout)
+        });
         let mut events = match opened {
             Ok(events) => events,
             Err(_) if cancel.is_cancelled() => return decoder.finish(on_event),

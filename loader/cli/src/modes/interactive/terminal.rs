@@ -58,9 +58,11 @@ impl TerminalGuard {
         Ok(guard)
     }
 
-    /// Sets the terminal's title (OSC 0).
+    /// Sets the terminal's title (OSC 0), without control characters and without the
+    /// bidirectional and invisible format characters (U+202E ...) that the rest of the
+    /// screen drops too.
     pub fn set_title(title: &str) {
-        let title: String = title.chars().filter(|c| !c.is_control()).collect();
+        let title = pi_hooks_host::guards::display::strip(title).into_owned();
         let _ = execute!(
             std::io::stdout(),
             ratatui::crossterm::terminal::SetTitle(title)
