@@ -39,6 +39,8 @@ pub struct PackageJson {
     pub signed_bytes: Vec<u8>,
     /// The signature (minisign's text format), if the package is signed.
     pub signature: Option<String>,
+    /// The signer's minisign public key (base64), carried beside the signature.
+    pub public_key: Option<String>,
 }
 
 /// The manifest: libraries per platform, the plugin, its capabilities, the host it needs.
@@ -207,6 +209,10 @@ pub fn parse_package_json(bytes: &[u8]) -> Result<PackageJson, String> {
     }
     parse_version(&manifest.min_host_version, 3)
         .map_err(|e| format!("minHostVersion {:?} {e}", manifest.min_host_version))?;
+    let public_key = ours
+        .get("publicKey")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
     let signed_bytes = signed_bytes(manifest_value);
     Ok(PackageJson {
         name,
@@ -214,6 +220,7 @@ pub fn parse_package_json(bytes: &[u8]) -> Result<PackageJson, String> {
         manifest,
         signed_bytes,
         signature,
+        public_key,
     })
 }
 
@@ -223,12 +230,13 @@ pub fn signed_bytes(manifest: &Value) -> Vec<u8> {
 }
 
 /// Builds a `package.json` for `manifest` (npm's and pi's fields plus ours).
-pub fn package_json(manifest: &Manifest, signature: Option<&str>) -> Value {
+pub fn package_json(manifest: &Manifest, signature: Option<(&str, &str)>) -> Value {
     let manifest_value = serde_json::to_value(manifest).unwrap_or(Value::Null);
     let mut ours = serde_json::Map::new();
     ours.insert("manifest".into(), manifest_value);
-    if let Some(sig) = signature {
+    if let Some((sig, public_key)) = signature {
         ours.insert("signature".into(), Value::String(sig.to_owned()));
+        ours.insert("publicKey".into(), Value::String(public_key.to_owned()));
     }
     serde_json::json!({
         "name": manifest.plugin.name,
@@ -298,7 +306,7 @@ mod tests {
             capabilities: None,
             min_host_version: "0.1.0".into(),
         };
-        let json = serde_json::to_vec(&package_json(&manifest, Some("sig"))).unwrap();
+        let json = serde_json::to_vec(&package_json(&manifest, Some(("sig", "key")))).unwrap();
         let read = parse_package_json(&json).unwrap();
         assert_eq!(
             (read.manifest, read.signature.as_deref()),

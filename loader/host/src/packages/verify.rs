@@ -21,13 +21,11 @@ pub struct Signer {
     pub public_key: String,
 }
 
-/// Verifies the package's signature, if it has one, against `public_key` (the key the
-/// package carries, or one the user pinned). `Ok(None)` for an unsigned package.
-pub fn verify_signature(
-    package: &PackageJson,
-    public_key: Option<&str>,
-    what: &str,
-) -> Result<Option<Signer>, String> {
+/// Verifies the package's signature, if it has one, against the public key it carries.
+/// `Ok(None)` for an unsigned package. Whether that key is the one the user pinned is the
+/// installer's question.
+pub fn verify_signature(package: &PackageJson, what: &str) -> Result<Option<Signer>, String> {
+    let public_key = package.public_key.as_deref();
     let Some(signature) = &package.signature else {
         return Ok(None);
     };
