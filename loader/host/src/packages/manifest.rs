@@ -126,7 +126,7 @@ pub struct Capabilities {
     #[serde(default)]
     pub exec: Vec<String>,
     /// Memory it needs, MiB.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, rename = "memoryMiB", skip_serializing_if = "Option::is_none")]
     pub memory_mib: Option<u64>,
 }
 
