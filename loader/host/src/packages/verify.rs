@@ -4,15 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
-
 use super::manifest::{Library, PackageJson, parse_version};
 
-/// The SHA-256 of `bytes`, lower-case hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    digest.iter().map(|b| format!("{b:02x}")).collect()
-}
+/// The SHA-256 of `bytes`, lower-case hex (the trust store's).
+pub use crate::plugin_files::trust::sha256_hex;
 
 /// Who signed a package: the minisign public key (base64) its signature verified against.
 #[derive(Debug, Clone, PartialEq, Eq)]
