@@ -268,6 +268,23 @@ PI_HOOKS_PLUGIN("marker", "1.0.0", "writes a marker file when loaded", init, NUL
     std::fs::remove_file(&marker).unwrap();
     let tgz = sandbox.root().join("dist/marker-1.0.0.tgz");
 
+    // Inspecting the package reads its manifest and checks its hashes without running it.
+    let shown = ok(&sandbox, &["inspect", "--json", tgz.to_str().unwrap()]);
+    let shown: Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(
+        (&shown["name"], &shown["plugin"]["description"]),
+        (
+            &Value::from("marker"),
+            &Value::from("writes a marker file when loaded")
+        )
+    );
+    assert_eq!(shown["libraries"][0]["sha256Matches"], true);
+    assert_eq!(shown["capabilities"]["memoryMiB"], 64);
+    assert!(
+        !marker.exists(),
+        "inspecting the package ran the plugin's code"
+    );
+
     // Headless without --yes: the capabilities are shown, nothing is installed.
     let error = refused(&sandbox, &["install", tgz.to_str().unwrap()]);
     assert!(error.contains("exec: git"), "{error}");

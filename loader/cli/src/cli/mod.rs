@@ -12,6 +12,7 @@ mod bridge;
 mod demo_model;
 mod emit;
 mod inspect;
+mod inspect_package;
 mod install;
 mod new;
 mod pack;
@@ -114,7 +115,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Load one plugin file and show its ABI, name, version, registrations and warnings.
+    /// Load one plugin file and show its ABI, name, version, registrations and warnings; or
+    /// show a package (a .tgz or a package folder) without running any of its code.
     ///
     /// Inspecting loads the plugin, which runs its initialiser: the plugin's own code. So a
     /// project plugin that is not trusted is refused unless --run-code is given. A project
