@@ -326,3 +326,43 @@ fn a_project_install_is_pending_trust() {
     ok(&sandbox, &["trust", &library]);
     assert_eq!(loaded_names(&sandbox.list_json(&[])), ["protected-paths"]);
 }
+
+#[test]
+fn an_embedding_program_and_serve_load_installed_packages() {
+    let sandbox = Sandbox::new();
+    let library = c_example_plugin(&sandbox.lib(), "protected-paths", "protected_paths");
+    let tgz = pack(&sandbox, &library, &sandbox.root().join("dist"), None);
+    ok(&sandbox, &["install", tgz.to_str().unwrap(), "--yes"]);
+    // The host as a library: discovery finds the package, the load verifies it.
+    let report = pi_hooks_host::lifecycle::load::load_all(
+        &pi_hooks_host::plugin_files::discover::DiscoveryOptions {
+            cwd: sandbox.project(),
+            agent_dir: sandbox.agent_dir(),
+            explicit: Vec::new(),
+            no_discovery: false,
+        },
+    );
+    let names: Vec<&str> = report.plugins.iter().map(|p| p.name()).collect();
+    assert_eq!(names, ["protected-paths"]);
+    assert_eq!(
+        report.plugins[0].origin,
+        pi_hooks_host::plugin_files::discover::Origin::Package
+    );
+    // `pi-hooks serve` announces it in its hello line.
+    let mut child = sandbox
+        .command(&["serve"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    drop(child.stdin.take());
+    child.wait().unwrap();
+    assert!(line.contains("\"hello\""), "{line}");
+    assert!(line.contains("protected-paths"), "{line}");
+}
