@@ -341,3 +341,31 @@ fn two_installs_at_once_both_land_in_the_settings() {
         ok(&sandbox, &["remove", "permission-gate-c"]);
     }
 }
+
+#[test]
+fn an_install_killed_between_its_steps_is_mended_by_the_next_one() {
+    let sandbox = Sandbox::new();
+    let folder = package_folder(&sandbox, false);
+    ok(&sandbox, &["install", folder.to_str().unwrap(), "--yes"]);
+    let settings = user_settings(&sandbox);
+    // As if killed after moving the old version aside and before the new one arrived, with
+    // a staging folder left half-written.
+    let store = sandbox.agent_dir().join("pi-hooks/packages");
+    std::fs::rename(
+        store.join("protected-paths"),
+        store.join(".old-protected-paths-4242"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(store.join(".staging-abc/lib")).unwrap();
+    assert_eq!(loaded_names(&sandbox.list_json(&[])), Vec::<String>::new());
+    // The next change to the store (here a removal that finds nothing) mends it first.
+    refused(&sandbox, &["remove", "nothing-such"]);
+    let left: Vec<String> = std::fs::read_dir(&store)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != ".lock")
+        .collect();
+    assert_eq!(left, ["protected-paths"]);
+    assert_eq!(user_settings(&sandbox), settings);
+    assert_eq!(loaded_names(&sandbox.list_json(&[])), ["protected-paths"]);
+}

@@ -76,7 +76,32 @@ impl Store {
         #[cfg(unix)]
         rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
             .map_err(|e| format!("cannot lock {}: {e}", path.display()))?;
+        self.recover();
         Ok(StoreLock { _file: file })
+    }
+
+    /// Mends what an install killed halfway left (call with the lock held): a version moved
+    /// aside (`.old-NAME-PID`) whose replacement never arrived goes back in place, and
+    /// staging folders and versions already replaced are removed.
+    fn recover(&self) {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let file_name = entry.file_name().to_string_lossy().into_owned();
+            if file_name.starts_with(".staging-") {
+                let _ = std::fs::remove_dir_all(entry.path());
+            } else if let Some(rest) = file_name.strip_prefix(".old-")
+                && let Some((name, _pid)) = rest.rsplit_once('-')
+            {
+                let target = self.dir.join(name);
+                if target.exists() {
+                    let _ = std::fs::remove_dir_all(entry.path());
+                } else {
+                    let _ = std::fs::rename(entry.path(), target);
+                }
+            }
+        }
     }
 
     /// A fresh, empty staging folder inside the store (dropped when the guard is).
