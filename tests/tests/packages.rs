@@ -366,3 +366,60 @@ fn an_embedding_program_and_serve_load_installed_packages() {
     assert!(line.contains("\"hello\""), "{line}");
     assert!(line.contains("protected-paths"), "{line}");
 }
+
+#[test]
+fn a_package_for_two_platforms_installs_the_library_of_this_one() {
+    let sandbox = Sandbox::new();
+    let library = c_example_plugin(&sandbox.lib(), "protected-paths", "protected_paths");
+    // The same library relabelled for the other 64-bit architecture (ELF e_machine, bytes
+    // 18-19): what a cross-built library's header says, without a cross compiler.
+    let mut foreign = std::fs::read(&library).unwrap();
+    let (other, machine): (&str, u16) = if foreign[18] == 62 {
+        ("linux-arm64-gnu", 183)
+    } else {
+        ("linux-x64-gnu", 62)
+    };
+    foreign[18..20].copy_from_slice(&machine.to_le_bytes());
+    let foreign_dir = sandbox.root().join("cross");
+    std::fs::create_dir_all(&foreign_dir).unwrap();
+    let foreign_path = foreign_dir.join("libprotected_paths.so");
+    std::fs::write(&foreign_path, &foreign).unwrap();
+
+    // Alone, the foreign library cannot be packed: pack loads this platform's one.
+    let error = refused(
+        &sandbox,
+        &["pack", foreign_path.to_str().unwrap(), "--out", "dist"],
+    );
+    assert!(
+        error.contains("none of the libraries is for this machine's platform"),
+        "{error}"
+    );
+
+    let output = sandbox.run(&[
+        "pack",
+        library.to_str().unwrap(),
+        foreign_path.to_str().unwrap(),
+        "--out",
+        sandbox.root().join("dist").to_str().unwrap(),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let tgz = sandbox.root().join("dist/protected-paths-0.1.0.tgz");
+    let shown: Value =
+        serde_json::from_str(&ok(&sandbox, &["inspect", "--json", tgz.to_str().unwrap()])).unwrap();
+    let platforms: Vec<&str> = shown["libraries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["platform"].as_str().unwrap())
+        .collect();
+    assert_eq!(platforms.len(), 2);
+    assert!(platforms.contains(&other), "{platforms:?}");
+    ok(&sandbox, &["install", tgz.to_str().unwrap(), "--yes"]);
+    let report = sandbox.list_json(&[]);
+    assert_eq!(loaded_names(&report), ["protected-paths"]);
+    assert_ne!(report["packages"][0]["platform"], other);
+}

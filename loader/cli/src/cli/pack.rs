@@ -1,10 +1,11 @@
 //! `pi-hooks pack LIB... [--out DIR] [--sign KEY] [--capabilities FILE]`: one package from
 //! one library per platform, and `pi-hooks keygen` for the signing key.
 //!
-//! The platform of each library is read from its header; its name, version, ABI,
-//! description and what it registers come from loading it in a child process
-//! (`pi-hooks inspect --json --run-code`): the author's own code, on the author's machine,
-//! and never in the packer's own process. Installing never runs plugin code.
+//! The platform of each library is read from its header; the plugin's name, version, ABI,
+//! description and what it registers come from loading the library of this machine's
+//! platform in a child process (`pi-hooks inspect --json --run-code`): the author's own code,
+//! on the author's machine, never in the packer's own process. Libraries for other platforms
+//! are taken as the same plugin built for them. Installing never runs plugin code.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -52,41 +53,49 @@ pub(super) struct KeygenArgs {
 
 /// Writes `NAME-VERSION.tgz`.
 pub(super) fn pack(args: PackArgs) -> Result<ExitCode, CommandError> {
-    let mut libraries = BTreeMap::new();
-    let mut files = Vec::new();
-    let mut meta: Option<PluginMeta> = None;
+    // Each library's platform, from its header.
+    let mut read = Vec::new();
     for path in &args.libraries {
         let shown = path.display();
         let bytes = std::fs::read(path)
             .map_err(|e| CommandError::failed(format!("cannot read {shown}: {e}")))?;
         let platform =
             library_platform(&bytes).map_err(|e| CommandError::failed(format!("{shown} {e}")))?;
-        let described = describe(path)?;
-        let this = PluginMeta {
-            name: text(&described, "name"),
-            version: text(&described, "version"),
-            description: text(&described, "description"),
-            registers: Registers {
-                events: names(&described, "events"),
-                commands: names(&described, "commands"),
-                tools: names(&described, "tools"),
-                flags: names(&described, "flags"),
-                shortcuts: names(&described, "shortcuts"),
-            },
-        };
-        if let Some(first) = &meta
-            && (first.name != this.name || first.version != this.version)
-        {
-            return Err(CommandError::failed(format!(
-                "{shown} is {} {}, and the first library is {} {}: a package holds one plugin, one version, built for several platforms",
-                this.name, this.version, first.name, first.version
-            )));
-        }
-        if libraries.contains_key(&platform) {
+        if read.iter().any(|(_, p, _)| *p == platform) {
             return Err(CommandError::failed(format!(
                 "two libraries for {platform} ({shown} is the second); give one per platform"
             )));
         }
+        read.push((path.clone(), platform, bytes));
+    }
+    // What the plugin is and registers, from loading the library of this machine's platform
+    // (a library for another platform cannot be loaded here; the others are the same plugin
+    // built for their platforms, with the same ABI).
+    let host = pi_hooks_host::packages::platform::host_platform();
+    let Some((native, _, _)) = read.iter().find(|(_, p, _)| p == host) else {
+        let there: Vec<&str> = read.iter().map(|(_, p, _)| p.as_str()).collect();
+        return Err(CommandError::failed(format!(
+            "none of the libraries is for this machine's platform ({host}; given: {}), and pack loads that one to read what the plugin registers; add the {host} build",
+            there.join(", ")
+        )));
+    };
+    let described = describe(native)?;
+    let abi = text(&described, "abi");
+    let plugin = PluginMeta {
+        name: text(&described, "name"),
+        version: text(&described, "version"),
+        description: text(&described, "description"),
+        registers: Registers {
+            events: names(&described, "events"),
+            commands: names(&described, "commands"),
+            tools: names(&described, "tools"),
+            flags: names(&described, "flags"),
+            shortcuts: names(&described, "shortcuts"),
+        },
+    };
+    let mut libraries = BTreeMap::new();
+    let mut files = Vec::new();
+    for (path, platform, bytes) in read {
         let file_name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -97,13 +106,11 @@ pub(super) fn pack(args: PackArgs) -> Result<ExitCode, CommandError> {
             Library {
                 path: in_package.clone(),
                 sha256: sha256_hex(&bytes),
-                abi: text(&described, "abi"),
+                abi: abi.clone(),
             },
         );
         files.push((in_package, bytes));
-        meta.get_or_insert(this);
     }
-    let plugin = meta.expect("clap requires one library");
     let capabilities = match &args.capabilities {
         None => None,
         Some(file) => {
