@@ -64,6 +64,7 @@ pub mod isolate;
 pub mod library;
 pub mod lifecycle;
 pub mod observe;
+pub mod packages;
 pub mod plugin;
 pub mod plugin_files;
 pub mod runner;

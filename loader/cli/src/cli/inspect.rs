@@ -22,6 +22,9 @@ use pi_hooks_host::plugin_files::trust::{TrustState, TrustStore};
 
 /// Inspects `file`; `run_code` allows an untrusted project plugin to run.
 pub(super) fn inspect(file: &Path, json: bool, run_code: bool) -> Result<ExitCode, CommandError> {
+    if super::inspect_package::is_package(file) {
+        return super::inspect_package::inspect_package(file, json);
+    }
     let agent = agent_dir().map_err(CommandError::setup)?;
     let here = current_dir();
     // Shown normalised (`.` and `..` applied): `resolve` does that.

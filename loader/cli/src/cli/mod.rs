@@ -12,8 +12,12 @@ mod bridge;
 mod demo_model;
 mod emit;
 mod inspect;
+mod inspect_package;
+mod install;
 mod new;
+mod pack;
 mod plugin_flags;
+mod remove;
 pub mod render;
 mod run;
 pub mod trace_output;
@@ -116,7 +120,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Load one plugin file and show its ABI, name, version, registrations and warnings.
+    /// Load one plugin file and show its ABI, name, version, registrations and warnings; or
+    /// show a package (a .tgz or a package folder) without running any of its code.
     ///
     /// Inspecting loads the plugin, which runs its initialiser: the plugin's own code. So a
     /// project plugin that is not trusted is refused unless --run-code is given. A project
@@ -133,6 +138,21 @@ enum Command {
         #[arg(long)]
         run_code: bool,
     },
+    /// Pack a plugin's libraries (one per platform) into NAME-VERSION.tgz, npm's layout with
+    /// the manifest under `piHooks` in package.json; optionally signed. Loads each library in
+    /// a child process to record what it registers.
+    Pack(pack::PackArgs),
+    /// Make a minisign key pair for `pack --sign` (an encrypted one when
+    /// PI_HOOKS_KEY_PASSWORD is set).
+    Keygen(pack::KeygenArgs),
+    /// Install a package (.tgz, folder, or git URL): verify its signature, library, SHA-256,
+    /// ABI and host version without running it, show its capabilities, record it under
+    /// `packages` in settings.json as pi does.
+    Install(install::InstallArgs),
+    /// Update installed packages (all that are not pinned to a version, or NAME).
+    Update(install::UpdateArgs),
+    /// Remove an installed package: its `packages` entry and its files.
+    Remove(remove::RemoveArgs),
     /// Trust project plugins (pins their current SHA-256 in the user's trust store).
     Trust {
         /// Plugin files to trust.
@@ -318,6 +338,11 @@ pub fn main() -> ExitCode {
             },
             _,
         ) => inspect::inspect(&file, json, run_code),
+        (Command::Pack(args), _) => pack::pack(args),
+        (Command::Keygen(args), _) => pack::keygen(args),
+        (Command::Install(args), _) => install::install(args),
+        (Command::Update(args), _) => install::update(args),
+        (Command::Remove(args), _) => remove::remove(args),
         (Command::Trust { paths }, _) => trust_cmd::change_trust(&paths, true),
         (Command::Untrust { paths }, _) => trust_cmd::change_trust(&paths, false),
     };
@@ -338,12 +363,18 @@ fn list(
     json: bool,
     trace: Option<trace_output::TraceFormat>,
 ) -> Result<ExitCode, CommandError> {
-    let report = load_all(&sources.options()?);
+    let options = sources.options()?;
+    let report = load_all(&options);
+    let packages = install::installed_packages(&options.agent_dir, &options.cwd);
     if json {
-        write_stdout(&format!("{}\n", report_json(&report)))?;
+        let mut value = report_json(&report);
+        value["packages"] = install::packages_json(&packages);
+        write_stdout(&format!("{value}\n"))?;
     } else {
         let timing = trace_output::requested(trace).is_some();
-        write_stdout(&render::report_text_with(&report, timing))?;
+        let mut text = render::report_text_with(&report, timing);
+        text.push_str(&install::packages_text(&packages));
+        write_stdout(&text)?;
     }
     // A plugin the command line named that did not load is what the user asked about.
     Ok(if report.errors.iter().any(|e| e.named) {

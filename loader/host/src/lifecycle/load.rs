@@ -425,31 +425,42 @@ pub enum Loaded {
     Untrusted(TrustState, String),
 }
 
-/// Files whose bytes must have a given SHA-256 to load here (resolved path, hex), set with
-/// [`pin_sha256`].
-static PINS: std::sync::RwLock<Vec<(PathBuf, String)>> = std::sync::RwLock::new(Vec::new());
+/// Files whose bytes must have a given SHA-256 to load here (resolved path, hex, and the
+/// package that recorded it, if any), set with [`pin_sha256`] or [`pin_package_sha256`].
+type Pin = (PathBuf, String, Option<String>);
+static PINS: std::sync::RwLock<Vec<Pin>> = std::sync::RwLock::new(Vec::new());
 
 /// From now on, `path` loads in this process only if the bytes read have the SHA-256 `sha256`
 /// (hex). A host that checked a file (its trust, its header) and hands it to a `pi-hooks
 /// serve` child (`--isolate`) pins it there, so a file replaced in between is refused
 /// instead of run unchecked.
 pub fn pin_sha256(path: &Path, sha256: &str) {
+    pin(path, sha256, None);
+}
+
+/// [`pin_sha256`] for the library of an installed package: a mismatch names the package and
+/// says how to reinstall it.
+pub fn pin_package_sha256(path: &Path, sha256: &str, package: &str) {
+    pin(path, sha256, Some(package.to_owned()));
+}
+
+fn pin(path: &Path, sha256: &str, package: Option<String>) {
     let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    PINS.write()
-        .unwrap_or_else(|e| e.into_inner())
-        .push((path, sha256.to_ascii_lowercase()));
+    let mut pins = PINS.write().unwrap_or_else(|e| e.into_inner());
+    pins.retain(|(p, _, _)| *p != path);
+    pins.push((path, sha256.to_ascii_lowercase(), package));
 }
 
 /// The pin of `path`, if one was set.
-fn pinned(path: &Path) -> Option<String> {
+fn pinned(path: &Path) -> Option<(String, Option<String>)> {
     let pins = PINS.read().unwrap_or_else(|e| e.into_inner());
     if pins.is_empty() {
         return None;
     }
     let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     pins.iter()
-        .find(|(p, _)| *p == path)
-        .map(|(_, sha)| sha.clone())
+        .find(|(p, _, _)| *p == path)
+        .map(|(_, sha, package)| (sha.clone(), package.clone()))
 }
 
 /// Reads a candidate once, checks trust on those bytes (when `origin` needs trust, against
@@ -489,13 +500,19 @@ fn load_timed(
     cache: &Path,
 ) -> Result<Loaded, String> {
     let file = read_plugin_file(path)?;
-    if let Some(pin) = pinned(path)
+    if let Some((pin, package)) = pinned(path)
         && file.sha256() != pin
     {
-        return Err(format!(
-            "its bytes changed since the host checked them (SHA-256 {} now, {pin} checked); it was not loaded",
-            file.sha256()
-        ));
+        return Err(match package {
+            Some(package) => format!(
+                "the library of package {package} does not match the SHA-256 recorded when it was installed ({} now, {pin} recorded); it was not loaded. Reinstall the package (`pi-hooks update {package}`) or remove it",
+                file.sha256()
+            ),
+            None => format!(
+                "its bytes changed since the host checked them (SHA-256 {} now, {pin} checked); it was not loaded",
+                file.sha256()
+            ),
+        });
     }
     let trust = if origin.needs_trust() {
         let store = match store {

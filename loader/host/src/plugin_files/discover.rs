@@ -28,13 +28,20 @@ pub enum Origin {
     GlobalSettings,
     /// Named on the command line.
     Cli,
+    /// The library of a package installed for the user (`packages` in the user's settings).
+    Package,
+    /// The library of a package installed for the project: loads once trusted.
+    ProjectPackage,
 }
 
 impl Origin {
     /// Whether a plugin from here loads only once trusted: anything a cloned repository
     /// could have put there.
     pub fn needs_trust(self) -> bool {
-        matches!(self, Origin::Project | Origin::ProjectSettings)
+        matches!(
+            self,
+            Origin::Project | Origin::ProjectSettings | Origin::ProjectPackage
+        )
     }
 
     /// A short label for listings.
@@ -45,6 +52,8 @@ impl Origin {
             Origin::ProjectSettings => "project-settings",
             Origin::GlobalSettings => "global-settings",
             Origin::Cli => "cli",
+            Origin::Package => "package",
+            Origin::ProjectPackage => "project-package",
         }
     }
 }
@@ -140,6 +149,25 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
                 path: path.display().to_string(),
                 error,
             }),
+        }
+    }
+    if !options.no_discovery {
+        // Installed packages, in pi's order: the project's, then the user's. Each library
+        // loads only with the SHA-256 recorded when it was installed.
+        use crate::packages::store::{Scope, Store, package_plugins};
+        for (scope, origin) in [
+            (Scope::Project, Origin::ProjectPackage),
+            (Scope::User, Origin::Package),
+        ] {
+            let store = Store::new(scope, &options.agent_dir, &options.cwd);
+            for plugin in package_plugins(&store) {
+                crate::lifecycle::load::pin_package_sha256(
+                    &plugin.library,
+                    &plugin.sha256,
+                    &plugin.name,
+                );
+                raw.push(check_file(plugin.library, origin));
+            }
         }
     }
     for entry in &options.explicit {

@@ -44,6 +44,9 @@ fn source_info(plugin: &LoadedPlugin) -> Value {
         Origin::ProjectSettings => ("local", "project", "top-level", None),
         Origin::GlobalSettings => ("local", "user", "top-level", None),
         Origin::Cli => (plugin.path.as_str(), "temporary", "package", folder),
+        // An installed package's library: pi's package origin, in the package's scope.
+        Origin::Package => (plugin.path.as_str(), "user", "package", folder),
+        Origin::ProjectPackage => (plugin.path.as_str(), "project", "package", folder),
     };
     let mut info = json!({
         "path": plugin.path,

@@ -1,0 +1,115 @@
+//! `pi-hooks inspect PACKAGE` (a `.tgz` or a package folder): what the package declares,
+//! read from its `package.json` and checked (signature, every library's SHA-256), without
+//! running any of its code.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use serde_json::json;
+
+use super::{CommandError, write_stdout};
+use pi_hooks_host::guards::display::escape;
+use pi_hooks_host::packages::archive::{Limits, extract_tgz};
+use pi_hooks_host::packages::manifest::{Capabilities, parse_package_json};
+use pi_hooks_host::packages::platform::host_platform;
+use pi_hooks_host::packages::verify::{sha256_hex, verify_signature};
+
+/// Whether `path` is a package rather than a library: a `.tgz` / `.tar.gz` file, or a
+/// folder with a `package.json`.
+pub(super) fn is_package(path: &Path) -> bool {
+    let name = path.to_string_lossy();
+    (path.is_file() && (name.ends_with(".tgz") || name.ends_with(".tar.gz")))
+        || (path.is_dir() && path.join("package.json").is_file())
+}
+
+/// Shows the package at `path`.
+pub(super) fn inspect_package(path: &Path, json: bool) -> Result<ExitCode, CommandError> {
+    let shown = escape(&path.display().to_string()).into_owned();
+    let fail = CommandError::failed;
+    let unpacked;
+    let root = if path.is_dir() {
+        path.to_path_buf()
+    } else {
+        unpacked = tempfile::tempdir().map_err(|e| fail(format!("cannot unpack: {e}")))?;
+        let file = std::fs::File::open(path).map_err(|e| fail(format!("{shown}: {e}")))?;
+        extract_tgz(file, unpacked.path(), Limits::from_env(), &shown).map_err(fail)?;
+        unpacked.path().to_path_buf()
+    };
+    let bytes =
+        pi_hooks_host::plugin_files::files::read_regular(&root.join("package.json"), 1 << 20)
+            .map_err(|e| fail(format!("{shown}: package.json {e}")))?;
+    let package = parse_package_json(&bytes).map_err(|e| fail(format!("{shown}: {e}")))?;
+    let what = format!("package {} {} ({shown})", package.name, package.version);
+    let signer = verify_signature(&package, &what).map_err(fail)?;
+    let manifest = &package.manifest;
+    let libraries: Vec<serde_json::Value> = manifest
+        .libraries
+        .iter()
+        .map(|(platform, library)| {
+            let verified = std::fs::read(root.join(&library.path))
+                .map(|b| sha256_hex(&b) == library.sha256.to_ascii_lowercase())
+                .unwrap_or(false);
+            json!({
+                "platform": platform,
+                "path": library.path,
+                "sha256": library.sha256,
+                "abi": library.abi,
+                "sha256Matches": verified,
+                "thisPlatform": platform == host_platform(),
+            })
+        })
+        .collect();
+    if json {
+        let value = json!({
+            "name": package.name,
+            "version": package.version,
+            "plugin": manifest.plugin,
+            "libraries": libraries,
+            "capabilities": manifest.capabilities,
+            "minHostVersion": manifest.min_host_version,
+            "signer": signer.as_ref().map(|s| s.public_key.clone()),
+        });
+        write_stdout(&format!("{value}\n"))?;
+    } else {
+        let r = &manifest.plugin.registers;
+        let mut text = format!(
+            "Package {} {} (nothing of it was run)\n  description: {}\n  signed: {}\n  needs pi-hooks {} or newer\n  registers: events [{}], commands [{}], tools [{}], flags [{}], shortcuts [{}]\n  libraries:\n",
+            escape(&package.name),
+            escape(&package.version),
+            escape(&manifest.plugin.description),
+            signer
+                .as_ref()
+                .map_or("no".to_owned(), |s| format!("by key {}", s.public_key)),
+            escape(&manifest.min_host_version),
+            escape(&r.events.join(", ")),
+            escape(&r.commands.join(", ")),
+            escape(&r.tools.join(", ")),
+            escape(&r.flags.join(", ")),
+            escape(&r.shortcuts.join(", ")),
+        );
+        for l in &libraries {
+            text.push_str(&format!(
+                "    {} {} (ABI {}, sha256 {}){}\n",
+                l["platform"].as_str().unwrap_or_default(),
+                escape(l["path"].as_str().unwrap_or_default()),
+                l["abi"].as_str().unwrap_or_default(),
+                if l["sha256Matches"] == true {
+                    "matches"
+                } else {
+                    "DOES NOT MATCH"
+                },
+                if l["thisPlatform"] == true {
+                    ", this platform"
+                } else {
+                    ""
+                },
+            ));
+        }
+        text.push_str("  capabilities (declared; not yet enforced):\n");
+        for line in Capabilities::describe(manifest.capabilities.as_ref()) {
+            text.push_str(&format!("    {}\n", escape(&line)));
+        }
+        write_stdout(&text)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

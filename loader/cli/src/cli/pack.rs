@@ -1,0 +1,333 @@
+//! `pi-hooks pack LIB... [--out DIR] [--sign KEY] [--capabilities FILE]`: one package from
+//! one library per platform, and `pi-hooks keygen` for the signing key.
+//!
+//! The platform of each library is read from its header; the plugin's name, version, ABI,
+//! description and what it registers come from loading the library of this machine's
+//! platform in a child process (`pi-hooks inspect --json --run-code`): the author's own code,
+//! on the author's machine, never in the packer's own process. Libraries for other platforms
+//! are taken as the same plugin built for them. Installing never runs plugin code.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use serde_json::Value;
+
+use super::{CommandError, write_stdout};
+use pi_hooks_host::packages::manifest::{
+    Capabilities, Library, Manifest, PluginMeta, Registers, package_json,
+};
+use pi_hooks_host::packages::platform::library_platform;
+use pi_hooks_host::packages::verify::sha256_hex;
+
+/// The arguments of `pi-hooks pack`.
+#[derive(Debug, clap::Args)]
+pub(super) struct PackArgs {
+    /// The plugin's libraries, one per platform (the same plugin built for each).
+    #[arg(required = true, value_name = "LIB")]
+    libraries: Vec<PathBuf>,
+    /// The folder the package is written to (default: the current one).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Sign the manifest with this minisign secret key (`pi-hooks keygen` makes one; an
+    /// encrypted key's password is read from PI_HOOKS_KEY_PASSWORD).
+    #[arg(long, value_name = "KEY")]
+    sign: Option<PathBuf>,
+    /// A JSON file with the capabilities the plugin declares:
+    /// {"read": [paths], "write": [paths], "network": bool, "exec": [programs], "memoryMiB": n}.
+    /// Without it the package asks for unrestricted access.
+    #[arg(long, value_name = "FILE")]
+    capabilities: Option<PathBuf>,
+    /// The lowest pi-hooks version the package needs (default: this one).
+    #[arg(long, value_name = "VERSION")]
+    min_host_version: Option<String>,
+}
+
+/// The arguments of `pi-hooks keygen`.
+#[derive(Debug, clap::Args)]
+pub(super) struct KeygenArgs {
+    /// The folder to write `pi-hooks.key` (secret) and `pi-hooks.pub` (public) to.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    out: PathBuf,
+}
+
+/// Writes `NAME-VERSION.tgz`.
+pub(super) fn pack(args: PackArgs) -> Result<ExitCode, CommandError> {
+    // Each library's platform, from its header.
+    let mut read = Vec::new();
+    for path in &args.libraries {
+        let shown = path.display();
+        let bytes = std::fs::read(path)
+            .map_err(|e| CommandError::failed(format!("cannot read {shown}: {e}")))?;
+        let platform =
+            library_platform(&bytes).map_err(|e| CommandError::failed(format!("{shown} {e}")))?;
+        if read.iter().any(|(_, p, _)| *p == platform) {
+            return Err(CommandError::failed(format!(
+                "two libraries for {platform} ({shown} is the second); give one per platform"
+            )));
+        }
+        read.push((path.clone(), platform, bytes));
+    }
+    // What the plugin is and registers, from loading the library of this machine's platform
+    // (a library for another platform cannot be loaded here; the others are the same plugin
+    // built for their platforms, with the same ABI).
+    let host = pi_hooks_host::packages::platform::host_platform();
+    let Some((native, _, _)) = read.iter().find(|(_, p, _)| p == host) else {
+        let there: Vec<&str> = read.iter().map(|(_, p, _)| p.as_str()).collect();
+        return Err(CommandError::failed(format!(
+            "none of the libraries is for this machine's platform ({host}; given: {}), and pack loads that one to read what the plugin registers; add the {host} build",
+            there.join(", ")
+        )));
+    };
+    let described = describe(native)?;
+    let abi = text(&described, "abi");
+    let plugin = PluginMeta {
+        name: text(&described, "name"),
+        version: text(&described, "version"),
+        description: text(&described, "description"),
+        registers: Registers {
+            events: names(&described, "events"),
+            commands: names(&described, "commands"),
+            tools: names(&described, "tools"),
+            flags: names(&described, "flags"),
+            shortcuts: names(&described, "shortcuts"),
+        },
+    };
+    let mut libraries = BTreeMap::new();
+    let mut files = Vec::new();
+    for (path, platform, bytes) in read {
+        let file_name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "plugin".into());
+        let in_package = format!("lib/{platform}/{file_name}");
+        libraries.insert(
+            platform,
+            Library {
+                path: in_package.clone(),
+                sha256: sha256_hex(&bytes),
+                abi: abi.clone(),
+            },
+        );
+        files.push((in_package, bytes));
+    }
+    let capabilities = match &args.capabilities {
+        None => None,
+        Some(file) => {
+            let bytes = std::fs::read(file).map_err(|e| {
+                CommandError::failed(format!("cannot read {}: {e}", file.display()))
+            })?;
+            Some(serde_json::from_slice::<Capabilities>(&bytes).map_err(|e| {
+                CommandError::failed(format!(
+                    "{} is not a capabilities object ({e}); see `pi-hooks pack --help`",
+                    file.display()
+                ))
+            })?)
+        }
+    };
+    let manifest = Manifest {
+        plugin,
+        libraries,
+        capabilities,
+        min_host_version: args
+            .min_host_version
+            .unwrap_or_else(|| pi_hooks_host::packages::HOST_VERSION.to_owned()),
+    };
+    let signature = match &args.sign {
+        None => None,
+        Some(key) => Some(sign(&manifest, key)?),
+    };
+    let json = package_json(
+        &manifest,
+        signature.as_ref().map(|(s, k)| (s.as_str(), k.as_str())),
+    );
+    let json_text = serde_json::to_string_pretty(&json).unwrap_or_default() + "\n";
+    let out_dir = args.out.unwrap_or_else(|| PathBuf::from("."));
+    std::fs::create_dir_all(&out_dir)
+        .map_err(|e| CommandError::failed(format!("cannot create {}: {e}", out_dir.display())))?;
+    let name = &manifest.plugin.name;
+    let out = out_dir.join(format!(
+        "{}-{}.tgz",
+        name.replace('/', "-").trim_start_matches('@'),
+        manifest.plugin.version
+    ));
+    write_tgz(&out, &json_text, &files)
+        .map_err(|e| CommandError::failed(format!("cannot write {}: {e}", out.display())))?;
+    let mut text = format!(
+        "Packed {} {} -> {}\n  platforms: {}\n  signed: {}\n",
+        name,
+        manifest.plugin.version,
+        out.display(),
+        manifest
+            .libraries
+            .keys()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", "),
+        signature
+            .as_ref()
+            .map_or("no".to_owned(), |(_, k)| format!("yes, by key {k}")),
+    );
+    for line in Capabilities::describe(manifest.capabilities.as_ref()) {
+        text.push_str(&format!("  capabilities: {line}\n"));
+    }
+    write_stdout(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Loads the library in a child `pi-hooks inspect --json --run-code` and returns its entry.
+fn describe(path: &Path) -> Result<Value, CommandError> {
+    let exe = std::env::current_exe()
+        .map_err(|e| CommandError::setup(format!("cannot find the pi-hooks binary: {e}")))?;
+    let output = std::process::Command::new(exe)
+        .args(["inspect", "--json", "--run-code"])
+        .arg(path)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| CommandError::failed(format!("cannot run pi-hooks inspect: {e}")))?;
+    let report: Value = serde_json::from_slice(&output.stdout).map_err(|_| {
+        CommandError::failed(format!(
+            "{} could not be loaded to read what it registers: {}",
+            path.display(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ))
+    })?;
+    if let Some(plugin) = report["plugins"].get(0) {
+        return Ok(plugin.clone());
+    }
+    let error = report["errors"][0]["error"]
+        .as_str()
+        .unwrap_or("it did not load")
+        .to_owned();
+    Err(CommandError::failed(format!(
+        "{} did not load, so it cannot be packed: {error}",
+        path.display()
+    )))
+}
+
+fn text(value: &Value, key: &str) -> String {
+    value[key].as_str().unwrap_or_default().to_owned()
+}
+
+/// The names of a registration list (strings, or objects with `name` or `key`).
+fn names(value: &Value, key: &str) -> Vec<String> {
+    value[key]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|item| {
+                    item.as_str()
+                        .or_else(|| item["name"].as_str())
+                        .or_else(|| item["key"].as_str())
+                        .or_else(|| item["shortcut"].as_str())
+                        .map(str::to_owned)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Signs the manifest's compact JSON with the minisign secret key in `key`; returns the
+/// signature's text and the public key (base64).
+fn sign(manifest: &Manifest, key: &Path) -> Result<(String, String), CommandError> {
+    let text = std::fs::read_to_string(key)
+        .map_err(|e| CommandError::failed(format!("cannot read the key {}: {e}", key.display())))?;
+    let password = std::env::var("PI_HOOKS_KEY_PASSWORD").unwrap_or_default();
+    let secret = minisign::SecretKeyBox::from_string(&text)
+        .and_then(|b| b.into_secret_key(Some(password)))
+        .map_err(|e| {
+            CommandError::failed(format!(
+                "{} is not a minisign secret key this can open ({e}); make one with `pi-hooks keygen`, or set PI_HOOKS_KEY_PASSWORD for an encrypted key",
+                key.display()
+            ))
+        })?;
+    let public = minisign::PublicKey::from_secret_key(&secret)
+        .map_err(|e| CommandError::failed(format!("cannot derive the public key: {e}")))?;
+    let manifest_value = serde_json::to_value(manifest).unwrap_or(Value::Null);
+    let bytes = pi_hooks_host::packages::manifest::signed_bytes(&manifest_value);
+    let comment = format!(
+        "pi-hooks package {} {}",
+        manifest.plugin.name, manifest.plugin.version
+    );
+    let signature = minisign::sign(
+        Some(&public),
+        &secret,
+        std::io::Cursor::new(bytes),
+        Some(&comment),
+        None,
+    )
+    .map_err(|e| CommandError::failed(format!("cannot sign: {e}")))?;
+    Ok((signature.into_string(), public.to_base64()))
+}
+
+/// Writes the package: `package/package.json` and the libraries, gzip-compressed.
+fn write_tgz(out: &Path, json: &str, files: &[(String, Vec<u8>)]) -> std::io::Result<()> {
+    let temp = out.with_extension("tgz.partial");
+    let file = std::fs::File::create(&temp)?;
+    let gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
+    let mut tar = tar::Builder::new(gz);
+    let mut add = |path: &str, bytes: &[u8], mode: u32| -> std::io::Result<()> {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(bytes.len() as u64);
+        header.set_mode(mode);
+        header.set_mtime(0);
+        header.set_entry_type(tar::EntryType::Regular);
+        tar.append_data(&mut header, format!("package/{path}"), bytes)
+    };
+    add("package.json", json.as_bytes(), 0o644)?;
+    for (path, bytes) in files {
+        add(path, bytes, 0o755)?;
+    }
+    tar.into_inner()?.finish()?.sync_all()?;
+    std::fs::rename(temp, out)
+}
+
+/// `pi-hooks keygen`: a minisign key pair for signing packages.
+pub(super) fn keygen(args: KeygenArgs) -> Result<ExitCode, CommandError> {
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| CommandError::failed(format!("cannot create {}: {e}", args.out.display())))?;
+    let (secret_path, public_path) = (args.out.join("pi-hooks.key"), args.out.join("pi-hooks.pub"));
+    if secret_path.exists() {
+        return Err(CommandError::failed(format!(
+            "{} exists; keep it (it is your signing key) or move it away first",
+            secret_path.display()
+        )));
+    }
+    // An empty password leaves the key unencrypted (minisign's own rule); the crate's
+    // "unencrypted" pair has no checksum and cannot be read back, so this one is used.
+    let password = std::env::var("PI_HOOKS_KEY_PASSWORD").unwrap_or_default();
+    let pair = minisign::KeyPair::generate_encrypted_keypair(Some(password))
+        .map_err(|e| CommandError::failed(format!("cannot make a key: {e}")))?;
+    let secret = pair
+        .sk
+        .to_box(None)
+        .map_err(|e| CommandError::failed(format!("cannot encode the key: {e}")))?
+        .into_string();
+    let public = pair
+        .pk
+        .to_box()
+        .map_err(|e| CommandError::failed(format!("cannot encode the key: {e}")))?
+        .into_string();
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    use std::io::Write;
+    options
+        .open(&secret_path)
+        .and_then(|mut f| f.write_all(secret.as_bytes()))
+        .map_err(|e| {
+            CommandError::failed(format!("cannot write {}: {e}", secret_path.display()))
+        })?;
+    std::fs::write(&public_path, &public).map_err(|e| {
+        CommandError::failed(format!("cannot write {}: {e}", public_path.display()))
+    })?;
+    write_stdout(&format!(
+        "Wrote {} (secret: keep it private) and {} (public key {})\n",
+        secret_path.display(),
+        public_path.display(),
+        pair.pk.to_base64()
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}

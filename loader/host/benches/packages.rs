@@ -1,0 +1,115 @@
+//! What installed packages add to start-up beyond loading their libraries.
+//!
+//! - `packages/discover/10-packages`: discovery with 10 packages recorded under `packages` in
+//!   settings.json and installed in the store (the settings read, 10 install records read,
+//!   10 SHA-256 pins set);
+//! - `packages/discover/10-in-hooks-folder`: discovery of the same 10 libraries in
+//!   `<agentDir>/hooks/` (what loading them costs anyway, beside the load itself);
+//! - `packages/sha256/KiB`: the SHA-256 every load of a package library computes (a plain
+//!   global plugin is not hashed), for a library of that size.
+//!
+//! The difference of the first two, plus 10 hashes, is what 10 packages add.
+//! Run: `cargo bench -p pi-hooks-host --bench packages`.
+
+use std::path::Path;
+use std::time::Duration;
+
+use criterion::Criterion;
+use pi_hooks_host::packages::store::{InstallRecord, RECORD_FILE};
+use pi_hooks_host::packages::verify::sha256_hex;
+use pi_hooks_host::plugin_files::discover::{DiscoveryOptions, discover};
+
+const PACKAGES: usize = 10;
+const LIBRARY_BYTES: usize = 16 << 10;
+
+fn record(name: &str, library: &str, sha256: &str, source: &str) -> InstallRecord {
+    InstallRecord {
+        name: name.to_owned(),
+        version: "1.0.0".to_owned(),
+        source: source.to_owned(),
+        origin: source.to_owned(),
+        pinned: false,
+        signer: Some("RWQf6LRCGA9i53mlYecO4IzT51TGPpvWucNSCh1CBM0QTaLn73Y7GFO3".to_owned()),
+        platform: "linux-x64-gnu".to_owned(),
+        library: library.to_owned(),
+        sha256: sha256.to_owned(),
+        abi: "1.3".to_owned(),
+        description: "a plugin".to_owned(),
+        registers: Default::default(),
+        capabilities: None,
+        replaces_source: None,
+    }
+}
+
+fn with_packages(agent: &Path) {
+    let store = agent.join("pi-hooks/packages");
+    let mut sources = Vec::new();
+    for i in 0..PACKAGES {
+        let name = format!("plugin-{i}");
+        let dir = store.join(&name);
+        std::fs::create_dir_all(dir.join("lib/linux-x64-gnu")).unwrap();
+        let bytes = vec![i as u8; LIBRARY_BYTES];
+        let library = format!("lib/linux-x64-gnu/libplugin_{i}.so");
+        std::fs::write(dir.join(&library), &bytes).unwrap();
+        let source = dir.display().to_string();
+        let r = record(&name, &library, &sha256_hex(&bytes), &source);
+        std::fs::write(
+            dir.join(RECORD_FILE),
+            serde_json::to_string_pretty(&r).unwrap(),
+        )
+        .unwrap();
+        sources.push(source);
+    }
+    std::fs::write(
+        agent.join("settings.json"),
+        serde_json::json!({ "packages": sources }).to_string(),
+    )
+    .unwrap();
+}
+
+fn with_hooks_folder(agent: &Path) {
+    let hooks = agent.join("hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    for i in 0..PACKAGES {
+        std::fs::write(
+            hooks.join(format!("libplugin_{i}.so")),
+            vec![i as u8; LIBRARY_BYTES],
+        )
+        .unwrap();
+    }
+}
+
+fn main() {
+    let mut c = Criterion::default()
+        .configure_from_args()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    let root = tempfile::tempdir().unwrap();
+    let cwd = root.path().join("project");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let mut group = c.benchmark_group("packages/discover");
+    for (label, setup) in [
+        ("10-packages", with_packages as fn(&Path)),
+        ("10-in-hooks-folder", with_hooks_folder),
+    ] {
+        let agent = root.path().join(label);
+        std::fs::create_dir_all(&agent).unwrap();
+        setup(&agent);
+        let options = DiscoveryOptions {
+            cwd: cwd.clone(),
+            agent_dir: agent,
+            explicit: Vec::new(),
+            no_discovery: false,
+        };
+        assert_eq!(discover(&options).candidates.len(), PACKAGES);
+        group.bench_function(label, |b| b.iter(|| discover(&options)));
+    }
+    group.finish();
+    let mut group = c.benchmark_group("packages/sha256");
+    for kib in [16usize, 1024] {
+        let bytes = vec![7u8; kib << 10];
+        group.bench_function(format!("{kib}"), |b| b.iter(|| sha256_hex(&bytes)));
+    }
+    group.finish();
+    c.final_summary();
+}

@@ -1,0 +1,328 @@
+//! The package manifest: the `piHooks` key of a package's `package.json`.
+//!
+//! ```json
+//! "piHooks": {
+//!   "manifest": {
+//!     "plugin": { "name": "protected-paths", "version": "0.1.0", "description": "...",
+//!                 "registers": { "events": ["tool_call"], "commands": [], "tools": [],
+//!                                "flags": [], "shortcuts": [] } },
+//!     "libraries": { "linux-x64-gnu": { "path": "lib/linux-x64-gnu/libprotected_paths.so",
+//!                                       "sha256": "...", "abi": "1.3" } },
+//!     "capabilities": null,
+//!     "minHostVersion": "0.1.0"
+//!   },
+//!   "signature": "untrusted comment: ...\n..."
+//! }
+//! ```
+//!
+//! The signature (minisign's format, optional) is over the manifest's compact JSON: the
+//! `manifest` object serialised without whitespace, keys in the order written.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The key of `package.json` that holds what pi-hooks adds.
+pub const PACKAGE_KEY: &str = "piHooks";
+
+/// What a package says about itself (`package.json`), as read.
+#[derive(Debug, Clone)]
+pub struct PackageJson {
+    /// npm's `name`.
+    pub name: String,
+    /// npm's `version`.
+    pub version: String,
+    /// The manifest.
+    pub manifest: Manifest,
+    /// The exact bytes the signature covers: the manifest's compact JSON.
+    pub signed_bytes: Vec<u8>,
+    /// The signature (minisign's text format), if the package is signed.
+    pub signature: Option<String>,
+    /// The signer's minisign public key (base64), carried beside the signature.
+    pub public_key: Option<String>,
+}
+
+/// The manifest: libraries per platform, the plugin, its capabilities, the host it needs.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Manifest {
+    /// The plugin's metadata.
+    pub plugin: PluginMeta,
+    /// One library per platform name (see `crate::packages::platform`).
+    pub libraries: BTreeMap<String, Library>,
+    /// What the plugin declares it needs; `None` asks for unrestricted access.
+    #[serde(default)]
+    pub capabilities: Option<Capabilities>,
+    /// The lowest pi-hooks version it needs.
+    pub min_host_version: String,
+}
+
+/// The plugin's metadata, as its descriptor and its registrations said when it was packed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PluginMeta {
+    /// The plugin's name.
+    pub name: String,
+    /// The plugin's version.
+    pub version: String,
+    /// Its description.
+    #[serde(default)]
+    pub description: String,
+    /// What it registers.
+    #[serde(default)]
+    pub registers: Registers,
+}
+
+/// What a plugin registers (recorded by `pi-hooks pack`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Registers {
+    /// Event names.
+    #[serde(default)]
+    pub events: Vec<String>,
+    /// Command names.
+    #[serde(default)]
+    pub commands: Vec<String>,
+    /// Tool names.
+    #[serde(default)]
+    pub tools: Vec<String>,
+    /// Flag names.
+    #[serde(default)]
+    pub flags: Vec<String>,
+    /// Shortcut keys.
+    #[serde(default)]
+    pub shortcuts: Vec<String>,
+}
+
+/// One library: its path inside the package, its SHA-256 (hex) and the ABI it was built for.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Library {
+    /// Path relative to the package root (`/`-separated, no `..`).
+    pub path: String,
+    /// SHA-256 of its bytes, lower-case hex.
+    pub sha256: String,
+    /// `major.minor` of the ABI it was built for.
+    pub abi: String,
+}
+
+/// What a plugin declares it needs. Paths may hold `${cwd}`, `${home}`, `${tmp}` and
+/// `${data}` (a folder of the plugin's own). Carried, shown and recorded; enforcement is a
+/// later issue (the sandbox).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Capabilities {
+    /// Paths it reads.
+    #[serde(default)]
+    pub read: Vec<String>,
+    /// Paths it writes.
+    #[serde(default)]
+    pub write: Vec<String>,
+    /// Whether it uses the network.
+    #[serde(default)]
+    pub network: bool,
+    /// Programs it runs.
+    #[serde(default)]
+    pub exec: Vec<String>,
+    /// Memory it needs, MiB.
+    #[serde(default, rename = "memoryMiB", skip_serializing_if = "Option::is_none")]
+    pub memory_mib: Option<u64>,
+}
+
+impl Capabilities {
+    /// Lines that say what is asked for (for the install prompt and `list`).
+    pub fn describe(capabilities: Option<&Capabilities>) -> Vec<String> {
+        let Some(c) = capabilities else {
+            return vec![
+                "unrestricted: declares no capabilities, so it asks for everything your user can do"
+                    .to_owned(),
+            ];
+        };
+        let list = |items: &[String]| {
+            if items.is_empty() {
+                "nothing".to_owned()
+            } else {
+                items.join(", ")
+            }
+        };
+        let mut lines = vec![
+            format!("read: {}", list(&c.read)),
+            format!("write: {}", list(&c.write)),
+            format!("network: {}", if c.network { "yes" } else { "no" }),
+            format!("exec: {}", list(&c.exec)),
+        ];
+        if let Some(mib) = c.memory_mib {
+            lines.push(format!("memory: {mib} MiB"));
+        }
+        lines
+    }
+}
+
+/// Reads `package.json` bytes; the error says what is wrong and what to do.
+pub fn parse_package_json(bytes: &[u8]) -> Result<PackageJson, String> {
+    let value: Value = serde_json::from_slice(bytes)
+        .map_err(|e| format!("package.json is not valid JSON ({e}); repack the package"))?;
+    let Value::Object(map) = value else {
+        return Err("package.json must hold a JSON object; repack the package".to_owned());
+    };
+    let text = |key: &str| -> Result<String, String> {
+        map.get(key)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .ok_or_else(|| format!("package.json has no `{key}` string; repack the package"))
+    };
+    let (name, version) = (text("name")?, text("version")?);
+    let ours = map.get(PACKAGE_KEY).and_then(Value::as_object).ok_or_else(|| {
+        format!("package.json has no `{PACKAGE_KEY}` object, so it is not a pi-hooks package (pack one with `pi-hooks pack`)")
+    })?;
+    let manifest_value = ours.get("manifest").ok_or_else(|| {
+        format!("package.json's `{PACKAGE_KEY}` has no `manifest`; repack the package")
+    })?;
+    let manifest: Manifest = serde_json::from_value(manifest_value.clone()).map_err(|e| {
+        format!("package.json's `{PACKAGE_KEY}.manifest` is not valid ({e}); repack the package")
+    })?;
+    let signature = match ours.get("signature") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => {
+            return Err(format!(
+                "package.json's `{PACKAGE_KEY}.signature` must be a string (minisign's format); repack the package"
+            ));
+        }
+    };
+    for (platform, library) in &manifest.libraries {
+        check_relative(&library.path).map_err(|e| {
+            format!(
+                "the {platform} library path {:?} {e}; repack the package",
+                library.path
+            )
+        })?;
+        if library.sha256.len() != 64 || !library.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(format!(
+                "the {platform} library's sha256 is not 64 hex digits; repack the package"
+            ));
+        }
+        parse_version(&library.abi, 2)
+            .map_err(|e| format!("the {platform} library's abi {:?} {e}", library.abi))?;
+    }
+    parse_version(&manifest.min_host_version, 3)
+        .map_err(|e| format!("minHostVersion {:?} {e}", manifest.min_host_version))?;
+    let public_key = ours
+        .get("publicKey")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let signed_bytes = signed_bytes(manifest_value);
+    Ok(PackageJson {
+        name,
+        version,
+        manifest,
+        signed_bytes,
+        signature,
+        public_key,
+    })
+}
+
+/// The bytes a signature covers: the manifest's compact JSON.
+pub fn signed_bytes(manifest: &Value) -> Vec<u8> {
+    serde_json::to_vec(manifest).unwrap_or_default()
+}
+
+/// Builds a `package.json` for `manifest` (npm's and pi's fields plus ours).
+pub fn package_json(manifest: &Manifest, signature: Option<(&str, &str)>) -> Value {
+    let manifest_value = serde_json::to_value(manifest).unwrap_or(Value::Null);
+    let mut ours = serde_json::Map::new();
+    ours.insert("manifest".into(), manifest_value);
+    if let Some((sig, public_key)) = signature {
+        ours.insert("signature".into(), Value::String(sig.to_owned()));
+        ours.insert("publicKey".into(), Value::String(public_key.to_owned()));
+    }
+    serde_json::json!({
+        "name": manifest.plugin.name,
+        "version": manifest.plugin.version,
+        "description": manifest.plugin.description,
+        "keywords": ["pi-package", "pi-hooks-plugin"],
+        "pi": {},
+        PACKAGE_KEY: Value::Object(ours),
+    })
+}
+
+/// A path inside a package: relative, `/`-separated, no `..`, no empty parts.
+pub fn check_relative(path: &str) -> Result<(), String> {
+    if path.is_empty() || path.starts_with('/') || path.contains('\\') || path.contains(':') {
+        return Err("is not a relative path inside the package".to_owned());
+    }
+    if path
+        .split('/')
+        .any(|part| part.is_empty() || part == "." || part == "..")
+    {
+        return Err("has an empty, `.` or `..` part".to_owned());
+    }
+    Ok(())
+}
+
+/// Parses `a.b[.c]` into numbers (at most `parts`); a pre-release or build suffix after `-`
+/// or `+` is ignored.
+pub fn parse_version(text: &str, parts: usize) -> Result<Vec<u64>, String> {
+    let core = text.split(['-', '+']).next().unwrap_or_default();
+    let numbers: Result<Vec<u64>, _> = core.split('.').map(str::parse::<u64>).collect();
+    match numbers {
+        Ok(n) if !n.is_empty() && n.len() <= parts => Ok(n),
+        _ => Err(format!(
+            "is not a version of the form {}",
+            if parts == 2 {
+                "MAJOR.MINOR"
+            } else {
+                "MAJOR.MINOR.PATCH"
+            }
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_what_it_writes_and_refuses_broken_input() {
+        let mut libraries = BTreeMap::new();
+        libraries.insert(
+            "linux-x64-gnu".to_owned(),
+            Library {
+                path: "lib/a.so".into(),
+                sha256: "a".repeat(64),
+                abi: "1.3".into(),
+            },
+        );
+        let manifest = Manifest {
+            plugin: PluginMeta {
+                name: "p".into(),
+                version: "1.0.0".into(),
+                description: String::new(),
+                registers: Registers::default(),
+            },
+            libraries,
+            capabilities: None,
+            min_host_version: "0.1.0".into(),
+        };
+        let json = serde_json::to_vec(&package_json(&manifest, Some(("sig", "key")))).unwrap();
+        let read = parse_package_json(&json).unwrap();
+        assert_eq!(
+            (read.manifest, read.signature.as_deref()),
+            (manifest.clone(), Some("sig"))
+        );
+        assert!(
+            parse_package_json(b"{not json")
+                .unwrap_err()
+                .contains("not valid JSON")
+        );
+        let mut bad = package_json(&manifest, None);
+        bad["piHooks"]["manifest"]["libraries"]["linux-x64-gnu"]["path"] = "../../x.so".into();
+        let e = parse_package_json(&serde_json::to_vec(&bad).unwrap()).unwrap_err();
+        assert!(e.contains("`..` part"), "{e}");
+        assert!(check_relative("/abs").is_err());
+        assert_eq!(parse_version("1.2.3-beta", 3).unwrap(), vec![1, 2, 3]);
+        assert!(parse_version("1.x", 2).is_err());
+    }
+}

@@ -1,0 +1,19 @@
+//! Packages: compiled plugins distributed as npm-layout tarballs (`package/package.json` plus
+//! files) that pi, pi-hooks and an embedding program all install the same way.
+//!
+//! One module per concern: [`manifest`] (the `piHooks` key of `package.json`: one library per
+//! platform with its SHA-256 and ABI, the plugin's metadata, its declared capabilities, the
+//! lowest host version, an optional signature), [`platform`] (this host's platform name and a
+//! library's, read from its header), [`archive`] (safe extraction of a tarball), [`verify`]
+//! (SHA-256, minisign signature, ABI and host version checks) and [`store`] (where installed
+//! packages live, their install records, and `packages` in `settings.json`, written under a
+//! lock and atomically). Nothing here runs plugin code.
+
+pub mod archive;
+pub mod manifest;
+pub mod platform;
+pub mod store;
+pub mod verify;
+
+/// The version of this host, compared with a package's `minHostVersion`.
+pub const HOST_VERSION: &str = env!("CARGO_PKG_VERSION");

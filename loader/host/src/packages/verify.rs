@@ -1,0 +1,121 @@
+//! Checks on a package before anything of it is used: the signature over the manifest, the
+//! library for this platform, its SHA-256, its ABI and the host version the package needs.
+//! Nothing here runs plugin code.
+
+use std::path::{Path, PathBuf};
+
+use super::manifest::{Library, PackageJson, parse_version};
+
+/// The SHA-256 of `bytes`, lower-case hex (the trust store's).
+pub use crate::plugin_files::trust::sha256_hex;
+
+/// Who signed a package: the minisign public key (base64) its signature verified against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Signer {
+    /// The public key, minisign's base64 form (the second line of a `.pub` file).
+    pub public_key: String,
+}
+
+/// Verifies the package's signature, if it has one, against the public key it carries.
+/// `Ok(None)` for an unsigned package. Whether that key is the one the user pinned is the
+/// installer's question.
+pub fn verify_signature(package: &PackageJson, what: &str) -> Result<Option<Signer>, String> {
+    let public_key = package.public_key.as_deref();
+    let Some(signature) = &package.signature else {
+        return Ok(None);
+    };
+    let Some(key) = public_key else {
+        return Err(format!(
+            "{what} is signed but carries no public key (`piHooks.publicKey`); repack it with `pi-hooks pack --sign`"
+        ));
+    };
+    let key_text = key.trim();
+    let public = minisign_verify::PublicKey::from_base64(key_text).map_err(|e| {
+        format!("{what}: the public key is not a minisign public key ({e}); repack it")
+    })?;
+    let decoded = minisign_verify::Signature::decode(signature).map_err(|e| {
+        format!("{what}: the signature is not in minisign's format ({e}); repack it")
+    })?;
+    public.verify(&package.signed_bytes, &decoded, false).map_err(|e| {
+        format!(
+            "{what}: its manifest does not match its signature ({e}); the package was changed after it was signed. Do not install it; get it again from its publisher"
+        )
+    })?;
+    Ok(Some(Signer {
+        public_key: key_text.to_owned(),
+    }))
+}
+
+/// The library of this package for `platform`, checked: its bytes (read from `root`) match
+/// the manifest's SHA-256, its ABI is one this host speaks, and the package's
+/// `minHostVersion` is not newer than this host.
+pub struct Chosen {
+    /// The platform name.
+    pub platform: String,
+    /// The manifest's entry.
+    pub library: Library,
+    /// The library's file.
+    pub path: PathBuf,
+}
+
+/// Picks and checks the library for `platform` (see [`Chosen`]).
+pub fn choose_library(
+    package: &PackageJson,
+    root: &Path,
+    platform: &str,
+    what: &str,
+) -> Result<Chosen, String> {
+    let manifest = &package.manifest;
+    let host = parse_version(super::HOST_VERSION, 3).unwrap_or_default();
+    let needs = parse_version(&manifest.min_host_version, 3)?;
+    if needs > host {
+        return Err(format!(
+            "{what} needs pi-hooks {} or newer, and this is pi-hooks {}; update pi-hooks first",
+            manifest.min_host_version,
+            super::HOST_VERSION
+        ));
+    }
+    let Some(library) = manifest.libraries.get(platform) else {
+        let there: Vec<&str> = manifest.libraries.keys().map(String::as_str).collect();
+        return Err(format!(
+            "{what} has no library for this platform ({platform}); it has: {}. Ask its publisher for a {platform} build",
+            if there.is_empty() {
+                "none".to_owned()
+            } else {
+                there.join(", ")
+            }
+        ));
+    };
+    let abi = parse_version(&library.abi, 2)?;
+    let (major, minor) = (
+        pi_hooks_abi::ffi::version::PI_HOOKS_ABI_MAJOR as u64,
+        pi_hooks_abi::ffi::version::PI_HOOKS_ABI_MINOR as u64,
+    );
+    if abi.first() != Some(&major) || abi.get(1).copied().unwrap_or(0) > minor {
+        return Err(format!(
+            "{what}: its {platform} library {} was built for ABI {}, and this host speaks ABI {major}.{minor}; {}",
+            library.path,
+            library.abi,
+            if abi.first() > Some(&major) || abi.get(1).copied().unwrap_or(0) > minor {
+                "update pi-hooks"
+            } else {
+                "ask its publisher to rebuild it"
+            }
+        ));
+    }
+    let path = root.join(&library.path);
+    let bytes = crate::plugin_files::files::read_regular(&path, super::archive::MAX_ENTRY_BYTES)
+        .map_err(|e| format!("{what}: its library {} {e}", library.path))?;
+    let actual = sha256_hex(&bytes);
+    if actual != library.sha256.to_ascii_lowercase() {
+        return Err(format!(
+            "{what}: the bytes of its library {} do not match the manifest's SHA-256 ({actual}, the manifest says {}); the package is damaged or was tampered with. Do not install it; get it again from its publisher",
+            library.path, library.sha256
+        ));
+    }
+    Ok(Chosen {
+        platform: platform.to_owned(),
+        library: library.clone(),
+        path,
+    })
+}

@@ -1,0 +1,371 @@
+//! Bad packages: each is refused with an error naming the package, the file and what to
+//! do, and changes nothing (no settings written, no package folder left).
+
+use std::path::{Path, PathBuf};
+
+use pi_hooks_host::packages::platform::host_platform;
+use pi_hooks_tests::packages::{
+    RawEntry, edit_package_json, installed_dir, keygen, ok, pack, raw_tgz, refused, unpack,
+    user_settings,
+};
+use pi_hooks_tests::{Sandbox, c_example_plugin, loaded_names};
+use serde_json::Value;
+
+/// The protected-paths example packed (signed with a new key when `signed`) and unpacked
+/// into a folder to edit.
+fn package_folder(sandbox: &Sandbox, signed: bool) -> PathBuf {
+    let library = c_example_plugin(&sandbox.lib(), "protected-paths", "protected_paths");
+    let key = signed.then(|| keygen(sandbox, &sandbox.root().join("keys")));
+    let tgz = pack(
+        sandbox,
+        &library,
+        &sandbox.root().join("dist"),
+        key.as_deref(),
+    );
+    let folder = sandbox.root().join("pkg");
+    unpack(&tgz, &folder);
+    folder
+}
+
+/// Nothing was installed: no settings, no package folder, no staging folder.
+fn nothing_installed(sandbox: &Sandbox) {
+    assert_eq!(user_settings(sandbox), Value::Null);
+    let store = sandbox.agent_dir().join("pi-hooks/packages");
+    if store.exists() {
+        let left: Vec<String> = std::fs::read_dir(&store)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n != ".lock")
+            .collect();
+        assert!(left.is_empty(), "left behind: {left:?}");
+    }
+}
+
+fn install_refused(sandbox: &Sandbox, source: &Path) -> String {
+    let error = refused(sandbox, &["install", source.to_str().unwrap(), "--yes"]);
+    nothing_installed(sandbox);
+    error
+}
+
+fn library_file(folder: &Path) -> PathBuf {
+    folder
+        .join("lib")
+        .join(host_platform())
+        .join("libprotected_paths.so")
+}
+
+#[test]
+fn a_library_whose_bytes_do_not_match_its_sha256() {
+    let sandbox = Sandbox::new();
+    let folder = package_folder(&sandbox, false);
+    let mut bytes = std::fs::read(library_file(&folder)).unwrap();
+    bytes.push(0);
+    std::fs::write(library_file(&folder), bytes).unwrap();
+    let error = install_refused(&sandbox, &folder);
+    assert!(error.contains("package protected-paths 0.1.0"), "{error}");
+    assert!(
+        error.contains(&format!(
+            "the bytes of its library lib/{}/libprotected_paths.so do not match the manifest's SHA-256",
+            host_platform()
+        )),
+        "{error}"
+    );
+    assert!(error.contains("get it again from its publisher"), "{error}");
+}
+
+#[test]
+fn an_installed_library_changed_afterwards_does_not_load() {
+    let sandbox = Sandbox::new();
+    let folder = package_folder(&sandbox, false);
+    ok(&sandbox, &["install", folder.to_str().unwrap(), "--yes"]);
+    let installed = library_file(&installed_dir(&sandbox, "protected-paths"));
+    let mut bytes = std::fs::read(&installed).unwrap();
+    bytes.push(0);
+    std::fs::write(&installed, bytes).unwrap();
+    let report = sandbox.list_json(&[]);
+    assert_eq!(loaded_names(&report), Vec::<String>::new());
+    let error = report["errors"][0]["error"].as_str().unwrap();
+    assert!(
+        error
+            .contains("the library of package protected-paths does not match the SHA-256 recorded"),
+        "{error}"
+    );
+    assert!(error.contains("pi-hooks update protected-paths"), "{error}");
+}
+
+#[test]
+fn a_manifest_that_does_not_match_its_signature() {
+    let sandbox = Sandbox::new();
+    let folder = package_folder(&sandbox, true);
+    edit_package_json(&folder, |json| {
+        json["piHooks"]["manifest"]["plugin"]["description"] = "harmless, trust me".into();
+    });
+    let error = install_refused(&sandbox, &folder);
+    assert!(error.contains("package protected-paths 0.1.0"), "{error}");
+    assert!(
+        error.contains("its manifest does not match its signature"),
+        "{error}"
+    );
+    // The signed manifest as packed installs.
+    let sandbox = Sandbox::new();
+    let folder = package_folder(&sandbox, true);
+    ok(&sandbox, &["install", folder.to_str().unwrap(), "--yes"]);
+}
+
+#[test]
+fn no_library_for_this_platform_lists_the_ones_there_are() {
+    let sandbox = Sandbox::new();
+    let folder = package_folder(&sandbox, false);
+    edit_package_json(&folder, |json| {
+        let libraries = json["piHooks"]["manifest"]["libraries"]
+            .as_object_mut()
+            .unwrap();
+        let ours = libraries.remove(host_platform()).unwrap();
+        libraries.insert("darwin-arm64".into(), ours.clone());
+        libraries.insert("win32-x64-msvc".into(), ours);
+    });
+    let error = install_refused(&sandbox, &folder);
+    assert!(
+        error.contains(&format!(
+            "has no library for this platform ({}); it has: darwin-arm64, win32-x64-msvc",
+            host_platform()
+        )),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_library_for_a_newer_abi_or_a_package_for_a_newer_host() {
+    for (abi, expected) in [
+        ("1.99", "was built for ABI 1.99"),
+        ("2.0", "was built for ABI 2.0"),
+    ] {
+        let sandbox = Sandbox::new();
+        let folder = package_folder(&sandbox, false);
+        edit_package_json(&folder, |json| {
+            json["piHooks"]["manifest"]["libraries"][host_platform()]["abi"] = abi.into();
+        });
+        let error = install_refused(&sandbox, &folder);
+        assert!(error.contains(expected), "{error}");
+        assert!(error.contains("update pi-hooks"), "{error}");
+    }
+    let sandbox = Sandbox::new();
+    let folder = package_folder(&sandbox, false);
+    edit_package_json(&folder, |json| {
+        json["piHooks"]["manifest"]["minHostVersion"] = "99.0.0".into();
+    });
+    let error = install_refused(&sandbox, &folder);
+    assert!(error.contains("needs pi-hooks 99.0.0 or newer"), "{error}");
+}
+
+#[test]
+fn tarball_entries_that_leave_the_package_or_are_not_regular_files() {
+    let json = br#"{"name":"x","version":"1.0.0"}"#;
+    let cases: [(&[u8], tar::EntryType, &[u8], &str); 7] = [
+        (
+            b"package/../evil",
+            tar::EntryType::Regular,
+            b"",
+            "has a `..` part",
+        ),
+        (
+            b"/etc/evil",
+            tar::EntryType::Regular,
+            b"",
+            "has an absolute path",
+        ),
+        (
+            b"package/link",
+            tar::EntryType::Symlink,
+            b"/etc/passwd",
+            "is a symbolic link",
+        ),
+        (
+            b"package/hard",
+            tar::EntryType::Link,
+            b"package/package.json",
+            "is a hard link",
+        ),
+        (
+            b"package/dev",
+            tar::EntryType::Char,
+            b"",
+            "is a device file",
+        ),
+        (
+            b"package/blk",
+            tar::EntryType::Block,
+            b"",
+            "is a device file",
+        ),
+        (b"package/fifo", tar::EntryType::Fifo, b"", "is a FIFO"),
+    ];
+    for (name, kind, link, expected) in cases {
+        let sandbox = Sandbox::new();
+        let tgz = sandbox.root().join("evil.tgz");
+        raw_tgz(
+            &tgz,
+            &[
+                RawEntry {
+                    name: b"package/package.json",
+                    kind: tar::EntryType::Regular,
+                    data: json,
+                    link: b"",
+                },
+                RawEntry {
+                    name,
+                    kind,
+                    data: b"",
+                    link,
+                },
+            ],
+        );
+        let error = install_refused(&sandbox, &tgz);
+        assert!(
+            error.contains(expected),
+            "{}: {error}",
+            String::from_utf8_lossy(name)
+        );
+        assert!(error.contains("evil.tgz"), "{error}");
+        assert!(!sandbox.root().join("evil").exists());
+    }
+}
+
+#[test]
+fn an_entry_or_a_package_over_a_size_cap() {
+    let sandbox = Sandbox::new();
+    let library = c_example_plugin(&sandbox.lib(), "protected-paths", "protected_paths");
+    let tgz = pack(&sandbox, &library, &sandbox.root().join("dist"), None);
+    let output = sandbox
+        .command(&["install", tgz.to_str().unwrap(), "--yes"])
+        .env("PI_HOOKS_PACKAGE_MAX_ENTRY_BYTES", "1000")
+        .output()
+        .unwrap();
+    let error = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(error.contains("over the limit of 1000 per file"), "{error}");
+    nothing_installed(&sandbox);
+    let output = sandbox
+        .command(&["install", tgz.to_str().unwrap(), "--yes"])
+        .env("PI_HOOKS_PACKAGE_MAX_BYTES", "2000")
+        .output()
+        .unwrap();
+    let error = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        error.contains("over the limit of 2000 bytes uncompressed"),
+        "{error}"
+    );
+    nothing_installed(&sandbox);
+}
+
+#[test]
+fn a_broken_package_json() {
+    let sandbox = Sandbox::new();
+    let folder = package_folder(&sandbox, false);
+    std::fs::write(folder.join("package.json"), "{not json").unwrap();
+    let error = install_refused(&sandbox, &folder);
+    assert!(error.contains("package.json is not valid JSON"), "{error}");
+    std::fs::write(
+        folder.join("package.json"),
+        r#"{"name":"x","version":"1.0.0"}"#,
+    )
+    .unwrap();
+    let error = install_refused(&sandbox, &folder);
+    assert!(error.contains("not a pi-hooks package"), "{error}");
+    let error = refused(&sandbox, &["install", "npm:@foo/bar", "--yes"]);
+    assert!(
+        error.contains("npm: sources are not supported yet"),
+        "{error}"
+    );
+    nothing_installed(&sandbox);
+}
+
+#[test]
+fn an_install_that_fails_halfway_keeps_the_old_version_and_the_settings() {
+    let sandbox = Sandbox::new();
+    let folder = package_folder(&sandbox, false);
+    ok(&sandbox, &["install", folder.to_str().unwrap(), "--yes"]);
+    // The new version is staged and put in place; then writing the settings fails (their
+    // `packages` is not a list), so the install is rolled back.
+    let settings_path = sandbox.agent_dir().join("settings.json");
+    let mut settings = user_settings(&sandbox);
+    settings["packages"] = serde_json::json!({"not": "a list"});
+    std::fs::write(&settings_path, settings.to_string()).unwrap();
+    let before = std::fs::read(&settings_path).unwrap();
+    edit_package_json(&folder, |json| json["version"] = "0.2.0".into());
+    let error = refused(&sandbox, &["update", "--yes"]);
+    assert!(error.contains("`packages` in"), "{error}");
+    assert!(error.contains("Nothing was changed"), "{error}");
+    assert_eq!(std::fs::read(&settings_path).unwrap(), before);
+    let record: Value = serde_json::from_slice(
+        &std::fs::read(installed_dir(&sandbox, "protected-paths").join(".pi-hooks-install.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["version"], "0.1.0");
+    assert!(library_file(&installed_dir(&sandbox, "protected-paths")).is_file());
+}
+
+#[test]
+fn two_installs_at_once_both_land_in_the_settings() {
+    let sandbox = Sandbox::new();
+    let protected = c_example_plugin(&sandbox.lib(), "protected-paths", "protected_paths");
+    let gate = c_example_plugin(&sandbox.lib(), "permission-gate-c", "permission_gate");
+    let dist = sandbox.root().join("dist");
+    let packages = [
+        pack(&sandbox, &protected, &dist, None),
+        pack(&sandbox, &gate, &dist, None),
+    ];
+    for _round in 0..3 {
+        let children: Vec<_> = packages
+            .iter()
+            .map(|p| {
+                sandbox
+                    .command(&["install", p.to_str().unwrap(), "--yes"])
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for mut child in children {
+            assert!(child.wait().unwrap().success());
+        }
+        let list = user_settings(&sandbox)["packages"]
+            .as_array()
+            .unwrap()
+            .len();
+        assert_eq!(list, 2, "{}", user_settings(&sandbox));
+        ok(&sandbox, &["remove", "protected-paths"]);
+        ok(&sandbox, &["remove", "permission-gate-c"]);
+    }
+}
+
+#[test]
+fn an_install_killed_between_its_steps_is_mended_by_the_next_one() {
+    let sandbox = Sandbox::new();
+    let folder = package_folder(&sandbox, false);
+    ok(&sandbox, &["install", folder.to_str().unwrap(), "--yes"]);
+    let settings = user_settings(&sandbox);
+    // As if killed after moving the old version aside and before the new one arrived, with
+    // a staging folder left half-written.
+    let store = sandbox.agent_dir().join("pi-hooks/packages");
+    std::fs::rename(
+        store.join("protected-paths"),
+        store.join(".old-protected-paths-4242"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(store.join(".staging-abc/lib")).unwrap();
+    assert_eq!(loaded_names(&sandbox.list_json(&[])), Vec::<String>::new());
+    // The next change to the store (here a removal that finds nothing) mends it first.
+    refused(&sandbox, &["remove", "nothing-such"]);
+    let left: Vec<String> = std::fs::read_dir(&store)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != ".lock")
+        .collect();
+    assert_eq!(left, ["protected-paths"]);
+    assert_eq!(user_settings(&sandbox), settings);
+    assert_eq!(loaded_names(&sandbox.list_json(&[])), ["protected-paths"]);
+}
