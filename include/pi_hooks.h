@@ -254,10 +254,17 @@
  *
  *   tool_call (tools): before each tool runs, after its arguments were validated
  *     payload: toolCallId, toolName, input
- *     result: {block: true, reason?: string}
+ *     result: {block: true, reason?: string} or {input: object}
  *     combine: the first block wins: the tool does not run (its reason becomes the tool's
  *       error result) and later handlers, of this plugin and of plugins after it, are not
- *       called for this call; a handler error, panic or timeout also blocks (fail closed)
+ *       called for this call; a handler error, panic or timeout also blocks (fail closed). An
+ *       input replaces the call's arguments (pi's handlers mutate event.input in place): later
+ *       handlers see it in their input, the tool runs with the last one given and
+ *       tool_result's input is that one, while tool_execution_*'s args keep the model's
+ *       arguments; it is not validated again; a block after it still wins, and an input that
+ *       is not an object blocks the tool (fail closed). C: results->set_value(result,
+ *       pi_str("input"), copy) after changing a values->copy of the payload's input, or
+ *       set_field_json; C++: result.rewrite_input(json); Rust: ToolCallDecision::rewrite(json)
  *
  *   tool_execution_start (tools): when a tool starts running
  *     payload: toolCallId, toolName, args

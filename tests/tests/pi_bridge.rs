@@ -37,6 +37,11 @@ fn model() -> FakeOpenAi {
             .any(|t| t.contains("Start the Feature workflow"))
         {
             tool_call("bash", json!({"command": "ls"}))
+        } else if prompt.contains("npm") {
+            tool_call(
+                "bash",
+                json!({"command": "npm --version; echo var=$CUSTOM_VAR"}),
+            )
         } else if prompt.contains("hello") {
             tool_call("bash", json!({"command": "echo hello"}))
         } else {
@@ -133,6 +138,36 @@ fn native_plugins_gate_pi_s_tools_and_ask_through_pi_s_ui() {
     assert_eq!(notify["message"], "Deploying to staging");
     assert_eq!(notify["notifyType"], "info");
 
+    let (status, _) = pi.close();
+    assert!(status.success(), "{status}");
+}
+
+/// A native `tool_call` handler's rewritten input reaches pi's own `bash`: the bridge mutates
+/// pi's `event.input` in place, as a pi extension does (spawn-hook: `CUSTOM_VAR=1`, `pnpm`).
+#[test]
+fn a_native_plugin_rewrites_the_input_of_pi_s_bash() {
+    let sandbox = Sandbox::new();
+    let server = model();
+    prepare(&sandbox, &server);
+    install(
+        &sandbox,
+        &c_example_plugin(&sandbox.lib(), "spawn-hook", "spawn_hook"),
+    );
+    let mut pi = pi_rpc(&sandbox, &["--no-session"]);
+    let lines = run(&mut pi, "1", "check npm");
+    let start = lines
+        .iter()
+        .find(|l| l["type"] == "tool_execution_start")
+        .expect("tool_execution_start");
+    // pi shows the model's arguments; the command that ran is the rewritten one.
+    assert_eq!(
+        start["args"]["command"], "npm --version; echo var=$CUSTOM_VAR",
+        "{start}"
+    );
+    let end = tool_end(&lines);
+    let text = result_text(end);
+    assert!(text.contains("var=1"), "{end}");
+    assert!(text.contains("pnpm"), "pnpm ran, not npm: {end}");
     let (status, _) = pi.close();
     assert!(status.success(), "{status}");
 }
