@@ -494,6 +494,9 @@ impl Agent {
         let end = json!({"type": "agent_end", "messages": new_messages});
         if core.runner.has_handlers("agent_end") {
             core.runner.emit(end.clone());
+            // A followUp sent by an `agent_end` handler: its `input` and `queue_update` come
+            // before the mode shows `agent_end`, as in pi; it is delivered in the next run.
+            core.flush_user_messages();
         }
         core.shared.streaming.store(false, Ordering::Release);
         core.shared.sink(&end);
@@ -565,6 +568,9 @@ impl Core {
         let name = event["type"].as_str().unwrap_or_default();
         if self.runner.has_handlers(name) {
             self.runner.emit(event.clone());
+            // A user message a handler sent passes `input` as soon as the handler returned,
+            // before the next event (pi runs it inside the `sendUserMessage` call).
+            self.flush_user_messages();
         }
         if matches!(name, "turn_start" | "turn_end")
             && let Some(fields) = event.as_object_mut()
@@ -580,6 +586,9 @@ impl Core {
     /// or follow-up messages; a handler may handle (drop) or transform them.
     fn flush_user_messages(&self) {
         let pending = std::mem::take(&mut Shared::lock(&self.shared.queues).user_pending);
+        if pending.is_empty() {
+            return;
+        }
         for (text, deliver_as) in pending {
             let text = match self.runner.emit_input(&text, None, "extension") {
                 InputOutcome::Handled(_) => continue,
