@@ -508,3 +508,62 @@ fn bridge_install_warns_about_the_hooks_folders_pi_stops_at() {
         )
     );
 }
+
+/// pi's own `sourceInfo` for an extension in each kind of place (the shapes pi-hooks gives its
+/// plugins in `get_commands`, tests/tests/pi_rpc_client.rs): auto-discovered in the agent
+/// directory, listed in settings, and named with `-e`.
+#[test]
+fn pi_s_source_info_for_each_kind_of_place() {
+    let sandbox = Sandbox::new();
+    let server = model();
+    prepare(&sandbox, &server);
+    let extension = |dir: &Path, name: &str| {
+        std::fs::create_dir_all(dir).unwrap();
+        let path = dir.join(format!("{name}.ts"));
+        std::fs::write(
+            &path,
+            format!(
+                "export default function (pi: any) {{ pi.registerCommand(\"{name}\", {{ description: \"d\", handler: async () => {{}} }}); }}\n"
+            ),
+        )
+        .unwrap();
+        path
+    };
+    let global = extension(&extensions(&sandbox), "glob");
+    let listed = extension(&sandbox.root().join("listed"), "listed");
+    let cli = extension(&sandbox.root().join("cli"), "cli");
+    let settings = sandbox.agent_dir().join("settings.json");
+    let mut value: Value = std::fs::read_to_string(&settings)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_else(|| json!({}));
+    value["extensions"] = json!([listed]);
+    std::fs::write(&settings, value.to_string()).unwrap();
+    let mut pi = pi_rpc(&sandbox, &["--no-session", "-e", cli.to_str().unwrap()]);
+    pi.send(&json!({"id": "c", "type": "get_commands"}));
+    let response = pi.response("c");
+    let info = |name: &str| {
+        response["data"]["commands"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no /{name}: {response}"))["sourceInfo"]
+            .clone()
+    };
+    let text = |path: &Path| path.to_str().unwrap().to_owned();
+    assert_eq!(
+        info("glob"),
+        json!({"path": text(&global), "source": "auto", "scope": "user", "origin": "top-level", "baseDir": text(&sandbox.agent_dir())})
+    );
+    assert_eq!(
+        info("listed"),
+        json!({"path": text(&listed), "source": "local", "scope": "user", "origin": "top-level"})
+    );
+    assert_eq!(
+        info("cli"),
+        json!({"path": text(&cli), "source": "cli", "scope": "temporary", "origin": "top-level"})
+    );
+    let (status, _) = pi.close();
+    assert!(status.success(), "{status}");
+}
