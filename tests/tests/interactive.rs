@@ -779,21 +779,49 @@ fn a_dialog_is_shown_whole_in_a_small_terminal() {
     pty.assert_terminal_restored();
 }
 
+/// pi 0.73.1's rule for plugin shortcuts: a key of one of its seventeen reserved built-in
+/// actions (Ctrl+C, Ctrl+P, ...) is skipped with "conflicts with built-in shortcut. Skipping.";
+/// a key of another built-in action (Ctrl+V pastes an image) is taken with a warning that
+/// names the action; the user's `keybindings.json` decides which keys those are.
 #[test]
 fn a_plugin_shortcut_runs_and_a_reserved_key_is_refused() {
     let sandbox = Sandbox::new();
     let tour = ui_tour(&sandbox);
-    // A second plugin asks for Ctrl+C, which the terminal keeps (pi's rule and warning).
+    // The user moved the thinking toggle from Ctrl+T to F9: Ctrl+T is only the tree's
+    // "hide tool results" filter now, which is not reserved.
+    std::fs::create_dir_all(sandbox.agent_dir()).unwrap();
+    std::fs::write(
+        sandbox.agent_dir().join("keybindings.json"),
+        r#"{"app.thinking.toggle": "f9"}"#,
+    )
+    .unwrap();
     let greedy = compile_c_text(
         &sandbox.lib(),
         "greedy_keys",
         r#"#include "pi_hooks.h"
-static PiStatus nothing(void *ud, PiContext *ctx) { (void)ud, (void)ctx; return PI_OK; }
-static PiStatus init(const PiHostApi *host, PiPlugin *plugin) {
-    return host->registry->register_shortcut(plugin, &(PiShortcutDef){
-        .struct_size = sizeof(PiShortcutDef), .key = pi_str("ctrl+c"), .handler = nothing});
+static const PiHostApi *host;
+static PiStatus said(PiContext *ctx, const char *text) {
+    return host->ui->notify(ctx, pi_str(text), PI_NOTIFY_INFO);
 }
-PI_HOOKS_PLUGIN("greedy-keys", "1.0.0", "wants Ctrl+C", init, NULL);
+static PiStatus on_c(void *ud, PiContext *ctx) { (void)ud; return said(ctx, "greedy: ctrl+c"); }
+static PiStatus on_p(void *ud, PiContext *ctx) { (void)ud; return said(ctx, "greedy: ctrl+p"); }
+static PiStatus on_v(void *ud, PiContext *ctx) { (void)ud; return said(ctx, "greedy: ctrl+v"); }
+static PiStatus on_t(void *ud, PiContext *ctx) { (void)ud; return said(ctx, "greedy: ctrl+t"); }
+static PiStatus on_9(void *ud, PiContext *ctx) { (void)ud; return said(ctx, "greedy: f9"); }
+static PiStatus key(PiPlugin *plugin, const char *name, PiShortcutHandler handler) {
+    return host->registry->register_shortcut(plugin, &(PiShortcutDef){
+        .struct_size = sizeof(PiShortcutDef), .key = pi_str(name), .handler = handler});
+}
+static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
+    host = h;
+    PiStatus status = key(plugin, "ctrl+c", on_c);
+    if (status == PI_OK) status = key(plugin, "ctrl+p", on_p);
+    if (status == PI_OK) status = key(plugin, "ctrl+v", on_v);
+    if (status == PI_OK) status = key(plugin, "ctrl+t", on_t);
+    if (status == PI_OK) status = key(plugin, "f9", on_9);
+    return status;
+}
+PI_HOOKS_PLUGIN("greedy-keys", "1.0.0", "wants pi's keys", init, NULL);
 "#,
         &[],
     );
@@ -801,10 +829,46 @@ PI_HOOKS_PLUGIN("greedy-keys", "1.0.0", "wants Ctrl+C", init, NULL);
         &sandbox,
         &["-e", tour.to_str().unwrap(), "-e", greedy.to_str().unwrap()],
     );
-    pty.wait_for_text("greedy_keys.so conflicts with built-in");
-    pty.send(b"\x14"); // Ctrl+T, ui-tour's shortcut
-    pty.wait_for_text("tour: ctrl+t pressed");
-    assert_eq!(editor_text(&pty.screen_text()), "", "the key typed nothing");
+    let path = greedy.to_str().unwrap();
+    // pi's warnings, in pi's words and order (one per shortcut that meets a built-in key).
+    for line in [
+        format!(
+            "Extension shortcut 'ctrl+c' from {path} conflicts with built-in shortcut. Skipping."
+        ),
+        format!(
+            "Extension shortcut 'ctrl+p' from {path} conflicts with built-in shortcut. Skipping."
+        ),
+        format!(
+            "Extension shortcut conflict: 'ctrl+v' is built-in shortcut for app.clipboard.pasteImage and {path}. Using {path}."
+        ),
+        format!(
+            "Extension shortcut conflict: 'ctrl+t' is built-in shortcut for app.tree.filter.noTools and {path}. Using {path}."
+        ),
+        format!("Extension shortcut 'f9' from {path} conflicts with built-in shortcut. Skipping."),
+    ] {
+        // The line may wrap: compared without the white space the wrapping moves.
+        let wanted: String = line.split_whitespace().collect();
+        pty.wait_for(&line, Duration::from_secs(20), |screen| {
+            screen
+                .split_whitespace()
+                .collect::<String>()
+                .contains(&wanted)
+        });
+    }
+    pty.send(b"\x11"); // Ctrl+Q, ui-tour's shortcut
+    pty.wait_for_text("tour: ctrl+q pressed");
+    pty.send(b"\x16"); // Ctrl+V: the plugin's, as in pi
+    pty.wait_for_text("greedy: ctrl+v");
+    pty.send(b"\x14"); // Ctrl+T: free since keybindings.json moved the thinking toggle
+    pty.wait_for_text("greedy: ctrl+t");
+    pty.send(b"\x10"); // Ctrl+P: reserved, the plugin's handler never runs
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!pty.screen_text().contains("greedy: ctrl+p"));
+    assert_eq!(
+        editor_text(&pty.screen_text()),
+        "",
+        "the keys typed nothing"
+    );
     quit(pty);
 }
 

@@ -11,6 +11,7 @@
 //! terminal needs (completions, renderers, `user_bash`) run on blocking threads.
 
 pub mod app;
+pub mod builtin_keys;
 pub mod chat;
 pub mod complete;
 pub mod editor;
