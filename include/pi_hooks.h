@@ -152,6 +152,19 @@
  *     result: ignored
  *     combine: every handler runs; results are ignored
  *
+ *   auto_compaction_start (session): when the host compacts by itself (oh-my-pi's event):
+ *     after a run whose context passed the threshold, or after the provider refused an
+ *     overflowing context; before session_before_compact
+ *     payload: reason
+ *     result: ignored
+ *     combine: every handler runs; results are ignored
+ *
+ *   auto_compaction_end (session): when an automatic compaction ended (oh-my-pi's event),
+ *     after session_compact when it wrote one
+ *     payload: reason, result, aborted, willRetry, errorMessage
+ *     result: ignored
+ *     combine: every handler runs; results are ignored
+ *
  *   session_before_tree (session): before the session's leaf moves to another entry
  *     (navigate_tree, ctx.navigateTree)
  *     payload: preparation

@@ -148,6 +148,44 @@ pub const EVENTS: &[EventSpec] = &[
         combine: NOTIFY,
     },
     EventSpec {
+        name: "auto_compaction_start",
+        group: "session",
+        when: "when the host compacts by itself (oh-my-pi's event): after a run whose context passed the threshold, or after the provider refused an overflowing context; before `session_before_compact`",
+        payload: &[f(
+            "reason",
+            "\"threshold\" | \"overflow\"",
+            "why it compacts",
+        )],
+        result: "ignored",
+        combine: NOTIFY,
+    },
+    EventSpec {
+        name: "auto_compaction_end",
+        group: "session",
+        when: "when an automatic compaction ended (oh-my-pi's event), after `session_compact` when it wrote one",
+        payload: &[
+            f("reason", "\"threshold\" | \"overflow\"", "why it compacted"),
+            f(
+                "result",
+                "{summary, firstKeptEntryId, tokensBefore, details}?",
+                "the compaction, when it happened",
+            ),
+            f("aborted", "boolean", "a plugin cancelled it"),
+            f(
+                "willRetry",
+                "boolean",
+                "the refused run is retried from the compacted context (overflow)",
+            ),
+            f(
+                "errorMessage",
+                "string?",
+                "why it failed (`Auto-compaction failed: ...`)",
+            ),
+        ],
+        result: "ignored",
+        combine: NOTIFY,
+    },
+    EventSpec {
         name: "session_before_tree",
         group: "session",
         when: "before the session's leaf moves to another entry (`navigate_tree`, `ctx.navigateTree`)",
