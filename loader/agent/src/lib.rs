@@ -312,8 +312,16 @@ impl Agent {
     /// Handles one prompt: a plugin command, or `input` and then an agent run. Runs what
     /// plugins queued meanwhile (`send_user_message`, triggered turns) after it.
     pub fn prompt(&mut self, text: &str) {
+        self.prompt_with_images(text, None);
+    }
+
+    /// [`Agent::prompt`] with images (RPC `prompt`'s `images`: `{type:"image", data,
+    /// mimeType}` blocks): as in pi they reach the `input` event, `before_agent_start` and the
+    /// user message after its text.
+    pub fn prompt_with_images(&mut self, text: &str, images: Option<&Value>) {
         let source = self.core.config.input_source;
-        self.prompt_from(text, source);
+        let images = images.filter(|i| i.as_array().is_some_and(|a| !a.is_empty()));
+        self.prompt_from(text, source, images.cloned());
         self.drain_runs();
     }
 
@@ -339,7 +347,7 @@ impl Agent {
             }
             let next = Shared::lock(&self.core.shared.queues).runs.pop_front();
             match next {
-                Some(PendingRun::User(text)) => self.prompt_from(&text, "extension"),
+                Some(PendingRun::User(text)) => self.prompt_from(&text, "extension", None),
                 Some(PendingRun::Message(message)) => {
                     let system_prompt = self.core.config.system_prompt.clone();
                     self.run(vec![message], system_prompt, "");
@@ -349,7 +357,7 @@ impl Agent {
         }
     }
 
-    fn prompt_from(&mut self, text: &str, source: &str) {
+    fn prompt_from(&mut self, text: &str, source: &str, images: Option<Value>) {
         // `/reload` is the host's own command in every mode (pi has it in its terminal UI).
         if source != "extension" && text.trim() == "/reload" {
             if let Err(error) = self.reload_now() {
@@ -369,10 +377,10 @@ impl Agent {
         {
             return;
         }
-        let (text, images) = match self.core.runner.emit_input(text, None, source) {
+        let (text, images) = match self.core.runner.emit_input(text, images.clone(), source) {
             InputOutcome::Handled(_) => return,
             InputOutcome::Transform { text, images } => (text, images),
-            InputOutcome::Continue => (text.to_owned(), None),
+            InputOutcome::Continue => (text.to_owned(), images),
         };
         self.overflow_recovery_attempted = false;
         let mut content = vec![json!({"type": "text", "text": text})];
