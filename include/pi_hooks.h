@@ -509,9 +509,10 @@
  * Minor 1 appended `PiActionsApi::set_model`; minor 2 appended the value builders to
  * `PiValueApi` (`new_object` ... `json_quote`) and `PiResultApi::set_from_value`; minor 3
  * appended `PiValueApi::replace_text` and gave `PiExecRequest`'s reserved field its use as
- * `flags` (`PI_EXEC_CANCEL_ON_ABORT`).
+ * `flags` (`PI_EXEC_CANCEL_ON_ABORT`); minor 4 appended `PiContextApi::is_aborted` and
+ * `PiActionsApi::send_user_message_content`.
  */
-#define PI_HOOKS_ABI_MINOR 3
+#define PI_HOOKS_ABI_MINOR 4
 
 /**
  * An opaque context, valid until the handler, command, tool, timer or callback it was given
@@ -790,6 +791,17 @@ typedef struct PiActionsApi {
                           struct PiStr provider,
                           struct PiStr model_id,
                           bool *found);
+    /**
+     * (ABI 1.4) `send_user_message` with content blocks, as pi's `sendUserMessage` takes
+     * `(TextContent | ImageContent)[]`: `content` (borrowed or owned, copied during the call)
+     * is an array of `{"type":"text","text":…}` and `{"type":"image","data":<base64>,
+     * "mimeType":…}` blocks. The texts, joined with newlines, are the `input` event's `text`,
+     * the images its `images`, and the user message has them all. Delivery and errors as
+     * `send_user_message`; `PI_ERR_INVALID_ARG` for content that is not such an array.
+     */
+    PiStatus (*send_user_message_content)(struct PiPlugin *plugin,
+                                          const struct PiValue *content,
+                                          uint32_t deliver_as);
 } PiActionsApi;
 
 /**
@@ -957,6 +969,14 @@ typedef struct PiContextApi {
      * ones. A plugin whose new version fails keeps running as it was.
      */
     PiStatus (*reload)(struct PiContext *ctx);
+    /**
+     * (ABI 1.4) Whether the agent's current run was aborted (Esc in the terminal, RPC
+     * `abort`, a plugin's `abort`): pi's `ctx.signal.aborted` (and `event.signal.aborted` in
+     * `session_before_compact` and `session_before_tree`), so a long handler can stop early.
+     * False outside a run and for a NULL or stale context. Host-side only: a plugin run by
+     * `pi-hooks serve` (the pi bridge, `--isolate`) always reads false.
+     */
+    bool (*is_aborted)(struct PiContext *ctx);
 } PiContextApi;
 
 /**
@@ -1883,7 +1903,7 @@ typedef const struct PiPluginDescriptor *(*PiEntryFn)(void);
  * (pi_hooks_abi::layout::LAYOUT_FINGERPRINT). PI_HOOKS_DESCRIPTOR puts it in the descriptor,
  * so that the host refuses a plugin built against an edited header of the same version.
  */
-#define PI_HOOKS_LAYOUT_FINGERPRINT 0x2ea612d6d2e34df2ULL
+#define PI_HOOKS_LAYOUT_FINGERPRINT 0xbbbf056e92096c08ULL
 
 /** The name of the entry symbol every v1 plugin exports (see PI_HOOKS_PLUGIN). */
 #define PI_HOOKS_ENTRY_SYMBOL "pi_hooks_plugin_v1"

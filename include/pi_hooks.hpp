@@ -489,6 +489,14 @@ public:
     bool has_ui() const noexcept { return host_->context->has_ui(raw_); }
     /// One of PI_MODE_*.
     uint32_t mode() const noexcept { return host_->context->mode(raw_); }
+    /// Whether the agent's current run was aborted (pi's ctx.signal.aborted), for a long
+    /// handler to stop early (ABI 1.4; false on an older host).
+    bool is_aborted() const noexcept {
+        if (host_->context->struct_size <
+            offsetof(PiContextApi, is_aborted) + sizeof host_->context->is_aborted)
+            return false;
+        return host_->context->is_aborted(raw_);
+    }
     /// A notification (PI_NOTIFY_INFO, _WARNING or _ERROR); dropped where there is no UI.
     void notify(std::string_view message, uint32_t level = PI_NOTIFY_INFO) const {
         check(host_->ui->notify(raw_, Str(message), level), "notify");

@@ -194,4 +194,17 @@ pub struct PiActionsApi {
         model_id: PiStr,
         found: *mut bool,
     ) -> PiStatus,
+
+    // ---- ABI 1.4
+    /// (ABI 1.4) `send_user_message` with content blocks, as pi's `sendUserMessage` takes
+    /// `(TextContent | ImageContent)[]`: `content` (borrowed or owned, copied during the call)
+    /// is an array of `{"type":"text","text":…}` and `{"type":"image","data":<base64>,
+    /// "mimeType":…}` blocks. The texts, joined with newlines, are the `input` event's `text`,
+    /// the images its `images`, and the user message has them all. Delivery and errors as
+    /// `send_user_message`; `PI_ERR_INVALID_ARG` for content that is not such an array.
+    pub send_user_message_content: unsafe extern "C" fn(
+        plugin: *mut PiPlugin,
+        content: *const PiValue,
+        deliver_as: u32,
+    ) -> PiStatus,
 }

@@ -76,7 +76,8 @@ pub struct AgentConfig {
 
 /// A prompt a plugin queued while the agent was idle (runs after the current call).
 enum PendingRun {
-    User(String),
+    /// A user message: its text and images (content blocks, or `None`).
+    User(String, Option<Value>),
     Message(Value),
 }
 
@@ -86,8 +87,8 @@ struct Queues {
     follow_up: Vec<Value>,
     /// User messages plugins sent while the agent streamed (`send_user_message` with a
     /// `deliverAs`), waiting for their `input` event before they join `steer` or `follow_up`:
-    /// `(text, PI_DELIVER_*)`.
-    user_pending: Vec<(String, u32)>,
+    /// `(text, images, PI_DELIVER_*)`.
+    user_pending: Vec<(String, Option<Value>, u32)>,
     next_turn: Vec<Value>,
     runs: VecDeque<PendingRun>,
     /// Session operations plugin commands asked for (`(plugin path, operation)`): performed
@@ -347,7 +348,9 @@ impl Agent {
             }
             let next = Shared::lock(&self.core.shared.queues).runs.pop_front();
             match next {
-                Some(PendingRun::User(text)) => self.prompt_from(&text, "extension", None),
+                Some(PendingRun::User(text, images)) => {
+                    self.prompt_from(&text, "extension", images)
+                }
                 Some(PendingRun::Message(message)) => {
                     let system_prompt = self.core.config.system_prompt.clone();
                     self.run(vec![message], system_prompt, "");
@@ -597,13 +600,17 @@ impl Core {
         if pending.is_empty() {
             return;
         }
-        for (text, deliver_as) in pending {
-            let text = match self.runner.emit_input(&text, None, "extension") {
+        for (text, images, deliver_as) in pending {
+            let (text, images) = match self.runner.emit_input(&text, images.clone(), "extension") {
                 InputOutcome::Handled(_) => continue,
-                InputOutcome::Transform { text, .. } => text,
-                InputOutcome::Continue => text,
+                InputOutcome::Transform { text, images } => (text, images),
+                InputOutcome::Continue => (text, images),
             };
-            let message = json!({"role": "user", "content": [{"type": "text", "text": text}], "timestamp": now_ms()});
+            let mut content = vec![json!({"type": "text", "text": text})];
+            if let Some(Value::Array(images)) = images {
+                content.extend(images);
+            }
+            let message = json!({"role": "user", "content": content, "timestamp": now_ms()});
             let follow_up = deliver_as == pi_hooks_abi::ffi::PI_DELIVER_FOLLOW_UP;
             let mut queues = Shared::lock(&self.shared.queues);
             if follow_up {

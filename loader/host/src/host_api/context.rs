@@ -351,6 +351,15 @@ unsafe extern "C" fn is_idle(ctx: *mut PiContext) -> bool {
     })
 }
 
+unsafe extern "C" fn is_aborted(ctx: *mut PiContext) -> bool {
+    with_ctx(ctx, false, |c| {
+        c.plugin
+            .services()
+            .and_then(|s| s.run_abort_token())
+            .is_some_and(|token| token.is_cancelled())
+    })
+}
+
 unsafe extern "C" fn has_pending_messages(ctx: *mut PiContext) -> bool {
     with_ctx(ctx, false, |c| {
         c.plugin
@@ -680,4 +689,5 @@ pub static CONTEXT_API: PiContextApi = PiContextApi {
     navigate_tree,
     switch_session,
     reload,
+    is_aborted,
 };
