@@ -510,7 +510,7 @@
  * `PiValueApi` (`new_object` ... `json_quote`) and `PiResultApi::set_from_value`; minor 3
  * appended `PiValueApi::replace_text` and gave `PiExecRequest`'s reserved field its use as
  * `flags` (`PI_EXEC_CANCEL_ON_ABORT`); minor 4 appended `PiContextApi::is_aborted` and
- * `PiActionsApi::send_user_message_content`.
+ * `PiActionsApi::send_user_message_content` and `exec_cancel`.
  */
 #define PI_HOOKS_ABI_MINOR 4
 
@@ -802,6 +802,14 @@ typedef struct PiActionsApi {
     PiStatus (*send_user_message_content)(struct PiPlugin *plugin,
                                           const struct PiValue *content,
                                           uint32_t deliver_as);
+    /**
+     * (ABI 1.4) Stops every program this plugin's `exec` calls are running now, as an abort
+     * stops one started with `PI_EXEC_CANCEL_ON_ABORT`: SIGTERM, SIGKILL 5 s later, and each
+     * result has `"killed": true`. `exec` blocks its caller, so this is called from another
+     * thread of the plugin (one it started, say, to stop a long handler's program when the
+     * handler sees `context->is_aborted`). Programs started after it are not affected.
+     */
+    PiStatus (*exec_cancel)(struct PiPlugin *plugin);
 } PiActionsApi;
 
 /**
@@ -1903,7 +1911,7 @@ typedef const struct PiPluginDescriptor *(*PiEntryFn)(void);
  * (pi_hooks_abi::layout::LAYOUT_FINGERPRINT). PI_HOOKS_DESCRIPTOR puts it in the descriptor,
  * so that the host refuses a plugin built against an edited header of the same version.
  */
-#define PI_HOOKS_LAYOUT_FINGERPRINT 0xbbbf056e92096c08ULL
+#define PI_HOOKS_LAYOUT_FINGERPRINT 0xf44a44163cdc81dcULL
 
 /** The name of the entry symbol every v1 plugin exports (see PI_HOOKS_PLUGIN). */
 #define PI_HOOKS_ENTRY_SYMBOL "pi_hooks_plugin_v1"

@@ -17,7 +17,7 @@ pub const RELEASED_FINGERPRINTS: &[u64] = &[
     0xe243_c031_c00f_dbdb,
     0x2cfe_1107_3f88_c486,
     0x2ea6_12d6_d2e3_4df2,
-    0xbbbf_056e_9209_6c08,
+    0xf44a_4416_3cdc_81dc,
 ];
 
 /// Sizes of the boundary structs at one ABI minor, on this target.
@@ -63,10 +63,10 @@ impl AbiSizes {
         /// What minor 2 appended to `PiValueApi`: `new_object` to `json_quote`.
         const VALUE_BUILDERS: u32 = 11 * POINTER;
         // Minor 3: the current tables less minor 4's `PiContextApi::is_aborted` and
-        // `PiActionsApi::send_user_message_content`.
+        // `PiActionsApi::send_user_message_content` and `exec_cancel`.
         let minor_3 = AbiSizes {
             context_api: Self::CURRENT.context_api - POINTER,
-            actions_api: Self::CURRENT.actions_api - POINTER,
+            actions_api: Self::CURRENT.actions_api - 2 * POINTER,
             ..Self::CURRENT
         };
         // Minor 2: minor 3 less its `PiValueApi::replace_text`.

@@ -139,3 +139,74 @@ fn a_user_message_with_an_image_reaches_input_and_the_user_message() {
         "{inputs:?}"
     );
 }
+
+const CANCELLER: &str = r#"
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <time.h>
+#include "pi_hooks.h"
+
+static const PiHostApi *host;
+static PiPlugin *self;
+
+/* A thread of the plugin: after 300 ms, stops the plugin's running programs. */
+static void *stop_soon(void *arg) {
+    struct timespec pause = {0, 300 * 1000 * 1000};
+    (void)arg;
+    nanosleep(&pause, NULL);
+    host->actions->exec_cancel(self);
+    return NULL;
+}
+
+/* /long: runs `sleep 30` and says whether it was killed. */
+static PiStatus long_run(void *ud, PiStr args, PiContext *ctx) {
+    PiStr argv[1] = {pi_str("30")};
+    PiExecRequest request = {.struct_size = sizeof(PiExecRequest), .program = pi_str("sleep"),
+                             .args = argv, .arg_count = 1};
+    PiValue *ran = NULL;
+    pthread_t thread;
+    bool killed = false;
+    PiStatus status;
+    (void)ud; (void)args;
+    if (pthread_create(&thread, NULL, stop_soon, NULL) != 0) return PI_ERR;
+    status = host->actions->exec(self, &request, &ran);
+    pthread_join(thread, NULL);
+    if (status != PI_OK) return status;
+    host->values->as_bool(host->values->get(ran, pi_str("killed")), &killed);
+    host->values->free(ran);
+    return host->ui->notify(ctx, pi_str(killed ? "long: killed" : "long: finished"), PI_NOTIFY_INFO);
+}
+
+static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
+    host = h;
+    self = plugin;
+    return host->registry->register_command(plugin, &PI_COMMAND(.name = pi_str("long"), .handler = long_run));
+}
+
+PI_HOOKS_PLUGIN("canceller", "1.0.0", "stops its own exec", init, NULL);
+"#;
+
+/// `actions->exec_cancel`: a plugin stops the program its own `exec` runs (from a thread of
+/// its own), not only the run's abort.
+#[test]
+fn a_plugin_stops_its_own_exec() {
+    let sandbox = Sandbox::new();
+    let plugin = compile_c_text(&sandbox.lib(), "canceller", CANCELLER, &["-pthread"]);
+    let mut client = RpcClient::start(rpc_with_watcher(
+        &sandbox,
+        &json!({"turns": [{"text": "ok"}]}),
+        &json!([]),
+        &sandbox.root().join("s.jsonl"),
+        &[&plugin],
+    ));
+    let asked = std::time::Instant::now();
+    client.send(&json!({"id": "l", "type": "prompt", "message": "/long"}));
+    let (_, said) = client.until(|l| l["method"] == "notify");
+    assert_eq!(said["message"], "long: killed", "{said}");
+    assert!(
+        asked.elapsed() < std::time::Duration::from_secs(10),
+        "stopped at once, not after 30 s: {:?}",
+        asked.elapsed()
+    );
+    client.close();
+}

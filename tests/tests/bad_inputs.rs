@@ -478,7 +478,7 @@ fn a_plugin_of_an_older_minor_loads() {
             ),
             format!("-DPLUGIN_NAME=\"{name}\""),
         ];
-        // 1.4 appended is_aborted and send_user_message_content; 1.3 replace_text; 1.2 the
+        // 1.4 appended is_aborted, send_user_message_content and exec_cancel; 1.3 replace_text; 1.2 the
         // 11 value builders and set_from_value; 1.1 set_model.
         flags.push(format!("-DCONTEXT_API_SIZE_DELTA=-{pointer}"));
         if minor <= 1 {
@@ -488,9 +488,9 @@ fn a_plugin_of_an_older_minor_loads() {
             flags.push(format!("-DVALUE_API_SIZE_DELTA=-{pointer}"));
         }
         if minor == 0 {
-            flags.push(format!("-DACTIONS_API_SIZE_DELTA=-{}", 2 * pointer));
+            flags.push(format!("-DACTIONS_API_SIZE_DELTA=-{}", 3 * pointer));
         } else {
-            flags.push(format!("-DACTIONS_API_SIZE_DELTA=-{pointer}"));
+            flags.push(format!("-DACTIONS_API_SIZE_DELTA=-{}", 2 * pointer));
         }
         flags
     };

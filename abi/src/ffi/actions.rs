@@ -207,4 +207,10 @@ pub struct PiActionsApi {
         content: *const PiValue,
         deliver_as: u32,
     ) -> PiStatus,
+    /// (ABI 1.4) Stops every program this plugin's `exec` calls are running now, as an abort
+    /// stops one started with `PI_EXEC_CANCEL_ON_ABORT`: SIGTERM, SIGKILL 5 s later, and each
+    /// result has `"killed": true`. `exec` blocks its caller, so this is called from another
+    /// thread of the plugin (one it started, say, to stop a long handler's program when the
+    /// handler sees `context->is_aborted`). Programs started after it are not affected.
+    pub exec_cancel: unsafe extern "C" fn(plugin: *mut PiPlugin) -> PiStatus,
 }

@@ -142,6 +142,20 @@ impl PluginHandle {
         )
     }
 
+    /// Stops every program this plugin's `exec` calls are running now (`"killed": true` in
+    /// their results): called from another thread while a handler waits in `exec`. Needs a
+    /// host of ABI 1.4 or later (an older host answers `PI_ERR_UNAVAILABLE`).
+    pub fn exec_cancel(&self) -> Result<()> {
+        let actions = self.actions();
+        let needed = std::mem::offset_of!(PiActionsApi, exec_cancel)
+            + std::mem::size_of::<unsafe extern "C" fn()>();
+        if (actions.struct_size as usize) < needed {
+            return check(PI_ERR_UNAVAILABLE, "exec_cancel");
+        }
+        // SAFETY: valid handle; the host's table has the entry (its size was checked).
+        check(unsafe { (actions.exec_cancel)(self.raw) }, "exec_cancel")
+    }
+
     /// Appends a `custom` session entry with `data` serialised as JSON.
     pub fn append_entry(&self, custom_type: &str, data: &impl Serialize) -> Result<()> {
         let data = serde_json::to_string(data)?;

@@ -178,6 +178,13 @@ unsafe extern "C" fn send_user_message_content(
     })
 }
 
+unsafe extern "C" fn exec_cancel(plugin: *mut PiPlugin) -> PiStatus {
+    with_active(plugin, |state| {
+        state.cancel_execs();
+        PI_OK
+    })
+}
+
 unsafe extern "C" fn append_entry(
     plugin: *mut PiPlugin,
     custom_type: PiStr,
@@ -269,6 +276,7 @@ unsafe fn read_exec_request(
         timeout: (request.timeout_ms > 0)
             .then(|| std::time::Duration::from_millis(request.timeout_ms)),
         cancel,
+        plugin_cancel: Some(state.exec_cancel_token()),
     })
 }
 
@@ -603,4 +611,5 @@ pub static ACTIONS_API: PiActionsApi = PiActionsApi {
     events_on,
     set_model,
     send_user_message_content,
+    exec_cancel,
 };
