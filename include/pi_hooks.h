@@ -135,7 +135,8 @@
  *
  *   session_before_fork (session): before the session is forked at an entry (fork, ctx.fork)
  *     payload: entryId, position
- *     result: {cancel?: boolean, skipConversationRestore?: boolean}
+ *     result: {cancel?: boolean} (skipConversationRestore is ignored, as pi 0.73.1 ignores it:
+ *       the session always goes on from the forked file)
  *     combine: the first {cancel: true} stops the chain and the fork; otherwise the last
  *       result
  *

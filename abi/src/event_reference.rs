@@ -109,7 +109,7 @@ pub const EVENTS: &[EventSpec] = &[
                 "fork before the entry or at it",
             ),
         ],
-        result: "`{cancel?: boolean, skipConversationRestore?: boolean}`",
+        result: "`{cancel?: boolean}` (`skipConversationRestore` is ignored, as pi 0.73.1 ignores it: the session always goes on from the forked file)",
         combine: "the first `{cancel: true}` stops the chain and the fork; otherwise the last result",
     },
     EventSpec {

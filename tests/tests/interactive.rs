@@ -911,3 +911,80 @@ fn model_switches_with_a_dialog_or_by_name() {
     wait_ready(&pty, "small");
     quit(pty);
 }
+
+/// pi 0.73.1's `ctx.fork` from a plugin command in its terminal: `skipConversationRestore`
+/// is ignored (the session goes on from the forked file), the user message forked off goes
+/// back into the editor, and the conversation is drawn again without the removed turn.
+#[test]
+fn a_plugin_command_s_fork_redraws_and_puts_the_message_back_into_the_editor() {
+    let sandbox = Sandbox::new();
+    let go = pi_hooks_tests::c_fixture(&sandbox.lib(), "session_go", &[]);
+    // A plugin that asks pi not to restore the conversation (pi 0.73.1 ignores it).
+    let skipper = compile_c_text(
+        &sandbox.lib(),
+        "skipper",
+        r#"#include "pi_hooks.h"
+static const PiHostApi *host;
+static PiStatus before_fork(void *ud, const PiValue *event, PiContext *ctx, PiResult *result) {
+    (void)ud; (void)event; (void)ctx;
+    return host->results->set_bool(result, pi_str("skipConversationRestore"), true);
+}
+static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
+    host = h;
+    return host->registry->on(plugin, pi_str("session_before_fork"), before_fork, NULL);
+}
+PI_HOOKS_PLUGIN("skipper", "1.0.0", "asks to skip the conversation restore", init, NULL);
+"#,
+        &[],
+    );
+    let session = sandbox.root().join("s.jsonl");
+    let script = script(&sandbox, json!([{"text": "answer to ${PROMPT}"}]));
+    let mut pty = Pty::start(
+        &sandbox,
+        &[
+            "--session",
+            session.to_str().unwrap(),
+            "--no-hooks",
+            "--script",
+            &script,
+            "-e",
+            go.to_str().unwrap(),
+            "-e",
+            skipper.to_str().unwrap(),
+        ],
+        ROWS,
+        COLS,
+    );
+    wait_ready(&pty, "script");
+    pty.type_text("first question\r");
+    pty.wait_for_text("answer to first question");
+    pty.type_text("second question\r");
+    pty.wait_for_text("answer to second question");
+    // The id of the second user message, from the session file.
+    let text = std::fs::read_to_string(&session).unwrap();
+    let second = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| {
+            e["message"]["role"] == "user"
+                && e["message"]["content"][0]["text"] == "second question"
+        })
+        .expect("the second user message")["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    pty.type_text(&format!("/go fork {second}\r"));
+    pty.wait_for_text("Forked to new session");
+    pty.wait_for("the forked-off message in the editor", WAIT, |s| {
+        editor_text(s) == "second question"
+    });
+    let screen = pty.screen_text();
+    assert!(
+        !screen.contains("answer to second question"),
+        "the removed turn is gone from the screen:\n{screen}"
+    );
+    assert!(screen.contains("answer to first question"), "{screen}");
+    pty.send(keys::CTRL_C.as_bytes()); // clears the editor
+    pty.wait_for("an empty editor", WAIT, |s| editor_text(s).is_empty());
+    quit(pty);
+}

@@ -115,6 +115,10 @@ struct Shared {
     available_models: Vec<Value>,
     /// Whether a compaction is running (`get_state`'s `isCompacting`).
     compacting: AtomicBool,
+    /// A plugin command's `fork` happened: the text of the user message forked off (empty
+    /// for a fork at an entry that is not one), for the interactive mode to put back into
+    /// its editor (see [`AgentHandle::take_forked_text`]).
+    forked_text: Mutex<Option<String>>,
     /// Whether the context is compacted automatically when it nears the context window.
     auto_compaction: AtomicBool,
     /// A plugin asked the host to shut down (`PiContextApi::shutdown`).
@@ -250,6 +254,7 @@ impl Agent {
             model_info: Mutex::new(model.info()),
             available_models: model.available(),
             compacting: AtomicBool::new(false),
+            forked_text: Mutex::new(None),
             auto_compaction: AtomicBool::new(config.compaction.enabled),
             shutdown_requested: AtomicBool::new(false),
             sink: Mutex::new(sink),

@@ -246,6 +246,12 @@ impl App {
             }
             Msg::Notice(level, text) => self.chat.notice(level, text),
             Msg::Messages(messages) => self.load_messages(&messages),
+            Msg::Forked(messages, text) => {
+                self.load_messages(&messages);
+                self.editor.set_text(&text);
+                self.chat
+                    .notice(Level::Info, "Forked to new session".to_owned());
+            }
             Msg::Rendered(epoch, at, lines) => {
                 if epoch == self.epoch
                     && let Some(Item::Custom { rendered, .. }) = self.chat.items.get_mut(at)
@@ -716,6 +722,11 @@ impl App {
         self.busy = true;
         let job: Job = Box::new(move |agent| {
             work(agent);
+            // A plugin command forked the session: as pi, the conversation is drawn again
+            // from the forked file and the message forked off goes back into the editor.
+            if let Some(text) = agent.handle().take_forked_text() {
+                let _ = to_terminal.send(Msg::Forked(agent.handle().messages(), text));
+            }
             let _ = to_terminal.send(Msg::JobDone);
         });
         if self.ctl.jobs.send(job).is_err() {
