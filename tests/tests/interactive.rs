@@ -959,7 +959,11 @@ PI_HOOKS_PLUGIN("skipper", "1.0.0", "asks to skip the conversation restore", ini
     pty.type_text("first question\r");
     pty.wait_for_text("answer to first question");
     pty.type_text("second question\r");
-    pty.wait_for_text("answer to second question");
+    pty.wait_for("the second answer, the run over", WAIT, |s| {
+        s.contains("answer to second question") && !s.contains("Working...")
+    });
+    // The prompt's job ends just after the run: a command typed before would run beside it.
+    std::thread::sleep(Duration::from_millis(500));
     // The id of the second user message, from the session file.
     let text = std::fs::read_to_string(&session).unwrap();
     let second = text
