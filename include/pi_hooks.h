@@ -135,7 +135,8 @@
  *
  *   session_before_fork (session): before the session is forked at an entry (fork, ctx.fork)
  *     payload: entryId, position
- *     result: {cancel?: boolean, skipConversationRestore?: boolean}
+ *     result: {cancel?: boolean} (skipConversationRestore is ignored, as pi 0.73.1 ignores it:
+ *       the session always goes on from the forked file)
  *     combine: the first {cancel: true} stops the chain and the fork; otherwise the last
  *       result
  *
@@ -149,6 +150,19 @@
  *
  *   session_compact (session): after a compaction entry was written
  *     payload: compactionEntry, fromExtension
+ *     result: ignored
+ *     combine: every handler runs; results are ignored
+ *
+ *   auto_compaction_start (session): when the host compacts by itself (oh-my-pi's event):
+ *     after a run whose context passed the threshold, or after the provider refused an
+ *     overflowing context; before session_before_compact
+ *     payload: reason
+ *     result: ignored
+ *     combine: every handler runs; results are ignored
+ *
+ *   auto_compaction_end (session): when an automatic compaction ended (oh-my-pi's event),
+ *     after session_compact when it wrote one
+ *     payload: reason, result, aborted, willRetry, errorMessage
  *     result: ignored
  *     combine: every handler runs; results are ignored
  *
@@ -254,10 +268,17 @@
  *
  *   tool_call (tools): before each tool runs, after its arguments were validated
  *     payload: toolCallId, toolName, input
- *     result: {block: true, reason?: string}
+ *     result: {block: true, reason?: string} or {input: object}
  *     combine: the first block wins: the tool does not run (its reason becomes the tool's
  *       error result) and later handlers, of this plugin and of plugins after it, are not
- *       called for this call; a handler error, panic or timeout also blocks (fail closed)
+ *       called for this call; a handler error, panic or timeout also blocks (fail closed). An
+ *       input replaces the call's arguments (pi's handlers mutate event.input in place): later
+ *       handlers see it in their input, the tool runs with the last one given and
+ *       tool_result's input is that one, while tool_execution_*'s args keep the model's
+ *       arguments; it is not validated again; a block after it still wins, and an input that
+ *       is not an object blocks the tool (fail closed). C: results->set_value(result,
+ *       pi_str("input"), copy) after changing a values->copy of the payload's input, or
+ *       set_field_json; C++: result.rewrite_input(json); Rust: ToolCallDecision::rewrite(json)
  *
  *   tool_execution_start (tools): when a tool starts running
  *     payload: toolCallId, toolName, args
@@ -489,9 +510,10 @@
  * Minor 1 appended `PiActionsApi::set_model`; minor 2 appended the value builders to
  * `PiValueApi` (`new_object` ... `json_quote`) and `PiResultApi::set_from_value`; minor 3
  * appended `PiValueApi::replace_text` and gave `PiExecRequest`'s reserved field its use as
- * `flags` (`PI_EXEC_CANCEL_ON_ABORT`).
+ * `flags` (`PI_EXEC_CANCEL_ON_ABORT`); minor 4 appended `PiContextApi::is_aborted` and
+ * `PiActionsApi::send_user_message_content` and `exec_cancel`.
  */
-#define PI_HOOKS_ABI_MINOR 3
+#define PI_HOOKS_ABI_MINOR 4
 
 /**
  * An opaque context, valid until the handler, command, tool, timer or callback it was given
@@ -770,6 +792,25 @@ typedef struct PiActionsApi {
                           struct PiStr provider,
                           struct PiStr model_id,
                           bool *found);
+    /**
+     * (ABI 1.4) `send_user_message` with content blocks, as pi's `sendUserMessage` takes
+     * `(TextContent | ImageContent)[]`: `content` (borrowed or owned, copied during the call)
+     * is an array of `{"type":"text","text":…}` and `{"type":"image","data":<base64>,
+     * "mimeType":…}` blocks. The texts, joined with newlines, are the `input` event's `text`,
+     * the images its `images`, and the user message has them all. Delivery and errors as
+     * `send_user_message`; `PI_ERR_INVALID_ARG` for content that is not such an array.
+     */
+    PiStatus (*send_user_message_content)(struct PiPlugin *plugin,
+                                          const struct PiValue *content,
+                                          uint32_t deliver_as);
+    /**
+     * (ABI 1.4) Stops every program this plugin's `exec` calls are running now, as an abort
+     * stops one started with `PI_EXEC_CANCEL_ON_ABORT`: SIGTERM, SIGKILL 5 s later, and each
+     * result has `"killed": true`. `exec` blocks its caller, so this is called from another
+     * thread of the plugin (one it started, say, to stop a long handler's program when the
+     * handler sees `context->is_aborted`). Programs started after it are not affected.
+     */
+    PiStatus (*exec_cancel)(struct PiPlugin *plugin);
 } PiActionsApi;
 
 /**
@@ -937,6 +978,14 @@ typedef struct PiContextApi {
      * ones. A plugin whose new version fails keeps running as it was.
      */
     PiStatus (*reload)(struct PiContext *ctx);
+    /**
+     * (ABI 1.4) Whether the agent's current run was aborted (Esc in the terminal, RPC
+     * `abort`, a plugin's `abort`): pi's `ctx.signal.aborted` (and `event.signal.aborted` in
+     * `session_before_compact` and `session_before_tree`), so a long handler can stop early.
+     * False outside a run and for a NULL or stale context. Host-side only: a plugin run by
+     * `pi-hooks serve` (the pi bridge, `--isolate`) always reads false.
+     */
+    bool (*is_aborted)(struct PiContext *ctx);
 } PiContextApi;
 
 /**
@@ -1863,7 +1912,7 @@ typedef const struct PiPluginDescriptor *(*PiEntryFn)(void);
  * (pi_hooks_abi::layout::LAYOUT_FINGERPRINT). PI_HOOKS_DESCRIPTOR puts it in the descriptor,
  * so that the host refuses a plugin built against an edited header of the same version.
  */
-#define PI_HOOKS_LAYOUT_FINGERPRINT 0x2ea612d6d2e34df2ULL
+#define PI_HOOKS_LAYOUT_FINGERPRINT 0xf44a44163cdc81dcULL
 
 /** The name of the entry symbol every v1 plugin exports (see PI_HOOKS_PLUGIN). */
 #define PI_HOOKS_ENTRY_SYMBOL "pi_hooks_plugin_v1"

@@ -384,6 +384,17 @@ public:
         check(api_->add_text(result_, Str(text)), "add_text");
         return *this;
     }
+    /// Field `key` set to the value parsed from JSON text.
+    Result &set_field_json(std::string_view key, std::string_view json) {
+        check(api_->set_field_json(result_, Str(key), Str(json)), "set_field_json");
+        return *this;
+    }
+    /// `tool_call`: the tool runs with `input` (a JSON object) instead of the input it was
+    /// called with, and later handlers see it (pi's handlers mutate `event.input` in place).
+    /// A later handler's block still wins. `result.rewrite_input(R"({"command":"pnpm i"})")`.
+    Result &rewrite_input(std::string_view input_json) {
+        return set_field_json("input", input_json);
+    }
     /// Field `key` set to `x`: a string, bool, integer, floating-point number, Value or
     /// OwnedValue (deep-copied; the owned value stays yours), picked by type:
     /// `result.set("block", true).set("reason", "why")`.
@@ -478,6 +489,14 @@ public:
     bool has_ui() const noexcept { return host_->context->has_ui(raw_); }
     /// One of PI_MODE_*.
     uint32_t mode() const noexcept { return host_->context->mode(raw_); }
+    /// Whether the agent's current run was aborted (pi's ctx.signal.aborted), for a long
+    /// handler to stop early (ABI 1.4; false on an older host).
+    bool is_aborted() const noexcept {
+        if (host_->context->struct_size <
+            offsetof(PiContextApi, is_aborted) + sizeof host_->context->is_aborted)
+            return false;
+        return host_->context->is_aborted(raw_);
+    }
     /// A notification (PI_NOTIFY_INFO, _WARNING or _ERROR); dropped where there is no UI.
     void notify(std::string_view message, uint32_t level = PI_NOTIFY_INFO) const {
         check(host_->ui->notify(raw_, Str(message), level), "notify");

@@ -17,6 +17,7 @@ pub const RELEASED_FINGERPRINTS: &[u64] = &[
     0xe243_c031_c00f_dbdb,
     0x2cfe_1107_3f88_c486,
     0x2ea6_12d6_d2e3_4df2,
+    0xf44a_4416_3cdc_81dc,
 ];
 
 /// Sizes of the boundary structs at one ABI minor, on this target.
@@ -61,10 +62,17 @@ impl AbiSizes {
         const POINTER: u32 = size_of::<unsafe extern "C" fn()>() as u32;
         /// What minor 2 appended to `PiValueApi`: `new_object` to `json_quote`.
         const VALUE_BUILDERS: u32 = 11 * POINTER;
-        // Minor 2: the current tables less minor 3's `PiValueApi::replace_text`.
-        let minor_2 = AbiSizes {
-            value_api: Self::CURRENT.value_api - POINTER,
+        // Minor 3: the current tables less minor 4's `PiContextApi::is_aborted` and
+        // `PiActionsApi::send_user_message_content` and `exec_cancel`.
+        let minor_3 = AbiSizes {
+            context_api: Self::CURRENT.context_api - POINTER,
+            actions_api: Self::CURRENT.actions_api - 2 * POINTER,
             ..Self::CURRENT
+        };
+        // Minor 2: minor 3 less its `PiValueApi::replace_text`.
+        let minor_2 = AbiSizes {
+            value_api: minor_3.value_api - POINTER,
+            ..minor_3
         };
         // Minor 1: minor 2 less its appendices (the value builders and
         // `PiResultApi::set_from_value`).
@@ -81,7 +89,8 @@ impl AbiSizes {
             }),
             1 => Some(minor_1),
             2 => Some(minor_2),
-            3 => Some(Self::CURRENT),
+            3 => Some(minor_3),
+            4 => Some(Self::CURRENT),
             _ => None,
         }
     }
@@ -163,8 +172,18 @@ mod tests {
         let two = AbiSizes::for_minor(2).expect("minor 2");
         assert_eq!(two.value_api as usize, offset_of!(PiValueApi, replace_text));
         assert_eq!(two.result_api, AbiSizes::CURRENT.result_api);
-        assert_eq!(AbiSizes::for_minor(3), Some(AbiSizes::CURRENT));
-        assert_eq!(AbiSizes::for_minor(4), None);
+        let three = AbiSizes::for_minor(3).expect("minor 3");
+        assert_eq!(
+            three.context_api as usize,
+            offset_of!(PiContextApi, is_aborted)
+        );
+        assert_eq!(
+            three.actions_api as usize,
+            offset_of!(PiActionsApi, send_user_message_content)
+        );
+        assert_eq!(three.value_api, AbiSizes::CURRENT.value_api);
+        assert_eq!(AbiSizes::for_minor(4), Some(AbiSizes::CURRENT));
+        assert_eq!(AbiSizes::for_minor(5), None);
     }
 
     #[test]

@@ -41,7 +41,7 @@ export class PiSide {
 				pi.sendMessage(params.message, params.options ?? {});
 				return null;
 			case "send_user_message":
-				pi.sendUserMessage(params.text, params.deliverAs && params.deliverAs !== "default" ? { deliverAs: params.deliverAs } : undefined);
+				pi.sendUserMessage(params.content ?? params.text, params.deliverAs && params.deliverAs !== "default" ? { deliverAs: params.deliverAs } : undefined);
 				return null;
 			case "append_entry":
 				pi.appendEntry(params.customType, params.data ?? undefined);

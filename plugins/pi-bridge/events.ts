@@ -47,6 +47,20 @@ export function decisionFor(name: string, result: any, index = 0): unknown {
 	}
 }
 
+/** A `tool_call` decision's new `input`: as a pi handler does, replace the fields of pi's
+ * `event.input` in place, so later handlers and the tool see them (pi does not re-validate). */
+export function applyToolInput(event: { input?: unknown }, result: any): void {
+	const input = result?.input;
+	if (result?.block || input === null || typeof input !== "object" || Array.isArray(input)) return;
+	const target = event.input as Record<string, unknown> | undefined;
+	if (target === null || typeof target !== "object") {
+		event.input = input;
+		return;
+	}
+	for (const key of Object.keys(target)) delete target[key];
+	Object.assign(target, input);
+}
+
 /** What a handler returns while serve is down: `tool_call` fails closed, the rest waits. */
 export function whileDown(name: string, reason: string): unknown {
 	return name === "tool_call" ? { block: true, reason } : undefined;

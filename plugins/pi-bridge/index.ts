@@ -20,7 +20,7 @@ import { join } from "node:path";
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
 import { Text } from "@mariozechner/pi-tui";
 import { PiSide } from "./client-requests.ts";
-import { decisionFor, payloadFor, whileDown } from "./events.ts";
+import { applyToolInput, decisionFor, payloadFor, whileDown } from "./events.ts";
 import type { Hello } from "./serve-client.ts";
 import { contextOf, Supervisor } from "./supervisor.ts";
 
@@ -85,7 +85,9 @@ function registerEvents(pi: ExtensionAPI, side: PiSide, supervisor: Supervisor, 
 			request.catch(() => null),
 		);
 		try {
-			return decisionFor(name, await request, 0);
+			const result = await request;
+			if (name === "tool_call") applyToolInput(event, result);
+			return decisionFor(name, result, 0);
 		} catch (error) {
 			// A tool call the native plugins could not judge does not run.
 			if (name === "tool_call") return { block: true, reason: (error as Error).message };

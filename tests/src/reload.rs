@@ -248,7 +248,9 @@ pub fn tool_call(runner: &Runner, id: &str, tool: &str) -> ToolCallOutcome {
 /// (`"same": true`). `Err` says what was wrong.
 pub fn answered_by(outcome: &ToolCallOutcome) -> Result<i64, String> {
     match outcome {
-        ToolCallOutcome::Allow { last: Some(last) } => {
+        ToolCallOutcome::Allow {
+            last: Some(last), ..
+        } => {
             if last.get("same") != Some(&Value::Bool(true)) {
                 return Err(format!("a dispatch mixed two versions: {last}"));
             }

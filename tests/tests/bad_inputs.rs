@@ -461,8 +461,9 @@ fn abi_minor_newer_than_host() {
 
 /// Plugins built against the headers of ABI 1.0 (before `PiActionsApi::set_model` was
 /// appended), 1.1 (before the value builders and `PiResultApi::set_from_value`) and 1.2
-/// (before `PiValueApi::replace_text`) declare the older, smaller tables and their minor's
-/// fingerprint: they still load.
+/// (before `PiValueApi::replace_text`) and 1.3 (before `PiContextApi::is_aborted` and
+/// `PiActionsApi::send_user_message_content`) declare the older, smaller tables and their
+/// minor's fingerprint: they still load.
 #[test]
 fn a_plugin_of_an_older_minor_loads() {
     let (sandbox, hooks) = sandbox_with_good();
@@ -477,19 +478,28 @@ fn a_plugin_of_an_older_minor_loads() {
             ),
             format!("-DPLUGIN_NAME=\"{name}\""),
         ];
-        // 1.3 appended replace_text; 1.2 the 11 value builders and set_from_value.
+        // 1.4 appended is_aborted, send_user_message_content and exec_cancel; 1.3 replace_text; 1.2 the
+        // 11 value builders and set_from_value; 1.1 set_model.
+        flags.push(format!("-DCONTEXT_API_SIZE_DELTA=-{pointer}"));
         if minor <= 1 {
             flags.push(format!("-DVALUE_API_SIZE_DELTA=-{}", 12 * pointer));
             flags.push(format!("-DRESULT_API_SIZE_DELTA=-{pointer}"));
-        } else {
+        } else if minor == 2 {
             flags.push(format!("-DVALUE_API_SIZE_DELTA=-{pointer}"));
         }
         if minor == 0 {
-            flags.push(format!("-DACTIONS_API_SIZE_DELTA=-{pointer}"));
+            flags.push(format!("-DACTIONS_API_SIZE_DELTA=-{}", 3 * pointer));
+        } else {
+            flags.push(format!("-DACTIONS_API_SIZE_DELTA=-{}", 2 * pointer));
         }
         flags
     };
-    for (minor, name) in [(0, "minor-zero"), (1, "minor-one"), (2, "minor-two")] {
+    for (minor, name) in [
+        (0, "minor-zero"),
+        (1, "minor-one"),
+        (2, "minor-two"),
+        (3, "minor-three"),
+    ] {
         let flags = minor_flags(minor, name);
         let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
         sandbox.install(
@@ -500,7 +510,13 @@ fn a_plugin_of_an_older_minor_loads() {
     }
     let listing = list(&sandbox, &[]);
     listing.expect_error_count(0);
-    listing.expect_loaded(&["good", "minor-one", "minor-two", "minor-zero"]);
+    listing.expect_loaded(&[
+        "good",
+        "minor-one",
+        "minor-three",
+        "minor-two",
+        "minor-zero",
+    ]);
     // The same plugin declaring the current tables with minor 1 is refused: its sizes are
     // not 1.1's.
     let old = pi_hooks_abi::layout::fingerprint_for_minor(1).expect("1.1 was released");

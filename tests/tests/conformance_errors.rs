@@ -305,7 +305,10 @@ fn a_tool_call_panic_or_failure_in_a_rust_plugin_blocks() {
     // The plugin keeps working after its panic.
     assert_eq!(
         bash_call(&world, "ls"),
-        ToolCallOutcome::Allow { last: None }
+        ToolCallOutcome::Allow {
+            last: None,
+            input: None
+        }
     );
     assert_eq!(world.calls(), ["after tool_call"]);
 }
@@ -371,7 +374,10 @@ fn while_a_timed_out_tool_call_handler_still_runs_its_plugin_fails_closed() {
     std::thread::sleep(Duration::from_millis(50));
     assert_eq!(
         bash_call(&world, "ls"),
-        ToolCallOutcome::Allow { last: None }
+        ToolCallOutcome::Allow {
+            last: None,
+            input: None
+        }
     );
     assert_eq!(
         world.calls(),

@@ -520,7 +520,8 @@ fn tool_call_returns_the_last_truthy_result_otherwise() {
     assert_eq!(
         tool_call(&world),
         ToolCallOutcome::Allow {
-            last: Some(json!({"block": false, "reason": "not a block"}))
+            last: Some(json!({"block": false, "reason": "not a block"})),
+            input: None,
         }
     );
     assert_eq!(world.calls().len(), 4);
@@ -549,7 +550,8 @@ fn tool_call_falsy_results_count_as_no_result() {
     assert_eq!(
         tool_call(&world),
         ToolCallOutcome::Allow {
-            last: Some(json!({}))
+            last: Some(json!({})),
+            input: None,
         }
     );
     assert_eq!(world.calls().len(), 5);
@@ -563,7 +565,13 @@ fn tool_call_falsy_results_count_as_no_result() {
             {"event": "tool_call", "id": "null", "result": null},
         ])),
     )]);
-    assert_eq!(tool_call(&world), ToolCallOutcome::Allow { last: None });
+    assert_eq!(
+        tool_call(&world),
+        ToolCallOutcome::Allow {
+            last: None,
+            input: None
+        }
+    );
     assert_eq!(world.calls().len(), 4);
 }
 
@@ -910,5 +918,98 @@ fn an_empty_system_prompt_restores_the_base_prompt() {
             messages: vec![],
             system_prompt: None
         })
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// tool_call: rewriting the input (pi: "`event.input` is mutable ... later `tool_call` handlers
+// see mutations made by earlier handlers ... no re-validation")
+
+#[test]
+fn tool_call_input_rewrites_chain_and_later_handlers_see_them() {
+    let world = BehaveWorld::new(&[
+        (
+            "one",
+            handlers(json!([
+                {"event": "tool_call", "id": "a", "result": {"input": {"command": "pnpm ls"}}},
+                {"event": "tool_call", "id": "b"},
+            ])),
+        ),
+        (
+            "two",
+            handlers(json!([
+                {"event": "tool_call", "id": "c", "result": {"input": {"command": "pnpm ls -a", "timeout": 5}}},
+                {"event": "tool_call", "id": "d", "result": {"note": "seen"}},
+            ])),
+        ),
+    ]);
+    assert_eq!(
+        tool_call(&world),
+        ToolCallOutcome::Allow {
+            last: Some(json!({"note": "seen"})),
+            input: Some(json!({"command": "pnpm ls -a", "timeout": 5})),
+        }
+    );
+    assert_eq!(
+        world.payload("one tool_call#a")["input"],
+        json!({"command": "ls"})
+    );
+    assert_eq!(
+        world.payload("one tool_call#b"),
+        json!({"type": "tool_call", "toolCallId": "call-1", "toolName": "bash", "input": {"command": "pnpm ls"}})
+    );
+    assert_eq!(
+        world.payload("two tool_call#d")["input"],
+        json!({"command": "pnpm ls -a", "timeout": 5})
+    );
+}
+
+#[test]
+fn tool_call_a_block_after_a_rewrite_still_wins_and_sees_the_rewrite() {
+    let world = BehaveWorld::new(&[
+        (
+            "rewriter",
+            handlers(json!([{"event": "tool_call", "result": {"input": {"command": "rm -rf /"}}}])),
+        ),
+        (
+            "gate",
+            handlers(json!([{"event": "tool_call", "if_contains": "rm -rf",
+                "result": {"block": true, "reason": "dangerous"}}])),
+        ),
+    ]);
+    assert_eq!(
+        tool_call(&world),
+        ToolCallOutcome::Block {
+            reason: "dangerous".into()
+        }
+    );
+}
+
+#[test]
+fn tool_call_a_rewrite_that_is_not_an_object_or_comes_with_an_error_fails_closed() {
+    let world = BehaveWorld::new(&[(
+        "bad",
+        handlers(json!([{"event": "tool_call", "result": {"input": "pnpm ls"}}])),
+    )]);
+    let ToolCallOutcome::Block { reason } = tool_call(&world) else {
+        panic!("a string input must not run the tool");
+    };
+    assert!(
+        reason.starts_with("Extension bad (")
+            && reason.ends_with(
+                "failed, blocking execution: a tool_call result's input must be an object, got a string"
+            ),
+        "{reason}"
+    );
+    let world = BehaveWorld::new(&[(
+        "erring",
+        handlers(
+            json!([{"event": "tool_call", "result": {"input": {"command": "pnpm ls"}},
+            "error": "boom"}]),
+        ),
+    )]);
+    assert!(
+        matches!(tool_call(&world), ToolCallOutcome::Block { reason } if reason.contains("boom")),
+        "a handler error after setting an input blocks"
     );
 }

@@ -131,3 +131,63 @@ fn a_setup_that_throws_fails_the_load_with_its_message() {
     assert_eq!(output.status.code(), Some(1), "{text}");
     assert!(text.contains("setup refused: missing config"), "{text}");
 }
+
+const REWRITER: &str = r#"
+#include <string>
+#include "pi_hooks.hpp"
+using namespace pi_hooks;
+
+static void setup(Plugin &pi) {
+    pi.on("tool_call", [](Value event, Context &, Result &result) {
+        std::string command(event.pointer("/input/command").as_string().value_or(""));
+        if (command.rfind("say ", 0) == 0)
+            result.rewrite_input(R"({"command":"echo rewritten by C++: )" + command.substr(4) + R"("})");
+    });
+}
+
+PI_HOOKS_CPP_PLUGIN("cpp-rewriter", "1.0.0", "Rewrites a tool's input", setup);
+"#;
+
+/// `Result::rewrite_input`: the built-in `bash` runs the command the C++ handler gave, in
+/// process and in an isolated `serve` child (`--isolate`), and the model's call keeps its own.
+#[test]
+fn a_tool_call_handler_rewrites_the_tools_input() {
+    let s = Sandbox::new();
+    let plugin = compile_cpp_text(&s.lib(), "libcpp_rewriter", REWRITER);
+    let script = s.script(&json!({"turns": [
+        {"toolCalls": [
+            {"name": "bash", "arguments": {"command": "say hello"}},
+            {"name": "bash", "arguments": {"command": "echo as asked"}}
+        ]},
+        {"text": "done"}
+    ]}));
+    for isolate in [false, true] {
+        let mut command = s.command(&["run", "--mode", "json", "--no-session", "--script"]);
+        command.arg(&script).arg("--hook").arg(&plugin);
+        if isolate {
+            command.arg("--isolate");
+        }
+        command.arg("go");
+        let output = output_within(command, Duration::from_secs(60));
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success(), "{stderr}");
+        let events = json_lines(&output);
+        // The two calls run concurrently: compare their texts in a fixed order.
+        let mut ends: Vec<&str> = events
+            .iter()
+            .filter(|e| e["type"] == "tool_execution_end")
+            .filter_map(|e| e["result"]["content"][0]["text"].as_str())
+            .collect();
+        ends.sort_unstable();
+        assert_eq!(
+            ends,
+            ["as asked\n", "rewritten by C++: hello\n"],
+            "isolate {isolate}\n{stderr}"
+        );
+        let start = events
+            .iter()
+            .find(|e| e["type"] == "tool_execution_start")
+            .expect("a start");
+        assert_eq!(start["args"]["command"], "say hello", "isolate {isolate}");
+    }
+}

@@ -290,3 +290,31 @@ fn a_sequence_of_steps_runs_against_one_instance() {
         "{stderr}"
     );
 }
+
+/// A Rust SDK handler's `ToolCallDecision::rewrite`: `emit` shows the input the tool would run
+/// with in the decision, and a call it leaves alone has none.
+#[test]
+fn a_rewritten_tool_input_is_in_the_decision() {
+    let sandbox = Sandbox::new();
+    let plugin = rust_plugin("fixture-rust-init");
+    let call = |command: &str| {
+        let payload =
+            json!({"toolCallId": "t1", "toolName": "bash", "input": {"command": command}});
+        let (out, stderr, ok) = emit(
+            &sandbox,
+            &[
+                plugin.to_str().unwrap(),
+                "tool_call",
+                "--payload",
+                &payload.to_string(),
+            ],
+        );
+        assert!(ok, "{stderr}");
+        out["decision"].clone()
+    };
+    assert_eq!(
+        call("npm test"),
+        json!({"block": false, "input": {"command": "pnpm test"}})
+    );
+    assert_eq!(call("ls"), json!({"block": false}));
+}

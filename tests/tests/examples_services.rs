@@ -73,10 +73,50 @@ fn result_text(end: &Value) -> &str {
     end["result"]["content"][0]["text"].as_str().unwrap_or("")
 }
 
+/// spawn-hook's `tool_call` handler rewrites the built-in `bash`'s command: pnpm runs where the
+/// model asked for npm, with `CUSTOM_VAR=1`, and the built-in keeps its own output shape.
 #[test]
-fn spawn_hook_bash_runs_pnpm_where_the_model_asked_for_npm() {
+fn spawn_hook_rewrites_the_builtin_bash_to_run_pnpm_where_the_model_asked_for_npm() {
     let s = Sandbox::new();
     let hook = c_example_plugin(&s.lib(), "spawn-hook", "spawn_hook");
+    let bin = s.root().join("bin");
+    write_script(&bin, "pnpm", "echo \"pnpm-ran $@\"");
+    write_script(&bin, "npm", "echo \"npm-ran $@\"");
+    let turns = json!([
+        {"toolCalls": [
+            {"name": "bash", "arguments": {"command": "npm --version"}},
+            {"name": "bash", "arguments": {"command": "echo npm is not rewritten here; echo var=$CUSTOM_VAR"}},
+        ]},
+        {"text": "done"}
+    ]);
+    let (events, stderr) = run_json(&s, &hook, turns, &["--trace", "go"], |c| {
+        c.env("PATH", path_with(&bin));
+    });
+    let ends = tool_ends(&events);
+    assert_eq!(ends.len(), 2, "stderr: {stderr}\nevents: {events:?}");
+    // The model asked for npm; pnpm ran through the built-in bash, and the tool call still
+    // shows the command as asked (as in pi: the execution events keep the model's arguments).
+    assert_eq!(result_text(ends[0]), "pnpm-ran --version\n");
+    assert_eq!(ends[0]["isError"], false);
+    let start = events
+        .iter()
+        .find(|e| e["type"] == "tool_execution_start" && e["toolCallId"] == ends[0]["toolCallId"])
+        .expect("tool_execution_start");
+    assert_eq!(start["args"]["command"], "npm --version");
+    assert_eq!(result_text(ends[1]), "npm is not rewritten here\nvar=1\n");
+    // The hook trace says what the handler did.
+    assert!(
+        stderr.contains(r#"rewrote: input {"command":"export CUSTOM_VAR=1; pnpm --version"}"#),
+        "{stderr}"
+    );
+}
+
+/// A plugin `bash` built on `exec` (tests/fixtures/exec_bash.c, spawn-hook's first form):
+/// the built-in's result shape, exit codes and timeouts.
+#[test]
+fn an_exec_built_bash_tool_runs_pnpm_where_the_model_asked_for_npm() {
+    let s = Sandbox::new();
+    let hook = pi_hooks_tests::c_fixture(&s.lib(), "exec_bash", &["-pedantic"]);
     let bin = s.root().join("bin");
     write_script(&bin, "pnpm", "echo \"pnpm-ran $@\"");
     write_script(&bin, "npm", "echo \"npm-ran $@\"");

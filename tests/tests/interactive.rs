@@ -799,21 +799,49 @@ fn a_dialog_is_shown_whole_in_a_small_terminal() {
     pty.assert_terminal_restored();
 }
 
+/// pi 0.73.1's rule for plugin shortcuts: a key of one of its seventeen reserved built-in
+/// actions (Ctrl+C, Ctrl+P, ...) is skipped with "conflicts with built-in shortcut. Skipping.";
+/// a key of another built-in action (Ctrl+V pastes an image) is taken with a warning that
+/// names the action; the user's `keybindings.json` decides which keys those are.
 #[test]
 fn a_plugin_shortcut_runs_and_a_reserved_key_is_refused() {
     let sandbox = Sandbox::new();
     let tour = ui_tour(&sandbox);
-    // A second plugin asks for Ctrl+C, which the terminal keeps (pi's rule and warning).
+    // The user moved the thinking toggle from Ctrl+T to F9: Ctrl+T is only the tree's
+    // "hide tool results" filter now, which is not reserved.
+    std::fs::create_dir_all(sandbox.agent_dir()).unwrap();
+    std::fs::write(
+        sandbox.agent_dir().join("keybindings.json"),
+        r#"{"app.thinking.toggle": "f9"}"#,
+    )
+    .unwrap();
     let greedy = compile_c_text(
         &sandbox.lib(),
         "greedy_keys",
         r#"#include "pi_hooks.h"
-static PiStatus nothing(void *ud, PiContext *ctx) { (void)ud, (void)ctx; return PI_OK; }
-static PiStatus init(const PiHostApi *host, PiPlugin *plugin) {
-    return host->registry->register_shortcut(plugin, &(PiShortcutDef){
-        .struct_size = sizeof(PiShortcutDef), .key = pi_str("ctrl+c"), .handler = nothing});
+static const PiHostApi *host;
+static PiStatus said(PiContext *ctx, const char *text) {
+    return host->ui->notify(ctx, pi_str(text), PI_NOTIFY_INFO);
 }
-PI_HOOKS_PLUGIN("greedy-keys", "1.0.0", "wants Ctrl+C", init, NULL);
+static PiStatus on_c(void *ud, PiContext *ctx) { (void)ud; return said(ctx, "greedy: ctrl+c"); }
+static PiStatus on_p(void *ud, PiContext *ctx) { (void)ud; return said(ctx, "greedy: ctrl+p"); }
+static PiStatus on_v(void *ud, PiContext *ctx) { (void)ud; return said(ctx, "greedy: ctrl+v"); }
+static PiStatus on_t(void *ud, PiContext *ctx) { (void)ud; return said(ctx, "greedy: ctrl+t"); }
+static PiStatus on_9(void *ud, PiContext *ctx) { (void)ud; return said(ctx, "greedy: f9"); }
+static PiStatus key(PiPlugin *plugin, const char *name, PiShortcutHandler handler) {
+    return host->registry->register_shortcut(plugin, &(PiShortcutDef){
+        .struct_size = sizeof(PiShortcutDef), .key = pi_str(name), .handler = handler});
+}
+static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
+    host = h;
+    PiStatus status = key(plugin, "ctrl+c", on_c);
+    if (status == PI_OK) status = key(plugin, "ctrl+p", on_p);
+    if (status == PI_OK) status = key(plugin, "ctrl+v", on_v);
+    if (status == PI_OK) status = key(plugin, "ctrl+t", on_t);
+    if (status == PI_OK) status = key(plugin, "f9", on_9);
+    return status;
+}
+PI_HOOKS_PLUGIN("greedy-keys", "1.0.0", "wants pi's keys", init, NULL);
 "#,
         &[],
     );
@@ -821,10 +849,46 @@ PI_HOOKS_PLUGIN("greedy-keys", "1.0.0", "wants Ctrl+C", init, NULL);
         &sandbox,
         &["-e", tour.to_str().unwrap(), "-e", greedy.to_str().unwrap()],
     );
-    pty.wait_for_text("greedy_keys.so conflicts with built-in");
-    pty.send(b"\x14"); // Ctrl+T, ui-tour's shortcut
-    pty.wait_for_text("tour: ctrl+t pressed");
-    assert_eq!(editor_text(&pty.screen_text()), "", "the key typed nothing");
+    let path = greedy.to_str().unwrap();
+    // pi's warnings, in pi's words and order (one per shortcut that meets a built-in key).
+    for line in [
+        format!(
+            "Extension shortcut 'ctrl+c' from {path} conflicts with built-in shortcut. Skipping."
+        ),
+        format!(
+            "Extension shortcut 'ctrl+p' from {path} conflicts with built-in shortcut. Skipping."
+        ),
+        format!(
+            "Extension shortcut conflict: 'ctrl+v' is built-in shortcut for app.clipboard.pasteImage and {path}. Using {path}."
+        ),
+        format!(
+            "Extension shortcut conflict: 'ctrl+t' is built-in shortcut for app.tree.filter.noTools and {path}. Using {path}."
+        ),
+        format!("Extension shortcut 'f9' from {path} conflicts with built-in shortcut. Skipping."),
+    ] {
+        // The line may wrap: compared without the white space the wrapping moves.
+        let wanted: String = line.split_whitespace().collect();
+        pty.wait_for(&line, Duration::from_secs(20), |screen| {
+            screen
+                .split_whitespace()
+                .collect::<String>()
+                .contains(&wanted)
+        });
+    }
+    pty.send(b"\x11"); // Ctrl+Q, ui-tour's shortcut
+    pty.wait_for_text("tour: ctrl+q pressed");
+    pty.send(b"\x16"); // Ctrl+V: the plugin's, as in pi
+    pty.wait_for_text("greedy: ctrl+v");
+    pty.send(b"\x14"); // Ctrl+T: free since keybindings.json moved the thinking toggle
+    pty.wait_for_text("greedy: ctrl+t");
+    pty.send(b"\x10"); // Ctrl+P: reserved, the plugin's handler never runs
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!pty.screen_text().contains("greedy: ctrl+p"));
+    assert_eq!(
+        editor_text(&pty.screen_text()),
+        "",
+        "the keys typed nothing"
+    );
     quit(pty);
 }
 
@@ -865,5 +929,86 @@ fn model_switches_with_a_dialog_or_by_name() {
     });
     pty.send(keys::ENTER.as_bytes());
     wait_ready(&pty, "small");
+    quit(pty);
+}
+
+/// pi 0.73.1's `ctx.fork` from a plugin command in its terminal: `skipConversationRestore`
+/// is ignored (the session goes on from the forked file), the user message forked off goes
+/// back into the editor, and the conversation is drawn again without the removed turn.
+#[test]
+fn a_plugin_command_s_fork_redraws_and_puts_the_message_back_into_the_editor() {
+    let sandbox = Sandbox::new();
+    let go = pi_hooks_tests::c_fixture(&sandbox.lib(), "session_go", &[]);
+    // A plugin that asks pi not to restore the conversation (pi 0.73.1 ignores it).
+    let skipper = compile_c_text(
+        &sandbox.lib(),
+        "skipper",
+        r#"#include "pi_hooks.h"
+static const PiHostApi *host;
+static PiStatus before_fork(void *ud, const PiValue *event, PiContext *ctx, PiResult *result) {
+    (void)ud; (void)event; (void)ctx;
+    return host->results->set_bool(result, pi_str("skipConversationRestore"), true);
+}
+static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
+    host = h;
+    return host->registry->on(plugin, pi_str("session_before_fork"), before_fork, NULL);
+}
+PI_HOOKS_PLUGIN("skipper", "1.0.0", "asks to skip the conversation restore", init, NULL);
+"#,
+        &[],
+    );
+    let session = sandbox.root().join("s.jsonl");
+    let script = script(&sandbox, json!([{"text": "answer to ${PROMPT}"}]));
+    let mut pty = Pty::start(
+        &sandbox,
+        &[
+            "--session",
+            session.to_str().unwrap(),
+            "--no-hooks",
+            "--script",
+            &script,
+            "-e",
+            go.to_str().unwrap(),
+            "-e",
+            skipper.to_str().unwrap(),
+        ],
+        ROWS,
+        COLS,
+    );
+    wait_ready(&pty, "script");
+    pty.type_text("first question\r");
+    pty.wait_for_text("answer to first question");
+    pty.type_text("second question\r");
+    pty.wait_for("the second answer, the run over", WAIT, |s| {
+        s.contains("answer to second question") && !s.contains("Working...")
+    });
+    // The prompt's job ends just after the run: a command typed before would run beside it.
+    std::thread::sleep(Duration::from_millis(500));
+    // The id of the second user message, from the session file.
+    let text = std::fs::read_to_string(&session).unwrap();
+    let second = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| {
+            e["message"]["role"] == "user"
+                && e["message"]["content"][0]["text"] == "second question"
+        })
+        .expect("the second user message")["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    pty.type_text(&format!("/go fork {second}\r"));
+    pty.wait_for_text("Forked to new session");
+    pty.wait_for("the forked-off message in the editor", WAIT, |s| {
+        editor_text(s) == "second question"
+    });
+    let screen = pty.screen_text();
+    assert!(
+        !screen.contains("answer to second question"),
+        "the removed turn is gone from the screen:\n{screen}"
+    );
+    assert!(screen.contains("answer to first question"), "{screen}");
+    pty.send(keys::CTRL_C.as_bytes()); // clears the editor
+    pty.wait_for("an empty editor", WAIT, |s| editor_text(s).is_empty());
     quit(pty);
 }

@@ -37,6 +37,11 @@ fn model() -> FakeOpenAi {
             .any(|t| t.contains("Start the Feature workflow"))
         {
             tool_call("bash", json!({"command": "ls"}))
+        } else if prompt.contains("npm") {
+            tool_call(
+                "bash",
+                json!({"command": "npm --version; echo var=$CUSTOM_VAR"}),
+            )
         } else if prompt.contains("hello") {
             tool_call("bash", json!({"command": "echo hello"}))
         } else {
@@ -133,6 +138,36 @@ fn native_plugins_gate_pi_s_tools_and_ask_through_pi_s_ui() {
     assert_eq!(notify["message"], "Deploying to staging");
     assert_eq!(notify["notifyType"], "info");
 
+    let (status, _) = pi.close();
+    assert!(status.success(), "{status}");
+}
+
+/// A native `tool_call` handler's rewritten input reaches pi's own `bash`: the bridge mutates
+/// pi's `event.input` in place, as a pi extension does (spawn-hook: `CUSTOM_VAR=1`, `pnpm`).
+#[test]
+fn a_native_plugin_rewrites_the_input_of_pi_s_bash() {
+    let sandbox = Sandbox::new();
+    let server = model();
+    prepare(&sandbox, &server);
+    install(
+        &sandbox,
+        &c_example_plugin(&sandbox.lib(), "spawn-hook", "spawn_hook"),
+    );
+    let mut pi = pi_rpc(&sandbox, &["--no-session"]);
+    let lines = run(&mut pi, "1", "check npm");
+    let start = lines
+        .iter()
+        .find(|l| l["type"] == "tool_execution_start")
+        .expect("tool_execution_start");
+    // pi shows the model's arguments; the command that ran is the rewritten one.
+    assert_eq!(
+        start["args"]["command"], "npm --version; echo var=$CUSTOM_VAR",
+        "{start}"
+    );
+    let end = tool_end(&lines);
+    let text = result_text(end);
+    assert!(text.contains("var=1"), "{end}");
+    assert!(text.contains("pnpm"), "pnpm ran, not npm: {end}");
     let (status, _) = pi.close();
     assert!(status.success(), "{status}");
 }
@@ -472,4 +507,63 @@ fn bridge_install_warns_about_the_hooks_folders_pi_stops_at() {
                 .to_string()
         )
     );
+}
+
+/// pi's own `sourceInfo` for an extension in each kind of place (the shapes pi-hooks gives its
+/// plugins in `get_commands`, tests/tests/pi_rpc_client.rs): auto-discovered in the agent
+/// directory, listed in settings, and named with `-e`.
+#[test]
+fn pi_s_source_info_for_each_kind_of_place() {
+    let sandbox = Sandbox::new();
+    let server = model();
+    prepare(&sandbox, &server);
+    let extension = |dir: &Path, name: &str| {
+        std::fs::create_dir_all(dir).unwrap();
+        let path = dir.join(format!("{name}.ts"));
+        std::fs::write(
+            &path,
+            format!(
+                "export default function (pi: any) {{ pi.registerCommand(\"{name}\", {{ description: \"d\", handler: async () => {{}} }}); }}\n"
+            ),
+        )
+        .unwrap();
+        path
+    };
+    let global = extension(&extensions(&sandbox), "glob");
+    let listed = extension(&sandbox.root().join("listed"), "listed");
+    let cli = extension(&sandbox.root().join("cli"), "cli");
+    let settings = sandbox.agent_dir().join("settings.json");
+    let mut value: Value = std::fs::read_to_string(&settings)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_else(|| json!({}));
+    value["extensions"] = json!([listed]);
+    std::fs::write(&settings, value.to_string()).unwrap();
+    let mut pi = pi_rpc(&sandbox, &["--no-session", "-e", cli.to_str().unwrap()]);
+    pi.send(&json!({"id": "c", "type": "get_commands"}));
+    let response = pi.response("c");
+    let info = |name: &str| {
+        response["data"]["commands"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no /{name}: {response}"))["sourceInfo"]
+            .clone()
+    };
+    let text = |path: &Path| path.to_str().unwrap().to_owned();
+    assert_eq!(
+        info("glob"),
+        json!({"path": text(&global), "source": "auto", "scope": "user", "origin": "top-level", "baseDir": text(&sandbox.agent_dir())})
+    );
+    assert_eq!(
+        info("listed"),
+        json!({"path": text(&listed), "source": "local", "scope": "user", "origin": "top-level"})
+    );
+    assert_eq!(
+        info("cli"),
+        json!({"path": text(&cli), "source": "cli", "scope": "temporary", "origin": "top-level"})
+    );
+    let (status, _) = pi.close();
+    assert!(status.success(), "{status}");
 }

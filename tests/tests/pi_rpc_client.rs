@@ -121,10 +121,9 @@ fn pi_s_rpc_client_drives_a_whole_session() {
             "source": "extension",
             "sourceInfo": {
                 "path": lib,
-                "source": lib,
+                "source": "cli",
                 "scope": "temporary",
-                "origin": "package",
-                "baseDir": sandbox.lib().to_str().unwrap()
+                "origin": "top-level"
             }
         }])
     );
@@ -389,7 +388,7 @@ fn get_commands_gives_pi_s_source_info_for_each_kind_of_place() {
     );
     assert_eq!(
         info("cli"),
-        json!({"path": text(&cli), "source": text(&cli), "scope": "temporary", "origin": "package", "baseDir": text(&lib)})
+        json!({"path": text(&cli), "source": "cli", "scope": "temporary", "origin": "top-level"})
     );
     let (status, _) = client.close();
     assert_eq!(status.code(), Some(0));

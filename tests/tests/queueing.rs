@@ -139,3 +139,106 @@ fn a_user_message_from_a_plugin_is_never_taken_for_a_command() {
         "the command did not run twice: {lines:?}"
     );
 }
+
+const AGENT_END_SENDER: &str = r#"
+#include <string.h>
+#include "pi_hooks.h"
+
+static const PiHostApi *host;
+static PiPlugin *self;
+static int sent = 0;
+
+/* agent_end: queue one follow-up (the first time only). */
+static PiStatus on_agent_end(void *ud, const PiValue *event, PiContext *ctx, PiResult *result) {
+    (void)ud; (void)event; (void)ctx; (void)result;
+    if (sent++ == 0)
+        host->actions->send_user_message(self, pi_str("from agent_end"), PI_DELIVER_FOLLOW_UP);
+    return PI_OK;
+}
+
+/* input: says what it saw, as "input <source>: <text>". */
+static PiStatus on_input(void *ud, const PiValue *event, PiContext *ctx, PiResult *result) {
+    PiStr text = {0}, source = {0};
+    char line[256];
+    size_t n;
+    (void)ud; (void)result;
+    host->values->as_str(host->values->get(event, pi_str("text")), &text);
+    host->values->as_str(host->values->get(event, pi_str("source")), &source);
+    n = (size_t)0;
+    memcpy(line + n, "input ", 6); n += 6;
+    if (source.len > 64 || text.len > 128) return PI_OK;
+    memcpy(line + n, source.ptr, source.len); n += source.len;
+    memcpy(line + n, ": ", 2); n += 2;
+    memcpy(line + n, text.ptr, text.len); n += text.len;
+    return host->ui->notify(ctx, pi_str_n(line, n), PI_NOTIFY_INFO);
+}
+
+static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
+    host = h;
+    self = plugin;
+    host->registry->on(plugin, pi_str("agent_end"), on_agent_end, NULL);
+    return host->registry->on(plugin, pi_str("input"), on_input, NULL);
+}
+
+PI_HOOKS_PLUGIN("agent-end-sender", "1.0.0", "sends a follow-up from agent_end", init, NULL);
+"#;
+
+/// pi 0.73.1: a `sendUserMessage` with `deliverAs: "followUp"` from an `agent_end` handler
+/// runs its `input` event (source "extension") inside the call and prints `queue_update`, both
+/// before `agent_end`; the message is delivered in the next prompt's run.
+#[test]
+fn a_follow_up_sent_in_agent_end_passes_input_and_is_queued_before_agent_end_shows() {
+    use pi_hooks_tests::rpc_client::RpcClient;
+    let sandbox = Sandbox::new();
+    let plugin = compile_c_text(&sandbox.lib(), "agent_end_sender", AGENT_END_SENDER, &[]);
+    let script = sandbox.root().join("script.json");
+    std::fs::write(
+        &script,
+        json!({"turns": [{"text": "first"}, {"text": "second"}, {"text": "third"}]}).to_string(),
+    )
+    .unwrap();
+    let mut client = RpcClient::start(sandbox.command(&[
+        "rpc",
+        "--no-session",
+        "--no-hooks",
+        "--script",
+        script.to_str().unwrap(),
+        "-e",
+        plugin.to_str().unwrap(),
+    ]));
+    client.send(&json!({"id": "1", "type": "prompt", "message": "hello"}));
+    let (mut lines, end) = client.until(|l| l["type"] == "agent_end");
+    lines.push(end);
+    let tail: Vec<Value> = lines
+        .iter()
+        .filter(|l| {
+            l["method"] == "notify" || l["type"] == "queue_update" || l["type"] == "agent_end"
+        })
+        .map(|l| match l["type"].as_str() {
+            Some("extension_ui_request") => json!(l["message"]),
+            _ => {
+                let mut l = l.clone();
+                l.as_object_mut().unwrap().remove("messages");
+                l
+            }
+        })
+        .collect();
+    assert_eq!(
+        tail,
+        [
+            json!("input rpc: hello"),
+            json!("input extension: from agent_end"),
+            json!({"type": "queue_update", "steering": [], "followUp": ["from agent_end"]}),
+            json!({"type": "agent_end"}),
+        ],
+        "{lines:#?}"
+    );
+    // The next prompt's run delivers it.
+    client.send(&json!({"id": "2", "type": "prompt", "message": "again"}));
+    let (lines, _) = client.until(|l| l["type"] == "agent_end");
+    assert!(
+        user_texts(&lines).contains(&"from agent_end".to_owned()),
+        "{lines:#?}"
+    );
+    client.close();
+}

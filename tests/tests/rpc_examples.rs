@@ -249,19 +249,13 @@ PI_HOOKS_PLUGIN("waiter", "1.0.0", "waits for idle", init, NULL);
     assert_eq!(status.code(), Some(0));
 }
 
-/// spawn-hook's `bash` runs its command with `PI_EXEC_CANCEL_ON_ABORT`: an RPC `abort` while
-/// `sleep 30` runs stops the program at once and the tool ends with "Command aborted".
+/// A plugin `bash` tool (tests/fixtures/exec_bash.c) runs its command with
+/// `PI_EXEC_CANCEL_ON_ABORT`: an RPC `abort` while `sleep 30` runs stops the program at once
+/// and the tool ends with "Command aborted".
 #[test]
 fn an_abort_stops_a_plugin_exec_that_asked_to_be_cancelled() {
     let sandbox = Sandbox::new();
-    let source = workspace_root().join("plugins/examples/spawn-hook/spawn_hook.c");
-    let plugin = compile_c(
-        &source,
-        &sandbox
-            .lib()
-            .join(format!("libspawn_hook{}", std::env::consts::DLL_SUFFIX)),
-        &["-pedantic"],
-    );
+    let plugin = pi_hooks_tests::c_fixture(&sandbox.lib(), "exec_bash", &["-pedantic"]);
     let turns = json!([
         {"toolCalls": [{"name": "bash", "arguments": {"command": "sleep 30"}}]},
         {"text": "done"}

@@ -1201,3 +1201,43 @@ fn select_cancelled_input_answered_and_editor_cancelled() {
     let (status, _) = client.close();
     assert!(status.success());
 }
+
+/// As pi 0.73.1: a `prompt`'s `images` reach the `input` event, `before_agent_start` and the
+/// user message (after its text), not only `steer` and `follow_up`.
+#[test]
+fn a_prompt_s_images_reach_input_before_agent_start_and_the_user_message() {
+    let sandbox = Sandbox::new();
+    let image = json!({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"});
+    let mut client = pi_hooks_tests::rpc_client::RpcClient::start(
+        pi_hooks_tests::session_rpc::rpc_with_watcher(
+            &sandbox,
+            &json!({"turns": [{"text": "seen"}]}),
+            &json!([{"event": "input"}, {"event": "before_agent_start"}]),
+            &sandbox.root().join("s.jsonl"),
+            &[],
+        ),
+    );
+    client
+        .send(&json!({"id": "p", "type": "prompt", "message": "what is this?", "images": [image]}));
+    let (_, user) = client.until(|l| l["type"] == "message_end" && l["message"]["role"] == "user");
+    assert_eq!(
+        user["message"]["content"],
+        json!([{"type": "text", "text": "what is this?"}, image]),
+        "{user}"
+    );
+    client.until(|l| l["type"] == "agent_end");
+    client.close();
+    let log = pi_hooks_tests::read_behave_log(&sandbox.root().join("behave.log"));
+    let payload = |tag: &str| {
+        log.iter()
+            .find(|l| l.tag == tag)
+            .unwrap_or_else(|| panic!("no {tag}"))
+            .value
+            .clone()
+    };
+    assert_eq!(
+        payload("input"),
+        json!({"type": "input", "text": "what is this?", "source": "rpc", "images": [image]})
+    );
+    assert_eq!(payload("before_agent_start")["images"], json!([image]));
+}

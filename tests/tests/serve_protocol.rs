@@ -140,6 +140,36 @@ fn tool_call_is_blocked_with_the_plugins_reason_and_allowed_otherwise() {
     client.close();
 }
 
+/// spawn-hook's rewrite reaches serve's client (the pi bridge, `--isolate`) as the decision's
+/// `input`.
+#[test]
+fn tool_call_gives_the_rewritten_input() {
+    let sandbox = Sandbox::new();
+    let plugin = c_example_plugin(&sandbox.lib(), "spawn-hook", "spawn_hook");
+    let mut client =
+        Client::start(sandbox.command(&["serve", "--no-hooks", "-e", plugin.to_str().unwrap()]));
+    client.next_line();
+    let rewritten = event(
+        &mut client,
+        "1",
+        "tool_call",
+        json!({"toolCallId": "t1", "toolName": "bash", "input": {"command": "npm test", "timeout": 9}}),
+    );
+    assert_eq!(
+        rewritten["result"],
+        json!({"block": false, "input": {"command": "export CUSTOM_VAR=1; pnpm test", "timeout": 9}}),
+        "{rewritten}"
+    );
+    let other = event(
+        &mut client,
+        "2",
+        "tool_call",
+        json!({"toolCallId": "t2", "toolName": "read", "input": {"path": "x"}}),
+    );
+    assert_eq!(other["result"], json!({"block": false}), "{other}");
+    client.close();
+}
+
 #[test]
 fn tool_result_gives_the_patch_or_null() {
     let sandbox = Sandbox::new();
@@ -401,7 +431,7 @@ fn before_agent_start_and_context_answer_the_chains_results() {
 #[test]
 fn a_plugin_tool_runs_with_exec_served_by_serve_itself() {
     let sandbox = Sandbox::new();
-    let plugin = c_example_plugin(&sandbox.lib(), "spawn-hook", "spawn_hook");
+    let plugin = pi_hooks_tests::c_fixture(&sandbox.lib(), "exec_bash", &[]);
     let mut client =
         Client::start(sandbox.command(&["serve", "--no-hooks", "-e", plugin.to_str().unwrap()]));
     let hello = client.next_line();

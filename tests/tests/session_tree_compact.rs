@@ -66,7 +66,12 @@ fn summary_script() -> Value {
 fn manual_compaction_summarizes_the_old_part_and_keeps_the_recent_one() {
     let sandbox = Sandbox::new();
     settings(&sandbox, json!({"compaction": {"keepRecentTokens": 8}}));
-    let handlers = json!([{"event": "session_before_compact"}, {"event": "session_compact"}]);
+    let handlers = json!([
+        {"event": "session_before_compact"},
+        {"event": "session_compact"},
+        {"event": "auto_compaction_start"},
+        {"event": "auto_compaction_end"}
+    ]);
     let (command, file) = rpc(&sandbox, summary_script(), handlers);
     let mut client = Client::start(command);
     for (n, text) in ["alpha", "beta", "gamma"].iter().enumerate() {
@@ -132,6 +137,9 @@ fn manual_compaction_summarizes_the_old_part_and_keeps_the_recent_one() {
     // The session goes on after the compaction.
     prompt(&mut client, "p9", "delta");
     close(client);
+    // A compaction asked for is not an automatic one.
+    assert!(events(&sandbox, "auto_compaction_start").is_empty());
+    assert!(events(&sandbox, "auto_compaction_end").is_empty());
 
     let entries = lines(&file);
     let compaction = entries.iter().find(|e| e["type"] == "compaction").unwrap();
@@ -209,7 +217,15 @@ fn the_context_is_compacted_automatically_when_it_nears_the_window() {
         "models": [{"id": "tiny", "contextWindow": 16984}],
         "summary": "AUTO SUMMARY",
     });
-    let (command, file) = rpc(&sandbox, script, json!([{"event": "session_compact"}]));
+    let (command, file) = rpc(
+        &sandbox,
+        script,
+        json!([
+            {"event": "auto_compaction_start"},
+            {"event": "session_compact"},
+            {"event": "auto_compaction_end"}
+        ]),
+    );
     let mut client = Client::start(command);
     prompt(&mut client, "p1", "first");
     let (_, start) = client.until(|l| l["type"] == "compaction_start");
@@ -249,6 +265,36 @@ fn the_context_is_compacted_automatically_when_it_nears_the_window() {
         .count();
     assert_eq!(count, 1);
     assert_eq!(events(&sandbox, "session_compact").len(), 1);
+    // oh-my-pi's events for a compaction the host started by itself, around pi's own.
+    let order: Vec<String> = read_behave_log(&sandbox.root().join("behave.log"))
+        .into_iter()
+        .map(|l| l.tag)
+        .filter(|t| t.contains("compact"))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "auto_compaction_start",
+            "session_compact",
+            "auto_compaction_end"
+        ]
+    );
+    assert_eq!(
+        events(&sandbox, "auto_compaction_start"),
+        [json!({"type": "auto_compaction_start", "reason": "threshold"})]
+    );
+    let end = &events(&sandbox, "auto_compaction_end")[0];
+    assert_eq!(
+        (&end["reason"], &end["aborted"], &end["willRetry"]),
+        (&json!("threshold"), &json!(false), &json!(false)),
+        "{end}"
+    );
+    assert!(
+        end["result"]["summary"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("AUTO SUMMARY")),
+        "{end}"
+    );
 }
 
 #[test]

@@ -656,10 +656,27 @@ fn a_second_agent_end_restarts_the_countdown() {
     // The widget is set from agent_end, before the host reports the end.
     let (_, three) =
         client.until(|l| is_widget(l) && l["widgetLines"][0] == widget_line(3).as_str());
-    assert!(
-        three.get("widgetPlacement").is_none(),
-        "above the editor: {three}"
+    // pi prints the placement the original passes (`{placement: "aboveEditor"}`), right after
+    // the lines.
+    let keys: Vec<&str> = three
+        .as_object()
+        .expect("object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "type",
+            "id",
+            "method",
+            "widgetKey",
+            "widgetLines",
+            "widgetPlacement"
+        ],
+        "{three}"
     );
+    assert_eq!(three["widgetPlacement"], "aboveEditor", "{three}");
     client.until(|l| l["type"] == "agent_end");
     // The user types during the grace period: that run ends too and restarts the countdown.
     client.send(&json!({"id": "2", "type": "prompt", "message": "wait"}));
@@ -679,6 +696,17 @@ fn a_second_agent_end_restarts_the_countdown() {
         ticks,
         [Some(widget_line(2)), Some(widget_line(1)), None],
         "one countdown, not two: {window:#?}"
+    );
+    // Every tick names its placement; the removal passes no options, so pi prints none.
+    let placements: Vec<Option<&str>> = window
+        .iter()
+        .filter(|l| is_widget(l))
+        .map(|l| l.get("widgetPlacement").and_then(Value::as_str))
+        .collect();
+    assert_eq!(
+        placements,
+        [Some("aboveEditor"), Some("aboveEditor"), None],
+        "{window:#?}"
     );
     assert!(
         waited >= Duration::from_millis(1800) && waited < Duration::from_secs(4),

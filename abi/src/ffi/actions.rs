@@ -194,4 +194,23 @@ pub struct PiActionsApi {
         model_id: PiStr,
         found: *mut bool,
     ) -> PiStatus,
+
+    // ---- ABI 1.4
+    /// (ABI 1.4) `send_user_message` with content blocks, as pi's `sendUserMessage` takes
+    /// `(TextContent | ImageContent)[]`: `content` (borrowed or owned, copied during the call)
+    /// is an array of `{"type":"text","text":…}` and `{"type":"image","data":<base64>,
+    /// "mimeType":…}` blocks. The texts, joined with newlines, are the `input` event's `text`,
+    /// the images its `images`, and the user message has them all. Delivery and errors as
+    /// `send_user_message`; `PI_ERR_INVALID_ARG` for content that is not such an array.
+    pub send_user_message_content: unsafe extern "C" fn(
+        plugin: *mut PiPlugin,
+        content: *const PiValue,
+        deliver_as: u32,
+    ) -> PiStatus,
+    /// (ABI 1.4) Stops every program this plugin's `exec` calls are running now, as an abort
+    /// stops one started with `PI_EXEC_CANCEL_ON_ABORT`: SIGTERM, SIGKILL 5 s later, and each
+    /// result has `"killed": true`. `exec` blocks its caller, so this is called from another
+    /// thread of the plugin (one it started, say, to stop a long handler's program when the
+    /// handler sees `context->is_aborted`). Programs started after it are not affected.
+    pub exec_cancel: unsafe extern "C" fn(plugin: *mut PiPlugin) -> PiStatus,
 }

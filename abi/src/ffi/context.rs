@@ -154,4 +154,12 @@ pub struct PiContextApi {
     /// included), `session_start` and `resources_discover {reason:"reload"}` on the new
     /// ones. A plugin whose new version fails keeps running as it was.
     pub reload: unsafe extern "C" fn(ctx: *mut PiContext) -> PiStatus,
+
+    // ---- ABI 1.4
+    /// (ABI 1.4) Whether the agent's current run was aborted (Esc in the terminal, RPC
+    /// `abort`, a plugin's `abort`): pi's `ctx.signal.aborted` (and `event.signal.aborted` in
+    /// `session_before_compact` and `session_before_tree`), so a long handler can stop early.
+    /// False outside a run and for a NULL or stale context. Host-side only: a plugin run by
+    /// `pi-hooks serve` (the pi bridge, `--isolate`) always reads false.
+    pub is_aborted: unsafe extern "C" fn(ctx: *mut PiContext) -> bool,
 }

@@ -12,5 +12,6 @@ pub const PI_HOOKS_ABI_MAJOR: u32 = 1;
 /// Minor 1 appended `PiActionsApi::set_model`; minor 2 appended the value builders to
 /// `PiValueApi` (`new_object` ... `json_quote`) and `PiResultApi::set_from_value`; minor 3
 /// appended `PiValueApi::replace_text` and gave `PiExecRequest`'s reserved field its use as
-/// `flags` (`PI_EXEC_CANCEL_ON_ABORT`).
-pub const PI_HOOKS_ABI_MINOR: u32 = 3;
+/// `flags` (`PI_EXEC_CANCEL_ON_ABORT`); minor 4 appended `PiContextApi::is_aborted` and
+/// `PiActionsApi::send_user_message_content` and `exec_cancel`.
+pub const PI_HOOKS_ABI_MINOR: u32 = 4;

@@ -104,6 +104,19 @@ impl<'a> Context<'a> {
         unsafe { (self.api().is_idle)(self.raw) }
     }
 
+    /// Whether the agent's current run was aborted (pi's `ctx.signal.aborted`): a long
+    /// handler checks it to stop early. False on a host older than ABI 1.4.
+    pub fn is_aborted(&self) -> bool {
+        let api = self.api();
+        let needed = std::mem::offset_of!(PiContextApi, is_aborted)
+            + std::mem::size_of::<unsafe extern "C" fn()>();
+        if (api.struct_size as usize) < needed {
+            return false;
+        }
+        // SAFETY: valid context; the host's table has the entry (its size was checked).
+        unsafe { (api.is_aborted)(self.raw) }
+    }
+
     /// Aborts the current agent run.
     pub fn abort(&self) -> Result<()> {
         // SAFETY: valid context.

@@ -116,6 +116,46 @@ impl PluginHandle {
         check(status, "send_user_message")
     }
 
+    /// [`Self::send_user_message`] with content blocks (pi's `sendUserMessage` with an array):
+    /// `content` is a JSON array of `{"type":"text","text":…}` and `{"type":"image","data":…,
+    /// "mimeType":…}` blocks; the images reach `input` and the user message. Needs a host of
+    /// ABI 1.4 or later (an older host answers `PI_ERR_UNAVAILABLE`).
+    pub fn send_user_message_content(
+        &self,
+        content: &serde_json::Value,
+        deliver_as: u32,
+    ) -> Result<()> {
+        let actions = self.actions();
+        let needed = std::mem::offset_of!(PiActionsApi, send_user_message_content)
+            + std::mem::size_of::<unsafe extern "C" fn()>();
+        if (actions.struct_size as usize) < needed {
+            return check(PI_ERR_UNAVAILABLE, "send_user_message_content");
+        }
+        let content = OwnedValue::parse(self.values(), &content.to_string())?;
+        check(
+            // SAFETY: valid handle; the host's table has the entry (its size was checked); the
+            // value is alive for the call and copied by the host.
+            unsafe {
+                (actions.send_user_message_content)(self.raw, content.value().as_ptr(), deliver_as)
+            },
+            "send_user_message_content",
+        )
+    }
+
+    /// Stops every program this plugin's `exec` calls are running now (`"killed": true` in
+    /// their results): called from another thread while a handler waits in `exec`. Needs a
+    /// host of ABI 1.4 or later (an older host answers `PI_ERR_UNAVAILABLE`).
+    pub fn exec_cancel(&self) -> Result<()> {
+        let actions = self.actions();
+        let needed = std::mem::offset_of!(PiActionsApi, exec_cancel)
+            + std::mem::size_of::<unsafe extern "C" fn()>();
+        if (actions.struct_size as usize) < needed {
+            return check(PI_ERR_UNAVAILABLE, "exec_cancel");
+        }
+        // SAFETY: valid handle; the host's table has the entry (its size was checked).
+        check(unsafe { (actions.exec_cancel)(self.raw) }, "exec_cancel")
+    }
+
     /// Appends a `custom` session entry with `data` serialised as JSON.
     pub fn append_entry(&self, custom_type: &str, data: &impl Serialize) -> Result<()> {
         let data = serde_json::to_string(data)?;

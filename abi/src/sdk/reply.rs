@@ -22,12 +22,21 @@ pub enum ToolCallDecision {
     Allow,
     /// Block the tool; the reason becomes its error result.
     Block(String),
+    /// Let the tool run with this input (a JSON object) instead of the one it was called
+    /// with; later handlers see it, and a later block still wins (pi's handlers mutate
+    /// `event.input` in place).
+    Rewrite(serde_json::Value),
 }
 
 impl ToolCallDecision {
     /// Blocks with `reason`.
     pub fn block(reason: impl Into<String>) -> Self {
         ToolCallDecision::Block(reason.into())
+    }
+
+    /// Runs the tool with `input` instead.
+    pub fn rewrite(input: serde_json::Value) -> Self {
+        ToolCallDecision::Rewrite(input)
     }
 }
 
@@ -75,6 +84,7 @@ impl IntoReply for ToolCallDecision {
         match self {
             ToolCallDecision::Allow => Reply::None,
             ToolCallDecision::Block(reason) => Reply::Block(reason),
+            ToolCallDecision::Rewrite(input) => Reply::Json(serde_json::json!({"input": input})),
         }
     }
 }

@@ -9,7 +9,8 @@
 //! model summarizes otherwise, a `compaction` entry is appended, the agent's messages are
 //! rebuilt from the branch, and plugins get `session_compact {compactionEntry,
 //! fromExtension}`. The mode sees `compaction_start {reason}` and `compaction_end {reason,
-//! result, aborted, willRetry, errorMessage?}`.
+//! result, aborted, willRetry, errorMessage?}`; for an automatic one plugins also get
+//! oh-my-pi's `auto_compaction_start {reason}` and `auto_compaction_end` (the same fields).
 
 use std::sync::atomic::Ordering;
 
@@ -61,6 +62,13 @@ impl Agent {
         }
         let shared = self.core.shared.clone();
         shared.sink(&json!({"type": "compaction_start", "reason": reason}));
+        // oh-my-pi's events for a compaction the host starts by itself.
+        let automatic = reason != "manual";
+        if automatic && self.core.runner.has_handlers("auto_compaction_start") {
+            self.core
+                .runner
+                .emit(json!({"type": "auto_compaction_start", "reason": reason}));
+        }
         shared.compacting.store(true, Ordering::Release);
         let outcome = self.run_compaction(custom_instructions);
         shared.compacting.store(false, Ordering::Release);
@@ -88,6 +96,11 @@ impl Agent {
             }
         };
         end.insert("willRetry".into(), (will_retry && answer.is_ok()).into());
+        if automatic && self.core.runner.has_handlers("auto_compaction_end") {
+            let mut event = end.clone();
+            event.insert("type".into(), "auto_compaction_end".into());
+            self.core.runner.emit(Value::Object(event));
+        }
         shared.sink(&Value::Object(end));
         answer
     }

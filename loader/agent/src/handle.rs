@@ -222,6 +222,13 @@ impl AgentHandle {
         self.shared.compacting.load(Ordering::Acquire)
     }
 
+    /// The text of the user message a plugin command's `fork` took off, once (`None` when no
+    /// such fork happened since the last call): pi's interactive mode puts it into the
+    /// editor and redraws the conversation.
+    pub fn take_forked_text(&self) -> Option<String> {
+        Shared::lock(&self.shared.forked_text).take()
+    }
+
     /// Whether the context is compacted automatically.
     pub fn auto_compaction(&self) -> bool {
         self.shared.auto_compaction.load(Ordering::Acquire)

@@ -76,7 +76,8 @@ pub struct AgentConfig {
 
 /// A prompt a plugin queued while the agent was idle (runs after the current call).
 enum PendingRun {
-    User(String),
+    /// A user message: its text and images (content blocks, or `None`).
+    User(String, Option<Value>),
     Message(Value),
 }
 
@@ -86,8 +87,8 @@ struct Queues {
     follow_up: Vec<Value>,
     /// User messages plugins sent while the agent streamed (`send_user_message` with a
     /// `deliverAs`), waiting for their `input` event before they join `steer` or `follow_up`:
-    /// `(text, PI_DELIVER_*)`.
-    user_pending: Vec<(String, u32)>,
+    /// `(text, images, PI_DELIVER_*)`.
+    user_pending: Vec<(String, Option<Value>, u32)>,
     next_turn: Vec<Value>,
     runs: VecDeque<PendingRun>,
     /// Session operations plugin commands asked for (`(plugin path, operation)`): performed
@@ -114,6 +115,10 @@ struct Shared {
     available_models: Vec<Value>,
     /// Whether a compaction is running (`get_state`'s `isCompacting`).
     compacting: AtomicBool,
+    /// A plugin command's `fork` happened: the text of the user message forked off (empty
+    /// for a fork at an entry that is not one), for the interactive mode to put back into
+    /// its editor (see [`AgentHandle::take_forked_text`]).
+    forked_text: Mutex<Option<String>>,
     /// Whether the context is compacted automatically when it nears the context window.
     auto_compaction: AtomicBool,
     /// A plugin asked the host to shut down (`PiContextApi::shutdown`).
@@ -249,6 +254,7 @@ impl Agent {
             model_info: Mutex::new(model.info()),
             available_models: model.available(),
             compacting: AtomicBool::new(false),
+            forked_text: Mutex::new(None),
             auto_compaction: AtomicBool::new(config.compaction.enabled),
             shutdown_requested: AtomicBool::new(false),
             sink: Mutex::new(sink),
@@ -312,8 +318,16 @@ impl Agent {
     /// Handles one prompt: a plugin command, or `input` and then an agent run. Runs what
     /// plugins queued meanwhile (`send_user_message`, triggered turns) after it.
     pub fn prompt(&mut self, text: &str) {
+        self.prompt_with_images(text, None);
+    }
+
+    /// [`Agent::prompt`] with images (RPC `prompt`'s `images`: `{type:"image", data,
+    /// mimeType}` blocks): as in pi they reach the `input` event, `before_agent_start` and the
+    /// user message after its text.
+    pub fn prompt_with_images(&mut self, text: &str, images: Option<&Value>) {
         let source = self.core.config.input_source;
-        self.prompt_from(text, source);
+        let images = images.filter(|i| i.as_array().is_some_and(|a| !a.is_empty()));
+        self.prompt_from(text, source, images.cloned());
         self.drain_runs();
     }
 
@@ -339,7 +353,9 @@ impl Agent {
             }
             let next = Shared::lock(&self.core.shared.queues).runs.pop_front();
             match next {
-                Some(PendingRun::User(text)) => self.prompt_from(&text, "extension"),
+                Some(PendingRun::User(text, images)) => {
+                    self.prompt_from(&text, "extension", images)
+                }
                 Some(PendingRun::Message(message)) => {
                     let system_prompt = self.core.config.system_prompt.clone();
                     self.run(vec![message], system_prompt, "");
@@ -349,7 +365,7 @@ impl Agent {
         }
     }
 
-    fn prompt_from(&mut self, text: &str, source: &str) {
+    fn prompt_from(&mut self, text: &str, source: &str, images: Option<Value>) {
         // `/reload` is the host's own command in every mode (pi has it in its terminal UI).
         if source != "extension" && text.trim() == "/reload" {
             if let Err(error) = self.reload_now() {
@@ -369,10 +385,10 @@ impl Agent {
         {
             return;
         }
-        let (text, images) = match self.core.runner.emit_input(text, None, source) {
+        let (text, images) = match self.core.runner.emit_input(text, images.clone(), source) {
             InputOutcome::Handled(_) => return,
             InputOutcome::Transform { text, images } => (text, images),
-            InputOutcome::Continue => (text.to_owned(), None),
+            InputOutcome::Continue => (text.to_owned(), images),
         };
         self.overflow_recovery_attempted = false;
         let mut content = vec![json!({"type": "text", "text": text})];
@@ -494,6 +510,9 @@ impl Agent {
         let end = json!({"type": "agent_end", "messages": new_messages});
         if core.runner.has_handlers("agent_end") {
             core.runner.emit(end.clone());
+            // A followUp sent by an `agent_end` handler: its `input` and `queue_update` come
+            // before the mode shows `agent_end`, as in pi; it is delivered in the next run.
+            core.flush_user_messages();
         }
         core.shared.streaming.store(false, Ordering::Release);
         core.shared.sink(&end);
@@ -565,6 +584,9 @@ impl Core {
         let name = event["type"].as_str().unwrap_or_default();
         if self.runner.has_handlers(name) {
             self.runner.emit(event.clone());
+            // A user message a handler sent passes `input` as soon as the handler returned,
+            // before the next event (pi runs it inside the `sendUserMessage` call).
+            self.flush_user_messages();
         }
         if matches!(name, "turn_start" | "turn_end")
             && let Some(fields) = event.as_object_mut()
@@ -580,13 +602,20 @@ impl Core {
     /// or follow-up messages; a handler may handle (drop) or transform them.
     fn flush_user_messages(&self) {
         let pending = std::mem::take(&mut Shared::lock(&self.shared.queues).user_pending);
-        for (text, deliver_as) in pending {
-            let text = match self.runner.emit_input(&text, None, "extension") {
+        if pending.is_empty() {
+            return;
+        }
+        for (text, images, deliver_as) in pending {
+            let (text, images) = match self.runner.emit_input(&text, images.clone(), "extension") {
                 InputOutcome::Handled(_) => continue,
-                InputOutcome::Transform { text, .. } => text,
-                InputOutcome::Continue => text,
+                InputOutcome::Transform { text, images } => (text, images),
+                InputOutcome::Continue => (text, images),
             };
-            let message = json!({"role": "user", "content": [{"type": "text", "text": text}], "timestamp": now_ms()});
+            let mut content = vec![json!({"type": "text", "text": text})];
+            if let Some(Value::Array(images)) = images {
+                content.extend(images);
+            }
+            let message = json!({"role": "user", "content": content, "timestamp": now_ms()});
             let follow_up = deliver_as == pi_hooks_abi::ffi::PI_DELIVER_FOLLOW_UP;
             let mut queues = Shared::lock(&self.shared.queues);
             if follow_up {

@@ -28,6 +28,44 @@ impl AgentServices {
     }
 }
 
+impl AgentServices {
+    /// A user message a plugin sent (pi's `sendUserMessage`): a prompt when the agent is
+    /// idle; while it streams, queued by `deliver_as` after its `input` event (see
+    /// `flush_user_messages`), or refused without one.
+    fn queue_user_message(
+        &self,
+        _plugin_path: &str,
+        text: String,
+        images: Option<Value>,
+        deliver_as: u32,
+    ) -> Result<(), String> {
+        let mut queues = Shared::lock(&self.shared.queues);
+        if !self.streaming() {
+            queues.runs.push_back(PendingRun::User(text, images));
+            drop(queues);
+            self.shared.wake();
+            return Ok(());
+        }
+        match deliver_as {
+            // Its `input` event runs once this call has returned (see `flush_user_messages`).
+            PI_DELIVER_STEER | PI_DELIVER_FOLLOW_UP => {
+                queues.user_pending.push((text, images, deliver_as))
+            }
+            _ => {
+                drop(queues);
+                // As pi reports its rejected prompt: a `<runtime>` error of send_user_message.
+                self.report_error(&ExtensionError {
+                    extension_path: "<runtime>".into(),
+                    event: "send_user_message".into(),
+                    error: super::ALREADY_PROCESSING.into(),
+                });
+                return Err(super::ALREADY_PROCESSING.into());
+            }
+        }
+        Ok(())
+    }
+}
+
 impl HostServices for AgentServices {
     fn session_entries(&self) -> Value {
         Value::Array(Shared::lock(&self.shared.session).entries().to_vec())
@@ -117,32 +155,21 @@ impl HostServices for AgentServices {
 
     fn send_user_message(
         &self,
-        _plugin_path: &str,
+        plugin_path: &str,
         text: String,
         deliver_as: u32,
     ) -> Result<(), String> {
-        let mut queues = Shared::lock(&self.shared.queues);
-        if !self.streaming() {
-            queues.runs.push_back(PendingRun::User(text));
-            drop(queues);
-            self.shared.wake();
-            return Ok(());
-        }
-        match deliver_as {
-            // Its `input` event runs once this call has returned (see `flush_user_messages`).
-            PI_DELIVER_STEER | PI_DELIVER_FOLLOW_UP => queues.user_pending.push((text, deliver_as)),
-            _ => {
-                drop(queues);
-                // As pi reports its rejected prompt: a `<runtime>` error of send_user_message.
-                self.report_error(&ExtensionError {
-                    extension_path: "<runtime>".into(),
-                    event: "send_user_message".into(),
-                    error: super::ALREADY_PROCESSING.into(),
-                });
-                return Err(super::ALREADY_PROCESSING.into());
-            }
-        }
-        Ok(())
+        self.queue_user_message(plugin_path, text, None, deliver_as)
+    }
+
+    fn send_user_content(
+        &self,
+        plugin_path: &str,
+        content: Value,
+        deliver_as: u32,
+    ) -> Result<(), String> {
+        let (text, images) = pi_hooks_host::services::split_user_content(&content);
+        self.queue_user_message(plugin_path, text, images, deliver_as)
     }
 
     fn active_tools(&self) -> Vec<String> {

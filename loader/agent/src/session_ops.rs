@@ -77,7 +77,16 @@ impl Agent {
             SessionOp::New(parent) => ("new_session", self.replace_with_new(parent).map(drop)),
             SessionOp::Switch(path) => ("switch_session", self.resume(&path).map(drop)),
             SessionOp::Fork(entry) => {
-                ("fork", self.fork_at(&entry, ForkPosition::Before).map(drop))
+                let outcome = self.fork_at(&entry, ForkPosition::Before);
+                if let Ok(ForkOutcome {
+                    cancelled: false,
+                    text,
+                }) = &outcome
+                {
+                    *Shared::lock(&self.core.shared.forked_text) =
+                        Some(text.clone().unwrap_or_default());
+                }
+                ("fork", outcome.map(drop))
             }
             SessionOp::Tree(target, options) => {
                 ("navigate_tree", self.navigate(&target, &options).map(drop))
@@ -311,7 +320,6 @@ impl Agent {
     fn fork_at(&mut self, entry_id: &str, position: ForkPosition) -> Result<ForkOutcome, String> {
         self.refuse_while_running("fork the session")?;
         let core = &self.core;
-        let mut skip_restore = false;
         if core.runner.has_handlers("session_before_fork") {
             let result = core.runner.emit_session_before(json!({
                 "type": "session_before_fork",
@@ -324,10 +332,8 @@ impl Agent {
                     text: None,
                 });
             }
-            skip_restore = result
-                .as_ref()
-                .and_then(|r| r.get("skipConversationRestore"))
-                .is_some_and(truthy);
+            // pi 0.73.1 ignores `skipConversationRestore`: the session always goes on from
+            // the forked file.
         }
         if core.runner.has_handlers("session_before_branch") {
             let result = core
@@ -383,7 +389,7 @@ impl Agent {
             (None, None) => Ok(SessionStore::in_memory(&cwd)),
         }
         .map_err(|e| format!("cannot fork the session: {e}"))?;
-        let previous = self.install(next, "fork", !skip_restore);
+        let previous = self.install(next, "fork", true);
         let core = &self.core;
         for name in ["session_fork", "session_branch"] {
             core.runner

@@ -37,7 +37,8 @@ impl Core {
     /// source order.
     pub(super) fn execute_tools(&self, calls: &[Value]) -> Vec<Value> {
         let mut outputs: Vec<Option<ToolOutput>> = vec![None; calls.len()];
-        let mut allowed: Vec<(usize, Arc<dyn Tool>)> = Vec::new();
+        // An allowed call, and the input a `tool_call` handler rewrote it to, if any.
+        let mut allowed: Vec<(usize, Arc<dyn Tool>, Option<Value>)> = Vec::new();
         for (index, call) in calls.iter().enumerate() {
             let (id, name, args) = call_parts(call);
             self.emit(json!({"type": "tool_execution_start", "toolCallId": id, "toolName": name, "args": args}));
@@ -51,27 +52,34 @@ impl Core {
                 outputs[index] = Some(self.finish_early(call, ToolOutput::error(message)));
                 continue;
             }
-            if self.runner.has_handlers("tool_call")
-                && let ToolCallOutcome::Block { reason } = self
+            let mut rewritten = None;
+            if self.runner.has_handlers("tool_call") {
+                match self
                     .runner
                     .emit_tool_call(Runner::tool_call_payload(id, name, args))
-            {
-                outputs[index] = Some(self.finish_early(call, ToolOutput::error(reason)));
-                continue;
+                {
+                    ToolCallOutcome::Block { reason } => {
+                        outputs[index] = Some(self.finish_early(call, ToolOutput::error(reason)));
+                        continue;
+                    }
+                    ToolCallOutcome::Allow { input, .. } => rewritten = input,
+                }
             }
-            allowed.push((index, tool));
+            allowed.push((index, tool, rewritten));
         }
         if allowed.len() == 1 {
-            let (index, tool) = allowed.pop().expect("one tool");
-            outputs[index] = Some(self.run_tool(tool.as_ref(), &calls[index]));
+            let (index, tool, input) = allowed.pop().expect("one tool");
+            outputs[index] = Some(self.run_tool(tool.as_ref(), &calls[index], input.as_ref()));
         } else {
             std::thread::scope(|scope| {
                 let running: Vec<_> = allowed
                     .into_iter()
-                    .map(|(index, tool)| {
+                    .map(|(index, tool, input)| {
                         (
                             index,
-                            scope.spawn(move || self.run_tool(tool.as_ref(), &calls[index])),
+                            scope.spawn(move || {
+                                self.run_tool(tool.as_ref(), &calls[index], input.as_ref())
+                            }),
                         )
                     })
                     .collect();
@@ -107,15 +115,18 @@ impl Core {
     }
 
     /// Executes one allowed call: updates, the `tool_result` patch chain, the end event.
-    fn run_tool(&self, tool: &dyn Tool, call: &Value) -> ToolOutput {
+    /// `input` is what a `tool_call` handler rewrote the arguments to: as in pi, the tool and
+    /// `tool_result` get it, while the execution events keep showing the model's arguments.
+    fn run_tool(&self, tool: &dyn Tool, call: &Value, input: Option<&Value>) -> ToolOutput {
         let (id, name, args) = call_parts(call);
+        let run_args = input.unwrap_or(args);
         let cancel = self.shared.abort_token();
         let on_update = |partial: ToolOutput| {
             self.emit(json!({"type": "tool_execution_update", "toolCallId": id, "toolName": name, "args": args, "partialResult": partial.to_json()}));
         };
         let invocation = ToolInvocation {
             tool_call_id: id,
-            args,
+            args: run_args,
             cwd: &self.config.cwd,
             cancel: &cancel,
             on_update: &on_update,
@@ -130,7 +141,7 @@ impl Core {
         if let Some(patch) = self.runner.emit_tool_result(
             id,
             name,
-            args,
+            run_args,
             Value::Array(output.content.clone()),
             output.details.clone(),
             output.is_error,

@@ -69,7 +69,10 @@ fn main() {
     for runner in [&in_process, &isolated] {
         assert!(matches!(
             runner.emit_tool_call(payload.clone()),
-            ToolCallOutcome::Allow { last: None }
+            ToolCallOutcome::Allow {
+                last: None,
+                input: None
+            }
         ));
     }
     // Warm up both paths (the child's first requests, the caches).

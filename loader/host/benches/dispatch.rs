@@ -72,12 +72,18 @@ fn benches(c: &mut Criterion) {
         assert_eq!(runner.has_handlers("tool_call"), *n > 0);
         assert!(matches!(
             runner.emit_tool_call(payload.clone()),
-            pi_hooks_host::runner::events::ToolCallOutcome::Allow { last: None }
+            pi_hooks_host::runner::events::ToolCallOutcome::Allow {
+                last: None,
+                input: None
+            }
         ));
     }
     assert!(matches!(
         reading_runner.emit_tool_call(payload.clone()),
-        pi_hooks_host::runner::events::ToolCallOutcome::Allow { last: None }
+        pi_hooks_host::runner::events::ToolCallOutcome::Allow {
+            last: None,
+            input: None
+        }
     ));
     assert!(matches!(
         reading_runner.emit_tool_call(Runner::tool_call_payload(

@@ -88,7 +88,10 @@ fn main() {
         let reloaded = one.reload_plugin(&plugin, &options).expect("reload");
         assert!(matches!(
             one.emit_tool_call(payload.clone()),
-            ToolCallOutcome::Allow { last: None }
+            ToolCallOutcome::Allow {
+                last: None,
+                input: None
+            }
         ));
         times.push(started.elapsed());
         assert_eq!(reloaded.generation, round as u64 + 1);

@@ -51,7 +51,12 @@ fn main() -> Result<(), String> {
             Runner::tool_call_payload(&format!("call-{n}"), "bash", &json!({"command": command}));
         match runner.emit_tool_call(call) {
             ToolCallOutcome::Block { reason } => println!("blocked: {command}: {reason}"),
-            ToolCallOutcome::Allow { .. } => {
+            ToolCallOutcome::Allow { input, .. } => {
+                // A handler may have rewritten the call's input.
+                let command = input
+                    .as_ref()
+                    .and_then(|i| i["command"].as_str())
+                    .map_or(command, str::to_owned);
                 let out = std::process::Command::new("bash")
                     .args(["-c", &command])
                     .output();

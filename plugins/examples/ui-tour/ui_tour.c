@@ -9,8 +9,9 @@
  *   /tour clear  removes the status and both widgets.
  *
  * The command completes its argument (quick, full, clear). While the agent works, the
- * working line reads "Touring..." (set in before_agent_start). The shortcut Ctrl+T notifies
- * "tour: ctrl+t pressed" (keys are pi's format: ctrl+shift+p, alt+x, f5, ...).
+ * working line reads "Touring..." (set in before_agent_start). The shortcut Ctrl+Q notifies
+ * "tour: ctrl+q pressed" (keys are pi's format: ctrl+shift+p, alt+x, f5, ...; Ctrl+T is pi's
+ * thinking toggle, a reserved key no plugin shortcut may take).
  *
  * Written only against include/pi_hooks.h; build with scripts/build-c-plugins.sh or
  *   cc -std=c11 -Wall -Wextra -Werror -pedantic -shared -fPIC -I include \
@@ -114,9 +115,9 @@ static PiStatus render(void *ud, const PiValue *message, const PiValue *options,
     return host->results->set_json(result, pi_str(json));
 }
 
-static PiStatus on_ctrl_t(void *ud, PiContext *ctx) {
+static PiStatus on_ctrl_q(void *ud, PiContext *ctx) {
     (void)ud;
-    return host->ui->notify(ctx, pi_str("tour: ctrl+t pressed"), PI_NOTIFY_INFO);
+    return host->ui->notify(ctx, pi_str("tour: ctrl+q pressed"), PI_NOTIFY_INFO);
 }
 
 static PiStatus before_agent_start(void *ud, const PiValue *event, PiContext *ctx, PiResult *result) {
@@ -137,9 +138,9 @@ static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
     if (status == PI_OK) status = r->on(plugin, pi_str("before_agent_start"), before_agent_start, NULL);
     if (status == PI_OK)
         status = r->register_shortcut(
-            plugin, &(PiShortcutDef){.struct_size = sizeof(PiShortcutDef), .key = pi_str("ctrl+t"),
-                                     .description = pi_str("Say that Ctrl+T was pressed"),
-                                     .handler = on_ctrl_t});
+            plugin, &(PiShortcutDef){.struct_size = sizeof(PiShortcutDef), .key = pi_str("ctrl+q"),
+                                     .description = pi_str("Say that Ctrl+Q was pressed"),
+                                     .handler = on_ctrl_q});
     return status;
 }
 

@@ -155,6 +155,36 @@ unsafe extern "C" fn send_user_message(
     })
 }
 
+unsafe extern "C" fn send_user_message_content(
+    plugin: *mut PiPlugin,
+    content: *const PiValue,
+    deliver_as: u32,
+) -> PiStatus {
+    with_services(plugin, "sendUserMessage", |state, services| {
+        if deliver_as > PI_DELIVER_FOLLOW_UP {
+            return PI_ERR_INVALID_ARG;
+        }
+        // SAFETY: plugins pass values the host handed out and that are still alive.
+        let content = unsafe { super::value::host_value(content) }
+            .map_or(Value::Null, HostValue::to_json_value);
+        if !crate::services::is_user_content(&content) {
+            return PI_ERR_INVALID_ARG;
+        }
+        let args = trace_args(
+            || json!({"content": content, "deliverAs": crate::services::deliver_as_name(deliver_as)}),
+        );
+        let result = services.send_user_content(&state.path, content, deliver_as);
+        service_status(traced(state, "sendUserMessage", args, result))
+    })
+}
+
+unsafe extern "C" fn exec_cancel(plugin: *mut PiPlugin) -> PiStatus {
+    with_active(plugin, |state| {
+        state.cancel_execs();
+        PI_OK
+    })
+}
+
 unsafe extern "C" fn append_entry(
     plugin: *mut PiPlugin,
     custom_type: PiStr,
@@ -246,6 +276,7 @@ unsafe fn read_exec_request(
         timeout: (request.timeout_ms > 0)
             .then(|| std::time::Duration::from_millis(request.timeout_ms)),
         cancel,
+        plugin_cancel: Some(state.exec_cancel_token()),
     })
 }
 
@@ -579,4 +610,6 @@ pub static ACTIONS_API: PiActionsApi = PiActionsApi {
     events_emit,
     events_on,
     set_model,
+    send_user_message_content,
+    exec_cancel,
 };

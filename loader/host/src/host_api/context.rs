@@ -351,6 +351,17 @@ unsafe extern "C" fn is_idle(ctx: *mut PiContext) -> bool {
     })
 }
 
+unsafe extern "C" fn is_aborted(ctx: *mut PiContext) -> bool {
+    with_ctx(ctx, false, |c| {
+        // The last run's token stays cancelled after it ended: only a run in progress counts.
+        c.plugin.services().is_some_and(|s| {
+            !s.is_idle()
+                && s.run_abort_token()
+                    .is_some_and(|token| token.is_cancelled())
+        })
+    })
+}
+
 unsafe extern "C" fn has_pending_messages(ctx: *mut PiContext) -> bool {
     with_ctx(ctx, false, |c| {
         c.plugin
@@ -680,4 +691,5 @@ pub static CONTEXT_API: PiContextApi = PiContextApi {
     navigate_tree,
     switch_session,
     reload,
+    is_aborted,
 };

@@ -313,11 +313,17 @@ unsafe extern "C" fn set_widget(
         },
         |c, (key, lines)| {
             let mut request = json!({"method": "setWidget", "widgetKey": key});
+            // A native plugin always names the placement of a widget it sets, as the original
+            // pi-workflows passes `{placement: "aboveEditor"}`; pi prints what was passed, and
+            // nothing for a removal that passed no options.
             if let Some(lines) = lines {
                 request["widgetLines"] = json!(lines);
-            }
-            if placement == PI_WIDGET_BELOW_EDITOR {
-                request["widgetPlacement"] = "belowEditor".into();
+                request["widgetPlacement"] = if placement == PI_WIDGET_BELOW_EDITOR {
+                    "belowEditor"
+                } else {
+                    "aboveEditor"
+                }
+                .into();
             }
             fire(c, request)
         },

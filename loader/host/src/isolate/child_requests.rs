@@ -118,7 +118,16 @@ impl Answerer<'_> {
                 let deliver_as = crate::services::deliver_as_code(
                     params.get("deliverAs").and_then(Value::as_str),
                 );
-                no_value(s.send_user_message(path, text("text")?, deliver_as))
+                match params.get("content").filter(|c| !c.is_null()) {
+                    Some(content) if crate::services::is_user_content(content) => {
+                        no_value(s.send_user_content(path, content.clone(), deliver_as))
+                    }
+                    Some(_) => Err(
+                        "send_user_message: content must be an array of text and image blocks"
+                            .into(),
+                    ),
+                    None => no_value(s.send_user_message(path, text("text")?, deliver_as)),
+                }
             }
             "append_entry" => no_value(s.append_entry(
                 &text("customType")?,

@@ -699,6 +699,9 @@ impl Proxy {
                         .and_then(Value::as_str)
                         .unwrap_or("Tool execution was blocked");
                     Reply::Block(reason.to_owned())
+                } else if let Some(input) = answer.get("input").filter(|i| !i.is_null()) {
+                    // The isolated plugin rewrote the tool's input.
+                    Reply::Json(serde_json::json!({"input": input}))
                 } else {
                     Reply::None
                 }

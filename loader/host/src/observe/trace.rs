@@ -154,6 +154,9 @@ impl Decision {
                             .to_owned(),
                     );
                     decision
+                } else if let Some(input) = result.get("input").filter(|i| !i.is_null()) {
+                    // The tool runs with this input, unless a later handler blocks it.
+                    Decision::new("rewrote").with_detail(format!("input {}", compact(input)))
                 } else {
                     Decision::new("returned").with_detail(compact(result))
                 }

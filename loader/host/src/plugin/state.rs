@@ -47,9 +47,27 @@ pub struct PluginState {
     on_retire: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
     init_error: Mutex<Option<String>>,
     services: RwLock<Option<Arc<dyn HostServices>>>,
+    /// Cancels the programs this plugin's `exec` calls run now (`exec_cancel`); replaced by
+    /// a fresh token at each cancel, so later calls are not affected.
+    exec_cancel: Mutex<crate::services::CancelToken>,
 }
 
 impl PluginState {
+    /// The token that `exec_cancel` cancels, for an `exec` that starts now.
+    pub fn exec_cancel_token(&self) -> crate::services::CancelToken {
+        self.exec_cancel
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Stops every program this plugin's `exec` calls run now (`exec_cancel`).
+    pub fn cancel_execs(&self) {
+        let mut token = self.exec_cancel.lock().unwrap_or_else(|e| e.into_inner());
+        token.cancel();
+        *token = crate::services::CancelToken::new();
+    }
+
     /// A fresh state in the `Init` phase, reachable through its handle. It is never freed: a
     /// plugin thread may still hold the handle after the plugin is retired, and must then get
     /// `PI_ERR_CANCELLED`, not read freed memory. It costs a few hundred bytes per load; the
@@ -77,6 +95,7 @@ impl PluginState {
             on_retire: Mutex::new(Vec::new()),
             init_error: Mutex::new(None),
             services: RwLock::new(None),
+            exec_cancel: Mutex::new(crate::services::CancelToken::new()),
         }
     }
 

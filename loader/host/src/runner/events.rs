@@ -237,6 +237,9 @@ pub enum ToolCallOutcome {
     Allow {
         /// The last truthy result.
         last: Option<Value>,
+        /// The input the tool runs with when a handler rewrote it (the last `input` any
+        /// handler returned); `None`: the tool runs with the input it was called with.
+        input: Option<Value>,
     },
     /// Do not run the tool; the reason becomes its error result.
     Block {
@@ -249,6 +252,40 @@ struct ToolCallChain {
     payload: Arc<HostValue>,
     blocked: Option<String>,
     last: Option<Value>,
+    input: Option<Value>,
+}
+
+impl ToolCallChain {
+    /// A handler's `input`: the tool's new arguments, which later handlers see (pi's
+    /// handlers mutate `event.input` in place). Only an object can be a tool's arguments.
+    fn rewrite(&mut self, slot: &Slot, input: Value) -> Flow {
+        if !input.is_object() {
+            self.blocked = Some(format!(
+                "Extension {} ({}) failed, blocking execution: a tool_call result's input must be an object, got {}",
+                slot.state.name,
+                slot.path(),
+                kind_of(&input)
+            ));
+            return Flow::Stop;
+        }
+        let mut event = self.payload.to_json_value();
+        event["input"] = input.clone();
+        self.payload = Arc::new(HostValue::from_json(event));
+        self.input = Some(input);
+        Flow::Continue
+    }
+}
+
+/// The JSON type of `value`, for messages.
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 impl Chain for ToolCallChain {
@@ -258,9 +295,9 @@ impl Chain for ToolCallChain {
     }
 
     #[inline]
-    fn absorb(&mut self, _: &Slot, mut outcome: CallOutcome, _: &CallScope) -> Flow {
+    fn absorb(&mut self, slot: &Slot, mut outcome: CallOutcome, _: &CallScope) -> Flow {
         let result = outcome.take_result();
-        let Some(result) = truthy_result(result) else {
+        let Some(mut result) = truthy_result(result) else {
             return Flow::Continue;
         };
         if result.get("block").is_some_and(truthy) {
@@ -270,6 +307,15 @@ impl Chain for ToolCallChain {
                 .filter(|r| !r.is_empty());
             self.blocked = Some(reason.unwrap_or("Tool execution was blocked").to_owned());
             return Flow::Stop;
+        }
+        if let Some(input) = result.as_object_mut().and_then(|r| r.remove("input"))
+            && !input.is_null()
+        {
+            let flow = self.rewrite(slot, input.clone());
+            result["input"] = input;
+            if matches!(flow, Flow::Stop) {
+                return flow;
+            }
         }
         self.last = Some(result);
         Flow::Continue
@@ -567,17 +613,22 @@ impl Runner {
     }
 
     /// Dispatches `tool_call`: the first truthy `block` wins; any error, panic or timeout
-    /// blocks (fail closed). Untimed and inline unless `toolCallTimeout` is set.
+    /// blocks (fail closed). A result's `input` replaces the tool's arguments: later handlers
+    /// see it and the tool runs with it (pi's handlers mutate `event.input` in place). Untimed and inline unless `toolCallTimeout` is set.
     pub fn emit_tool_call(&self, payload: Arc<HostValue>) -> ToolCallOutcome {
         let chain = ToolCallChain {
             payload,
             blocked: None,
             last: None,
+            input: None,
         };
         let chain = self.run("tool_call", None, chain, self.tool_call_timeout());
         match chain.blocked {
             Some(reason) => ToolCallOutcome::Block { reason },
-            None => ToolCallOutcome::Allow { last: chain.last },
+            None => ToolCallOutcome::Allow {
+                last: chain.last,
+                input: chain.input,
+            },
         }
     }
 

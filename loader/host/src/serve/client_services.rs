@@ -221,6 +221,19 @@ impl HostServices for ClientServices {
         )
     }
 
+    fn send_user_content(
+        &self,
+        plugin_path: &str,
+        content: Value,
+        deliver_as: u32,
+    ) -> Result<(), String> {
+        let deliver_as = crate::services::deliver_as_name(deliver_as);
+        self.ask_for_ack(
+            "send_user_message",
+            json!({"extensionPath": plugin_path, "content": content, "deliverAs": deliver_as}),
+        )
+    }
+
     fn active_tools(&self) -> Vec<String> {
         serde_json::from_value(self.read("active_tools", json!([]))).unwrap_or_default()
     }

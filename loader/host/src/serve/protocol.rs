@@ -97,7 +97,10 @@ pub fn event(runner: &Runner, name: &str, payload: &Value) -> Result<Value, Stri
             let input = payload.get("input").cloned().unwrap_or_else(|| json!({}));
             match runner.emit_tool_call(Runner::tool_call_payload(id, tool, &input)) {
                 ToolCallOutcome::Block { reason } => json!({"block": true, "reason": reason}),
-                ToolCallOutcome::Allow { .. } => json!({"block": false}),
+                ToolCallOutcome::Allow { input: None, .. } => json!({"block": false}),
+                ToolCallOutcome::Allow {
+                    input: Some(input), ..
+                } => json!({"block": false, "input": input}),
             }
         }
         "tool_result" => {

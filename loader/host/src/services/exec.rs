@@ -70,6 +70,8 @@ pub struct ExecRequest {
     pub timeout: Option<Duration>,
     /// Stops the program when cancelled (the agent run's abort, `PI_EXEC_CANCEL_ON_ABORT`).
     pub cancel: Option<crate::services::CancelToken>,
+    /// Stops the program when cancelled (the plugin's own `exec_cancel`).
+    pub plugin_cancel: Option<crate::services::CancelToken>,
 }
 
 impl ExecRequest {
@@ -209,12 +211,15 @@ pub fn run(state: &PluginState, request: ExecRequest) -> ExecOutput {
     })
 }
 
-/// Returns once `cancel` is cancelled (looked at every 10 ms); never without one.
-async fn cancelled(cancel: Option<&crate::services::CancelToken>) {
-    let Some(cancel) = cancel else {
+/// Returns once `cancel` or `other` is cancelled (looked at every 10 ms); never without one.
+async fn cancelled(
+    cancel: Option<&crate::services::CancelToken>,
+    other: Option<&crate::services::CancelToken>,
+) {
+    if cancel.is_none() && other.is_none() {
         return std::future::pending().await;
-    };
-    while !cancel.is_cancelled() {
+    }
+    while !cancel.is_some_and(|c| c.is_cancelled()) && !other.is_some_and(|c| c.is_cancelled()) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
@@ -262,7 +267,7 @@ async fn watch_program(request: ExecRequest, mut retired: watch::Receiver<bool>)
         status = child.wait() => Some(status),
         () = sleep_until(deadline) => None,
         () = retirement(&mut retired) => None,
-        () = cancelled(request.cancel.as_ref()) => None,
+        () = cancelled(request.cancel.as_ref(), request.plugin_cancel.as_ref()) => None,
     };
     let (status, killed) = match ended {
         Some(status) => (status, false),
@@ -514,6 +519,7 @@ mod tests {
             cwd: PathBuf::from("/"),
             timeout: None,
             cancel: None,
+            plugin_cancel: None,
         };
         let error = std::io::Error::from(std::io::ErrorKind::NotFound);
         assert!(spawn_error(&request, &error).contains("no such program on PATH"));

@@ -47,6 +47,20 @@ pub trait HostServices: Send + Sync {
         text: String,
         deliver_as: u32,
     ) -> Result<(), String>;
+    /// Queues content blocks (text and images, pi's `sendUserMessage` with an array) as if
+    /// the user typed them. A host that cannot carry images refuses content that has one.
+    fn send_user_content(
+        &self,
+        plugin_path: &str,
+        content: Value,
+        deliver_as: u32,
+    ) -> Result<(), String> {
+        let (text, images) = split_user_content(&content);
+        if images.is_some() {
+            return Err("this host cannot send images in a user message".into());
+        }
+        self.send_user_message(plugin_path, text, deliver_as)
+    }
     /// Names of the active tools.
     fn active_tools(&self) -> Vec<String>;
     /// All tools as `{name, description, parameters}`.
@@ -108,6 +122,36 @@ pub trait HostServices: Send + Sync {
     fn observe_exec(&self, request: &Value, output: &Value) {
         let _ = (request, output);
     }
+}
+
+/// The `input` text (the text blocks joined with newlines, as pi joins them) and the image
+/// blocks (`None` when there are none) of user-message content.
+pub fn split_user_content(content: &Value) -> (String, Option<Value>) {
+    let blocks = content.as_array().map(Vec::as_slice).unwrap_or_default();
+    let text = blocks
+        .iter()
+        .filter(|b| b["type"] == "text")
+        .filter_map(|b| b["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let images: Vec<Value> = blocks
+        .iter()
+        .filter(|b| b["type"] == "image")
+        .cloned()
+        .collect();
+    (text, (!images.is_empty()).then_some(Value::Array(images)))
+}
+
+/// Whether `content` is user-message content: an array of `{"type":"text","text":…}` and
+/// `{"type":"image","data":…,"mimeType":…}` blocks.
+pub fn is_user_content(content: &Value) -> bool {
+    content.as_array().is_some_and(|blocks| {
+        blocks.iter().all(|b| match b["type"].as_str() {
+            Some("text") => b["text"].is_string(),
+            Some("image") => b["data"].is_string() && b["mimeType"].is_string(),
+            _ => false,
+        })
+    })
 }
 
 /// pi's name of a `PI_DELIVER_*` (`default`, `steer`, `followUp`, `nextTurn`), as the serve

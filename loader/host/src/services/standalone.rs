@@ -132,6 +132,18 @@ impl HostServices for Standalone {
             json!({"text": text, "deliverAs": deliver_as}),
         )
     }
+    fn send_user_content(
+        &self,
+        _plugin: &str,
+        content: Value,
+        deliver_as: u32,
+    ) -> Result<(), String> {
+        let deliver_as = crate::services::deliver_as_name(deliver_as);
+        self.act(
+            "send_user_message",
+            json!({"content": content, "deliverAs": deliver_as}),
+        )
+    }
     fn active_tools(&self) -> Vec<String> {
         Vec::new()
     }

@@ -121,6 +121,9 @@ pub struct App {
     /// The keys of the plugins' shortcuts (read again after every job and reload line, so
     /// a key press looks at no plugin unless one registered it).
     shortcut_keys: Vec<String>,
+    /// pi's built-in keys (its defaults and the user's `keybindings.json`): which plugin
+    /// shortcuts are skipped or warned about.
+    builtin_keys: super::builtin_keys::BuiltinKeys,
     /// Session control.
     pub ctl: Ctl,
 }
@@ -146,6 +149,9 @@ impl App {
             quit: false,
             epoch: 0,
             shortcut_keys: Vec::new(),
+            builtin_keys: pi_hooks_host::plugin_files::paths::agent_dir()
+                .map(|dir| super::builtin_keys::BuiltinKeys::load(&dir))
+                .unwrap_or_default(),
             ctl,
         }
     }
@@ -240,6 +246,12 @@ impl App {
             }
             Msg::Notice(level, text) => self.chat.notice(level, text),
             Msg::Messages(messages) => self.load_messages(&messages),
+            Msg::Forked(messages, text) => {
+                self.load_messages(&messages);
+                self.editor.set_text(&text);
+                self.chat
+                    .notice(Level::Info, "Forked to new session".to_owned());
+            }
             Msg::Rendered(epoch, at, lines) => {
                 if epoch == self.epoch
                     && let Some(Item::Custom { rendered, .. }) = self.chat.items.get_mut(at)
@@ -342,7 +354,7 @@ impl App {
         let shortcuts = self.ctl.agent.shortcuts();
         self.shortcut_keys = shortcuts.iter().map(|(_, key)| key.clone()).collect();
         if warn {
-            for line in super::keys::diagnostics(&shortcuts) {
+            for line in super::keys::diagnostics(&shortcuts, &self.builtin_keys) {
                 self.chat.push(Item::Log(Level::Warning, line));
             }
         }
@@ -350,13 +362,18 @@ impl App {
 
     /// Runs the shortcut of `key`, if a plugin registered one; `true` when one did.
     fn shortcut(&mut self, key: &KeyEvent) -> bool {
-        if !self.shortcut_keys.iter().any(|k| super::keys::runs(k, key)) {
+        let builtin = &self.builtin_keys;
+        if !self
+            .shortcut_keys
+            .iter()
+            .any(|k| super::keys::runs(k, key, builtin))
+        {
             return false;
         }
-        let (agent, key) = (self.ctl.agent.clone(), *key);
+        let (agent, key, builtin) = (self.ctl.agent.clone(), *key, builtin.clone());
         // Plugin code: on a thread that may block (the handler may open a dialog).
         pi_hooks_host::services::runtime::handle().spawn_blocking(move || {
-            agent.run_shortcut(|k| super::keys::runs(k, &key));
+            agent.run_shortcut(|k| super::keys::runs(k, &key, &builtin));
         });
         true
     }
@@ -705,6 +722,11 @@ impl App {
         self.busy = true;
         let job: Job = Box::new(move |agent| {
             work(agent);
+            // A plugin command forked the session: as pi, the conversation is drawn again
+            // from the forked file and the message forked off goes back into the editor.
+            if let Some(text) = agent.handle().take_forked_text() {
+                let _ = to_terminal.send(Msg::Forked(agent.handle().messages(), text));
+            }
             let _ = to_terminal.send(Msg::JobDone);
         });
         if self.ctl.jobs.send(job).is_err() {

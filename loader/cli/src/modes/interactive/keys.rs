@@ -1,9 +1,11 @@
 //! Plugin keyboard shortcuts in the terminal: pi's key format (`ctrl+shift+p`, `alt+x`,
 //! `f5`, `pageDown`; see pi's keybindings documentation) read and matched against the keys
-//! crossterm reports, and pi's rule that keys the terminal keeps for itself (Ctrl+C, Ctrl+D,
-//! Esc, Enter) are never given to a plugin.
+//! crossterm reports, and pi's rule that a shortcut on the key of a reserved built-in action
+//! (`builtin_keys`) is skipped and one on another built-in key is used with a warning.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::builtin_keys::BuiltinKeys;
 
 /// A key as pi's format names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,9 +15,6 @@ pub struct KeySpec {
     alt: bool,
     code: KeyCode,
 }
-
-/// The keys the terminal keeps (pi's reserved editor-global keybindings this mode has).
-const RESERVED: &[&str] = &["ctrl+c", "ctrl+d", "escape", "enter"];
 
 impl KeySpec {
     /// Reads `ctrl+shift+x`-style text (modifiers `ctrl`, `shift`, `alt` in any order; keys
@@ -82,13 +81,6 @@ impl KeySpec {
         Some(spec)
     }
 
-    /// Whether the terminal keeps this key for itself.
-    pub fn is_reserved(&self) -> bool {
-        RESERVED
-            .iter()
-            .any(|r| KeySpec::parse(r).as_ref() == Some(self))
-    }
-
     /// Whether `event` is this key. Letters compare case-blind, with Shift from either the
     /// modifier or an upper-case letter; for other characters Shift is part of the character
     /// (`!` is Shift+1 on most keyboards), so only Ctrl and Alt are compared.
@@ -117,36 +109,45 @@ impl KeySpec {
     }
 }
 
-/// Whether a plugin's shortcut `key` runs on `event` (never for a reserved key).
-pub fn runs(key: &str, event: &KeyEvent) -> bool {
-    KeySpec::parse(key).is_some_and(|spec| !spec.is_reserved() && spec.matches(event))
+/// Whether a plugin's shortcut `key` runs on `event` (never on a reserved built-in key).
+pub fn runs(key: &str, event: &KeyEvent, builtin: &BuiltinKeys) -> bool {
+    !builtin.is_reserved(key) && KeySpec::parse(key).is_some_and(|spec| spec.matches(event))
 }
 
-/// pi's warnings about plugin shortcuts: a key the terminal keeps (skipped), a key that is
-/// not one (never runs), and a key two plugins registered (the later one wins). Each
-/// `(plugin path, key)` in load order.
-pub fn diagnostics(shortcuts: &[(String, String)]) -> Vec<String> {
+/// pi's warnings about plugin shortcuts, in pi's words: a key of a reserved built-in action
+/// (skipped), a key of another built-in action (the plugin's is used, the action named), a
+/// key two plugins registered (the later one wins); and a key that is not one (never runs).
+/// Each `(plugin path, key)` in load order.
+pub fn diagnostics(shortcuts: &[(String, String)], builtin: &BuiltinKeys) -> Vec<String> {
     let mut lines = Vec::new();
-    let mut seen: Vec<(KeySpec, &str)> = Vec::new();
+    let mut seen: Vec<(String, &str)> = Vec::new();
     for (path, key) in shortcuts {
-        let Some(spec) = KeySpec::parse(key) else {
+        if let Some(action) = builtin.get(key) {
+            if action.reserved {
+                lines.push(format!(
+                    "Extension shortcut '{key}' from {path} conflicts with built-in shortcut. Skipping."
+                ));
+                continue;
+            }
+            lines.push(format!(
+                "Extension shortcut conflict: '{key}' is built-in shortcut for {} and {path}. Using {path}.",
+                action.action
+            ));
+        }
+        if KeySpec::parse(key).is_none() {
             lines.push(format!(
                 "Extension shortcut '{key}' from {path} is not a key pi-hooks knows (such as ctrl+shift+p, alt+x, f5). Skipping."
             ));
             continue;
-        };
-        if spec.is_reserved() {
-            lines.push(format!(
-                "Extension shortcut '{key}' from {path} conflicts with built-in shortcut. Skipping."
-            ));
-            continue;
         }
-        if let Some((_, earlier)) = seen.iter().find(|(s, _)| *s == spec) {
+        // pi compares the key as written, lower-cased.
+        let normalized = key.to_lowercase();
+        if let Some((_, earlier)) = seen.iter().find(|(k, _)| *k == normalized) {
             lines.push(format!(
                 "Extension shortcut conflict: '{key}' registered by both {earlier} and {path}. Using {path}."
             ));
         }
-        seen.push((spec, path));
+        seen.push((normalized, path));
     }
     lines
 }
@@ -167,6 +168,8 @@ mod tests {
             KeyModifiers::CONTROL | KeyModifiers::SHIFT
         )));
         assert!(!ctrl_shift_p.matches(&key(KeyCode::Char('p'), KeyModifiers::CONTROL)));
+        let builtin = BuiltinKeys::resolve(None);
+        let runs = |k: &str, e: &KeyEvent| runs(k, e, &builtin);
         assert!(runs("alt+x", &key(KeyCode::Char('x'), KeyModifiers::ALT)));
         assert!(runs("f5", &key(KeyCode::F(5), KeyModifiers::NONE)));
         assert!(runs(
@@ -189,18 +192,27 @@ mod tests {
 
     #[test]
     fn reserved_unknown_and_doubled_keys_are_reported_as_pi_words_them() {
-        let lines = diagnostics(&[
-            ("a.so".into(), "ctrl+c".into()),
-            ("a.so".into(), "ctrl+x".into()),
-            ("b.so".into(), "CTRL+X".into()),
-            ("b.so".into(), "hyper+q".into()),
-        ]);
+        let lines = diagnostics(
+            &[
+                ("a.so".into(), "ctrl+c".into()),
+                ("a.so".into(), "ctrl+x".into()),
+                ("b.so".into(), "CTRL+X".into()),
+                ("b.so".into(), "hyper+q".into()),
+                ("b.so".into(), "ctrl+p".into()),
+                ("b.so".into(), "ctrl+v".into()),
+            ],
+            &BuiltinKeys::resolve(None),
+        );
         assert_eq!(
             lines,
             [
                 "Extension shortcut 'ctrl+c' from a.so conflicts with built-in shortcut. Skipping.",
+                "Extension shortcut conflict: 'ctrl+x' is built-in shortcut for app.models.clearAll and a.so. Using a.so.",
+                "Extension shortcut conflict: 'CTRL+X' is built-in shortcut for app.models.clearAll and b.so. Using b.so.",
                 "Extension shortcut conflict: 'CTRL+X' registered by both a.so and b.so. Using b.so.",
                 "Extension shortcut 'hyper+q' from b.so is not a key pi-hooks knows (such as ctrl+shift+p, alt+x, f5). Skipping.",
+                "Extension shortcut 'ctrl+p' from b.so conflicts with built-in shortcut. Skipping.",
+                "Extension shortcut conflict: 'ctrl+v' is built-in shortcut for app.clipboard.pasteImage and b.so. Using b.so.",
             ]
         );
     }

@@ -11,6 +11,7 @@
 //! terminal needs (completions, renderers, `user_bash`) run on blocking threads.
 
 pub mod app;
+pub mod builtin_keys;
 pub mod chat;
 pub mod complete;
 pub mod editor;
@@ -56,6 +57,9 @@ pub enum Msg {
     Notice(Level, String),
     /// The session's messages, to show from scratch (after `/new`, `/compact`).
     Messages(Vec<Value>),
+    /// A plugin command forked the session: its messages, and the text of the user message
+    /// forked off (for the editor).
+    Forked(Vec<Value>, String),
     /// A plugin renderer's lines for the custom message at an index (of a chat epoch).
     Rendered(u64, usize, Option<Vec<String>>),
     /// A command's argument completions (for a request number).

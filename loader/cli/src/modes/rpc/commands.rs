@@ -475,6 +475,7 @@ impl Commands {
         }
         let response = success(id, "prompt", None);
         let text = text.to_owned();
+        let images = command.get("images").cloned();
         let out = self.out.clone();
         let prompts = self.prompts.clone();
         let pending = self.pending.clone();
@@ -482,7 +483,7 @@ impl Commands {
         let job: Job = Box::new(move |agent| {
             prompts.start();
             *pending.lock().unwrap_or_else(|e| e.into_inner()) = Some(response);
-            agent.prompt(&text);
+            agent.prompt_with_images(&text, images.as_ref());
             // No run (a command, a handled input): the prompt is done before its response
             // is read, so the client's next prompt is accepted.
             prompts.finish();

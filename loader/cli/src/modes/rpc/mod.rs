@@ -29,7 +29,8 @@ use ui::RpcUi;
 /// package manager fills it for an extension found the same way: auto-discovered in a folder
 /// (`source:"auto"`, `baseDir` the `.pi` folder or the agent directory: the folder's parent),
 /// listed in a settings file (`source:"local"`, no `baseDir`), or named on the command line
-/// (`source` the path as given, `scope:"temporary"`, `origin:"package"`, `baseDir` its folder).
+/// (`-e`/`--hook`: pi's resource loader gives its command-line extensions
+/// `{source:"cli", scope:"temporary", origin:"top-level"}`, no `baseDir`).
 fn source_info(plugin: &LoadedPlugin) -> Value {
     let path = std::path::Path::new(&plugin.path);
     let folder = path.parent();
@@ -43,7 +44,7 @@ fn source_info(plugin: &LoadedPlugin) -> Value {
         Origin::Global => ("auto", "user", "top-level", folder.and_then(|f| f.parent())),
         Origin::ProjectSettings => ("local", "project", "top-level", None),
         Origin::GlobalSettings => ("local", "user", "top-level", None),
-        Origin::Cli => (plugin.path.as_str(), "temporary", "package", folder),
+        Origin::Cli => ("cli", "temporary", "top-level", None),
         // An installed package's library: pi's package origin, in the package's scope.
         Origin::Package => (plugin.path.as_str(), "user", "package", folder),
         Origin::ProjectPackage => (plugin.path.as_str(), "project", "package", folder),

@@ -1,0 +1,212 @@
+//! ABI 1.4 from C through the real binary in RPC mode: `context->is_aborted` (pi's
+//! `ctx.signal.aborted`) turns true when the client aborts the run, and
+//! `actions->send_user_message_content` sends a user message with an image (pi's
+//! `sendUserMessage` with content blocks) that reaches `input` and the user message.
+
+use pi_hooks_tests::rpc_client::RpcClient;
+use pi_hooks_tests::session_rpc::rpc_with_watcher;
+use pi_hooks_tests::{Sandbox, compile_c_text, read_behave_log};
+use serde_json::json;
+
+const PLUGIN: &str = r#"
+#include <string.h>
+#include "pi_hooks.h"
+
+static const PiHostApi *host;
+static PiPlugin *self;
+
+static PiStatus say_aborted(PiContext *ctx, const char *when) {
+    char line[96];
+    size_t n = strlen(when);
+    const char *state = host->context->is_aborted(ctx) ? " aborted" : " running";
+    memcpy(line, when, n);
+    memcpy(line + n, state, strlen(state) + 1);
+    return host->ui->notify(ctx, pi_str(line), PI_NOTIFY_INFO);
+}
+
+static PiStatus on_start(void *ud, const PiValue *event, PiContext *ctx, PiResult *result) {
+    (void)ud; (void)event; (void)result;
+    return say_aborted(ctx, "tool start:");
+}
+
+static PiStatus on_end(void *ud, const PiValue *event, PiContext *ctx, PiResult *result) {
+    (void)ud; (void)event; (void)result;
+    return say_aborted(ctx, "tool end:");
+}
+
+/* /look: a user message with a text and an image. */
+static PiStatus look(void *ud, PiStr args, PiContext *ctx) {
+    const PiValueApi *v = host->values;
+    PiValue *content = v->new_array(), *text = v->new_object(), *image = v->new_object();
+    PiStatus status;
+    (void)ud; (void)args; (void)ctx;
+    v->set(text, pi_str("type"), v->new_string(pi_str("text")));
+    v->set(text, pi_str("text"), v->new_string(pi_str("what is in the picture?")));
+    v->set(image, pi_str("type"), v->new_string(pi_str("image")));
+    v->set(image, pi_str("data"), v->new_string(pi_str("iVBORw0KGgo=")));
+    v->set(image, pi_str("mimeType"), v->new_string(pi_str("image/png")));
+    v->push(content, text);
+    v->push(content, image);
+    status = host->actions->send_user_message_content(self, content, PI_DELIVER_DEFAULT);
+    v->free(content);
+    return status;
+}
+
+/* /bad: content that is not text and image blocks is refused. */
+static PiStatus bad(void *ud, PiStr args, PiContext *ctx) {
+    PiValue *content = host->values->new_string(pi_str("plain text"));
+    PiStatus status = host->actions->send_user_message_content(self, content, PI_DELIVER_DEFAULT);
+    (void)ud; (void)args;
+    host->values->free(content);
+    return host->ui->notify(ctx, pi_str(status == PI_ERR_INVALID_ARG ? "bad: refused" : "bad: taken"),
+                            PI_NOTIFY_INFO);
+}
+
+static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
+    PiStatus status;
+    host = h;
+    self = plugin;
+    status = host->registry->on(plugin, pi_str("tool_execution_start"), on_start, NULL);
+    if (status == PI_OK) status = host->registry->on(plugin, pi_str("tool_execution_end"), on_end, NULL);
+    if (status == PI_OK)
+        status = host->registry->register_command(plugin, &PI_COMMAND(.name = pi_str("look"), .handler = look));
+    if (status == PI_OK)
+        status = host->registry->register_command(plugin, &PI_COMMAND(.name = pi_str("bad"), .handler = bad));
+    return status;
+}
+
+PI_HOOKS_PLUGIN("abort-and-images", "1.0.0", "reads the abort, sends an image", init, NULL);
+"#;
+
+fn start(sandbox: &Sandbox, turns: serde_json::Value) -> RpcClient {
+    let plugin = compile_c_text(&sandbox.lib(), "abort_and_images", PLUGIN, &["-pedantic"]);
+    RpcClient::start(rpc_with_watcher(
+        sandbox,
+        &json!({ "turns": turns }),
+        &json!([{"event": "input"}]),
+        &sandbox.root().join("s.jsonl"),
+        &[&plugin],
+    ))
+}
+
+#[test]
+fn a_handler_reads_that_the_run_was_aborted() {
+    let sandbox = Sandbox::new();
+    let mut client = start(
+        &sandbox,
+        json!([
+            {"toolCalls": [{"name": "bash", "arguments": {"command": "sleep 30"}}]},
+            {"text": "done"}
+        ]),
+    );
+    client.send(&json!({"id": "p", "type": "prompt", "message": "work"}));
+    let (_, start) = client.until(|l| l["method"] == "notify");
+    assert_eq!(start["message"], "tool start: running", "{start}");
+    client.send(&json!({"id": "a", "type": "abort"}));
+    let (_, end) = client.until(|l| l["method"] == "notify");
+    assert_eq!(end["message"], "tool end: aborted", "{end}");
+    client.until(|l| l["type"] == "agent_end");
+    client.close();
+}
+
+#[test]
+fn a_user_message_with_an_image_reaches_input_and_the_user_message() {
+    let sandbox = Sandbox::new();
+    let mut client = start(&sandbox, json!([{"text": "a cat"}]));
+    let image = json!({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"});
+    client.send(&json!({"id": "b", "type": "prompt", "message": "/bad"}));
+    let (_, refused) = client.until(|l| l["method"] == "notify");
+    assert_eq!(refused["message"], "bad: refused");
+    client.send(&json!({"id": "l", "type": "prompt", "message": "/look"}));
+    let (_, user) = client.until(|l| l["type"] == "message_end" && l["message"]["role"] == "user");
+    assert_eq!(
+        user["message"]["content"],
+        json!([{"type": "text", "text": "what is in the picture?"}, image]),
+        "{user}"
+    );
+    client.until(|l| l["type"] == "agent_end");
+    client.close();
+    let inputs: Vec<serde_json::Value> = read_behave_log(&sandbox.root().join("behave.log"))
+        .into_iter()
+        .filter(|l| l.tag == "input")
+        .map(|l| l.value)
+        .collect();
+    assert_eq!(
+        inputs.last(),
+        Some(
+            &json!({"type": "input", "text": "what is in the picture?", "source": "extension", "images": [image]})
+        ),
+        "{inputs:?}"
+    );
+}
+
+const CANCELLER: &str = r#"
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <time.h>
+#include "pi_hooks.h"
+
+static const PiHostApi *host;
+static PiPlugin *self;
+
+/* A thread of the plugin: after 300 ms, stops the plugin's running programs. */
+static void *stop_soon(void *arg) {
+    struct timespec pause = {0, 300 * 1000 * 1000};
+    (void)arg;
+    nanosleep(&pause, NULL);
+    host->actions->exec_cancel(self);
+    return NULL;
+}
+
+/* /long: runs `sleep 30` and says whether it was killed. */
+static PiStatus long_run(void *ud, PiStr args, PiContext *ctx) {
+    PiStr argv[1] = {pi_str("30")};
+    PiExecRequest request = {.struct_size = sizeof(PiExecRequest), .program = pi_str("sleep"),
+                             .args = argv, .arg_count = 1};
+    PiValue *ran = NULL;
+    pthread_t thread;
+    bool killed = false;
+    PiStatus status;
+    (void)ud; (void)args;
+    if (pthread_create(&thread, NULL, stop_soon, NULL) != 0) return PI_ERR;
+    status = host->actions->exec(self, &request, &ran);
+    pthread_join(thread, NULL);
+    if (status != PI_OK) return status;
+    host->values->as_bool(host->values->get(ran, pi_str("killed")), &killed);
+    host->values->free(ran);
+    return host->ui->notify(ctx, pi_str(killed ? "long: killed" : "long: finished"), PI_NOTIFY_INFO);
+}
+
+static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
+    host = h;
+    self = plugin;
+    return host->registry->register_command(plugin, &PI_COMMAND(.name = pi_str("long"), .handler = long_run));
+}
+
+PI_HOOKS_PLUGIN("canceller", "1.0.0", "stops its own exec", init, NULL);
+"#;
+
+/// `actions->exec_cancel`: a plugin stops the program its own `exec` runs (from a thread of
+/// its own), not only the run's abort.
+#[test]
+fn a_plugin_stops_its_own_exec() {
+    let sandbox = Sandbox::new();
+    let plugin = compile_c_text(&sandbox.lib(), "canceller", CANCELLER, &["-pthread"]);
+    let mut client = RpcClient::start(rpc_with_watcher(
+        &sandbox,
+        &json!({"turns": [{"text": "ok"}]}),
+        &json!([]),
+        &sandbox.root().join("s.jsonl"),
+        &[&plugin],
+    ));
+    let asked = std::time::Instant::now();
+    client.send(&json!({"id": "l", "type": "prompt", "message": "/long"}));
+    let (_, said) = client.until(|l| l["method"] == "notify");
+    assert_eq!(said["message"], "long: killed", "{said}");
+    assert!(
+        asked.elapsed() < std::time::Duration::from_secs(10),
+        "stopped at once, not after 30 s: {:?}",
+        asked.elapsed()
+    );
+    client.close();
+}
