@@ -146,17 +146,23 @@ pub(super) fn run_command(runner: &Runner, text: &str, cwd: &Path) -> bool {
     if pi_hooks_host::plugin::registrations::is_builtin_command(name) {
         return false;
     }
-    let Some((plugin, command)) = runner.find_command(name) else {
-        return false;
-    };
-    let state = plugin.state().clone();
     let scope = CallScope::new(
         CallKind::Command,
         &cwd.to_string_lossy(),
         runner.config().mode,
     )
     .with_session_file(runner.config().session_file.as_deref());
-    let outcome = call_command(&state, &command, args.trim_start(), &scope);
+    let Some((plugin, command)) = runner.find_command(name) else {
+        return false;
+    };
+    let mut outcome = call_command(plugin.state(), &command, args.trim_start(), &scope);
+    if outcome.met_a_retired_instance() {
+        // A reload replaced the plugin between the lookup and the call (`--watch` reloads
+        // while commands arrive): the command goes to the instance that replaced it, once.
+        if let Some((plugin, command)) = runner.find_command(name) {
+            outcome = call_command(plugin.state(), &command, args.trim_start(), &scope);
+        }
+    }
     if outcome.status != PI_OK {
         runner.emit_error(&ExtensionError {
             extension_path: format!("command:{name}"),

@@ -146,6 +146,13 @@ impl From<CallOutcome> for HandlerOutcome {
 }
 
 impl HandlerOutcome {
+    /// Whether the host did not call the plugin because the instance was retired: a reload
+    /// replaced it after the caller looked it up, so the caller may look up again and call
+    /// the new instance.
+    pub fn met_a_retired_instance(&self) -> bool {
+        self.status == PI_ERR_CANCELLED && self.error.as_deref() == Some(NOT_CALLED_RETIRED)
+    }
+
     /// An outcome the host decided without calling the plugin.
     pub fn refused(status: PiStatus, message: impl Into<String>) -> Self {
         HandlerOutcome {
@@ -537,8 +544,12 @@ fn not_called_busy(state: &PluginState) -> CallOutcome {
     )
 }
 
+/// The reason a call into a retired instance gives (its plugin was unloaded or replaced by a
+/// reload between the lookup and the call).
+pub const NOT_CALLED_RETIRED: &str = "not called: the plugin was retired";
+
 #[cold]
 #[inline(never)]
 fn not_called_retired() -> CallOutcome {
-    CallOutcome::refused(PI_ERR_CANCELLED, "not called: the plugin was retired")
+    CallOutcome::refused(PI_ERR_CANCELLED, NOT_CALLED_RETIRED)
 }
