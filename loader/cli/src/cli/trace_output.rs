@@ -301,6 +301,21 @@ fn text_line(fields: &Fields) -> String {
             .map(|d| format!(" during {}", escape(d)))
             .unwrap_or_default()
     };
+    // `ui notify <- plugin (file) during EVENT 12µs: args`: a call a plugin made.
+    let call_head = |line: &mut String, kind: &str, name: &str| {
+        let _ = write!(line, "{kind} {} <- {}{}", escape(name), who(), during());
+        if let Some(took) = took() {
+            let _ = write!(line, " {took}");
+        }
+        let args = fields
+            .text("args")
+            .and_then(|a| serde_json::from_str(a).ok())
+            .unwrap_or(Value::Null);
+        let args = summary(&args);
+        if !args.is_empty() {
+            let _ = write!(line, ": {args}");
+        }
+    };
     let mut line = String::from("trace: ");
     match text("trace") {
         "handler" => {
@@ -356,24 +371,7 @@ fn text_line(fields: &Fields) -> String {
             }
         }
         "ui" => {
-            let _ = write!(
-                line,
-                "ui {} <- {}{}",
-                escape(text("method")),
-                who(),
-                during()
-            );
-            if let Some(took) = took() {
-                let _ = write!(line, " {took}");
-            }
-            let args = fields
-                .text("args")
-                .and_then(|a| serde_json::from_str(a).ok())
-                .unwrap_or(Value::Null);
-            let args = summary(&args);
-            if !args.is_empty() {
-                let _ = write!(line, ": {args}");
-            }
+            call_head(&mut line, "ui", text("method"));
             if let Some(answer) = fields.text("answer") {
                 let answer = serde_json::from_str(answer).unwrap_or(Value::Null);
                 let _ = write!(line, " -> {}", summary(&answer));
@@ -383,24 +381,7 @@ fn text_line(fields: &Fields) -> String {
             }
         }
         "action" => {
-            let _ = write!(
-                line,
-                "action {} <- {}{}",
-                escape(text("action")),
-                who(),
-                during()
-            );
-            if let Some(took) = took() {
-                let _ = write!(line, " {took}");
-            }
-            let args = fields
-                .text("args")
-                .and_then(|a| serde_json::from_str(a).ok())
-                .unwrap_or(Value::Null);
-            let args = summary(&args);
-            if !args.is_empty() {
-                let _ = write!(line, ": {args}");
-            }
+            call_head(&mut line, "action", text("action"));
             line.push_str(" -> ");
             match (fields.text("error"), fields.text("result")) {
                 (Some(error), _) => {
