@@ -139,3 +139,15 @@ impl RpcClient {
         (status, rest)
     }
 }
+
+/// The `sourceInfo` of the command `name` in a `get_commands` response (pi's
+/// `RpcSlashCommand`); fails the test, showing the response, when the command is not listed.
+pub fn command_source_info(response: &Value, name: &str) -> Value {
+    response["data"]["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no /{name}: {response}"))["sourceInfo"]
+        .clone()
+}

@@ -11,7 +11,7 @@ use pi_hooks_tests::fake_openai::{
     FakeOpenAi, Reply, after_tool, last_user_text, tool_call, user_texts,
 };
 use pi_hooks_tests::pi_e2e::{pi_rpc, prepare};
-use pi_hooks_tests::rpc_client::RpcClient;
+use pi_hooks_tests::rpc_client::{RpcClient, command_source_info};
 use pi_hooks_tests::workflow::install_examples;
 use pi_hooks_tests::{
     Sandbox, c_example_plugin, c_fixture, compile_c_text, protected_paths_plugin, rust_plugin,
@@ -542,15 +542,7 @@ fn pi_s_source_info_for_each_kind_of_place() {
     let mut pi = pi_rpc(&sandbox, &["--no-session", "-e", cli.to_str().unwrap()]);
     pi.send(&json!({"id": "c", "type": "get_commands"}));
     let response = pi.response("c");
-    let info = |name: &str| {
-        response["data"]["commands"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["name"] == name)
-            .unwrap_or_else(|| panic!("no /{name}: {response}"))["sourceInfo"]
-            .clone()
-    };
+    let info = |name: &str| command_source_info(&response, name);
     let text = |path: &Path| path.to_str().unwrap().to_owned();
     assert_eq!(
         info("glob"),

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use pi_hooks_tests::rpc_client::RpcClient as Client;
+use pi_hooks_tests::rpc_client::{RpcClient as Client, command_source_info};
 use pi_hooks_tests::{
     Sandbox, c_example_plugin, compile_c_text, output_within, pi_hooks_bin, rust_plugin,
     workspace_root,
@@ -364,15 +364,7 @@ fn get_commands_gives_pi_s_source_info_for_each_kind_of_place() {
         Client::start(sandbox.command(&["rpc", "--no-session", "-e", cli.to_str().unwrap()]));
     client.send(&json!({"id": "c", "type": "get_commands"}));
     let response = client.response("c");
-    let info = |name: &str| {
-        response["data"]["commands"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["name"] == name)
-            .unwrap_or_else(|| panic!("no /{name}: {response}"))["sourceInfo"]
-            .clone()
-    };
+    let info = |name: &str| command_source_info(&response, name);
     let text = |path: &Path| path.to_str().unwrap().to_owned();
     assert_eq!(
         info("proj"),
