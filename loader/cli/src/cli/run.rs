@@ -180,7 +180,7 @@ fn prepare(
     }
     if args.strict && !report.errors.is_empty() {
         return Err(CommandError::failed(format!(
-            "--strict: {} plugin source(s) failed to load (see above); the session was not started",
+            "--strict: {} plugin source(s) failed to load (see above); the session was not started. Fix or remove them, or run without --strict to report them and go on",
             report.errors.len()
         )));
     }
