@@ -516,6 +516,11 @@
 #define PI_HOOKS_ABI_MINOR 4
 
 /**
+ * The longest block a host reads (the texts beyond it are not shown).
+ */
+#define MAX_INFO_BYTES (64 << 10)
+
+/**
  * An opaque context, valid until the handler, command, tool, timer or callback it was given
  * to returns, on the thread running that call. Do not keep it, nor hand it to another
  * thread; keep the `PiPlugin` handle instead. The host checks every context it is given: one
@@ -1917,6 +1922,12 @@ typedef const struct PiPluginDescriptor *(*PiEntryFn)(void);
 /** The name of the entry symbol every v1 plugin exports (see PI_HOOKS_PLUGIN). */
 #define PI_HOOKS_ENTRY_SYMBOL "pi_hooks_plugin_v1"
 
+/**
+ * The name of the data symbol holding the plugin's information block (see
+ * PI_HOOKS_PLUGIN_INFO). Optional: a host reads it from the file without loading it.
+ */
+#define PI_HOOKS_INFO_SYMBOL "pi_hooks_plugin_info_v1"
+
 /** Makes a function visible outside the shared library, also under -fvisibility=hidden. */
 #if defined(_WIN32) || defined(__CYGWIN__)
 #define PI_HOOKS_EXPORT __declspec(dllexport)
@@ -2009,13 +2020,37 @@ static inline PiStr pi_str_n(const char *s, size_t n) {
         (shutdown_fn)                                                          \
     }
 
+/** Turns a macro's value into a string literal (PI_HOOKS_STR_(PI_HOOKS_ABI_MINOR) is "N"). */
+#define PI_HOOKS_STR_(x) PI_HOOKS_STR2_(x)
+#define PI_HOOKS_STR2_(x) #x
+
+/**
+ * Defines the exported information block `pi_hooks_plugin_info_v1`: the plugin's name,
+ * version, description and ABI version as one NUL-separated string in the library's
+ * read-only data, which `pi-hooks inspect` and `pi-hooks install` read from the file without
+ * running any of the plugin's code (not even its static constructors). PI_HOOKS_PLUGIN already
+ * writes it; use this only with an entry function of your own, once per library, at file
+ * scope, with the same string literals as the descriptor:
+ * `PI_HOOKS_PLUGIN_INFO("my-plugin", "0.1.0", "What it does");`
+ * Optional: a library without it loads all the same, but its name is then known only by
+ * loading it. Format: "pi-hooks-info-1\0" MAJOR "\0" MINOR "\0" name "\0" version "\0"
+ * description "\0".
+ */
+#define PI_HOOKS_PLUGIN_INFO(name, version, description)                                  \
+    PI_HOOKS_EXTERN_C PI_HOOKS_EXPORT const char pi_hooks_plugin_info_v1[];               \
+    PI_HOOKS_EXTERN_C PI_HOOKS_EXPORT const char pi_hooks_plugin_info_v1[] =              \
+        "pi-hooks-info-1\0" PI_HOOKS_STR_(PI_HOOKS_ABI_MAJOR) "\0" PI_HOOKS_STR_(      \
+            PI_HOOKS_ABI_MINOR) "\0" name "\0" version "\0" description
+
 /**
  * Defines the plugin's exported entry function `pi_hooks_plugin_v1`, returning a static
- * descriptor built with PI_HOOKS_DESCRIPTOR. Use it once per library, at file scope, after
+ * descriptor built with PI_HOOKS_DESCRIPTOR, and its information block
+ * (PI_HOOKS_PLUGIN_INFO). Use it once per library, at file scope, after
  * `init_fn` (and `shutdown_fn`) are declared, followed by a semicolon:
  * `PI_HOOKS_PLUGIN("my-plugin", "0.1.0", "What it does", init, NULL);`
  */
 #define PI_HOOKS_PLUGIN(name, version, description, init_fn, shutdown_fn)                   \
+    PI_HOOKS_PLUGIN_INFO(name, version, description);                                      \
     PI_HOOKS_EXTERN_C PI_HOOKS_EXPORT const PiPluginDescriptor *pi_hooks_plugin_v1(void);  \
     PI_HOOKS_EXTERN_C PI_HOOKS_EXPORT const PiPluginDescriptor *pi_hooks_plugin_v1(void) { \
         static const PiPluginDescriptor pi_hooks_descriptor_ =                              \

@@ -25,8 +25,11 @@
 
 pub mod event_reference;
 pub mod ffi;
+pub mod info_block;
 pub mod layout;
 pub mod sdk;
 
 /// Name of the entry symbol every v1 plugin exports.
 pub const ENTRY_SYMBOL: &str = "pi_hooks_plugin_v1";
+
+pub use info_block::INFO_SYMBOL;

@@ -122,7 +122,7 @@ fn lambdas_values_and_exceptions_at_the_boundary() {
 fn a_setup_that_throws_fails_the_load_with_its_message() {
     let s = Sandbox::new();
     let plugin = compile_cpp_text(&s.lib(), "libcpp_failing_setup", FAILING_SETUP);
-    let output = s.run(&["inspect", plugin.to_str().unwrap()]);
+    let output = s.run(&["inspect", "--run-code", plugin.to_str().unwrap()]);
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),

@@ -164,7 +164,7 @@ fn project_plugins_load_only_when_their_exact_bytes_are_trusted() {
 fn inspect_names_the_abi_and_every_registration() {
     let s = Sandbox::new();
     let lib = c_plugin(&s, "inspected");
-    let out = s.run(&["inspect", "--json", lib.to_str().unwrap()]);
+    let out = s.run(&["inspect", "--json", "--run-code", lib.to_str().unwrap()]);
     assert!(out.status.success());
     let report = pi_hooks_tests::parse_json_output(&out);
     let plugin = &report["plugins"][0];
@@ -178,4 +178,74 @@ fn inspect_names_the_abi_and_every_registration() {
     let missing = s.run(&["inspect", "nope.so"]);
     assert!(!missing.status.success());
     assert!(String::from_utf8_lossy(&missing.stdout).contains("nope.so"));
+}
+
+#[test]
+fn inspect_reads_a_library_from_its_bytes_without_running_even_its_constructor() {
+    let s = Sandbox::new();
+    let marker = s.root().join("constructor-ran");
+    let with_constructor = format!(
+        r#"#include <stdio.h>
+#include "pi_hooks.h"
+__attribute__((constructor)) static void on_load(void) {{
+    FILE *f = fopen("{}", "w");
+    if (f != NULL) fclose(f);
+}}
+static PiStatus init(const PiHostApi *host, PiPlugin *plugin) {{ (void)host; (void)plugin; return PI_OK; }}
+PI_HOOKS_PLUGIN("ctor", "2.3.4", "runs code when loaded", init, NULL);
+"#,
+        marker.display()
+    );
+    let lib = compile_c_text(&s.lib(), "ctor", &with_constructor, &[]);
+    let out = s.run(&["inspect", lib.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{out:?}");
+    let abi = format!("1.{}", pi_hooks_abi::ffi::PI_HOOKS_ABI_MINOR);
+    assert!(
+        stdout.starts_with(&format!("Plugin ctor 2.3.4 (ABI {abi})\n"))
+            && stdout.contains("  platform: linux-x64-gnu\n")
+            && stdout.contains("  description: runs code when loaded\n"),
+        "{stdout}"
+    );
+    assert!(!marker.exists(), "inspect ran the library's constructor");
+    // --run-code loads it: the constructor runs.
+    assert!(
+        s.run(&["inspect", "--run-code", lib.to_str().unwrap()])
+            .status
+            .success()
+    );
+    assert!(marker.exists());
+
+    // A plugin with an entry function of its own and no information block: shown, with why
+    // its name is not there.
+    let own_entry = r#"#include "pi_hooks.h"
+static PiStatus init(const PiHostApi *host, PiPlugin *plugin) { (void)host; (void)plugin; return PI_OK; }
+static const PiPluginDescriptor d = PI_HOOKS_DESCRIPTOR("own", "1.0.0", "", init, NULL);
+PI_HOOKS_EXTERN_C PI_HOOKS_EXPORT const PiPluginDescriptor *pi_hooks_plugin_v1(void) { return &d; }
+"#;
+    let lib = compile_c_text(&s.lib(), "own_entry", own_entry, &[]);
+    let out = s.run(&["inspect", "--json", lib.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    let report = pi_hooks_tests::parse_json_output(&out);
+    assert_eq!(report["plugins"][0]["name"], serde_json::Value::Null);
+    assert_eq!(report["plugins"][0]["platform"], "linux-x64-gnu");
+    let out = s.run(&["inspect", lib.to_str().unwrap()]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("exports no pi_hooks_plugin_info_v1 block"),
+        "{out:?}"
+    );
+
+    // A shared library that is no plugin at all.
+    let not_plugin = compile_c_text(
+        &s.lib(),
+        "not_plugin",
+        "int answer(void) { return 42; }\n",
+        &[],
+    );
+    let out = s.run(&["inspect", not_plugin.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("does not export pi_hooks_plugin_v1"),
+        "{out:?}"
+    );
 }

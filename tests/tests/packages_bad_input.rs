@@ -369,3 +369,38 @@ fn an_install_killed_between_its_steps_is_mended_by_the_next_one() {
     assert_eq!(user_settings(&sandbox), settings);
     assert_eq!(loaded_names(&sandbox.list_json(&[])), ["protected-paths"]);
 }
+
+#[test]
+fn a_library_that_is_another_plugin_or_no_plugin_than_the_manifest_says() {
+    // The manifest's SHA-256 matches, but what the library says of itself (read from its
+    // bytes, without running it) does not.
+    let scratch = Sandbox::new();
+    let cases = [
+        (
+            c_example_plugin(&scratch.lib(), "block-sudo-c", "block_sudo"),
+            "is the plugin \"block-sudo\", but the manifest names \"protected-paths\"",
+        ),
+        (
+            pi_hooks_tests::compile_c_text(
+                &scratch.lib(),
+                "not_plugin",
+                "int answer(void) { return 42; }\n",
+                &[],
+            ),
+            "does not export pi_hooks_plugin_v1 and is not a pi-hooks plugin",
+        ),
+    ];
+    for (other, expected) in cases {
+        let sandbox = Sandbox::new();
+        let folder = package_folder(&sandbox, false);
+        let bytes = std::fs::read(&other).unwrap();
+        std::fs::write(library_file(&folder), &bytes).unwrap();
+        let sha256 = pi_hooks_host::packages::verify::sha256_hex(&bytes);
+        edit_package_json(&folder, |json| {
+            json["piHooks"]["manifest"]["libraries"][host_platform()]["sha256"] = sha256.into();
+        });
+        let error = install_refused(&sandbox, &folder);
+        assert!(error.contains(expected), "{error}");
+        assert!(error.contains("package protected-paths 0.1.0"), "{error}");
+    }
+}

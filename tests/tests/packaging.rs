@@ -62,7 +62,7 @@ fn example_copy(dir: &Path, folder: &str, file: &str) -> PathBuf {
 fn inspect(s: &Sandbox, prefix: &Path, library: &Path) -> (String, String) {
     let mut command = Command::new(prefix.join("bin/pi-hooks"));
     command
-        .args(["inspect", "--json"])
+        .args(["inspect", "--json", "--run-code"])
         .arg(library)
         .env("HOME", s.home())
         .current_dir(s.project());

@@ -425,7 +425,7 @@ fn commands_first_plugin_wins_and_built_ins_win_with_warnings() {
     assert_eq!(warnings(1).len(), 2, "{report:#}");
 
     // So does `inspect`, for the built-in name.
-    let output = sandbox.run(&["inspect", &first_arg]);
+    let output = sandbox.run(&["inspect", "--run-code", &first_arg]);
     assert!(output.status.success(), "stderr: {}", text(&output.stderr));
     assert!(
         text(&output.stdout).contains("warning: command /reload of plugin \"first\" conflicts with the built-in command /reload; skipped"),

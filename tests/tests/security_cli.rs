@@ -250,7 +250,7 @@ fn plugin_supplied_text_is_escaped_in_list_inspect_and_run() {
     );
     assert_eq!(report["warnings"], json!([]));
 
-    let inspected = s.run(&["inspect", hostile.to_str().unwrap()]);
+    let inspected = s.run(&["inspect", "--run-code", hostile.to_str().unwrap()]);
     assert!(inspected.status.success(), "{}", text(&inspected.stderr));
     let inspected = text(&inspected.stdout);
     assert_no_raw_control("inspect", &inspected);
@@ -396,7 +396,7 @@ fn a_relative_agent_dir_is_refused_by_every_command() {
 }
 
 #[test]
-fn inspect_does_not_run_an_untrusted_project_plugin_without_run_code() {
+fn inspect_reads_a_project_plugin_without_running_it_and_runs_it_only_with_run_code() {
     let s = Sandbox::new();
     let marker = s.root().join("init-ran");
     let library = marker_plugin(&s.lib(), "marker", "marker", &marker);
@@ -412,25 +412,27 @@ fn inspect_does_not_run_an_untrusted_project_plugin_without_run_code() {
     for file in [&in_hooks, &elsewhere, &listed] {
         let file = file.to_str().unwrap();
         let out = s.run(&["inspect", file]);
-        let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{file}: {stderr}");
-        assert!(out.stdout.is_empty(), "{file}");
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{file}: {}", text(&out.stderr));
         assert!(
-            stderr.contains("note: inspecting loads the plugin, which runs its initialiser"),
-            "{stderr}"
-        );
-        assert!(
-            stderr.contains("is a project plugin and is not trusted yet: inspecting it would run its initialiser")
-                && stderr.contains("pass --run-code"),
-            "{stderr}"
+            stdout.starts_with(&format!("Plugin marker 1.0.0 (ABI {})\n", abi()))
+                && stdout.contains("  trust: project plugin, not trusted yet\n")
+                && stdout.contains("  description: creates a marker file when it runs\n")
+                && stdout.contains("read from the file without running it")
+                && stdout.contains("pi-hooks inspect --run-code"),
+            "{stdout}"
         );
         assert!(!marker.exists(), "inspecting {file} ran its code");
 
         let out = s.run(&["inspect", "--json", file]);
-        assert_eq!(out.status.code(), Some(1));
+        assert!(out.status.success());
         let report = parse_json_output(&out);
-        assert_eq!(report["plugins"], json!([]));
-        assert_eq!(report["untrusted"][0]["trust"], "new", "{report:#}");
+        assert_eq!(report["plugins"][0]["name"], "marker", "{report:#}");
+        assert_eq!(report["plugins"][0]["ranCode"], false, "{report:#}");
+        assert_eq!(
+            report["plugins"][0]["trust"], "project plugin, not trusted yet",
+            "{report:#}"
+        );
         assert!(!marker.exists(), "inspecting {file} ran its code");
     }
 
@@ -438,7 +440,7 @@ fn inspect_does_not_run_an_untrusted_project_plugin_without_run_code() {
     let out = s.run(&["inspect", "--run-code", ".pi/hooks/m.so"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(marker.exists());
-    assert!(text(&out.stderr).contains("note: inspecting loads the plugin"));
+    assert!(text(&out.stderr).contains("note: inspecting with --run-code loads the plugin"));
     let shown = text(&out.stdout);
     assert!(
         shown.contains("  trust: project plugin, not trusted yet; loaded because of --run-code\n"),
@@ -446,16 +448,11 @@ fn inspect_does_not_run_an_untrusted_project_plugin_without_run_code() {
     );
     std::fs::remove_file(&marker).unwrap();
 
-    // Trusted: it runs without the flag.
+    // Trusted: shown as trusted, still without running it.
     assert!(s.run(&["trust", ".pi/hooks/m.so"]).status.success());
     let out = s.run(&["inspect", ".pi/hooks/m.so"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(marker.exists());
     assert!(text(&out.stdout).contains("  trust: project plugin, trusted\n"));
-    // Trust is for exactly those bytes: another file stays refused.
-    std::fs::remove_file(&marker).unwrap();
-    let out = s.run(&["inspect", elsewhere.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(1));
     assert!(!marker.exists());
 }
 
@@ -464,7 +461,7 @@ fn inspect_prints_one_plugin_under_its_own_header_with_a_normalised_path() {
     let s = Sandbox::new();
     let library = plain_plugin(&s, "insp", "insp", "inspected plugin");
     std::fs::create_dir_all(s.lib().join("sub")).unwrap();
-    let out = s.run(&["inspect", "./../lib/sub/.././insp.so"]);
+    let out = s.run(&["inspect", "--run-code", "./../lib/sub/.././insp.so"]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let canonical = std::fs::canonicalize(&library).unwrap();
@@ -492,7 +489,7 @@ fn inspect_prints_one_plugin_under_its_own_header_with_a_normalised_path() {
         !stdout.contains("Loaded (in load order)") && !stdout.contains("[cli"),
         "{stdout}"
     );
-    assert!(text(&out.stderr).contains("note: inspecting loads the plugin"));
+    assert!(text(&out.stderr).contains("note: inspecting with --run-code loads the plugin"));
 }
 
 /// Spawns `pi-hooks` with stdout piped, reads 10 bytes, closes the pipe, and waits: the

@@ -91,6 +91,21 @@ macro_rules! plugin {
                 unsafe { $crate::sdk::run_init(host, plugin, $init) }
             }
 
+            const __PI_HOOKS_INFO_LEN: usize = $crate::info_block::info_block_len(
+                $name,
+                $version,
+                $crate::plugin!(@description $($description)?),
+            );
+            /// The plugin's information block, read from the file without loading it.
+            #[unsafe(no_mangle)]
+            #[allow(non_upper_case_globals)]
+            pub static pi_hooks_plugin_info_v1: [u8; __PI_HOOKS_INFO_LEN] =
+                $crate::info_block::info_block::<__PI_HOOKS_INFO_LEN>(
+                    $name,
+                    $version,
+                    $crate::plugin!(@description $($description)?),
+                );
+
             /// The entry symbol of a pi-hooks ABI v1 plugin.
             #[unsafe(no_mangle)]
             pub extern "C" fn pi_hooks_plugin_v1() -> *const $crate::ffi::PiPluginDescriptor {

@@ -1,26 +1,24 @@
-//! `pi-hooks inspect FILE`: load one plugin file and show what it is and what it registers.
+//! `pi-hooks inspect FILE`: show what one plugin file is. A package is read by
+//! [`super::inspect_package`] and a library by [`super::inspect_static`], neither running any
+//! plugin code; with `--run-code` the library is loaded here, which runs its initialiser (the
+//! plugin's own code), to show what it registers.
 //!
-//! Loading a plugin runs its initialiser, which is the plugin's own code. A file that would be
-//! a project plugin (one a cloned repository could have brought) therefore runs only when the
-//! user trusts exactly its bytes, or passes `--run-code`. A project plugin here is a file
-//! inside a `.pi` folder that is not inside the agent directory (the file as named or after
-//! resolving links), or a file the current directory's `.pi/settings.json` lists.
+//! A project plugin (one a cloned repository could have brought: a file inside a `.pi` folder
+//! that is not inside the agent directory, or a file the current directory's
+//! `.pi/settings.json` lists) is shown with its trust state.
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use super::render::{error_and_warning_lines, inspect_text, report_json};
 use super::{CommandError, current_dir, write_stderr, write_stdout};
-use pi_hooks_host::guards::display::escape;
 use pi_hooks_host::library::cache_dir;
-use pi_hooks_host::lifecycle::load::{
-    LoadError, LoadReport, Loaded, Untrusted, load_one, shell_quote,
-};
+use pi_hooks_host::lifecycle::load::{LoadError, LoadReport, Loaded, load_one};
 use pi_hooks_host::plugin_files::discover::{DiscoveryOptions, Origin, discover};
 use pi_hooks_host::plugin_files::paths::{agent_dir, resolve};
 use pi_hooks_host::plugin_files::trust::{TrustState, TrustStore};
 
-/// Inspects `file`; `run_code` allows an untrusted project plugin to run.
+/// Inspects `file`; `run_code` loads a library (running its code) to show its registrations.
 pub(super) fn inspect(file: &Path, json: bool, run_code: bool) -> Result<ExitCode, CommandError> {
     if super::inspect_package::is_package(file) {
         return super::inspect_package::inspect_package(file, json);
@@ -29,9 +27,6 @@ pub(super) fn inspect(file: &Path, json: bool, run_code: bool) -> Result<ExitCod
     let here = current_dir();
     // Shown normalised (`.` and `..` applied): `resolve` does that.
     let given = resolve(&file.to_string_lossy(), &here);
-    write_stderr(
-        "pi-hooks: note: inspecting loads the plugin, which runs its initialiser (the plugin's own code)",
-    );
     let mut report = LoadReport::default();
     let canonical = match std::fs::canonicalize(&given) {
         Ok(canonical) => canonical,
@@ -44,18 +39,19 @@ pub(super) fn inspect(file: &Path, json: bool, run_code: bool) -> Result<ExitCod
             return show(&report, json);
         }
     };
+    let project = is_project_plugin(&given, &canonical, &here, &agent);
+    if !run_code {
+        return super::inspect_static::inspect_static(&canonical, project, &agent, json);
+    }
+    write_stderr(
+        "pi-hooks: note: inspecting with --run-code loads the plugin, which runs its initialiser (the plugin's own code)",
+    );
     let path = canonical.display().to_string();
     let cache = cache_dir(&agent);
-    let project = is_project_plugin(&given, &canonical, &here, &agent);
-    let outcome = if project && !run_code {
-        let store = TrustStore::load(&agent);
-        load_one(&canonical, Origin::Project, Some(store), &cache)
-    } else {
-        load_one(&canonical, Origin::Cli, None, &cache)
-    };
+    let outcome = load_one(&canonical, Origin::Cli, None, &cache);
     match outcome {
         Ok(Loaded::Plugin(mut plugin)) => {
-            if project && run_code {
+            if project {
                 plugin.origin = Origin::Project;
                 plugin.trust = TrustStore::load(&agent)
                     .map_or(TrustState::New, |s| s.state(&canonical, plugin.sha256()));
@@ -64,27 +60,12 @@ pub(super) fn inspect(file: &Path, json: bool, run_code: bool) -> Result<ExitCod
             // A command named like a built-in is worth a warning even on its own.
             pi_hooks_host::lifecycle::load::note_conflicts(&mut report.plugins);
         }
-        Ok(Loaded::Untrusted(trust, sha256)) => {
-            let trust_command = format!("pi-hooks trust {}", shell_quote(&path));
-            let message = format!(
-                "{} is a project plugin and is {}: inspecting it would run its initialiser, \
-                 the plugin's own code. Trust it first ({}) or pass --run-code to run it anyway",
-                escape(&path),
-                trust.describe(),
-                escape(&trust_command),
-            );
-            report.untrusted.push(Untrusted {
-                path,
-                source: Origin::Project,
-                sha256,
-                trust,
-                trust_command,
-            });
-            if json {
-                show(&report, json)?;
-            }
-            return Err(CommandError::failed(message));
-        }
+        // Loaded without a trust store, so never held back for trust.
+        Ok(Loaded::Untrusted(trust, _)) => report.errors.push(LoadError {
+            path,
+            error: format!("was held back as {}", trust.describe()),
+            named: true,
+        }),
         Err(error) => report.errors.push(LoadError {
             path,
             error,

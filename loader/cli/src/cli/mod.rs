@@ -13,6 +13,7 @@ mod demo_model;
 mod emit;
 mod inspect;
 mod inspect_package;
+mod inspect_static;
 mod install;
 mod new;
 mod pack;
@@ -120,21 +121,23 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Load one plugin file and show its ABI, name, version, registrations and warnings; or
-    /// show a package (a .tgz or a package folder) without running any of its code.
+    /// Show what a plugin library is (name, version, ABI, description, platform, SHA-256) read
+    /// from the file without running any of its code; or show a package (a .tgz or a package
+    /// folder), also without running it.
     ///
-    /// Inspecting loads the plugin, which runs its initialiser: the plugin's own code. So a
-    /// project plugin that is not trusted is refused unless --run-code is given. A project
-    /// plugin here is a file inside a `.pi` folder (a project's `.pi/hooks/`, say) that is not
-    /// inside your agent directory, or a file the current directory's `.pi/settings.json`
-    /// lists. Trust it first (`pi-hooks trust FILE`) or pass --run-code.
+    /// What a plugin registers (events, commands, tools, flags, shortcuts) is known only by
+    /// loading it, which runs its code: pass --run-code for that. Its name and version are
+    /// read from the information block the plugin exports (PI_HOOKS_PLUGIN and the Rust SDK's
+    /// plugin! write it); a library built with an older header shows only its platform and
+    /// SHA-256 until --run-code.
     Inspect {
         /// The plugin library.
         file: PathBuf,
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
-        /// Load the file even if it is an untrusted project plugin, running its code.
+        /// Load the plugin, running its code (even an untrusted project plugin's), to show
+        /// what it registers and its warnings.
         #[arg(long)]
         run_code: bool,
     },

@@ -4,6 +4,7 @@
 //! trusts a plugin's pointer). No plugin code runs before the entry symbol, and nothing but the
 //! entry symbol runs before the descriptor is accepted.
 
+pub mod info;
 pub mod memory;
 pub mod shadow;
 

@@ -113,6 +113,33 @@ pub fn choose_library(
             library.path, library.sha256
         ));
     }
+    // What the library says of itself, read from its bytes (nothing of it runs): a plugin at
+    // all, the plugin the manifest names, for an ABI this host speaks.
+    let file = crate::library::info::read_file_info(&bytes)
+        .map_err(|e| format!("{what}: its library {} {e}", library.path))?;
+    if !file.has_entry {
+        return Err(format!(
+            "{what}: its library {} does not export {} and is not a pi-hooks plugin; the package was assembled wrongly, ask its publisher",
+            library.path,
+            pi_hooks_abi::ENTRY_SYMBOL
+        ));
+    }
+    if let Some(info) = &file.info {
+        if info.name != manifest.plugin.name {
+            return Err(format!(
+                "{what}: its library {} is the plugin {:?}, but the manifest names {:?}; the package was assembled wrongly, ask its publisher",
+                library.path, info.name, manifest.plugin.name
+            ));
+        }
+        if info.abi_major as u64 != major || info.abi_minor as u64 > minor {
+            return Err(format!(
+                "{what}: its library {} was built for ABI {} (the manifest says {}), and this host speaks ABI {major}.{minor}; update pi-hooks or ask its publisher to rebuild it",
+                library.path,
+                info.abi(),
+                library.abi
+            ));
+        }
+    }
     Ok(Chosen {
         platform: platform.to_owned(),
         library: library.clone(),
