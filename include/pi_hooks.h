@@ -516,11 +516,6 @@
 #define PI_HOOKS_ABI_MINOR 4
 
 /**
- * The longest block a host reads (the texts beyond it are not shown).
- */
-#define MAX_INFO_BYTES (64 << 10)
-
-/**
  * An opaque context, valid until the handler, command, tool, timer or callback it was given
  * to returns, on the thread running that call. Do not keep it, nor hand it to another
  * thread; keep the `PiPlugin` handle instead. The host checks every context it is given: one
