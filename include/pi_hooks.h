@@ -166,6 +166,21 @@
  *     result: ignored
  *     combine: every handler runs; results are ignored
  *
+ *   auto_retry_start (session): when a run that failed with a transient model error (a rate
+ *     limit, an overloaded or unreachable server) is about to be retried (settings.json
+ *     retry), after its agent_end; the retry's agent_start follows the delay. pi prints it to
+ *     its clients only; plugins get it as in oh-my-pi
+ *     payload: attempt, maxAttempts, delayMs, errorMessage
+ *     result: ignored
+ *     combine: every handler runs; results are ignored
+ *
+ *   auto_retry_end (session): when retrying ended: the first answer that is not an error
+ *     (success: true, right after its message_end), the retries used up, or the wait cancelled
+ *     by an abort or RPC abort_retry (finalError: "Retry cancelled")
+ *     payload: success, attempt, finalError
+ *     result: ignored
+ *     combine: every handler runs; results are ignored
+ *
  *   session_before_tree (session): before the session's leaf moves to another entry
  *     (navigate_tree, ctx.navigateTree)
  *     payload: preparation

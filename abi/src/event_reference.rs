@@ -186,6 +186,39 @@ pub const EVENTS: &[EventSpec] = &[
         combine: NOTIFY,
     },
     EventSpec {
+        name: "auto_retry_start",
+        group: "session",
+        when: "when a run that failed with a transient model error (a rate limit, an overloaded or unreachable server) is about to be retried (settings.json `retry`), after its `agent_end`; the retry's `agent_start` follows the delay. pi prints it to its clients only; plugins get it as in oh-my-pi",
+        payload: &[
+            f("attempt", "number", "this retry's number, from 1"),
+            f("maxAttempts", "number", "`retry.maxRetries`"),
+            f(
+                "delayMs",
+                "number",
+                "the wait before it: `retry.baseDelayMs * 2^(attempt - 1)`",
+            ),
+            f("errorMessage", "string", "the error of the failed run"),
+        ],
+        result: "ignored",
+        combine: NOTIFY,
+    },
+    EventSpec {
+        name: "auto_retry_end",
+        group: "session",
+        when: "when retrying ended: the first answer that is not an error (`success: true`, right after its `message_end`), the retries used up, or the wait cancelled by an abort or RPC `abort_retry` (`finalError: \"Retry cancelled\"`)",
+        payload: &[
+            f("success", "boolean", "whether a retry got an answer"),
+            f("attempt", "number", "the retries made"),
+            f(
+                "finalError",
+                "string?",
+                "why it gave up (absent on success)",
+            ),
+        ],
+        result: "ignored",
+        combine: NOTIFY,
+    },
+    EventSpec {
         name: "session_before_tree",
         group: "session",
         when: "before the session's leaf moves to another entry (`navigate_tree`, `ctx.navigateTree`)",

@@ -352,6 +352,13 @@ fn failing_run(reply: Reply) -> String {
 
 fn failing_run_at(server: &FakeOpenAi) -> String {
     let sandbox = Sandbox::new();
+    // How a failed answer reads, without pi's automatic retry of transient errors (its own
+    // test is below).
+    std::fs::write(
+        sandbox.agent_dir().join("settings.json"),
+        r#"{"retry": {"enabled": false}}"#,
+    )
+    .unwrap();
     let (output, lines) = json_run(&sandbox, server, "hello");
     assert!(output.status.success(), "{}", stderr(&output));
     let message = assistant_end(&lines);
@@ -436,6 +443,11 @@ fn no_server_is_a_connection_error() {
         .unwrap()
         .port();
     let sandbox = Sandbox::new();
+    std::fs::write(
+        sandbox.agent_dir().join("settings.json"),
+        r#"{"retry": {"enabled": false}}"#,
+    )
+    .unwrap();
     let output = sandbox
         .command(&[
             "run",
@@ -851,6 +863,9 @@ fn failing_run_with_settings(
     settings: Value,
 ) -> (String, Value, std::time::Duration) {
     let sandbox = Sandbox::new();
+    // The failure itself, without pi's automatic retry of transient errors.
+    let mut settings = settings;
+    settings["retry"] = json!({"enabled": false});
     std::fs::write(
         sandbox.agent_dir().join("settings.json"),
         settings.to_string(),

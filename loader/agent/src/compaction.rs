@@ -309,7 +309,7 @@ const OVERFLOW_RECOVERY_FAILED: &str = "Context overflow recovery failed after o
 
 /// pi-ai's `isContextOverflow` for a failed answer: its error message matches one of the
 /// providers' context-overflow wordings and none of the rate-limit ones.
-fn is_context_overflow(message: &Value) -> bool {
+pub(crate) fn is_context_overflow(message: &Value) -> bool {
     use std::sync::LazyLock;
     static OVERFLOW: LazyLock<regex::RegexSet> = LazyLock::new(|| {
         regex::RegexSet::new([

@@ -83,6 +83,22 @@ impl AgentHandle {
     /// Aborts the current run (the next check point stops it).
     pub fn abort(&self) {
         self.shared.abort_token().cancel();
+        self.abort_retry();
+    }
+
+    /// Cancels a retry waiting to start (RPC `abort_retry`); the run is not retried.
+    pub fn abort_retry(&self) {
+        Shared::lock(&self.shared.retry_cancel).cancel();
+    }
+
+    /// Whether runs that failed with a transient error are retried.
+    pub fn auto_retry(&self) -> bool {
+        self.shared.auto_retry.load(Ordering::Acquire)
+    }
+
+    /// Turns automatic retry on or off (RPC `set_auto_retry`).
+    pub fn set_auto_retry(&self, enabled: bool) {
+        self.shared.auto_retry.store(enabled, Ordering::Release);
     }
 
     /// Queues a steering user message (delivered after the current turn's tools).

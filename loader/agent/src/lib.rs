@@ -17,6 +17,7 @@ mod handle;
 pub mod model;
 mod plugin_tool;
 mod reload;
+mod retry;
 mod services;
 mod session_ops;
 mod tool_calls;
@@ -70,6 +71,8 @@ pub struct AgentConfig {
     pub input_source: &'static str,
     /// Compaction settings (settings.json `compaction`).
     pub compaction: pi_hooks_session::compaction::CompactionSettings,
+    /// Automatic retry of transient model errors (settings.json `retry`).
+    pub retry: pi_hooks_host::plugin_files::settings::RetrySettings,
     /// Where plugins were discovered, for `/reload` (`None`: reload is refused).
     pub discovery: Option<pi_hooks_host::plugin_files::discover::DiscoveryOptions>,
 }
@@ -121,6 +124,12 @@ struct Shared {
     forked_text: Mutex<Option<String>>,
     /// Whether the context is compacted automatically when it nears the context window.
     auto_compaction: AtomicBool,
+    /// Whether a run that failed with a transient error is retried (RPC `set_auto_retry`).
+    auto_retry: AtomicBool,
+    /// The retry attempt in progress (0: none), see `retry.rs`.
+    retry_attempt: std::sync::atomic::AtomicU32,
+    /// Cancels the wait before a retry (RPC `abort_retry`, and any abort).
+    retry_cancel: Mutex<CancelToken>,
     /// A plugin asked the host to shut down (`PiContextApi::shutdown`).
     shutdown_requested: AtomicBool,
     sink: Mutex<EventSink>,
@@ -256,6 +265,9 @@ impl Agent {
             compacting: AtomicBool::new(false),
             forked_text: Mutex::new(None),
             auto_compaction: AtomicBool::new(config.compaction.enabled),
+            auto_retry: AtomicBool::new(config.retry.enabled),
+            retry_attempt: std::sync::atomic::AtomicU32::new(0),
+            retry_cancel: Mutex::new(CancelToken::new()),
             shutdown_requested: AtomicBool::new(false),
             sink: Mutex::new(sink),
             queued_texts: Mutex::default(),
@@ -516,6 +528,11 @@ impl Agent {
         }
         core.shared.streaming.store(false, Ordering::Release);
         core.shared.sink(&end);
+        // pi's order: a transient error is retried first; only a run that is not retried
+        // goes on to the compaction check.
+        if self.check_retry() {
+            return;
+        }
         self.check_compaction();
     }
 
@@ -524,9 +541,10 @@ impl Agent {
         last_assistant_text(&Shared::lock(&self.core.shared.messages))
     }
 
-    /// Aborts the current run (the next check point stops it).
+    /// Aborts the current run (the next check point stops it) and a retry waiting to start.
     pub fn abort(&self) {
         self.core.shared.abort_token().cancel();
+        Shared::lock(&self.core.shared.retry_cancel).cancel();
     }
 
     /// The id of the session's leaf entry.
@@ -679,6 +697,9 @@ impl Core {
     fn end_assistant(&self, message: &Value) {
         self.persist(message);
         self.emit(json!({"type": "message_end", "message": message}));
+        if message["stopReason"] != "error" {
+            retry::note_success(self);
+        }
     }
 
     fn persist(&self, message: &Value) {

@@ -99,6 +99,7 @@ pub fn build(setup: CoreSetup, error_lines: Option<LineWriter>, sink: EventSink)
         system_prompt: DEFAULT_SYSTEM_PROMPT.to_owned(),
         input_source,
         compaction: pi_hooks_host::plugin_files::settings::compaction(&report.settings),
+        retry: pi_hooks_host::plugin_files::settings::retry(&report.settings),
         discovery,
     };
     let mut agent = Agent::new(runner, model, builtin_tools(), session, config, sink);

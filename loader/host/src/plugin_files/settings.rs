@@ -24,6 +24,8 @@ pub struct Settings {
     pub stream_idle_timeout_ms: Option<u64>,
     /// `compaction`: `{enabled?, reserveTokens?, keepRecentTokens?}`.
     pub compaction: Option<pi_hooks_session::compaction::CompactionSettings>,
+    /// `retry`: `{enabled?, maxRetries?, baseDelayMs?}`.
+    pub retry: Option<RetrySettings>,
     /// Whether the file is the project's (`<cwd>/.pi/settings.json`) rather than the user's.
     pub project: bool,
     /// `isolate`: which plugins run in a `pi-hooks serve` child (see `crate::isolate`).
@@ -78,6 +80,12 @@ pub fn read_settings(path: &Path) -> Result<Option<Settings>, String> {
                         format!("{e}; fix the settings file. Plugins it lists were not loaded")
                     })?,
             ),
+        },
+        retry: match map.get("retry") {
+            None | Some(Value::Null) => None,
+            Some(value) => Some(RetrySettings::from_settings_value(value).map_err(|e| {
+                format!("{e}; fix the settings file. Plugins it lists were not loaded")
+            })?),
         },
         project: false,
         isolate: match map.get("isolate") {
@@ -162,6 +170,75 @@ pub fn compaction(settings: &[Settings]) -> pi_hooks_session::compaction::Compac
             .iter()
             .find(|s| s.project == project)
             .and_then(|s| s.compaction)
+    };
+    pick(true).or_else(|| pick(false)).unwrap_or_default()
+}
+
+/// pi's automatic retry of a transient model error (settings.json `retry`): after a run that
+/// ended in an error such as a rate limit, an overloaded or unreachable server, the run is
+/// retried up to `max_retries` times, waiting `base_delay_ms * 2^(attempt - 1)` before each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetrySettings {
+    /// Whether failed runs are retried (`true`).
+    pub enabled: bool,
+    /// How many retries at most (3).
+    pub max_retries: u32,
+    /// The first retry's delay in milliseconds (2000); each next one doubles it.
+    pub base_delay_ms: u64,
+}
+
+impl Default for RetrySettings {
+    fn default() -> Self {
+        RetrySettings {
+            enabled: true,
+            max_retries: 3,
+            base_delay_ms: 2000,
+        }
+    }
+}
+
+impl RetrySettings {
+    /// Reads settings.json's `retry` value (pi's keys; others, such as `provider`, are
+    /// ignored); an error names the key, the value found and what is expected.
+    pub fn from_settings_value(retry: &Value) -> Result<RetrySettings, String> {
+        let Value::Object(map) = retry else {
+            return Err(format!(
+                "settings key `retry` must be an object like {{\"enabled\": true, \"maxRetries\": 3, \"baseDelayMs\": 2000}}, found {retry}"
+            ));
+        };
+        let mut settings = RetrySettings::default();
+        if let Some(value) = map.get("enabled") {
+            settings.enabled = value.as_bool().ok_or_else(|| {
+                format!("settings key `retry.enabled` must be true or false, found {value}")
+            })?;
+        }
+        if let Some(value) = map.get("maxRetries") {
+            settings.max_retries = value
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(|| {
+                    format!("settings key `retry.maxRetries` must be a whole number, found {value}")
+                })?;
+        }
+        if let Some(value) = map.get("baseDelayMs") {
+            settings.base_delay_ms = value.as_u64().ok_or_else(|| {
+                format!(
+                    "settings key `retry.baseDelayMs` must be a whole number of milliseconds, found {value}"
+                )
+            })?;
+        }
+        Ok(settings)
+    }
+}
+
+/// The retry settings in force: the project's `retry` over the user's, pi's defaults without
+/// either.
+pub fn retry(settings: &[Settings]) -> RetrySettings {
+    let pick = |project: bool| {
+        settings
+            .iter()
+            .find(|s| s.project == project)
+            .and_then(|s| s.retry)
     };
     pick(true).or_else(|| pick(false)).unwrap_or_default()
 }

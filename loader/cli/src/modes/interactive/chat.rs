@@ -515,6 +515,23 @@ impl Chat {
                     self.version += 1;
                 }
             }
+            "auto_retry_start" => self.notice(
+                Level::Info,
+                format!(
+                    "Retrying ({}/{}) in {}s... (escape to cancel)",
+                    event["attempt"],
+                    event["maxAttempts"],
+                    event["delayMs"].as_u64().unwrap_or(0).div_ceil(1000)
+                ),
+            ),
+            "auto_retry_end" if event["success"] != true => self.notice(
+                Level::Error,
+                format!(
+                    "Retry failed after {} attempts: {}",
+                    event["attempt"],
+                    event["finalError"].as_str().unwrap_or("Unknown error")
+                ),
+            ),
             "auto_compaction_start" => self.notice(Level::Info, "Compacting context…"),
             "auto_compaction_end" => {
                 if event["aborted"] == true {

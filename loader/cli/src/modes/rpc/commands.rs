@@ -16,15 +16,13 @@ use pi_hooks_agent::{Agent, AgentHandle, ForkPosition};
 /// Work for the agent's thread.
 pub type Job = Box<dyn FnOnce(&mut Agent) + Send>;
 
-/// Commands pi has that this host does not offer (thinking levels, queue modes, retries and
-/// HTML export: the scripted provider has no thinking levels and never fails transiently).
+/// Commands pi has that this host does not offer (thinking levels, queue modes and HTML
+/// export).
 const NOT_OFFERED: &[&str] = &[
     "set_thinking_level",
     "cycle_thinking_level",
     "set_steering_mode",
     "set_follow_up_mode",
-    "set_auto_retry",
-    "abort_retry",
     "export_html",
 ];
 
@@ -330,6 +328,17 @@ impl Commands {
                     return Some(Err(wrong_field(name, "enabled", "a boolean", command)));
                 };
                 agent.set_auto_compaction(enabled);
+                None
+            }
+            "set_auto_retry" => {
+                let Some(enabled) = command.get("enabled").and_then(Value::as_bool) else {
+                    return Some(Err(wrong_field(name, "enabled", "a boolean", command)));
+                };
+                agent.set_auto_retry(enabled);
+                None
+            }
+            "abort_retry" => {
+                agent.abort_retry();
                 None
             }
             "set_model" => return self.set_model(command, id),
