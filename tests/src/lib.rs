@@ -36,6 +36,7 @@ pub fn target_dir() -> PathBuf {
 pub const RUST_PLUGINS: &[&str] = &[
     "permission-gate",
     "fixture-rust-init",
+    "fixture-rust-abort",
     "counter",
     "workflow",
 ];

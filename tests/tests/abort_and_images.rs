@@ -1,7 +1,8 @@
-//! ABI 1.4 from C through the real binary in RPC mode: `context->is_aborted` (pi's
-//! `ctx.signal.aborted`) turns true when the client aborts the run, and
-//! `actions->send_user_message_content` sends a user message with an image (pi's
-//! `sendUserMessage` with content blocks) that reaches `input` and the user message.
+//! ABI 1.4 through the real binary in RPC mode, from C, C++ (`pi_hooks.hpp`) and the Rust SDK
+//! (`tests/fixtures/rust-abort`): `context->is_aborted` (pi's `ctx.signal.aborted`) turns true
+//! when the client aborts the run, `actions->send_user_message_content` sends a user message
+//! with an image (pi's `sendUserMessage` with content blocks) that reaches `input` and the
+//! user message, and `actions->exec_cancel` stops the plugin's own program.
 
 use pi_hooks_tests::rpc_client::RpcClient;
 use pi_hooks_tests::session_rpc::rpc_with_watcher;
@@ -78,8 +79,37 @@ static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
 PI_HOOKS_PLUGIN("abort-and-images", "1.0.0", "reads the abort, sends an image", init, NULL);
 "#;
 
-fn start(sandbox: &Sandbox, turns: serde_json::Value) -> RpcClient {
-    let plugin = compile_c_text(&sandbox.lib(), "abort_and_images", PLUGIN, &["-pedantic"]);
+/// The same plugin in C++, on `pi_hooks.hpp` (`Context::is_aborted`).
+const CPP_PLUGIN: &str = r#"
+#include "pi_hooks.hpp"
+using namespace pi_hooks;
+
+static void say(Context &ctx, const char *when) {
+    ctx.notify(std::string(when) + (ctx.is_aborted() ? " aborted" : " running"));
+}
+
+static void setup(Plugin &pi) {
+    pi.on("tool_execution_start", [](Value, Context &ctx, Result &) { say(ctx, "tool start:"); });
+    pi.on("tool_execution_end", [](Value, Context &ctx, Result &) { say(ctx, "tool end:"); });
+}
+
+PI_HOOKS_CPP_PLUGIN("abort-cpp", "1.0.0", "reads the abort", setup);
+"#;
+
+/// Which build of the plugin a test runs.
+#[derive(Clone, Copy)]
+enum Lang {
+    C,
+    Cpp,
+    Rust,
+}
+
+fn start_in(sandbox: &Sandbox, turns: serde_json::Value, lang: Lang) -> RpcClient {
+    let plugin = match lang {
+        Lang::C => compile_c_text(&sandbox.lib(), "abort_and_images", PLUGIN, &["-pedantic"]),
+        Lang::Cpp => pi_hooks_tests::compile_cpp_text(&sandbox.lib(), "abort_cpp", CPP_PLUGIN),
+        Lang::Rust => pi_hooks_tests::rust_plugin("fixture-rust-abort"),
+    };
     RpcClient::start(rpc_with_watcher(
         sandbox,
         &json!({ "turns": turns }),
@@ -91,13 +121,20 @@ fn start(sandbox: &Sandbox, turns: serde_json::Value) -> RpcClient {
 
 #[test]
 fn a_handler_reads_that_the_run_was_aborted() {
+    for lang in [Lang::C, Lang::Cpp, Lang::Rust] {
+        handler_reads_the_abort(lang);
+    }
+}
+
+fn handler_reads_the_abort(lang: Lang) {
     let sandbox = Sandbox::new();
-    let mut client = start(
+    let mut client = start_in(
         &sandbox,
         json!([
             {"toolCalls": [{"name": "bash", "arguments": {"command": "sleep 30"}}]},
             {"text": "done"}
         ]),
+        lang,
     );
     client.send(&json!({"id": "p", "type": "prompt", "message": "work"}));
     let (_, start) = client.until(|l| l["method"] == "notify");
@@ -111,8 +148,14 @@ fn a_handler_reads_that_the_run_was_aborted() {
 
 #[test]
 fn a_user_message_with_an_image_reaches_input_and_the_user_message() {
+    for lang in [Lang::C, Lang::Rust] {
+        user_message_with_an_image(lang);
+    }
+}
+
+fn user_message_with_an_image(lang: Lang) {
     let sandbox = Sandbox::new();
-    let mut client = start(&sandbox, json!([{"text": "a cat"}]));
+    let mut client = start_in(&sandbox, json!([{"text": "a cat"}]), lang);
     let image = json!({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"});
     client.send(&json!({"id": "b", "type": "prompt", "message": "/bad"}));
     let (_, refused) = client.until(|l| l["method"] == "notify");
@@ -190,8 +233,16 @@ PI_HOOKS_PLUGIN("canceller", "1.0.0", "stops its own exec", init, NULL);
 /// its own), not only the run's abort.
 #[test]
 fn a_plugin_stops_its_own_exec() {
+    let c =
+        |sandbox: &Sandbox| compile_c_text(&sandbox.lib(), "canceller", CANCELLER, &["-pthread"]);
+    let rust = |_: &Sandbox| pi_hooks_tests::rust_plugin("fixture-rust-abort");
+    plugin_stops_its_own_exec(&c);
+    plugin_stops_its_own_exec(&rust);
+}
+
+fn plugin_stops_its_own_exec(build: &dyn Fn(&Sandbox) -> std::path::PathBuf) {
     let sandbox = Sandbox::new();
-    let plugin = compile_c_text(&sandbox.lib(), "canceller", CANCELLER, &["-pthread"]);
+    let plugin = build(&sandbox);
     let mut client = RpcClient::start(rpc_with_watcher(
         &sandbox,
         &json!({"turns": [{"text": "ok"}]}),
