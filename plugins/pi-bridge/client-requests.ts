@@ -69,6 +69,8 @@ export class PiSide {
 				return null;
 			case "is_idle":
 				return this.ctx ? this.ctx.isIdle() : true;
+			case "is_aborted":
+				return this.ctx?.signal?.aborted ?? false;
 			case "has_pending_messages":
 				return this.ctx ? this.ctx.hasPendingMessages() : false;
 			case "model":

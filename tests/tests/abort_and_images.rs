@@ -100,28 +100,36 @@ PI_HOOKS_CPP_PLUGIN("abort-cpp", "1.0.0", "reads the abort", setup);
 #[derive(Clone, Copy)]
 enum Lang {
     C,
+    /// The C plugin in a `serve` child (`--isolate`): `is_aborted` is asked of the host.
+    CIsolated,
     Cpp,
     Rust,
 }
 
 fn start_in(sandbox: &Sandbox, turns: serde_json::Value, lang: Lang) -> RpcClient {
     let plugin = match lang {
-        Lang::C => compile_c_text(&sandbox.lib(), "abort_and_images", PLUGIN, &["-pedantic"]),
+        Lang::C | Lang::CIsolated => {
+            compile_c_text(&sandbox.lib(), "abort_and_images", PLUGIN, &["-pedantic"])
+        }
         Lang::Cpp => pi_hooks_tests::compile_cpp_text(&sandbox.lib(), "abort_cpp", CPP_PLUGIN),
         Lang::Rust => pi_hooks_tests::rust_plugin("fixture-rust-abort"),
     };
-    RpcClient::start(rpc_with_watcher(
+    let mut command = rpc_with_watcher(
         sandbox,
         &json!({ "turns": turns }),
         &json!([{"event": "input"}]),
         &sandbox.root().join("s.jsonl"),
         &[&plugin],
-    ))
+    );
+    if matches!(lang, Lang::CIsolated) {
+        command.arg("--isolate");
+    }
+    RpcClient::start(command)
 }
 
 #[test]
 fn a_handler_reads_that_the_run_was_aborted() {
-    for lang in [Lang::C, Lang::Cpp, Lang::Rust] {
+    for lang in [Lang::C, Lang::CIsolated, Lang::Cpp, Lang::Rust] {
         handler_reads_the_abort(lang);
     }
 }
@@ -148,7 +156,7 @@ fn handler_reads_the_abort(lang: Lang) {
 
 #[test]
 fn a_user_message_with_an_image_reaches_input_and_the_user_message() {
-    for lang in [Lang::C, Lang::Rust] {
+    for lang in [Lang::C, Lang::CIsolated, Lang::Rust] {
         user_message_with_an_image(lang);
     }
 }
@@ -260,4 +268,96 @@ fn plugin_stops_its_own_exec(build: &dyn Fn(&Sandbox) -> std::path::PathBuf) {
         asked.elapsed()
     );
     client.close();
+}
+
+/// A `tool_call` handler that waits (up to 20 s) for the run to be aborted, asking
+/// `context->is_aborted` every 20 ms: it notifies `waiting`, then `saw the abort` (and blocks
+/// the tool) or `no abort`.
+const WAITER: &str = r#"
+#define _POSIX_C_SOURCE 200809L
+#include <time.h>
+#include "pi_hooks.h"
+
+static const PiHostApi *host;
+
+static PiStatus on_tool_call(void *ud, const PiValue *event, PiContext *ctx, PiResult *result) {
+    struct timespec pause = {0, 20 * 1000 * 1000};
+    int i;
+    (void)ud; (void)event;
+    host->ui->notify(ctx, pi_str("waiting"), PI_NOTIFY_INFO);
+    for (i = 0; i < 1000; i++) {
+        if (host->context->is_aborted(ctx)) {
+            host->ui->notify(ctx, pi_str("saw the abort"), PI_NOTIFY_INFO);
+            host->results->set_bool(result, pi_str("block"), true);
+            return host->results->set_string(result, pi_str("reason"), pi_str("aborted"));
+        }
+        nanosleep(&pause, NULL);
+    }
+    return host->ui->notify(ctx, pi_str("no abort"), PI_NOTIFY_INFO);
+}
+
+static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
+    host = h;
+    return host->registry->on(plugin, pi_str("tool_call"), on_tool_call, NULL);
+}
+
+PI_HOOKS_PLUGIN("abort-waiter", "1.0.0", "waits for the abort", init, NULL);
+"#;
+
+/// Prompts, waits for the handler's `waiting`, aborts, and expects it to see the abort.
+fn waiter_sees_the_abort(client: &mut RpcClient) {
+    client.send(&json!({"id": "p", "type": "prompt", "message": "work"}));
+    let (_, waiting) = client.until(|l| l["method"] == "notify");
+    assert_eq!(waiting["message"], "waiting", "{waiting}");
+    client.send(&json!({"id": "a", "type": "abort"}));
+    let (_, seen) = client.until(|l| l["method"] == "notify");
+    assert_eq!(seen["message"], "saw the abort", "{seen}");
+    client.until(|l| l["type"] == "agent_end");
+}
+
+/// A handler in a `serve` child (`--isolate`) asks the host whether the run was aborted.
+#[test]
+fn an_isolated_handler_reads_the_abort_while_it_runs() {
+    let sandbox = Sandbox::new();
+    let plugin = compile_c_text(&sandbox.lib(), "abort_waiter", WAITER, &[]);
+    let mut command = rpc_with_watcher(
+        &sandbox,
+        &json!({"turns": [
+            {"toolCalls": [{"name": "bash", "arguments": {"command": "echo hi"}}]},
+            {"text": "done"}
+        ]}),
+        &json!([]),
+        &sandbox.root().join("s.jsonl"),
+        &[&plugin],
+    );
+    command.arg("--isolate");
+    let mut client = RpcClient::start(command);
+    waiter_sees_the_abort(&mut client);
+    client.close();
+}
+
+/// pi's `ctx.signal.aborted` through the bridge: the plugin, loaded by the real pi 0.73.1,
+/// reads that pi's run was aborted while its handler runs.
+#[test]
+fn a_native_handler_in_pi_reads_that_pi_s_run_was_aborted() {
+    use pi_hooks_tests::fake_openai::{FakeOpenAi, Reply, after_tool, tool_call};
+    use pi_hooks_tests::pi_e2e::{pi_rpc, prepare};
+    let sandbox = Sandbox::new();
+    let server = FakeOpenAi::start(|body| {
+        if after_tool(body) {
+            Reply::Text("done".into())
+        } else {
+            tool_call("bash", json!({"command": "echo hi"}))
+        }
+    });
+    prepare(&sandbox, &server);
+    let plugin = compile_c_text(&sandbox.lib(), "abort_waiter", WAITER, &[]);
+    sandbox.install(
+        &plugin,
+        &sandbox.agent_dir().join("extensions"),
+        "libabort_waiter.so",
+    );
+    let mut pi = pi_rpc(&sandbox, &["--no-session"]);
+    waiter_sees_the_abort(&mut pi);
+    pi.close();
 }

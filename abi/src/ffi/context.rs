@@ -157,9 +157,13 @@ pub struct PiContextApi {
 
     // ---- ABI 1.4
     /// (ABI 1.4) Whether the agent's current run was aborted (Esc in the terminal, RPC
-    /// `abort`, a plugin's `abort`): pi's `ctx.signal.aborted` (and `event.signal.aborted` in
-    /// `session_before_compact` and `session_before_tree`), so a long handler can stop early.
-    /// False outside a run and for a NULL or stale context. Host-side only: a plugin run by
-    /// `pi-hooks serve` (the pi bridge, `--isolate`) always reads false.
+    /// `abort`, a plugin's `abort`): pi's `ctx.signal.aborted`, so a long handler can stop
+    /// early. False outside a run and for a NULL or stale context. A plugin run by
+    /// `pi-hooks serve` gets the answer from the serve client: the host under `--isolate`,
+    /// pi's own `ctx.signal` through the pi bridge (pi hands extensions its events from a
+    /// queue, so a handler of an event pi delivers after the run ended reads false there, as a
+    /// pi extension would). The `signal` of `session_before_compact` and
+    /// `session_before_tree` payloads is `{aborted: false}`: this host cannot abort a
+    /// compaction or a tree move once it started.
     pub is_aborted: unsafe extern "C" fn(ctx: *mut PiContext) -> bool,
 }

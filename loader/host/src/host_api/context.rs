@@ -353,12 +353,7 @@ unsafe extern "C" fn is_idle(ctx: *mut PiContext) -> bool {
 
 unsafe extern "C" fn is_aborted(ctx: *mut PiContext) -> bool {
     with_ctx(ctx, false, |c| {
-        // The last run's token stays cancelled after it ended: only a run in progress counts.
-        c.plugin.services().is_some_and(|s| {
-            !s.is_idle()
-                && s.run_abort_token()
-                    .is_some_and(|token| token.is_cancelled())
-        })
+        c.plugin.services().is_some_and(|s| s.is_run_aborted())
     })
 }
 

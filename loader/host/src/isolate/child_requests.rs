@@ -160,6 +160,7 @@ impl Answerer<'_> {
                 Ok(Value::Null)
             }
             "is_idle" => Ok(Value::Bool(s.is_idle())),
+            "is_aborted" => Ok(Value::Bool(s.is_run_aborted())),
             "has_pending_messages" => Ok(Value::Bool(s.has_pending_messages())),
             "model" => Ok(s.model().unwrap_or(Value::Null)),
             "context_usage" => Ok(s.context_usage().unwrap_or(Value::Null)),

@@ -246,6 +246,12 @@ impl HostServices for ClientServices {
         let _ = self.ask_for_ack("set_active_tools", json!({"names": names}));
     }
 
+    fn is_run_aborted(&self) -> bool {
+        self.read("is_aborted", Value::Bool(false))
+            .as_bool()
+            .unwrap_or(false)
+    }
+
     fn is_idle(&self) -> bool {
         self.read("is_idle", Value::Bool(true))
             .as_bool()

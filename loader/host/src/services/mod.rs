@@ -112,6 +112,12 @@ pub trait HostServices: Send + Sync {
     fn run_abort_token(&self) -> Option<crate::services::CancelToken> {
         None
     }
+    /// Whether the agent's current run was aborted (pi's `ctx.signal.aborted`): false when no
+    /// run is going (the last run's token stays cancelled after it ended). A `serve` child
+    /// asks its client.
+    fn is_run_aborted(&self) -> bool {
+        !self.is_idle() && self.run_abort_token().is_some_and(|t| t.is_cancelled())
+    }
     /// Context window usage `{tokens, contextWindow, percent}`, when known.
     fn context_usage(&self) -> Option<Value> {
         None
