@@ -5,10 +5,15 @@
 //!   10 SHA-256 pins set);
 //! - `packages/discover/10-in-hooks-folder`: discovery of the same 10 libraries in
 //!   `<agentDir>/hooks/` (what loading them costs anyway, beside the load itself);
-//! - `packages/sha256/KiB`: the SHA-256 every load of a package library computes (a plain
-//!   global plugin is not hashed), for a library of that size.
+//! - `packages/sha256/KiB`: the SHA-256 of a library of that size, what a load of a package
+//!   library computes when its file changed since its bytes last matched (a plain global
+//!   plugin is not hashed);
+//! - `packages/verify-10x1MiB/{read,hashed,recorded}`: reading ten 1 MiB libraries (what
+//!   loading them does anyway), then checking each against its package's SHA-256 by hashing
+//!   it, or through the record of its unchanged file (`packages::verified`, what every load
+//!   after the first does).
 //!
-//! The difference of the first two, plus 10 hashes, is what 10 packages add.
+//! The difference of the first two, plus the check of each library, is what 10 packages add.
 //! Run: `cargo bench -p pi-hooks-host --bench packages`.
 
 use std::path::Path;
@@ -79,6 +84,51 @@ fn with_hooks_folder(agent: &Path) {
     }
 }
 
+/// Ten 1 MiB libraries read and checked against their SHA-256: by hashing, and through the
+/// record of an unchanged file.
+fn verify_group(c: &mut Criterion, root: &Path) {
+    use pi_hooks_host::library::read_plugin_file;
+    use pi_hooks_host::packages::verified::matches_pin;
+    let dir = root.join("verify");
+    std::fs::create_dir_all(&dir).unwrap();
+    let libraries: Vec<(std::path::PathBuf, String)> = (0..PACKAGES)
+        .map(|i| {
+            let path = dir.join(format!("libplugin_{i}.so"));
+            let bytes: Vec<u8> = (0..1usize << 20).map(|b| (b * 31 + i) as u8).collect();
+            std::fs::write(&path, &bytes).unwrap();
+            (path, sha256_hex(&bytes))
+        })
+        .collect();
+    // Records are written only for files whose last change is two seconds old.
+    std::thread::sleep(Duration::from_millis(2100));
+    for (path, pin) in &libraries {
+        assert!(matches_pin(path, &read_plugin_file(path).unwrap(), pin));
+    }
+    let mut group = c.benchmark_group("packages/verify-10x1MiB");
+    group.bench_function("read", |b| {
+        b.iter(|| {
+            for (path, _) in &libraries {
+                read_plugin_file(path).unwrap();
+            }
+        })
+    });
+    group.bench_function("hashed", |b| {
+        b.iter(|| {
+            for (path, pin) in &libraries {
+                assert_eq!(read_plugin_file(path).unwrap().sha256(), pin);
+            }
+        })
+    });
+    group.bench_function("recorded", |b| {
+        b.iter(|| {
+            for (path, pin) in &libraries {
+                assert!(matches_pin(path, &read_plugin_file(path).unwrap(), pin));
+            }
+        })
+    });
+    group.finish();
+}
+
 fn main() {
     let mut c = Criterion::default()
         .configure_from_args()
@@ -105,6 +155,7 @@ fn main() {
         group.bench_function(label, |b| b.iter(|| discover(&options)));
     }
     group.finish();
+    verify_group(&mut c, root.path());
     let mut group = c.benchmark_group("packages/sha256");
     for kib in [16usize, 1024] {
         let bytes = vec![7u8; kib << 10];

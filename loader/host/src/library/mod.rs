@@ -17,7 +17,7 @@ use pi_hooks_abi::ffi::*;
 use pi_hooks_abi::layout::{AbiSizes, fingerprint_for_minor};
 
 use crate::guards::exception_barrier;
-use crate::plugin_files::files::{MAX_PLUGIN_BYTES, read_regular};
+use crate::plugin_files::files::{FileIdentity, MAX_PLUGIN_BYTES, read_regular_with_identity};
 use crate::plugin_files::trust::sha256_hex;
 use shadow::shadow_copy;
 
@@ -27,6 +27,8 @@ pub struct PluginFile {
     pub path: PathBuf,
     /// Its bytes.
     pub bytes: Vec<u8>,
+    /// The file's identity when these bytes were read (see [`FileIdentity`]).
+    pub identity: Option<FileIdentity>,
     sha256: OnceLock<String>,
 }
 
@@ -36,8 +38,16 @@ impl PluginFile {
         PluginFile {
             path,
             bytes,
+            identity: None,
             sha256: OnceLock::new(),
         }
+    }
+
+    /// Takes `sha256` as the bytes' hash without computing it: for bytes whose file is known
+    /// unchanged since they were hashed (see `crate::packages::verified`). Ignored once the
+    /// hash was computed.
+    pub fn assume_sha256(&self, sha256: &str) {
+        let _ = self.sha256.set(sha256.to_owned());
     }
 
     /// SHA-256 of the bytes, hex; computed on first use (only plugins that need a trust pin,
@@ -55,13 +65,16 @@ impl PluginFile {
 /// Reads a plugin file: a regular file of at most `MAX_PLUGIN_BYTES`, read once; the bytes
 /// hashed here are the bytes that are loaded.
 pub fn read_plugin_file(path: &Path) -> Result<PluginFile, String> {
-    let bytes = read_regular(path, MAX_PLUGIN_BYTES).map_err(|e| e.to_string())?;
+    let (bytes, identity) =
+        read_regular_with_identity(path, MAX_PLUGIN_BYTES).map_err(|e| e.to_string())?;
     if bytes.is_empty() {
         return Err(
             "the file is empty (0 bytes): an interrupted build? rebuild the plugin".to_owned(),
         );
     }
-    Ok(PluginFile::new(path.to_path_buf(), bytes))
+    let mut file = PluginFile::new(path.to_path_buf(), bytes);
+    file.identity = identity;
+    Ok(file)
 }
 
 /// An opened library whose descriptor the host accepted.

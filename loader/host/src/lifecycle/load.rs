@@ -501,7 +501,10 @@ fn load_timed(
 ) -> Result<Loaded, String> {
     let file = read_plugin_file(path)?;
     if let Some((pin, package)) = pinned(path)
-        && file.sha256() != pin
+        && !match &package {
+            Some(_) => crate::packages::verified::matches_pin(path, &file, &pin),
+            None => file.sha256() == pin,
+        }
     {
         return Err(match package {
             Some(package) => format!(

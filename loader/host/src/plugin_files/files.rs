@@ -56,6 +56,56 @@ impl std::fmt::Display for ReadError {
 /// opened with `O_NONBLOCK` and checked on the open descriptor, so a FIFO never blocks the
 /// open and nothing can be swapped in between the check and the read.
 pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+    read_regular_with_identity(path, limit).map(|(bytes, _)| bytes)
+}
+
+/// What tells one state of a file from another without reading it: device, inode, size,
+/// modification and status-change times (ns). Any write to the file changes its status-change
+/// time (`ctime`), which no one but root can set back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FileIdentity {
+    /// Device number.
+    pub dev: u64,
+    /// Inode number.
+    pub ino: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time, ns since the epoch.
+    pub mtime_ns: i128,
+    /// Status-change time, ns since the epoch.
+    pub ctime_ns: i128,
+}
+
+impl FileIdentity {
+    /// The identity in `meta` (None where the platform has no inodes and ctimes).
+    pub fn of(meta: &std::fs::Metadata) -> Option<FileIdentity> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+            Some(FileIdentity {
+                dev: meta.dev(),
+                ino: meta.ino(),
+                size: meta.size(),
+                mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
+                ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = meta;
+            None
+        }
+    }
+}
+
+/// [`read_regular`], with the file's identity when it was the same before and after the read
+/// (None when it changed meanwhile, or the platform has none): the identity of exactly the
+/// bytes returned.
+pub fn read_regular_with_identity(
+    path: &Path,
+    limit: u64,
+) -> Result<(Vec<u8>, Option<FileIdentity>), ReadError> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -71,10 +121,14 @@ pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
     if meta.len() > limit {
         return Err(ReadError::TooLarge { limit });
     }
-    read_capped(file, meta.len(), limit)
+    let before = FileIdentity::of(&meta);
+    let bytes = read_capped(&file, meta.len(), limit)?;
+    let after = file.metadata().ok().as_ref().and_then(FileIdentity::of);
+    let identity = before.filter(|b| after == Some(*b) && b.size == bytes.len() as u64);
+    Ok((bytes, identity))
 }
 
-fn read_capped(file: File, expected: u64, limit: u64) -> Result<Vec<u8>, ReadError> {
+fn read_capped(file: &File, expected: u64, limit: u64) -> Result<Vec<u8>, ReadError> {
     let mut bytes = Vec::with_capacity(usize::try_from(expected).unwrap_or(0));
     // One byte past the cap tells a file that grew while being read.
     file.take(limit + 1)
