@@ -977,7 +977,11 @@ PI_HOOKS_PLUGIN("skipper", "1.0.0", "asks to skip the conversation restore", ini
     );
     wait_ready(&pty, "script");
     pty.type_text("first question\r");
-    pty.wait_for_text("answer to first question");
+    // The run over, so that the second question is a prompt and not a message queued for
+    // the run's next turn.
+    pty.wait_for("the first answer, the run over", WAIT, |s| {
+        s.contains("answer to first question") && !s.contains("Working...")
+    });
     pty.type_text("second question\r");
     pty.wait_for("the second answer, the run over", WAIT, |s| {
         s.contains("answer to second question") && !s.contains("Working...")
