@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::io::BufRead as _;
 use std::path::Path;
 
-use pi_hooks_abi::ffi::{PI_DELIVER_FOLLOW_UP, PI_MODE_INTERACTIVE, PI_MODE_RPC};
+use pi_hooks_abi::ffi::{PI_MODE_INTERACTIVE, PI_MODE_RPC};
 use pi_hooks_abi::sdk::LogLevel;
 use pi_hooks_abi::sdk::prelude::*;
 use serde_json::Map;
@@ -42,8 +42,6 @@ struct State {
     tool_context: HashMap<String, Vec<String>>,
     /// The run goes on because a `Stop` hook blocked (`stop_hook_active`).
     stop_active: bool,
-    /// Follow-up messages this plugin sent for `Stop` (no `UserPromptSubmit` for them).
-    follow_ups: Vec<String>,
     /// An automatic compaction is under way (`PreCompact`'s `trigger`).
     auto_compaction: bool,
 }
@@ -80,11 +78,6 @@ pub fn register(pi: &mut Registrar) -> Result<()> {
                 "display": false,
             }})
         }))
-    })?;
-    let p = plugin.clone();
-    pi.on("agent_start", move |_event, _ctx| {
-        p.lock().stop_active = false;
-        Ok(())
     })?;
     let p = plugin.clone();
     pi.on_tool_call(move |call, ctx| pre_tool_use(&p, call, ctx))?;
@@ -312,13 +305,8 @@ fn user_prompt_submit(
     ctx: &Context<'_>,
 ) -> Result<Option<Json>> {
     let text = event.get("text").as_str().unwrap_or_default();
-    if event.get("source").as_str() == Some("extension") {
-        let mut st = plugin.lock();
-        if let Some(at) = st.follow_ups.iter().position(|f| f == text) {
-            st.follow_ups.remove(at);
-            return Ok(None);
-        }
-    }
+    // A new prompt: a later Stop is not a continuation of an earlier one's.
+    plugin.lock().stop_active = false;
     let Some(answers) = fire(
         plugin,
         ctx,
@@ -526,8 +514,13 @@ fn post_tool_use(plugin: &Plugin, event: Value<'_>, ctx: &Context<'_>) -> Result
 }
 
 /// `Stop`, on the `turn_end` of a turn that ends the run (the model stopped without calling a
-/// tool): exit 2's stderr or `decision: "block"`'s reason go to the model as a follow-up
-/// message, which the run takes up at once (pi's loop reads follow-ups after `turn_end`).
+/// tool): exit 2's stderr or `decision: "block"`'s reason go to the model as a custom message
+/// (`Stop hook feedback:\n<reason>`; not a user prompt, so no `UserPromptSubmit`). While the
+/// run is still going (pi-hooks calls `turn_end` handlers inside its loop) it is a follow-up
+/// the run takes up at once; a follow-up sent from `agent_end` would wait for the next
+/// prompt. Where the run has already ended (pi calls extension handlers without holding its
+/// loop) it starts a new turn (`triggerTurn`). `stop_hook_active` stays true until the next
+/// user prompt.
 fn stop(plugin: &Plugin, event: Value<'_>, ctx: &Context<'_>) -> Result<()> {
     let message = event.get("message");
     if !matches!(message.get("stopReason").as_str(), Some("stop" | "length")) {
@@ -559,13 +552,21 @@ fn stop(plugin: &Plugin, event: Value<'_>, ctx: &Context<'_>) -> Result<()> {
     if reasons.is_empty() {
         return Ok(());
     }
-    let text = format!("Stop hook feedback:\n{}", reasons.join("\n"));
-    {
-        let mut st = plugin.lock();
-        st.stop_active = true;
-        st.follow_ups.push(text.clone());
-    }
-    ctx.plugin().send_user_message(&text, PI_DELIVER_FOLLOW_UP)
+    plugin.lock().stop_active = true;
+    let message = serde_json::json!({
+        "customType": CONTEXT_TYPE,
+        "content": format!("Stop hook feedback:\n{}", reasons.join("\n")),
+        "display": true,
+    });
+    // pi-hooks runs `turn_end` handlers inside the loop: the run is still going and takes the
+    // follow-up up. pi does not wait for them: by now its run has ended, so the feedback
+    // starts the next turn itself.
+    let options = if ctx.is_idle() {
+        serde_json::json!({"triggerTurn": true})
+    } else {
+        serde_json::json!({"deliverAs": "followUp"})
+    };
+    ctx.plugin().send_message(&message, &options)
 }
 
 /// `PreCompact` (`trigger` `manual` or `auto`): it cannot block (exit 2 shows stderr to the
