@@ -515,6 +515,45 @@ echo "$1 $tool" >> "$CLAUDE_PROJECT_DIR/matched.log""#,
 }
 
 #[test]
+fn matching_hooks_run_at_the_same_time_and_identical_commands_once() {
+    let w = World::new();
+    // Each waits (up to 10 s) for the other's file: run one after the other, the first
+    // would give up and fail.
+    let meet = |me: &str, other: &str| {
+        format!(
+            r#"cat > /dev/null
+touch "$CLAUDE_PROJECT_DIR/{me}"
+i=0
+while [ ! -e "$CLAUDE_PROJECT_DIR/{other}" ]; do
+  i=$((i+1)); [ $i -gt 100 ] && {{ echo "{me} never met {other}" >&2; exit 1; }}
+  sleep 0.1
+done
+echo {me} >> "$CLAUDE_PROJECT_DIR/met.log""#
+        )
+    };
+    let a = w.script("a.sh", &meet("a", "b"));
+    let b = w.script("b.sh", &meet("b", "a"));
+    let once = w.script(
+        "once.sh",
+        "cat > /dev/null\necho once >> \"$CLAUDE_PROJECT_DIR/once.log\"",
+    );
+    w.user_settings(json!({"PreToolUse": [
+        on("Bash", &[hook(&a), hook(&once)]),
+        on("*", &[hook(&b), hook(&once)]),
+    ]}));
+    let run = w.run(&json!([bash("echo x"), {"text": "end"}]), &["go"]);
+    assert!(!run.stderr.contains("never met"), "{}", run.stderr);
+    let mut met: Vec<String> = w.read("met.log").lines().map(str::to_owned).collect();
+    met.sort();
+    assert_eq!(met, ["a", "b"]);
+    assert_eq!(
+        w.read("once.log"),
+        "once\n",
+        "an identical command runs once"
+    );
+}
+
+#[test]
 fn hooks_that_time_out_print_malformed_json_or_cannot_run_are_non_blocking_errors() {
     let w = World::new();
     let slow = w.script("slow.sh", "cat > /dev/null\nsleep 20");

@@ -104,8 +104,11 @@ pub fn register(pi: &mut Registrar) -> Result<()> {
     )
 }
 
-/// Tells the user: a notification with a UI, a log line (warn, or info) without one.
+/// Tells the user: a notification with a UI, a log line (warn, or info) without one. Hook
+/// output and file contents are not the user's: control characters other than newline and
+/// tab are shown escaped, so they cannot drive the terminal.
 fn tell(ctx: &Context<'_>, level: Notify, text: &str) {
+    let text = &escape_controls(text);
     if ctx.has_ui() {
         let _ = ctx.ui().notify(&format!("claude-hooks: {text}"), level);
     } else {
@@ -115,6 +118,18 @@ fn tell(ctx: &Context<'_>, level: Notify, text: &str) {
         };
         ctx.plugin().log(level, text);
     }
+}
+
+fn escape_controls(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// (Re)reads the configuration for the session's working directory and reports what is
@@ -610,7 +625,7 @@ fn command(plugin: &Plugin, args: &str, ctx: &Context<'_>) -> Result<()> {
                 tell(
                     ctx,
                     Notify::Error,
-                    "no agent directory (set HOME or PI_CODING_AGENT_DIR)",
+                    "no agent directory to keep the approval in: set HOME or PI_CODING_AGENT_DIR to an absolute path",
                 );
                 return Ok(());
             };

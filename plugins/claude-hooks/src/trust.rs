@@ -54,19 +54,23 @@ pub struct TrustStore {
     file: File,
 }
 
-/// The agent directory: `PI_CODING_AGENT_DIR`, else `~/.pi/agent` (as pi and pi-hooks).
+/// The agent directory: `PI_CODING_AGENT_DIR`, else `~/.pi/agent` (as pi and pi-hooks). A
+/// relative one is refused (None), as pi-hooks refuses it: the store must never end up
+/// inside the project.
 pub fn agent_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("PI_CODING_AGENT_DIR").filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(dir));
-    }
-    home_dir().map(|home| home.join(".pi").join("agent"))
+    let dir = match std::env::var_os("PI_CODING_AGENT_DIR").filter(|d| !d.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => home_dir()?.join(".pi").join("agent"),
+    };
+    dir.is_absolute().then_some(dir)
 }
 
-/// `$HOME`.
+/// `$HOME`, if it is set and absolute.
 pub fn home_dir() -> Option<PathBuf> {
     std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .map(PathBuf::from)
+        .filter(|h| h.is_absolute())
 }
 
 /// The SHA-256 of a hooks section (its JSON text) as lowercase hex.
