@@ -684,5 +684,17 @@ fn the_plugin_packs_as_a_package() {
     let inspect = w.s.run(&["inspect", tarball.to_str().unwrap()]);
     assert!(inspect.status.success(), "{inspect:?}");
     let text = String::from_utf8_lossy(&inspect.stdout);
-    assert!(text.contains("claude-hooks"), "{text}");
+    assert!(text.contains("Package claude-hooks 0.1.0"), "{text}");
+    assert!(text.contains("commands [claude-hooks]"), "{text}");
+    for event in [
+        "tool_call",
+        "tool_result",
+        "input",
+        "turn_end",
+        "session_before_compact",
+    ] {
+        assert!(text.contains(event), "{event}: {text}");
+    }
+    // Its hooks are arbitrary commands: it honestly declares no narrower capabilities.
+    assert!(text.contains("unrestricted"), "{text}");
 }
