@@ -164,20 +164,25 @@ impl World {
         self.run_with(&["--no-session"], turns, prompts)
     }
 
-    /// `pi-hooks rpc` with the plugin and `turns`.
+    /// `pi-hooks rpc --no-session` with the plugin and `turns`.
     fn rpc(&self, turns: &Value) -> RpcClient {
-        let script = self.script_file(turns);
+        self.rpc_with(&json!({ "turns": turns }), &["--no-session"])
+    }
+
+    /// `pi-hooks rpc` with the plugin, the scripted model's `script` and `extra` arguments.
+    fn rpc_with(&self, script: &Value, extra: &[&str]) -> RpcClient {
+        let script = self.s.script(script);
         let plugin = rust_plugin("claude-hooks");
-        let command = self.s.command(&[
+        let mut args = vec![
             "rpc",
-            "--no-session",
             "--no-hooks",
             "--script",
             script.to_str().unwrap(),
             "-e",
             plugin.to_str().unwrap(),
-        ]);
-        RpcClient::start(command)
+        ];
+        args.extend_from_slice(extra);
+        RpcClient::start(self.s.command(&args))
     }
 
     fn read(&self, name: &str) -> String {
@@ -469,6 +474,77 @@ printf '%s' '{"decision":"block","reason":"the tests were not run yet"}'"#,
     assert_eq!(calls[0]["stop_hook_active"], false);
     assert_eq!(calls[1]["stop_hook_active"], true);
     assert_eq!(calls[0]["hook_event_name"], "Stop");
+}
+
+#[test]
+fn pre_compact_session_start_compact_and_session_end_get_their_fields() {
+    let w = World::new();
+    let log = w.script(
+        "log.sh",
+        r#"cat >> "$CLAUDE_PROJECT_DIR/events.log"
+echo >> "$CLAUDE_PROJECT_DIR/events.log""#,
+    );
+    let with = |name: &str| hook(&format!("{log} {name}"));
+    w.user_settings(json!({
+        "PreCompact": [on("auto", &[with("auto")]), on("manual", &[with("manual")])],
+        "SessionStart": [on("compact", &[with("compact")])],
+        "SessionEnd": [{"hooks": [with("end")]}],
+    }));
+    // A window of 16384 + 600 tokens: the first run's context passes the threshold.
+    let script = json!({
+        "turns": [{"text": "reply"}],
+        "models": [{"id": "tiny", "contextWindow": 16984}],
+        "summary": "SUMMARY",
+    });
+    let mut rpc = w.rpc_with(&script, &[]);
+    rpc.send(&json!({"id": "p", "type": "prompt", "message": "first"}));
+    rpc.until(|l| l["type"] == "compaction_end");
+    // Something new to compact, by hand this time.
+    rpc.send(&json!({"id": "off", "type": "set_auto_compaction", "enabled": false}));
+    rpc.response("off");
+    rpc.send(&json!({"id": "q", "type": "prompt", "message": "second"}));
+    rpc.until(|l| l["type"] == "agent_end");
+    rpc.send(&json!({"id": "c", "type": "compact", "customInstructions": "keep the tests"}));
+    let compacted = rpc.response("c");
+    assert_eq!(compacted["success"], true, "{compacted}");
+    let (status, _) = rpc.close();
+    assert!(status.success());
+    let seen: Vec<Value> = w
+        .read("events.log")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let summary: Vec<(String, String)> = seen
+        .iter()
+        .map(|e| {
+            let event = e["hook_event_name"].as_str().unwrap().to_owned();
+            let detail = match event.as_str() {
+                "PreCompact" => format!("{} {}", e["trigger"], e["custom_instructions"]),
+                "SessionStart" => e["source"].to_string(),
+                _ => e["reason"].to_string(),
+            };
+            (event, detail)
+        })
+        .collect();
+    let pairs: Vec<(&str, &str)> = summary
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    assert_eq!(
+        pairs,
+        [
+            ("PreCompact", r#""auto" """#),
+            ("SessionStart", r#""compact""#),
+            ("PreCompact", r#""manual" "keep the tests""#),
+            ("SessionStart", r#""compact""#),
+            ("SessionEnd", r#""prompt_input_exit""#),
+        ]
+    );
+    assert!(seen.iter().all(|e| {
+        e["transcript_path"]
+            .as_str()
+            .is_some_and(|p| p.ends_with(".jsonl"))
+    }));
 }
 
 #[test]
