@@ -199,6 +199,15 @@ fn read_session_id(path: &str) -> Option<String> {
     })
 }
 
+/// Whether any hook of `event` matches `subject`.
+fn wanted(plugin: &Plugin, event: &str, subject: &str) -> bool {
+    !plugin
+        .lock()
+        .config
+        .matching(event, Some(subject))
+        .is_empty()
+}
+
 /// Runs `event`'s hooks matching `subject` with the common fields and `fields` on stdin;
 /// None when no hook matched. Warnings, non-blocking errors and `systemMessage`s are shown
 /// here; the caller acts on the rest.
@@ -364,6 +373,10 @@ fn pre_tool_use(
 ) -> Result<ToolCallDecision> {
     let pi_tool = call.tool_name();
     let name = claude_name(pi_tool);
+    if !wanted(plugin, "PreToolUse", name) {
+        // The common case stays cheap: no copy of the arguments when no hook matches.
+        return Ok(ToolCallDecision::Allow);
+    }
     let tool_input = claude_input(pi_tool, &call.input().to_serde(), Path::new(ctx.cwd()));
     let Some(answers) = fire(
         plugin,
@@ -465,38 +478,41 @@ fn ask(
 /// `PostToolUse` (or `PostToolUseFailure`): exit 2's stderr, `decision: "block"`'s reason and
 /// `additionalContext` (and `PreToolUse`'s) are added to the tool's result the model reads.
 fn post_tool_use(plugin: &Plugin, event: Value<'_>, ctx: &Context<'_>) -> Result<Option<Json>> {
-    let result = event.to_serde();
     let pi_tool = event.get("toolName").as_str().unwrap_or_default();
     let id = event.get("toolCallId").as_str().unwrap_or_default();
     let name = claude_name(pi_tool);
+    let is_error = event.get("isError").as_bool().unwrap_or(false);
+    let hook_event = if is_error {
+        "PostToolUseFailure"
+    } else {
+        "PostToolUse"
+    };
+    let pending = plugin.lock().tool_context.contains_key(id);
+    if !pending && !wanted(plugin, hook_event, name) {
+        return Ok(None);
+    }
+    let result = event.to_serde();
     let tool_input = claude_input(
         pi_tool,
         &event.get("input").to_serde(),
         Path::new(ctx.cwd()),
     );
-    let is_error = event.get("isError").as_bool().unwrap_or(false);
     let mut extra = plugin.lock().tool_context.remove(id).unwrap_or_default();
-    let (hook_event, fields) = if is_error {
-        (
-            "PostToolUseFailure",
-            serde_json::json!({
-                "tool_name": name,
-                "tool_input": tool_input,
-                "tool_use_id": id,
-                "error": text_of(&result),
-                "is_interrupt": false,
-            }),
-        )
+    let fields = if is_error {
+        serde_json::json!({
+            "tool_name": name,
+            "tool_input": tool_input,
+            "tool_use_id": id,
+            "error": text_of(&result),
+            "is_interrupt": false,
+        })
     } else {
-        (
-            "PostToolUse",
-            serde_json::json!({
-                "tool_name": name,
-                "tool_input": tool_input,
-                "tool_response": claude_response(pi_tool, &tool_input, &result),
-                "tool_use_id": id,
-            }),
-        )
+        serde_json::json!({
+            "tool_name": name,
+            "tool_input": tool_input,
+            "tool_response": claude_response(pi_tool, &tool_input, &result),
+            "tool_use_id": id,
+        })
     };
     if let Some(answers) = fire(plugin, ctx, hook_event, Some(name), fields) {
         if let Some(reason) = answers.stop() {
