@@ -391,6 +391,62 @@ printf '%s' '{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalCon
 }
 
 #[test]
+fn post_tool_use_failure_sees_the_error_and_a_blocked_call_fires_neither() {
+    let w = World::new();
+    let failure = w.script(
+        "failure.sh",
+        r#"cat >> "$CLAUDE_PROJECT_DIR/failure.log"
+echo >> "$CLAUDE_PROJECT_DIR/failure.log"
+printf '%s' '{"hookSpecificOutput":{"hookEventName":"PostToolUseFailure","additionalContext":"the file is created by make"}}'"#,
+    );
+    let post = w.script("post.sh", "cat >> \"$CLAUDE_PROJECT_DIR/post.log\"");
+    let guard = w.script("guard.sh", "cat > /dev/null\necho no >&2\nexit 2");
+    w.user_settings(json!({
+        "PreToolUse": [on("Bash", &[hook(&guard)])],
+        "PostToolUse": [on("*", &[hook(&post)])],
+        "PostToolUseFailure": [on("*", &[hook(&failure)])],
+    }));
+    let run = w.run(
+        &json!([
+            bash("echo blocked"),
+            {"toolCalls": [{"name": "read", "arguments": {"path": "missing.txt"}}]},
+            {"text": "end"}
+        ]),
+        &["go"],
+    );
+    assert_eq!(run.tool_text(0), "no");
+    assert!(
+        run.tool_text(1)
+            .ends_with("missing.txt'\nthe file is created by make"),
+        "{}",
+        run.tool_text(1)
+    );
+    assert!(!w.project().join("post.log").exists(), "no tool succeeded");
+    let calls: Vec<Value> = w
+        .read("failure.log")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        calls.len(),
+        1,
+        "the blocked call is not a failure of the tool"
+    );
+    assert_eq!(calls[0]["tool_name"], "Read");
+    let missing = w.project().join("missing.txt");
+    assert_eq!(
+        calls[0]["tool_input"],
+        json!({"file_path": missing.to_str().unwrap()})
+    );
+    assert!(
+        calls[0]["error"].as_str().unwrap().contains("missing.txt"),
+        "{}",
+        calls[0]
+    );
+    assert_eq!(calls[0]["is_interrupt"], false);
+}
+
+#[test]
 fn user_prompt_submit_blocks_a_prompt_and_adds_context_to_another() {
     let w = World::new();
     let filter = w.script(
