@@ -39,6 +39,7 @@ pub const RUST_PLUGINS: &[&str] = &[
     "fixture-rust-abort",
     "counter",
     "workflow",
+    "claude-hooks",
 ];
 
 /// Builds the `pi-hooks` binary and the Rust plugins once per test process (a real
