@@ -20,6 +20,7 @@
 pub mod child;
 pub mod child_requests;
 pub mod proxy;
+pub mod transport;
 
 use std::path::{Path, PathBuf};
 use std::sync::RwLock;
