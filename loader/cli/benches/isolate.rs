@@ -67,9 +67,15 @@ fn main() {
     pi_hooks_host::isolate::set_serve_program(BIN.into());
     pi_hooks_host::isolate::enable(true);
     set_transport(Some(Transport::Pipe));
-    let piped = runner(load_file(&file, &cache).expect("load isolated (pipe)"), &cwd);
+    let piped = runner(
+        load_file(&file, &cache).expect("load isolated (pipe)"),
+        &cwd,
+    );
     set_transport(Some(Transport::Ring));
-    let ringed = runner(load_file(&file, &cache).expect("load isolated (ring)"), &cwd);
+    let ringed = runner(
+        load_file(&file, &cache).expect("load isolated (ring)"),
+        &cwd,
+    );
 
     let payload =
         Runner::tool_call_payload("toolu_bench_0001", "bash", &json!({"command": "echo hi"}));
@@ -146,9 +152,18 @@ fn main() {
         ring_one.push(one(&ringed));
     }
     println!("isolate/tool_call after a 2 ms pause: {paused} calls each, interleaved");
-    println!("  in process:     median {:.2} us", m(&mut inside_one) / 1000.0);
-    println!("  isolated, pipe: median {:.2} us", m(&mut pipe_one) / 1000.0);
-    println!("  isolated, ring: median {:.2} us", m(&mut ring_one) / 1000.0);
+    println!(
+        "  in process:     median {:.2} us",
+        m(&mut inside_one) / 1000.0
+    );
+    println!(
+        "  isolated, pipe: median {:.2} us",
+        m(&mut pipe_one) / 1000.0
+    );
+    println!(
+        "  isolated, ring: median {:.2} us",
+        m(&mut ring_one) / 1000.0
+    );
 }
 
 /// A `pi-hooks serve` child driven directly, without the proxy: what the serve protocol

@@ -96,7 +96,12 @@ enum Command {
         /// With --protocol-fd, on Linux: exchange the protocol's messages through the
         /// shared-memory rings mapped from this descriptor (`--isolate`'s transport); the
         /// hello still goes to --protocol-fd, and stdin's end still ends serve.
-        #[arg(long = "ring-fd", value_name = "FD", hide = true, requires = "protocol_fd")]
+        #[arg(
+            long = "ring-fd",
+            value_name = "FD",
+            hide = true,
+            requires = "protocol_fd"
+        )]
         ring_fd: Option<i32>,
     },
     /// Create a plugin project that builds as generated: one handler, a test, a README with

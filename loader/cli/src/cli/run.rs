@@ -551,8 +551,7 @@ pub(super) fn serve(
     let ring = match (ring_fd, &protocol) {
         #[cfg(target_os = "linux")]
         (Some(fd), Some(doorbell)) => Some(
-            pi_hooks_host::serve::ring_on_fd(fd, doorbell.clone())
-                .map_err(CommandError::failed)?,
+            pi_hooks_host::serve::ring_on_fd(fd, doorbell.clone()).map_err(CommandError::failed)?,
         ),
         (Some(_), _) => {
             return Err(CommandError::failed(

@@ -481,7 +481,11 @@ impl ServeChild {
             let next = match next {
                 Some(line) => line,
                 // With the ring: what it holds now, without waiting for more.
-                None => match self.ring.as_mut().map(|ring| ring.receive(Some(Instant::now()))) {
+                None => match self
+                    .ring
+                    .as_mut()
+                    .map(|ring| ring.receive(Some(Instant::now())))
+                {
                     Some(Ok(Some(frame))) => match self.parse_frame(&frame) {
                         Some(line) => line,
                         None => continue,

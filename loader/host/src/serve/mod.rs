@@ -181,7 +181,7 @@ pub fn run(setup: ServeSetup) -> i32 {
         // Nothing comes on stdin: its end is the host's end.
         let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
     } else {
-    crate::services::runtime::handle().block_on(framing::read_lines(InlineStdin(std::io::stdin()), |line| {
+        crate::services::runtime::handle().block_on(framing::read_lines(InlineStdin(std::io::stdin()), |line| {
         match line {
             framing::Line::Text(text) => take_line(text, &out, &link, &jobs),
             framing::Line::TooLong(bytes) => error_line(

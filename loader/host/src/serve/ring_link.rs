@@ -75,13 +75,12 @@ pub fn ring_on_fd(fd: i32, doorbell: LineWriter) -> Result<Arc<ChildRing>, Strin
     let region = Region::open(&fd).map_err(|e| format!("--ring-fd: {e}"))?;
     drop(fd);
     let doorbell_region = Arc::clone(&region);
-    let to_host = Producer::new(Arc::clone(&region), Direction::ToHost, SPIN).after_publish(
-        move || {
+    let to_host =
+        Producer::new(Arc::clone(&region), Direction::ToHost, SPIN).after_publish(move || {
             if doorbell_region.doorbell_due() {
                 doorbell.text("");
             }
-        },
-    );
+        });
     Ok(Arc::new(ChildRing {
         from_host: Mutex::new(Consumer::new(Arc::clone(&region), Direction::ToChild)),
         to_host: Mutex::new(to_host),
@@ -116,7 +115,11 @@ impl ChildRing {
     }
 
     /// Waits for the response to `id` ([`ChildRing::expect`]ed), at most `timeout`.
-    pub fn response(&self, id: &str, timeout: Option<Duration>) -> Result<Result<Value, String>, Stopped> {
+    pub fn response(
+        &self,
+        id: &str,
+        timeout: Option<Duration>,
+    ) -> Result<Result<Value, String>, Stopped> {
         let deadline = timeout.map(|timeout| Instant::now() + timeout);
         let answer = self.wait_for(deadline, |inbound| {
             inbound.awaited.get_mut(id).and_then(Option::take)
@@ -209,7 +212,10 @@ fn sort(inbound: &mut Inbound, frame: &[u8]) {
         }
     };
     if message.get("type").and_then(Value::as_str) == Some("response") {
-        let id = message.get("id").and_then(Value::as_str).unwrap_or_default();
+        let id = message
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         if let Some(slot) = inbound.awaited.get_mut(id) {
             let answer = match message.get("error") {
                 Some(error) if !error.is_null() => Err(match error.as_str() {

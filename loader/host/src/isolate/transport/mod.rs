@@ -42,12 +42,13 @@ pub fn set_transport(transport: Option<Transport>) {
 /// The transport a child started now uses.
 pub fn chosen() -> Transport {
     let set = *CHOSEN.read().unwrap_or_else(|e| e.into_inner());
-    let wanted = set.unwrap_or_else(|| {
-        match std::env::var("PI_HOOKS_ISOLATE_TRANSPORT").as_deref() {
-            Ok("pipe") => Transport::Pipe,
-            _ => Transport::Ring,
-        }
-    });
+    let wanted =
+        set.unwrap_or_else(
+            || match std::env::var("PI_HOOKS_ISOLATE_TRANSPORT").as_deref() {
+                Ok("pipe") => Transport::Pipe,
+                _ => Transport::Ring,
+            },
+        );
     if cfg!(target_os = "linux") {
         wanted
     } else {

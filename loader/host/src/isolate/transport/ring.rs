@@ -19,8 +19,8 @@
 
 use std::fs::File;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::sync::atomic::{AtomicU32, Ordering, fence};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering, fence};
 use std::time::{Duration, Instant};
 
 use memmap2::MmapRaw;
@@ -130,7 +130,9 @@ impl Region {
         // Neither side can shrink it under the other's mapping (which would be a SIGBUS).
         let _ = rustix::fs::fcntl_add_seals(
             &file,
-            rustix::fs::SealFlags::SHRINK | rustix::fs::SealFlags::GROW | rustix::fs::SealFlags::SEAL,
+            rustix::fs::SealFlags::SHRINK
+                | rustix::fs::SealFlags::GROW
+                | rustix::fs::SealFlags::SEAL,
         );
         let map = MmapRaw::map_raw(&file)
             .map_err(|e| format!("cannot map the shared memory of its ring: {e}"))?;
@@ -572,7 +574,10 @@ mod tests {
         let mut to_child = Producer::new(host.clone(), Direction::ToChild, Duration::ZERO);
         let mut reader = Consumer::new(child.clone(), Direction::ToChild);
         assert!(to_child.send(b"hello", None).unwrap());
-        assert_eq!(reader.receive(None, Duration::ZERO).unwrap().unwrap(), b"hello");
+        assert_eq!(
+            reader.receive(None, Duration::ZERO).unwrap().unwrap(),
+            b"hello"
+        );
         let big: Vec<u8> = (0..(CAPACITY as usize * 3 + 17))
             .map(|i| (i % 251) as u8)
             .collect();
@@ -583,7 +588,10 @@ mod tests {
             }
         });
         for _ in 0..3 {
-            let got = reader.receive(None, Duration::from_micros(10)).unwrap().unwrap();
+            let got = reader
+                .receive(None, Duration::from_micros(10))
+                .unwrap()
+                .unwrap();
             assert_eq!(got.len(), expected.len());
             assert!(got == expected);
         }
