@@ -13,6 +13,10 @@
 //! events come in a session: the child has gone to sleep by then, so this is the cost with
 //! one wake-up of a sleeping process. Not criterion: the cases must alternate.
 //!
+//! `PI_HOOKS_BENCH_ONLY=ring` (or `pipe`) times only that transport's batches (the other
+//! case, the floor and the paused calls are skipped), for counting its system calls with
+//! `strace -f -c` over two round counts.
+//!
 //! Run: `cargo bench -p pi-hooks --bench isolate`.
 
 #[path = "../../host/benches/common/mod.rs"]
@@ -99,6 +103,16 @@ fn main() {
     let (mut inside, mut pipe, mut ring, mut raw) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut pipe_added, mut ring_added, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
+    let only = std::env::var("PI_HOOKS_BENCH_ONLY").ok();
+    if let Some(only) = only.as_deref() {
+        let runner = if only == "pipe" { &piped } else { &ringed };
+        let mut times: Vec<f64> = (0..rounds).map(|_| batch(runner, &payload)).collect();
+        println!(
+            "isolate/tool_call, {only} only: {rounds} rounds of {BATCH} calls, median {:.2} us per event",
+            common::median(&mut times) / 1000.0
+        );
+        return;
+    }
     for _ in 0..rounds {
         let a = batch(&in_process, &payload);
         let b = batch(&piped, &payload);

@@ -138,6 +138,10 @@ pub mod host {
     pub enum HostRing {}
 
     impl HostRing {
+        /// Refuses: rings are a Linux transport ([`super::chosen`] never picks them here).
+        pub fn create() -> Result<(HostRing, std::os::fd::OwnedFd), String> {
+            Err("the ring transport is only offered on Linux".into())
+        }
         /// Never called: there is no ring to send on.
         pub fn send(&mut self, _: &[u8], _: Option<Instant>) -> Result<bool, RingError> {
             match *self {}
