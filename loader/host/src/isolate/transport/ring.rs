@@ -77,6 +77,10 @@ struct Header {
     /// `word`: the host reads the `to_host` ring now (a call is under way), so the child need
     /// not ring its doorbell; `sleeping`: a doorbell was rung and not yet answered.
     host_reading: Slot,
+    /// The CPU each side last waited on (`word`: the host's, `sleeping`: the child's), plus
+    /// one (0: not known). A side whose peer waited on its own CPU does not spin: the peer
+    /// cannot run there while it spins.
+    cpus: Slot,
 }
 
 const _: () = assert!(std::mem::size_of::<Header>() <= HEADER_BYTES);
@@ -89,6 +93,13 @@ pub enum Direction {
     ToChild,
     /// Child to host: results, the child's requests, notifications.
     ToHost,
+}
+
+impl Direction {
+    /// Whether the host reads this ring (else it writes it).
+    fn host_reads(self) -> bool {
+        self == Direction::ToHost
+    }
 }
 
 /// Why a ring operation did not complete.
@@ -256,13 +267,15 @@ enum Waited {
 }
 
 /// Waits until `slot.word` is no longer `seen` (or the region closes, or `deadline` passes):
-/// spins for `spin`, then sleeps on the word with `futex`, saying so in `slot.sleeping`.
+/// spins for `spin` (not when the other side last waited on this CPU), then sleeps on the
+/// word with `futex`, saying so in `slot.sleeping`. `host`: the host waits (else the child).
 fn wait_change(
     region: &Region,
     slot: &Slot,
     seen: u32,
     deadline: Option<Instant>,
     spin: Duration,
+    host: bool,
 ) -> Waited {
     let closed = &region.header().closed.word;
     let check = || {
@@ -280,6 +293,22 @@ fn wait_change(
     if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
         return Waited::TimedOut;
     }
+    let cpus = &region.header().cpus;
+    let (mine, theirs) = if host {
+        (&cpus.word, &cpus.sleeping)
+    } else {
+        (&cpus.sleeping, &cpus.word)
+    };
+    // glibc's sched_getcpu reads the CPU from the thread's rseq area (no system call, unlike
+    // rustix's, which makes `getcpu`); -1 (not known) becomes 0.
+    // SAFETY: sched_getcpu takes nothing and only reads this thread's own state.
+    let cpu = (unsafe { libc::sched_getcpu() } + 1).max(0) as u32;
+    mine.store(cpu, Ordering::Relaxed);
+    let spin = if theirs.load(Ordering::Relaxed) == cpu {
+        Duration::ZERO
+    } else {
+        spin
+    };
     if !spin.is_zero() {
         // Spin, giving the core away between short bursts: on a machine with a core to
         // spare `sched_yield` returns at once, on a busy one the peer this side waits for
@@ -415,7 +444,8 @@ impl Producer {
             if room == 0 {
                 // Full: let the reader see what is there, then wait for it to take some.
                 self.publish();
-                match wait_change(&region, tail_slot, tail, deadline, self.spin) {
+                let host = !self.direction.host_reads();
+                match wait_change(&region, tail_slot, tail, deadline, self.spin, host) {
                     Waited::Changed => continue,
                     Waited::Closed => return Err(RingError::Closed),
                     Waited::TimedOut => return Ok(false),
@@ -526,7 +556,14 @@ impl Consumer {
                 self.partial = Some(partial);
             }
             let seen = head;
-            match wait_change(&region, &half.head, seen, deadline, spin) {
+            match wait_change(
+                &region,
+                &half.head,
+                seen,
+                deadline,
+                spin,
+                self.direction.host_reads(),
+            ) {
                 Waited::Changed => {}
                 // Bytes published before the close are still read.
                 Waited::Closed if half.head.word.load(Ordering::Acquire) != seen => {}
