@@ -4,12 +4,15 @@
 //! answers the requests), telling a crash (the exit status, the signal) or a hang (no answer
 //! within the limit) from an answer, and ending the child.
 //!
-//! Threads: one reads the child's stdout into an `Inbox` (lines parsed as JSON), one
-//! forwards its stderr to ours. The caller of [`ServeChild::call`] takes the lines from the
-//! inbox on its own thread, so a request the child makes while it handles a call is answered
-//! with the context of that call. Lines that arrive while nobody is reading (a timer of the
-//! plugin asking for something) wake the inbox's waker, which the proxy turns into a 0 ms
-//! timer of its own ([`ServeChild::drain`] then answers them with the timer's context).
+//! Threads: one reads the child's protocol pipe (fd 3) into an `Inbox` (lines parsed as
+//! JSON), one forwards its stderr to ours. With the pipe transport the caller of
+//! [`ServeChild::call`] takes the lines from the inbox on its own thread; with the ring
+//! transport (`super::transport`, the default on Linux) it reads the frames from the ring
+//! itself, and the pipe brings only the `hello`, the child's doorbells and its end. Either
+//! way a request the child makes while it handles a call is answered with the context of
+//! that call. Messages that arrive while nobody is reading (a timer of the plugin asking for
+//! something) wake the inbox's waker, which the proxy turns into a 0 ms timer of its own
+//! ([`ServeChild::drain`] then answers them with the timer's context).
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
