@@ -8,7 +8,9 @@
 //! Threads: stdin is read on serve's main thread (under the tokio runtime, see
 //! `InlineStdin`) and never waits for a request to finish; the client's requests
 //! run one after another on a worker thread, so a plugin waiting for a `response` blocks
-//! only that worker. When stdin closes, waiting plugin requests fail, the worker finishes,
+//! only that worker. With the ring transport of `--isolate`'s children ([`ring_link`]) the
+//! worker reads its requests from the ring itself, a waiting plugin call reads its
+//! `response` itself, and the main thread only waits for stdin's end. When stdin closes, waiting plugin requests fail, the worker finishes,
 //! `session_shutdown {reason:"quit"}` goes to the plugins, they are retired (their timers
 //! and child processes stop) and the process exits 0.
 
@@ -181,19 +183,7 @@ pub fn run(setup: ServeSetup) -> i32 {
         // Nothing comes on stdin: its end is the host's end.
         let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
     } else {
-        crate::services::runtime::handle().block_on(framing::read_lines(InlineStdin(std::io::stdin()), |line| {
-        match line {
-            framing::Line::Text(text) => take_line(text, &out, &link, &jobs),
-            framing::Line::TooLong(bytes) => error_line(
-                &out,
-                &Value::Null,
-                &format!(
-                    "line of {bytes} bytes is longer than pi-hooks' limit of {} bytes per line; send less text per line",
-                    framing::MAX_LINE_BYTES
-                ),
-            ),
-        }
-    }));
+        read_stdin(&out, &link, &jobs);
     }
     // Stdin closed: plugins waiting on the client get errors, the worker ends its queue.
     link.close();
@@ -210,6 +200,24 @@ pub fn run(setup: ServeSetup) -> i32 {
         plugin.retire();
     }
     0
+}
+
+/// Reads the client's lines from stdin until it closes: responses go to their waiting
+/// requests, requests to the worker.
+fn read_stdin(out: &LineWriter, link: &ClientLink, jobs: &std::sync::mpsc::Sender<Job>) {
+    crate::services::runtime::handle().block_on(framing::read_lines(InlineStdin(std::io::stdin()), |line| {
+        match line {
+            framing::Line::Text(text) => take_line(text, out, link, jobs),
+            framing::Line::TooLong(bytes) => error_line(
+                out,
+                &Value::Null,
+                &format!(
+                    "line of {bytes} bytes is longer than pi-hooks' limit of {} bytes per line; send less text per line",
+                    framing::MAX_LINE_BYTES
+                ),
+            ),
+        }
+    }));
 }
 
 /// One input line: a `response` is handed to its waiting plugin call at once; requests go
