@@ -498,7 +498,12 @@ impl ServeChild {
                     Some(Err(RingError::Broken(why))) => break Some(self.broken(&why)),
                 },
             };
-            self.take_line(&next, None, deadline, on_line);
+            match self.take_line(&next, None, deadline, on_line) {
+                Some(Err(CallError::Died(ended))) => break Some(ended),
+                // The child does not take its answers: it is ended, as a hang.
+                Some(Err(CallError::Hung(_))) => break Some(self.kill()),
+                _ => {}
+            }
         };
         self.stop_reading();
         ended
@@ -650,8 +655,9 @@ impl ServeChild {
     }
 
     /// Handles one line: the answer to call `id` is returned; a request is answered through
-    /// `on_line` (the answer sent by `deadline`, or [`ANSWER_LIMIT`] from now); anything else
-    /// goes to `on_line` or is dropped.
+    /// `on_line` (the answer sent by `deadline`, or [`ANSWER_LIMIT`] from now; a child that
+    /// does not take it by then is [`CallError::Hung`]); anything else goes to `on_line` or
+    /// is dropped.
     fn take_line(
         &mut self,
         line: &Value,
@@ -682,10 +688,20 @@ impl ServeChild {
                     Ok(result) => json!({"type": "response", "id": request_id, "result": result}),
                     Err(error) => json!({"type": "response", "id": request_id, "error": error}),
                 };
-                let deadline = deadline.unwrap_or_else(|| Instant::now() + ANSWER_LIMIT);
-                // A failed send means the child is gone (its end is reported where it is
-                // read) or stuck (its call's limit finds out).
-                let _ = self.send(&response.to_string(), Some(deadline));
+                let sending = Instant::now();
+                let deadline = deadline.unwrap_or(sending + ANSWER_LIMIT);
+                match self.send(&response.to_string(), Some(deadline)) {
+                    // Gone: its end is reported where it is read.
+                    Ok(()) | Err(SendFailed::Gone) => {}
+                    // The answer could not be handed over in time (the ring stayed full): the
+                    // child does not read, and the ring now holds part of a message.
+                    Err(SendFailed::Full) => {
+                        return Some(Err(CallError::Hung(sending.elapsed())));
+                    }
+                    Err(SendFailed::Broken(why)) => {
+                        return Some(Err(CallError::Died(self.broken(&why))));
+                    }
+                }
             }
             "notification" => {
                 let method = line.get("method").and_then(Value::as_str).unwrap_or("");

@@ -502,9 +502,10 @@ impl Consumer {
         }
     }
 
-    /// Whether bytes wait to be read.
+    /// Whether bytes published since the last read wait (a frame read in part with nothing
+    /// new after it does not count: the producer's next publication says so).
     pub fn has_data(&self) -> bool {
-        self.partial.is_some() || self.region.has_data(self.direction, self.tail)
+        self.region.has_data(self.direction, self.tail)
     }
 
     /// Reads the next frame, waiting until `deadline` (`None`: as long as it takes), spinning
