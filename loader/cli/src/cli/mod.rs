@@ -94,6 +94,16 @@ enum Command {
         /// reach the protocol).
         #[arg(long = "protocol-fd", value_name = "FD", hide = true)]
         protocol_fd: Option<i32>,
+        /// With --protocol-fd, on Linux: exchange the protocol's messages through the
+        /// shared-memory rings mapped from this descriptor (`--isolate`'s transport); the
+        /// hello still goes to --protocol-fd, and stdin's end still ends serve.
+        #[arg(
+            long = "ring-fd",
+            value_name = "FD",
+            hide = true,
+            requires = "protocol_fd"
+        )]
+        ring_fd: Option<i32>,
     },
     /// Create a plugin project that builds as generated: one handler, a test, a README with
     /// the dev loop (Rust: a cdylib crate; C and C++: a Makefile and a CMakeLists.txt).
@@ -325,9 +335,10 @@ pub fn main() -> ExitCode {
                 sources,
                 pin_sha256,
                 protocol_fd,
+                ring_fd,
             },
             _,
-        ) => run::serve(&sources, pin_sha256.as_deref(), protocol_fd),
+        ) => run::serve(&sources, pin_sha256.as_deref(), protocol_fd, ring_fd),
         (Command::Bridge { action }, _) => bridge::bridge(action),
         (Command::DemoModel(args), _) => demo_model::demo_model(args),
         (Command::Emit(args), _) => emit::emit(args),

@@ -529,11 +529,13 @@ pub(super) fn rpc(args: RpcArgs, flags: &PluginFlags) -> Result<ExitCode, Comman
 
 /// `pi-hooks serve`: loads the plugins as the other modes do (load problems on stderr) and
 /// serves them until stdin closes. `pin`: the SHA-256 the --hook files must have;
-/// `protocol_fd`: where the protocol goes instead of stdout (before anything loads).
+/// `protocol_fd`: where the protocol goes instead of stdout (before anything loads);
+/// `ring_fd`: the shared-memory rings the messages go through after the hello (Linux).
 pub(super) fn serve(
     sources: &Sources,
     pin: Option<&str>,
     protocol_fd: Option<i32>,
+    ring_fd: Option<i32>,
 ) -> Result<ExitCode, CommandError> {
     let protocol = match protocol_fd {
         #[cfg(unix)]
@@ -545,6 +547,18 @@ pub(super) fn serve(
             ));
         }
         None => None,
+    };
+    let ring = match (ring_fd, &protocol) {
+        #[cfg(target_os = "linux")]
+        (Some(fd), Some(doorbell)) => Some(
+            pi_hooks_host::serve::ring_on_fd(fd, doorbell.clone()).map_err(CommandError::failed)?,
+        ),
+        (Some(_), _) => {
+            return Err(CommandError::failed(
+                "--ring-fd needs --protocol-fd and is only offered on Linux",
+            ));
+        }
+        (None, _) => None,
     };
     let options = sources.options()?;
     if let Some(pin) = pin {
@@ -567,6 +581,7 @@ pub(super) fn serve(
         discovery: options,
         load_lines,
         protocol,
+        ring,
     };
     let code = pi_hooks_host::serve::run(setup);
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))

@@ -4,12 +4,15 @@
 //! answers the requests), telling a crash (the exit status, the signal) or a hang (no answer
 //! within the limit) from an answer, and ending the child.
 //!
-//! Threads: one reads the child's stdout into an `Inbox` (lines parsed as JSON), one
-//! forwards its stderr to ours. The caller of [`ServeChild::call`] takes the lines from the
-//! inbox on its own thread, so a request the child makes while it handles a call is answered
-//! with the context of that call. Lines that arrive while nobody is reading (a timer of the
-//! plugin asking for something) wake the inbox's waker, which the proxy turns into a 0 ms
-//! timer of its own ([`ServeChild::drain`] then answers them with the timer's context).
+//! Threads: one reads the child's protocol pipe (fd 3) into an `Inbox` (lines parsed as
+//! JSON), one forwards its stderr to ours. With the pipe transport the caller of
+//! [`ServeChild::call`] takes the lines from the inbox on its own thread; with the ring
+//! transport (`super::transport`, the default on Linux) it reads the frames from the ring
+//! itself, and the pipe brings only the `hello`, the child's doorbells and its end. Either
+//! way a request the child makes while it handles a call is answered with the context of
+//! that call. Messages that arrive while nobody is reading (a timer of the plugin asking for
+//! something) wake the inbox's waker, which the proxy turns into a 0 ms timer of its own
+//! ([`ServeChild::drain`] then answers them with the timer's context).
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -21,6 +24,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use super::transport::host::{HostRing, RingError};
+use super::transport::{self, Transport};
 use crate::guards::display::escape;
 
 /// The longest line read from a child (as the serve protocol's own limit): a longer one is
@@ -36,8 +41,16 @@ const STDERR_BYTES_PER_SECOND: usize = 64 * 1024;
 /// which a plugin may write to.
 const PROTOCOL_FD: i32 = 3;
 
+/// The descriptor a child maps its rings from (`serve --ring-fd`), with the ring transport.
+const RING_FD: i32 = 4;
+
 /// How long a child gets to exit after its stdin closed before it is killed.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
+
+/// How long the host waits to hand the child an answer to its request while the ring is full
+/// outside a timed call (the child reads its answers as they come; one that does not is
+/// stuck, and its next call finds out).
+const ANSWER_LIMIT: Duration = Duration::from_secs(5);
 
 /// What starts a child: `<program> serve --no-hooks -e <plugin> --cwd <cwd>`.
 #[derive(Debug, Clone)]
@@ -54,8 +67,8 @@ pub struct Launch {
 }
 
 impl Launch {
-    fn args(&self) -> Vec<OsString> {
-        vec![
+    fn args(&self, transport: Transport) -> Vec<OsString> {
+        let mut args: Vec<OsString> = vec![
             "serve".into(),
             "--no-hooks".into(),
             "--pin-sha256".into(),
@@ -66,7 +79,11 @@ impl Launch {
             self.cwd.clone().into_os_string(),
             "--protocol-fd".into(),
             PROTOCOL_FD.to_string().into(),
-        ]
+        ];
+        if transport == Transport::Ring {
+            args.extend(["--ring-fd".into(), RING_FD.to_string().into()]);
+        }
+        args
     }
 }
 
@@ -134,6 +151,16 @@ pub enum CallError {
     /// The child did not answer within the limit (time spent answering its requests not
     /// counted). It is still running; the caller kills it.
     Hung(Duration),
+}
+
+/// Why a message did not reach the child.
+enum SendFailed {
+    /// The ring stayed full until the deadline.
+    Full,
+    /// The child has gone.
+    Gone,
+    /// The child garbled the ring.
+    Broken(String),
 }
 
 /// A line the child sent while a call was under way (or unprompted), for the caller.
@@ -212,7 +239,13 @@ impl Inbox {
 /// A running `pi-hooks serve` child with one plugin.
 pub struct ServeChild {
     process: Arc<Mutex<Child>>,
+    /// The child's stdin: the requests with the pipe transport; with the ring, only its end
+    /// tells the child that the host has gone.
     stdin: Option<ChildStdin>,
+    /// The rings, with the ring transport (see `super::transport`).
+    ring: Option<HostRing>,
+    /// Names the plugin in messages.
+    label: String,
     inbox: Arc<Inbox>,
     hello: Value,
     next_id: u64,
@@ -229,9 +262,18 @@ impl ServeChild {
         let (protocol_read, protocol_write) =
             rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
                 .map_err(|e| format!("cannot make a pipe for its isolation process: {e}"))?;
+        let transport = transport::chosen();
+        let (ring, ring_fd) = match transport {
+            Transport::Ring => {
+                let (ring, fd) = HostRing::create()
+                    .map_err(|e| format!("cannot set up its isolation process: {e}"))?;
+                (Some(ring), Some(fd))
+            }
+            Transport::Pipe => (None, None),
+        };
         let mut command = Command::new(&launch.program);
         command
-            .args(launch.args())
+            .args(launch.args(transport))
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -247,25 +289,17 @@ impl ServeChild {
             use std::os::unix::process::CommandExt;
             command.process_group(0);
             let write = protocol_write.as_raw_fd();
-            // SAFETY: runs in the forked child before exec and calls only dup2 and fcntl,
+            let ring = ring_fd.as_ref().map_or(-1, AsRawFd::as_raw_fd);
+            // SAFETY: runs in the forked child before exec and calls only fcntl and dup2,
             // which are async-signal-safe; nothing is allocated or locked.
             unsafe {
-                command.pre_exec(move || {
-                    if write == PROTOCOL_FD {
-                        // Already in place: only its close-on-exec flag must go.
-                        if libc::fcntl(write, libc::F_SETFD, 0) < 0 {
-                            return Err(std::io::Error::last_os_error());
-                        }
-                    } else if libc::dup2(write, PROTOCOL_FD) < 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
+                command.pre_exec(move || place_descriptors(write, ring));
             }
         }
         let spawned = command.spawn();
-        // The child has its copy; the host keeps only the reading end.
+        // The child has its copies; the host keeps only the reading end (and its mapping).
         drop(protocol_write);
+        drop(ring_fd);
         let mut process = spawned.map_err(|e| {
             format!(
                 "cannot start its isolation process {} serve: {e}",
@@ -289,9 +323,10 @@ impl ServeChild {
         let started = Instant::now();
         {
             let (inbox, process, label) = (inbox.clone(), process.clone(), label.to_owned());
+            let watcher = StdoutWatcher::new(ring.as_ref());
             std::thread::Builder::new()
                 .name("pi-hooks-isolate-out".into())
-                .spawn(move || read_stdout(stdout, &inbox, &process, &label))
+                .spawn(move || read_stdout(stdout, &inbox, &process, &label, &watcher))
                 .map_err(|e| format!("cannot start a thread for its isolation process: {e}"))?;
         }
         let err_label = label.to_owned();
@@ -302,6 +337,8 @@ impl ServeChild {
         let mut child = ServeChild {
             process,
             stdin: Some(stdin),
+            ring,
+            label: label.to_owned(),
             inbox,
             hello: Value::Null,
             next_id: 1,
@@ -385,12 +422,13 @@ impl ServeChild {
     /// Sets what is called (on the reader thread) when a line arrives, or the child ends,
     /// while nobody reads: it should arrange a [`ServeChild::drain`] soon.
     pub fn set_waker(&self, waker: Arc<dyn Fn() + Send + Sync>) {
+        let ring_has_data = self.ring.as_ref().is_some_and(HostRing::has_data);
         let pending = {
             let mut state = self.lock_inbox();
             state.waker = Some(waker.clone());
             let pending = !state.reading
                 && !state.wake_pending
-                && (!state.lines.is_empty() || state.ended.is_some());
+                && (!state.lines.is_empty() || state.ended.is_some() || ring_has_data);
             state.wake_pending |= pending;
             pending
         };
@@ -416,12 +454,13 @@ impl ServeChild {
             line.push(',');
             line.push_str(fields);
         }
-        line.push_str("}\n");
-        self.lock_inbox().reading = true;
-        let answer = match self.write(line.as_bytes()) {
+        line.push('}');
+        self.start_reading();
+        let answer = match self.send(&line, limit.map(|limit| Instant::now() + limit)) {
             Ok(()) => self.read_answer(id, limit, on_line),
-            // The child is gone (its stdin is closed): its end is on the way.
-            Err(()) => Err(CallError::Died(self.wait_for_end(EXIT_GRACE))),
+            Err(SendFailed::Full) => Err(CallError::Hung(limit.unwrap_or_default())),
+            Err(SendFailed::Gone) => Err(CallError::Died(self.wait_for_end(EXIT_GRACE))),
+            Err(SendFailed::Broken(why)) => Err(CallError::Died(self.broken(&why))),
         };
         self.stop_reading();
         answer
@@ -430,31 +469,65 @@ impl ServeChild {
     /// Answers what arrived while nobody was reading (requests from the plugin's timers,
     /// notifications, errors). Returns how the child ended if it did.
     pub fn drain(&mut self, on_line: &mut OnLine<'_>) -> Option<Ended> {
-        {
-            let mut state = self.lock_inbox();
-            state.reading = true;
-            state.wake_pending = false;
-        }
+        self.start_reading();
+        self.lock_inbox().wake_pending = false;
+        let deadline = Some(Instant::now() + ANSWER_LIMIT);
         let ended = loop {
             let next = {
                 let mut state = self.lock_inbox();
                 match state.lines.pop_front() {
-                    Some(line) => line,
-                    None => break state.ended,
+                    Some(line) => Some(line),
+                    None if self.ring.is_none() => break state.ended,
+                    None => None,
                 }
             };
-            self.take_line(&next, None, on_line);
+            let next = match next {
+                Some(line) => line,
+                // With the ring: what it holds now, without waiting for more.
+                None => match self
+                    .ring
+                    .as_mut()
+                    .map(|ring| ring.receive(Some(Instant::now())))
+                {
+                    Some(Ok(Some(frame))) => match self.parse_frame(&frame) {
+                        Some(line) => line,
+                        None => continue,
+                    },
+                    Some(Ok(None)) | None => break self.lock_inbox().ended,
+                    Some(Err(RingError::Closed)) => break Some(self.wait_for_end(EXIT_GRACE)),
+                    Some(Err(RingError::Broken(why))) => break Some(self.broken(&why)),
+                },
+            };
+            match self.take_line(&next, None, deadline, on_line) {
+                Some(Err(CallError::Died(ended))) => break Some(ended),
+                // The child does not take its answers: it is ended, as a hang.
+                Some(Err(CallError::Hung(_))) => break Some(self.kill()),
+                _ => {}
+            }
         };
         self.stop_reading();
         ended
     }
 
+    /// A caller reads from now on (a call, a drain): the child need not ring its doorbell.
+    fn start_reading(&self) {
+        self.lock_inbox().reading = true;
+        if let Some(ring) = &self.ring {
+            ring.set_reading(true);
+        }
+    }
+
     /// Ends reading; lines that arrived meanwhile and nobody took wake the waker.
     fn stop_reading(&self) {
+        if let Some(ring) = &self.ring {
+            ring.set_reading(false);
+        }
+        // After the flag: a message the child sent before it saw the flag is seen here.
+        let ring_has_data = self.ring.as_ref().is_some_and(HostRing::has_data);
         let wake = {
             let mut state = self.lock_inbox();
             state.reading = false;
-            if !state.lines.is_empty() && !state.wake_pending {
+            if (!state.lines.is_empty() || ring_has_data) && !state.wake_pending {
                 state.wake_pending = state.waker.is_some();
                 state.waker.clone()
             } else {
@@ -466,14 +539,53 @@ impl ServeChild {
         }
     }
 
-    fn write(&mut self, bytes: &[u8]) -> Result<(), ()> {
+    /// Sends one message (a JSON object without its line feed): a frame on the ring, or a
+    /// line on the child's stdin.
+    fn send(&mut self, message: &str, deadline: Option<Instant>) -> Result<(), SendFailed> {
+        if let Some(ring) = self.ring.as_mut() {
+            return match ring.send(message.as_bytes(), deadline) {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(SendFailed::Full),
+                Err(RingError::Closed) => Err(SendFailed::Gone),
+                Err(RingError::Broken(why)) => Err(SendFailed::Broken(why)),
+            };
+        }
         let Some(stdin) = self.stdin.as_mut() else {
-            return Err(());
+            return Err(SendFailed::Gone);
         };
         stdin
-            .write_all(bytes)
+            .write_all(message.as_bytes())
+            .and_then(|()| stdin.write_all(b"\n"))
             .and_then(|()| stdin.flush())
-            .map_err(|_| ())
+            .map_err(|_| SendFailed::Gone)
+    }
+
+    /// The child broke the ring's rules (see `transport::ring`): it is said and the child
+    /// killed, as a crash.
+    fn broken(&mut self, why: &str) -> Ended {
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "pi-hooks: isolated plugin {} garbled its shared memory ({}); its process is killed",
+            self.label,
+            escape(why)
+        );
+        self.kill()
+    }
+
+    /// A frame of the ring as a message; one that is not a JSON object is said and skipped.
+    fn parse_frame(&self, frame: &[u8]) -> Option<Value> {
+        match serde_json::from_slice::<Value>(frame) {
+            Ok(line) => Some(line),
+            Err(error) => {
+                let _ = writeln!(
+                    std::io::stderr().lock(),
+                    "pi-hooks: isolated plugin {} sent a message that is not JSON ({error}): {}",
+                    self.label,
+                    first_chars(&String::from_utf8_lossy(frame))
+                );
+                None
+            }
+        }
     }
 
     fn read_answer(
@@ -484,42 +596,73 @@ impl ServeChild {
     ) -> Result<Value, CallError> {
         let mut waited = Duration::ZERO;
         loop {
-            let line = {
-                let mut state = self.lock_inbox();
-                loop {
-                    if let Some(line) = state.lines.pop_front() {
-                        break line;
-                    }
-                    if let Some(ended) = state.ended {
-                        return Err(CallError::Died(ended));
-                    }
-                    let left = match limit {
-                        Some(limit) if waited >= limit => return Err(CallError::Hung(limit)),
-                        Some(limit) => limit - waited,
-                        None => Duration::from_secs(3600),
-                    };
-                    let since = Instant::now();
-                    state = self
-                        .inbox
-                        .arrived
-                        .wait_timeout(state, left)
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0;
+            let left = match limit {
+                Some(limit) if waited >= limit => return Err(CallError::Hung(limit)),
+                Some(limit) => Some(limit - waited),
+                None => None,
+            };
+            let since = Instant::now();
+            let line = match self.ring.as_mut() {
+                Some(ring) => {
+                    let frame = ring.receive(left.map(|left| since + left));
                     waited += since.elapsed();
+                    match frame {
+                        Ok(Some(frame)) => match self.parse_frame(&frame) {
+                            Some(line) => line,
+                            None => continue,
+                        },
+                        Ok(None) => continue,
+                        Err(RingError::Closed) => {
+                            return Err(CallError::Died(self.wait_for_end(EXIT_GRACE)));
+                        }
+                        Err(RingError::Broken(why)) => {
+                            return Err(CallError::Died(self.broken(&why)));
+                        }
+                    }
+                }
+                None => {
+                    let mut state = self.lock_inbox();
+                    loop {
+                        if let Some(line) = state.lines.pop_front() {
+                            break line;
+                        }
+                        if let Some(ended) = state.ended {
+                            return Err(CallError::Died(ended));
+                        }
+                        let left = match limit {
+                            Some(limit) if waited >= limit => {
+                                return Err(CallError::Hung(limit));
+                            }
+                            Some(limit) => limit - waited,
+                            None => Duration::from_secs(3600),
+                        };
+                        let since = Instant::now();
+                        state = self
+                            .inbox
+                            .arrived
+                            .wait_timeout(state, left)
+                            .unwrap_or_else(|e| e.into_inner())
+                            .0;
+                        waited += since.elapsed();
+                    }
                 }
             };
-            if let Some(answer) = self.take_line(&line, Some(id), on_line) {
+            let deadline = left.map(|left| Instant::now() + left);
+            if let Some(answer) = self.take_line(&line, Some(id), deadline, on_line) {
                 return answer;
             }
         }
     }
 
     /// Handles one line: the answer to call `id` is returned; a request is answered through
-    /// `on_line`; anything else goes to `on_line` or is dropped.
+    /// `on_line` (the answer sent by `deadline`, or [`ANSWER_LIMIT`] from now; a child that
+    /// does not take it by then is [`CallError::Hung`]); anything else goes to `on_line` or
+    /// is dropped.
     fn take_line(
         &mut self,
         line: &Value,
         id: Option<u64>,
+        deadline: Option<Instant>,
         on_line: &mut OnLine<'_>,
     ) -> Option<Result<Value, CallError>> {
         let kind = line.get("type").and_then(Value::as_str).unwrap_or("");
@@ -545,10 +688,20 @@ impl ServeChild {
                     Ok(result) => json!({"type": "response", "id": request_id, "result": result}),
                     Err(error) => json!({"type": "response", "id": request_id, "error": error}),
                 };
-                let mut text = response.to_string();
-                text.push('\n');
-                // A failed write means the child is gone; the reader reports its end.
-                let _ = self.write(text.as_bytes());
+                let sending = Instant::now();
+                let deadline = deadline.unwrap_or(sending + ANSWER_LIMIT);
+                match self.send(&response.to_string(), Some(deadline)) {
+                    // Gone: its end is reported where it is read.
+                    Ok(()) | Err(SendFailed::Gone) => {}
+                    // The answer could not be handed over in time (the ring stayed full): the
+                    // child does not read, and the ring now holds part of a message.
+                    Err(SendFailed::Full) => {
+                        return Some(Err(CallError::Hung(sending.elapsed())));
+                    }
+                    Err(SendFailed::Broken(why)) => {
+                        return Some(Err(CallError::Died(self.broken(&why))));
+                    }
+                }
             }
             "notification" => {
                 let method = line.get("method").and_then(Value::as_str).unwrap_or("");
@@ -641,9 +794,62 @@ fn first_chars(text: &str) -> String {
     escape(&cut).into_owned()
 }
 
+/// In the forked child, before exec: puts the protocol pipe at [`PROTOCOL_FD`] and, with
+/// the ring transport (`ring` not -1), the ring's memory at [`RING_FD`], both kept across
+/// exec. Both are copied above the targets first, so placing one cannot close the other.
+#[cfg(unix)]
+fn place_descriptors(protocol: i32, ring: i32) -> std::io::Result<()> {
+    let copy = |fd: i32| {
+        // SAFETY: fcntl(F_DUPFD_CLOEXEC) on a descriptor of this process; async-signal-safe.
+        let copied = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 10) };
+        if copied < 0 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            Ok(copied)
+        }
+    };
+    let place = |fd: i32, target: i32| {
+        // SAFETY: dup2 on descriptors of this process (the copy is closed at exec, the
+        // target kept: dup2 clears its close-on-exec flag); async-signal-safe.
+        if unsafe { libc::dup2(fd, target) } < 0 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    };
+    let protocol = copy(protocol)?;
+    let ring = if ring >= 0 { Some(copy(ring)?) } else { None };
+    place(protocol, PROTOCOL_FD)?;
+    if let Some(ring) = ring {
+        place(ring, RING_FD)?;
+    }
+    Ok(())
+}
+
+/// What the stdout reader does beyond lines, with the ring transport: a blank line is the
+/// child's doorbell (it sent something while the host was not reading), and at the end the
+/// ring is closed, so a caller waiting on it wakes and finds the child's end.
+struct StdoutWatcher {
+    ring_closer: Option<Box<dyn Fn() + Send>>,
+}
+
+impl StdoutWatcher {
+    fn new(ring: Option<&HostRing>) -> Self {
+        StdoutWatcher {
+            ring_closer: ring.map(HostRing::closer),
+        }
+    }
+}
+
 /// The stdout reader: parses lines into the inbox; at the end, reaps the child and records
 /// how it ended. A line that is not JSON (a plugin writing to stdout) is shown on stderr.
-fn read_stdout(stdout: impl Read, inbox: &Inbox, process: &Mutex<Child>, label: &str) {
+fn read_stdout(
+    stdout: impl Read,
+    inbox: &Inbox,
+    process: &Mutex<Child>,
+    label: &str,
+    watcher: &StdoutWatcher,
+) {
     let mut reader = BufReader::with_capacity(64 * 1024, stdout);
     let mut buffer = Vec::new();
     loop {
@@ -655,6 +861,10 @@ fn read_stdout(stdout: impl Read, inbox: &Inbox, process: &Mutex<Child>, label: 
         let text = buffer.strip_suffix(b"\n").unwrap_or(&buffer);
         let text = text.strip_suffix(b"\r").unwrap_or(text);
         if text.iter().all(u8::is_ascii_whitespace) {
+            if watcher.ring_closer.is_some() {
+                // The doorbell: whoever reads next finds the messages in the ring.
+                inbox.deliver(|_| {});
+            }
             continue;
         }
         match serde_json::from_slice::<Value>(text) {
@@ -681,6 +891,9 @@ fn read_stdout(stdout: impl Read, inbox: &Inbox, process: &Mutex<Child>, label: 
         pause = (pause * 2).min(Duration::from_millis(50));
     };
     inbox.deliver(|state| state.ended = Some(ended));
+    if let Some(close) = &watcher.ring_closer {
+        close();
+    }
 }
 
 /// Reads one line of at most [`MAX_LINE_BYTES`]; a longer one is read through and dropped

@@ -7,8 +7,9 @@
 //! commands with their completions, tools, flags, renderers), forwards every call as the
 //! protocol's request, and answers the child's requests through the host's own services with
 //! the context of the call in flight ([`child_requests`]). The runner sees an ordinary plugin,
-//! so its combination rules and load order are untouched. The child and its line client are
-//! in [`child`].
+//! so its combination rules and load order are untouched. The child and its client are in
+//! [`child`], the ways their messages travel (shared-memory rings on Linux, JSON lines over
+//! pipes) in [`transport`].
 //!
 //! Which plugins are isolated ([`Selection`]): all of them with `--isolate` (`run`, `rpc`), or
 //! those a settings file selects with its `isolate` key (`true`, or a list of plugin file
@@ -20,6 +21,7 @@
 pub mod child;
 pub mod child_requests;
 pub mod proxy;
+pub mod transport;
 
 use std::path::{Path, PathBuf};
 use std::sync::RwLock;

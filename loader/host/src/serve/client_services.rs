@@ -24,6 +24,9 @@ pub struct ClientLink {
     next: AtomicU64,
     waiting: Mutex<HashMap<String, Sender<Result<Value, String>>>>,
     closed: AtomicBool,
+    /// The ring transport: responses are read from it by the waiting call itself.
+    #[cfg(target_os = "linux")]
+    ring: Option<Arc<super::ChildRing>>,
 }
 
 impl ClientLink {
@@ -34,6 +37,21 @@ impl ClientLink {
             next: AtomicU64::new(1),
             waiting: Mutex::new(HashMap::new()),
             closed: AtomicBool::new(false),
+            #[cfg(target_os = "linux")]
+            ring: None,
+        })
+    }
+
+    /// A link over the ring transport: requests go out through `out` (the ring's writer) and
+    /// each waits for its response on `ring`.
+    #[cfg(target_os = "linux")]
+    pub fn over_ring(out: LineWriter, ring: Arc<super::ChildRing>) -> Arc<Self> {
+        Arc::new(ClientLink {
+            out,
+            next: AtomicU64::new(1),
+            waiting: Mutex::new(HashMap::new()),
+            closed: AtomicBool::new(false),
+            ring: Some(ring),
         })
     }
 
@@ -53,6 +71,25 @@ impl ClientLink {
             return Err("the serve client has gone (stdin closed)".into());
         }
         let id = format!("s{}", self.next.fetch_add(1, Ordering::Relaxed));
+        #[cfg(target_os = "linux")]
+        if let Some(ring) = &self.ring {
+            ring.expect(&id);
+            self.out.line(&json!({
+                "type": "request",
+                "id": id,
+                "method": method,
+                "params": params,
+            }));
+            return match ring.response(&id, timeout) {
+                Ok(answer) => answer,
+                Err(super::ring_link::Stopped::TimedOut) => {
+                    Err(format!("the client did not answer {method} in time"))
+                }
+                Err(super::ring_link::Stopped::Closed) => {
+                    Err("the serve client has gone (stdin closed)".into())
+                }
+            };
+        }
         let (sender, receiver) = channel();
         self.waiting().insert(id.clone(), sender);
         self.out.line(&json!({
@@ -107,6 +144,10 @@ impl ClientLink {
     pub fn close(&self) {
         self.closed.store(true, Ordering::Release);
         self.waiting().clear();
+        #[cfg(target_os = "linux")]
+        if let Some(ring) = &self.ring {
+            ring.close();
+        }
     }
 }
 

@@ -8,7 +8,9 @@
 //! Threads: stdin is read on serve's main thread (under the tokio runtime, see
 //! `InlineStdin`) and never waits for a request to finish; the client's requests
 //! run one after another on a worker thread, so a plugin waiting for a `response` blocks
-//! only that worker. When stdin closes, waiting plugin requests fail, the worker finishes,
+//! only that worker. With the ring transport of `--isolate`'s children ([`ring_link`]) the
+//! worker reads its requests from the ring itself, a waiting plugin call reads its
+//! `response` itself, and the main thread only waits for stdin's end. When stdin closes, waiting plugin requests fail, the worker finishes,
 //! `session_shutdown {reason:"quit"}` goes to the plugins, they are retired (their timers
 //! and child processes stop) and the process exits 0.
 
@@ -17,14 +19,22 @@ pub mod client_services;
 pub mod framing;
 mod line_writer;
 pub mod protocol;
+#[cfg(target_os = "linux")]
+pub mod ring_link;
 
 pub use line_writer::LineWriter;
+#[cfg(target_os = "linux")]
+pub use ring_link::{ChildRing, ring_on_fd};
+
+/// Elsewhere than Linux there is no ring transport (see `crate::isolate::transport`).
+#[cfg(not(target_os = "linux"))]
+pub enum ChildRing {}
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, channel};
+use std::sync::mpsc::channel;
 
 use pi_hooks_abi::ffi::{PI_MODE_PRINT, PI_MODE_RPC};
 
@@ -58,6 +68,10 @@ pub struct ServeSetup {
     /// Where the protocol's lines go; `None`: stdout. An isolated plugin's child writes
     /// them to a descriptor of its own (see [`protocol_on_fd`]).
     pub protocol: Option<LineWriter>,
+    /// The ring transport (`--ring-fd`, Linux): after the `hello`, which still goes to
+    /// `protocol`, every message comes and goes through these rings, and stdin only says by
+    /// its end that the host has gone.
+    pub ring: Option<Arc<ChildRing>>,
 }
 
 /// Moves this process's protocol output off fd 1 (`pi-hooks serve --protocol-fd N`, as
@@ -87,6 +101,9 @@ pub fn protocol_on_fd(fd: i32) -> Result<LineWriter, String> {
     // SAFETY: `fd` is open (checked above) and handed to us by the parent for this use
     // alone; the File owns it from now on.
     let file = unsafe { std::fs::File::from_raw_fd(fd) };
+    // What the plugin starts (exec) does not get it: the host sees this process's end as
+    // the end of that pipe.
+    let _ = rustix::io::fcntl_setfd(&file, rustix::io::FdFlags::CLOEXEC);
     Ok(LineWriter::to(Box::new(file)))
 }
 
@@ -104,15 +121,25 @@ pub fn run(setup: ServeSetup) -> i32 {
         discovery,
         load_lines,
         protocol,
+        ring,
     } = setup;
     let out = protocol.unwrap_or_else(LineWriter::stdout);
     out.line(&protocol::hello(&report, &load_lines));
+    let (out, link) = match &ring {
+        #[cfg(target_os = "linux")]
+        Some(ring) => {
+            let out = ring.writer();
+            (out.clone(), ClientLink::over_ring(out, Arc::clone(ring)))
+        }
+        #[cfg(not(target_os = "linux"))]
+        Some(ring) => match **ring {},
+        None => (out.clone(), ClientLink::new(out)),
+    };
     let config = RunnerConfig::new(&cwd, mode).with_settings(&report.settings);
     let runner = Arc::new(Runner::new(
         report.plugins.into_iter().map(Arc::new).collect(),
         config.clone(),
     ));
-    let link = ClientLink::new(out.clone());
     runner.bind_services(Arc::new(ClientServices::new(link.clone(), config)));
     {
         let out = out.clone();
@@ -134,9 +161,16 @@ pub fn run(setup: ServeSetup) -> i32 {
         let runner = runner.clone();
         let shut_down = Arc::clone(&shut_down);
         let out = out.clone();
+        let ring = ring.clone();
         std::thread::Builder::new()
             .name("pi-hooks-serve".into())
-            .spawn(move || work(&runner, &out, &discovery, queue, &shut_down))
+            .spawn(move || match ring {
+                Some(ring) => {
+                    let jobs = ring_jobs(&ring, &out);
+                    work(&runner, &out, &discovery, jobs, &shut_down)
+                }
+                None => work(&runner, &out, &discovery, queue.into_iter(), &shut_down),
+            })
     };
     let worker = match worker {
         Ok(worker) => worker,
@@ -145,19 +179,12 @@ pub fn run(setup: ServeSetup) -> i32 {
             return 1;
         }
     };
-    crate::services::runtime::handle().block_on(framing::read_lines(InlineStdin(std::io::stdin()), |line| {
-        match line {
-            framing::Line::Text(text) => take_line(text, &out, &link, &jobs),
-            framing::Line::TooLong(bytes) => error_line(
-                &out,
-                &Value::Null,
-                &format!(
-                    "line of {bytes} bytes is longer than pi-hooks' limit of {} bytes per line; send less text per line",
-                    framing::MAX_LINE_BYTES
-                ),
-            ),
-        }
-    }));
+    if ring.is_some() {
+        // Nothing comes on stdin: its end is the host's end.
+        let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+    } else {
+        read_stdin(&out, &link, &jobs);
+    }
     // Stdin closed: plugins waiting on the client get errors, the worker ends its queue.
     link.close();
     drop(jobs);
@@ -175,6 +202,24 @@ pub fn run(setup: ServeSetup) -> i32 {
     0
 }
 
+/// Reads the client's lines from stdin until it closes: responses go to their waiting
+/// requests, requests to the worker.
+fn read_stdin(out: &LineWriter, link: &ClientLink, jobs: &std::sync::mpsc::Sender<Job>) {
+    crate::services::runtime::handle().block_on(framing::read_lines(InlineStdin(std::io::stdin()), |line| {
+        match line {
+            framing::Line::Text(text) => take_line(text, out, link, jobs),
+            framing::Line::TooLong(bytes) => error_line(
+                out,
+                &Value::Null,
+                &format!(
+                    "line of {bytes} bytes is longer than pi-hooks' limit of {} bytes per line; send less text per line",
+                    framing::MAX_LINE_BYTES
+                ),
+            ),
+        }
+    }));
+}
+
 /// One input line: a `response` is handed to its waiting plugin call at once; requests go
 /// to the worker; anything else is answered with an error line.
 fn take_line(text: &str, out: &LineWriter, link: &ClientLink, jobs: &std::sync::mpsc::Sender<Job>) {
@@ -190,6 +235,20 @@ fn take_line(text: &str, out: &LineWriter, link: &ClientLink, jobs: &std::sync::
             return;
         }
     };
+    if line.get("type").and_then(Value::as_str) == Some("response") {
+        if let Err(error) = link.resolve(&line) {
+            let id = line.get("id").cloned().unwrap_or(Value::Null);
+            error_line(out, &id, &error);
+        }
+        return;
+    }
+    if let Some(job) = job_from(line, out) {
+        let _ = jobs.send(job);
+    }
+}
+
+/// A request line as the worker's job; a line that is none is answered with an error line.
+fn job_from(line: Value, out: &LineWriter) -> Option<Job> {
     let id = line.get("id").cloned().unwrap_or(Value::Null);
     let Some(kind) = line.get("type").and_then(Value::as_str) else {
         error_line(
@@ -197,14 +256,9 @@ fn take_line(text: &str, out: &LineWriter, link: &ClientLink, jobs: &std::sync::
             &id,
             "a line needs a string \"type\" (event, command, tool, reload, render, completions, flags or response)",
         );
-        return;
+        return None;
     };
     match kind {
-        "response" => {
-            if let Err(error) = link.resolve(&line) {
-                error_line(out, &id, &error);
-            }
-        }
         "event" | "command" | "tool" | "reload" | "render" | "completions" | "flags" => {
             if id.is_null() {
                 error_line(
@@ -212,23 +266,43 @@ fn take_line(text: &str, out: &LineWriter, link: &ClientLink, jobs: &std::sync::
                     &id,
                     &format!("this {kind} request needs an \"id\" its result can name"),
                 );
-                return;
+                return None;
             }
-            let _ = jobs.send(Job {
-                id,
+            Some(Job {
                 kind: kind.to_owned(),
+                id,
                 line,
-            });
+            })
         }
-        other => error_line(
-            out,
-            &id,
-            &format!(
-                "unknown type {:?}: expected event, command, tool, reload, render, completions, flags or response",
-                escape(other)
-            ),
-        ),
+        other => {
+            error_line(
+                out,
+                &id,
+                &format!(
+                    "unknown type {:?}: expected event, command, tool, reload, render, completions, flags or response",
+                    escape(other)
+                ),
+            );
+            None
+        }
     }
+}
+
+/// The host's requests read from the ring by the worker itself, until the host has gone.
+#[cfg(target_os = "linux")]
+fn ring_jobs<'a>(ring: &'a ChildRing, out: &'a LineWriter) -> impl Iterator<Item = Job> + 'a {
+    std::iter::from_fn(move || {
+        loop {
+            if let Some(job) = job_from(ring.next_job()?, out) {
+                return Some(job);
+            }
+        }
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn ring_jobs<'a>(ring: &'a ChildRing, _: &'a LineWriter) -> std::iter::Empty<Job> {
+    match *ring {}
 }
 
 /// Applies a request's `context` (`sessionFile`, `hasUI`) to what plugins see from now on.
@@ -268,10 +342,10 @@ fn work(
     runner: &Arc<Runner>,
     out: &LineWriter,
     discovery: &DiscoveryOptions,
-    queue: Receiver<Job>,
+    jobs: impl Iterator<Item = Job>,
     shut_down: &AtomicBool,
 ) {
-    for Job { id, kind, line } in queue {
+    for Job { id, kind, line } in jobs {
         if let Err(error) = apply_context(runner, line.get("context")) {
             error_line(out, &id, &error);
             continue;
