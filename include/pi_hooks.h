@@ -703,7 +703,9 @@ typedef struct PiActionsApi {
      * SIGTERM, then SIGKILL 5 s later. A reload retires the old version only once the call
      * that runs the program has returned, or after 2 s; the end of the session does not
      * wait. `PI_ERR_INVALID_ARG` for a NULL or too small request, an empty program or a
-     * NULL `out`.
+     * NULL `out`. `PI_ERR_DENIED` when the plugin runs confined and its grant's `exec` does
+     * not name the program: nothing runs, and `*out` receives an owned object
+     * `{"error": "<why>"}` (free it as a result).
      */
     PiStatus (*exec)(struct PiPlugin *plugin,
                      const struct PiExecRequest *request,
@@ -1895,6 +1897,15 @@ typedef const struct PiPluginDescriptor *(*PiEntryFn)(void);
  */
 #define PI_ERR_DUPLICATE 10
 
+/**
+ * Refused by the plugin's grant: the plugin runs confined (a package's accepted
+ * capabilities, or a `sandbox` entry of the user's settings) and the action needs a
+ * capability the grant does not hold. Where the action has an out value (`exec`), it
+ * receives an owned object `{"error": "<which capability is missing>"}`; the host also
+ * reports the refusal, naming the plugin, the action and the grant.
+ */
+#define PI_ERR_DENIED 11
+
 
 
 #endif  /* PI_HOOKS_H */
@@ -1912,7 +1923,7 @@ typedef const struct PiPluginDescriptor *(*PiEntryFn)(void);
  * (pi_hooks_abi::layout::LAYOUT_FINGERPRINT). PI_HOOKS_DESCRIPTOR puts it in the descriptor,
  * so that the host refuses a plugin built against an edited header of the same version.
  */
-#define PI_HOOKS_LAYOUT_FINGERPRINT 0xf44a44163cdc81dcULL
+#define PI_HOOKS_LAYOUT_FINGERPRINT 0x3caa46a364dc425aULL
 
 /** The name of the entry symbol every v1 plugin exports (see PI_HOOKS_PLUGIN). */
 #define PI_HOOKS_ENTRY_SYMBOL "pi_hooks_plugin_v1"

@@ -51,6 +51,9 @@ pub struct Launch {
     pub sha256: String,
     /// The session's working directory.
     pub cwd: PathBuf,
+    /// The grant the child confines itself to before it loads the plugin
+    /// (`crate::sandbox`), if the plugin has one.
+    pub sandbox: Option<crate::sandbox::Grant>,
 }
 
 impl Launch {
@@ -67,6 +70,12 @@ impl Launch {
             "--protocol-fd".into(),
             PROTOCOL_FD.to_string().into(),
         ]
+        .into_iter()
+        .chain(self.sandbox.iter().flat_map(|grant| {
+            let json = serde_json::to_string(grant).unwrap_or_default();
+            ["--sandbox".into(), json.into()]
+        }))
+        .collect()
     }
 }
 
@@ -94,6 +103,10 @@ impl Ended {
     /// `crashed (SIGSEGV)` or `exited (status 1)`.
     pub fn describe(&self) -> String {
         match self {
+            #[cfg(unix)]
+            Ended::Signaled(signal) if *signal == libc::SIGSYS => {
+                "was stopped by its sandbox (SIGSYS: a system call its grant forbids, made where the sandbox could not refuse it)".to_owned()
+            }
             Ended::Signaled(signal) => format!("crashed ({})", signal_name(*signal)),
             Ended::Exited(code) => format!("exited (status {code})"),
         }
@@ -262,6 +275,12 @@ impl ServeChild {
                     Ok(())
                 });
             }
+        }
+        // A confined plugin (crate::sandbox): a clean environment and no descriptors but the
+        // protocol's; the child confines itself from `--sandbox` before it loads the plugin.
+        #[cfg(target_os = "linux")]
+        if launch.sandbox.is_some() {
+            crate::sandbox::limits::prepare_command(&mut command, PROTOCOL_FD);
         }
         let spawned = command.spawn();
         // The child has its copy; the host keeps only the reading end.

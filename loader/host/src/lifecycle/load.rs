@@ -128,6 +128,7 @@ pub fn load_candidates(options: &DiscoveryOptions) -> (LoadReport, Vec<Candidate
     };
     let cache = cache_dir(&options.agent_dir);
     crate::isolate::note_discovery(&options.cwd, &report.settings);
+    crate::sandbox::note_discovery(&options.cwd, &options.agent_dir, &report.settings);
     let (limit, _) = crate::plugin_files::settings::timeouts(&report.settings);
     let mut outcomes = Vec::new();
     let mut loadable = Vec::new();
@@ -529,8 +530,9 @@ fn load_timed(
     } else {
         TrustState::NotRequired
     };
-    if crate::isolate::selects(path) {
-        // Its code runs in a child process; the host keeps a proxy in its place.
+    if crate::isolate::selects(path) || crate::isolate::confines(path)? {
+        // Its code runs in a child process (confined when it has a grant); the host keeps
+        // a proxy in its place.
         let plugin = crate::isolate::load(&file, origin, trust)?;
         return Ok(Loaded::Plugin(Box::new(plugin)));
     }

@@ -107,6 +107,8 @@ pub fn run(setup: ServeSetup) -> i32 {
     } = setup;
     let out = protocol.unwrap_or_else(LineWriter::stdout);
     out.line(&protocol::hello(&report, &load_lines));
+    // A confined child's refusals (crate::sandbox) go to the client after the hello.
+    crate::sandbox::report::send_to(out.clone());
     let config = RunnerConfig::new(&cwd, mode).with_settings(&report.settings);
     let runner = Arc::new(Runner::new(
         report.plugins.into_iter().map(Arc::new).collect(),
