@@ -195,6 +195,55 @@ pub fn confinement(path: &Path) -> Result<Confinement, String> {
     }
 }
 
+/// How an installed package runs, for `list`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PackageSandbox {
+    /// Isolated and confined to the capabilities accepted at install.
+    Confined,
+    /// The user opted it out (`"sandbox": {"<name>": false}`).
+    OptedOut,
+    /// It declares no capabilities (it asks for everything), so nothing confines it.
+    Unrestricted,
+}
+
+impl PackageSandbox {
+    /// The state in words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            PackageSandbox::Confined => {
+                "confined to its accepted capabilities (isolated; Linux only, see --unconfined-ok)"
+            }
+            PackageSandbox::OptedOut => {
+                "unconfined: opted out in settings.json (\"sandbox\": {\"<name>\": false})"
+            }
+            PackageSandbox::Unrestricted => {
+                "unconfined: it declares no capabilities, so it runs with everything your user can do"
+            }
+        }
+    }
+}
+
+/// How the installed package `name` runs, by the user's settings read at the last
+/// discovery (`false` opts it out; an object replaces its grant and keeps it confined).
+pub fn package_state(name: &str, capabilities: Option<&Capabilities>) -> PackageSandbox {
+    let registry = REGISTRY.read().unwrap_or_else(|e| e.into_inner());
+    let entry = registry
+        .as_ref()
+        .and_then(|r| r.settings.as_ref())
+        .and_then(|(_, entries)| entries.iter().find(|e| e.name == name).cloned());
+    match (entry, capabilities) {
+        (
+            Some(SettingsGrant {
+                capabilities: None, ..
+            }),
+            _,
+        ) => PackageSandbox::OptedOut,
+        (Some(_), _) | (None, Some(_)) => PackageSandbox::Confined,
+        (None, None) => PackageSandbox::Unrestricted,
+    }
+}
+
 static UNCONFINED_OK: OnceLock<bool> = OnceLock::new();
 
 /// `--unconfined-ok`: where the sandbox is not available (not Linux), run a plugin that has

@@ -3,7 +3,8 @@
 //! Always refused: `ptrace`, `process_vm_readv`/`writev`, mounts (`mount`, `umount2`,
 //! `pivot_root`, `fsopen`, `fsmount`, `move_mount`, `open_tree`), keyrings (`keyctl`,
 //! `add_key`, `request_key`), namespaces (`unshare`, `setns`), `bpf`, `perf_event_open`,
-//! `userfaultfd`, kernel modules and `kexec`. With `network: false`: any socket that is not
+//! `userfaultfd`, kernel modules and `kexec`; any signal to the host (`kill`, `tkill`,
+//! `tgkill`, `rt_sigqueueinfo`, `rt_tgsigqueueinfo` naming its pid). With `network: false`: any socket that is not
 //! a Unix socket. Without `exec`: `execve`, `execveat` and every new process (`fork`,
 //! `vfork`, `clone` without `CLONE_THREAD`; `clone3` answers `ENOSYS`, so the C library
 //! falls back to `clone`, whose flags can be checked).
@@ -27,6 +28,12 @@ use super::Grant;
 
 /// The write end of the pipe from the handler to the reporting thread (-1: none).
 static REPORT_FD: AtomicI32 = AtomicI32::new(-1);
+
+/// The read end of the pipe on which the reporting thread says a report went out (-1: none).
+static ACK_FD: AtomicI32 = AtomicI32::new(-1);
+
+/// How long the handler waits for its report to go out before the refused call returns.
+const ACK_WAIT_MS: i32 = 1000;
 
 /// One refused call as the handler writes it: the call's number and its first argument.
 const RECORD_BYTES: usize = 16;
@@ -176,12 +183,28 @@ const WITHOUT_EXEC: &[(i64, &str, &str)] = &[
     ),
 ];
 
+/// Calls that signal a process, refused when they name the host (Landlock's signal scoping
+/// refuses the other processes outside the sandbox, but without telling anyone).
+const SIGNAL_HOST: &[(i64, &str)] = &[
+    (libc::SYS_kill, "kill"),
+    (libc::SYS_tkill, "tkill"),
+    (libc::SYS_tgkill, "tgkill"),
+    (libc::SYS_rt_sigqueueinfo, "rt_sigqueueinfo"),
+    (libc::SYS_rt_tgsigqueueinfo, "rt_tgsigqueueinfo"),
+];
+
 /// What a refused call is called and the rule it broke, for the report.
 fn describe(number: i64, arg0: u64, grant: &Grant) -> (String, String) {
     if number == libc::SYS_socket {
         return (
             format!("socket({})", family_name(arg0)),
             "its grant has network: no".to_owned(),
+        );
+    }
+    if let Some((_, name)) = SIGNAL_HOST.iter().find(|(n, _)| *n == number) {
+        return (
+            format!("{name} of the host (pid {arg0})"),
+            "a confined plugin may not signal the host".to_owned(),
         );
     }
     ALWAYS
@@ -228,6 +251,16 @@ pub fn apply(grant: &Grant) -> Result<(), String> {
         trapped.insert(
             number,
             vec![SeccompRule::new(vec![other]).map_err(|e| fail(&e))?],
+        );
+    }
+    // SAFETY: getppid has no preconditions.
+    let host = unsafe { libc::getppid() } as u64;
+    for (number, _) in SIGNAL_HOST {
+        let at_host = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, host)
+            .map_err(|e| fail(&e))?;
+        trapped.insert(
+            *number,
+            vec![SeccompRule::new(vec![at_host]).map_err(|e| fail(&e))?],
         );
     }
     let mut no_clone3 = BTreeMap::new();
@@ -284,10 +317,13 @@ pub fn apply(grant: &Grant) -> Result<(), String> {
 /// Installs the `SIGSYS` handler and starts the thread that reports what it passes on.
 fn start_reporting(grant: Grant) -> std::io::Result<()> {
     let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+    let (ack_read, ack_write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
     {
         use std::os::fd::IntoRawFd;
         REPORT_FD.store(write.into_raw_fd(), Ordering::Release);
+        ACK_FD.store(ack_read.into_raw_fd(), Ordering::Release);
     }
+    let mut ack_write = std::fs::File::from(ack_write);
     std::thread::Builder::new()
         .name("pi-hooks-sandbox-report".into())
         .spawn(move || {
@@ -300,8 +336,11 @@ fn start_reporting(grant: Grant) -> std::io::Result<()> {
                 let mut arg = [0u8; 8];
                 arg.copy_from_slice(&record[8..16]);
                 let (call, rule) = describe(number, u64::from_ne_bytes(arg), &grant);
-                let reason = format!("the system call {call} was refused: {rule}");
+                let reason = format!("refused by its seccomp filter: {rule}");
                 super::report::denied(&call, &reason, &grant);
+                // The report is out before the refused call returns, so the host sees it
+                // before the answer of the call the plugin was making.
+                let _ = std::io::Write::write_all(&mut ack_write, &[1]);
             }
         })?;
     // SAFETY: a zeroed sigaction is a valid starting point; the handler only calls write(2)
@@ -343,6 +382,20 @@ extern "C" fn on_sigsys(
     if fd >= 0 {
         // SAFETY: write(2) of a local buffer; a pipe write of 16 bytes is atomic.
         let _ = unsafe { libc::write(fd, record.as_ptr().cast(), RECORD_BYTES) };
+        let ack = ACK_FD.load(Ordering::Acquire);
+        let mut poll = libc::pollfd {
+            fd: ack,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let mut byte = 0u8;
+        // SAFETY: poll(2) and read(2) on our own pipe with local buffers, both
+        // async-signal-safe; the wait is bounded.
+        unsafe {
+            if libc::poll(&mut poll, 1, ACK_WAIT_MS) == 1 {
+                let _ = libc::read(ack, (&mut byte as *mut u8).cast(), 1);
+            }
+        }
     }
 }
 
