@@ -108,12 +108,14 @@ fn run(world: &World, settings: &Value, extra: &[&str], prompts: &[&str]) -> Run
         "run",
         "--mode",
         "json",
-        "--no-session",
         "--script",
         world.script.to_str().unwrap(),
         "--hook",
         world.hostile.to_str().unwrap(),
     ];
+    if !extra.contains(&"--session") {
+        args.push("--no-session");
+    }
     args.extend_from_slice(extra);
     args.extend_from_slice(prompts);
     let output = pi_hooks_tests::output_within(
@@ -384,6 +386,45 @@ fn a_kill_by_the_kernel_is_reported_like_a_crash_and_the_call_fails_closed() {
         next.starts_with("blocked because the isolated plugin")
             || next == "read: failed Permission denied",
         "{next}"
+    );
+}
+
+#[test]
+fn the_host_refuses_a_session_switch_outside_the_grant() {
+    let world = world();
+    let session = world.sandbox.root().join("session.jsonl");
+    let outside = world.sandbox.home().join("elsewhere.jsonl");
+    let inside = world.sandbox.home().join("out/next.jsonl");
+    let run = run(
+        &world,
+        &json!({"sandbox": {"hostile": {"write": ["${home}/out"]}}}),
+        &["--session", session.to_str().unwrap()],
+        &[
+            &format!("/switch {}", outside.display()),
+            &format!("/switch {}", inside.display()),
+        ],
+    );
+    let report = run.report(&format!(
+        "sandbox denied switchSession: switchSession of {} denied: the grant of plugin hostile",
+        outside.display()
+    ));
+    assert!(
+        report["error"].as_str().unwrap().contains(&format!(
+            "write: {}",
+            world.sandbox.home().join("out").display()
+        )),
+        "{report}"
+    );
+    // The switch inside the grant reached the session (which finds no such file).
+    assert_eq!(run.sandbox_reports(), 1, "{:?}", run.errors);
+    assert!(
+        run.errors.iter().any(|e| e["event"] == "switch_session"
+            && e["error"]
+                .as_str()
+                .unwrap()
+                .contains("next.jsonl: No such file")),
+        "{:?}",
+        run.errors
     );
 }
 

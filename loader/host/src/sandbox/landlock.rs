@@ -141,3 +141,40 @@ fn interpreter(program: &Path) -> Option<PathBuf> {
         Some(std::fs::canonicalize(&path).unwrap_or(path))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn says_what_an_older_kernel_lacks() {
+        let at = |abi| LandlockStatus::Available {
+            effective_abi: abi,
+            kernel_abi: None,
+        };
+        assert!(lacking(&at(ABI::V7)).is_empty());
+        let v5 = lacking(&at(ABI::V5));
+        assert_eq!(v5.len(), 1);
+        assert!(v5[0].contains("signal scoping (ABI 6)"), "{v5:?}");
+        let v3 = lacking(&at(ABI::V3));
+        assert!(v3[0].contains("TCP rules (ABI 4)"), "{v3:?}");
+        let none = lacking(&LandlockStatus::NotEnabled);
+        assert!(none[0].starts_with("Landlock (its file"), "{none:?}");
+    }
+
+    #[test]
+    fn finds_a_programs_dynamic_loader() {
+        let sh = std::fs::canonicalize("/bin/sh").unwrap();
+        let loader = interpreter(&sh).expect("a dynamically linked /bin/sh");
+        assert!(loader.is_file(), "{}", loader.display());
+        assert!(
+            loader
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("ld-"),
+            "{}",
+            loader.display()
+        );
+    }
+}

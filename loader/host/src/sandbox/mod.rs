@@ -382,3 +382,27 @@ pub fn confine(grant: Grant, _plugin: &Path, _settings: &[PathBuf]) -> Result<()
         grant.plugin
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reads_settings_grants_and_names_a_wrong_one() {
+        let list = SettingsGrant::list_from_settings_value(
+            &json!({"gate": {"read": ["${cwd}"], "memoryMiB": 64}, "pkg": false}),
+        )
+        .unwrap();
+        assert_eq!(list.len(), 2);
+        assert_eq!(list[0].name, "gate");
+        assert_eq!(list[0].capabilities.as_ref().unwrap().memory_mib, Some(64));
+        assert_eq!(list[1].capabilities, None);
+        let e = SettingsGrant::list_from_settings_value(&json!(["gate"])).unwrap_err();
+        assert!(e.contains("`sandbox` must be an object"), "{e}");
+        let e = SettingsGrant::list_from_settings_value(&json!({"gate": true})).unwrap_err();
+        assert!(e.contains("`sandbox.gate` must be a grant object"), "{e}");
+        let e = SettingsGrant::list_from_settings_value(&json!({"gate": {"net": 1}})).unwrap_err();
+        assert!(e.contains("unknown field `net`"), "{e}");
+    }
+}
