@@ -361,11 +361,15 @@ pub fn confine(grant: Grant, plugin: &Path, settings: &[PathBuf]) -> Result<(), 
         ));
     }
     limits::apply(&grant)?;
-    let lacking = landlock::apply(&grant, plugin, settings)?;
+    let mut lacking = landlock::apply(&grant, plugin, settings)?;
+    // SAFETY: geteuid has no preconditions.
+    if !grant.exec.is_empty() && unsafe { libc::geteuid() } == 0 {
+        lacking.push("a bound on its processes (RLIMIT_NPROC does not bind root)".to_owned());
+    }
     seccomp::apply(&grant)?;
     if !lacking.is_empty() {
         eprintln!(
-            "pi-hooks: sandbox: plugin {} is confined without {}: this kernel lacks it",
+            "pi-hooks: sandbox: plugin {} is confined without {}, which this system does not offer",
             grant.plugin,
             lacking.join(", ")
         );
