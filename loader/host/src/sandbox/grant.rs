@@ -237,15 +237,22 @@ pub fn normalize(path: &Path) -> PathBuf {
 
 /// The file `program` names through `PATH` (the first executable regular file).
 pub fn find_in_path(program: &str, path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
     let path = path?;
     std::env::split_paths(path)
         .filter(|dir| dir.is_absolute())
         .map(|dir| dir.join(program))
-        .find(|candidate| {
-            std::fs::metadata(candidate)
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
+        .find(|candidate| std::fs::metadata(candidate).is_ok_and(|m| is_program(&m)))
+}
+
+#[cfg(unix)]
+fn is_program(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    meta.is_file() && meta.permissions().mode() & 0o111 != 0
+}
+
+#[cfg(not(unix))]
+fn is_program(meta: &std::fs::Metadata) -> bool {
+    meta.is_file()
 }
 
 /// What `wanted` asks for beyond `granted`, one line per capability (empty: nothing more).
