@@ -526,9 +526,10 @@
  * `PiValueApi` (`new_object` ... `json_quote`) and `PiResultApi::set_from_value`; minor 3
  * appended `PiValueApi::replace_text` and gave `PiExecRequest`'s reserved field its use as
  * `flags` (`PI_EXEC_CANCEL_ON_ABORT`); minor 4 appended `PiContextApi::is_aborted` and
- * `PiActionsApi::send_user_message_content` and `exec_cancel`.
+ * `PiActionsApi::send_user_message_content` and `exec_cancel`; minor 5 added the status
+ * `PI_ERR_DENIED` (a confined plugin's grant refused an action).
  */
-#define PI_HOOKS_ABI_MINOR 4
+#define PI_HOOKS_ABI_MINOR 5
 
 /**
  * An opaque context, valid until the handler, command, tool, timer or callback it was given
@@ -718,7 +719,9 @@ typedef struct PiActionsApi {
      * SIGTERM, then SIGKILL 5 s later. A reload retires the old version only once the call
      * that runs the program has returned, or after 2 s; the end of the session does not
      * wait. `PI_ERR_INVALID_ARG` for a NULL or too small request, an empty program or a
-     * NULL `out`.
+     * NULL `out`. `PI_ERR_DENIED` when the plugin runs confined and its grant's `exec` does
+     * not name the program: nothing runs, and `*out` receives an owned object
+     * `{"error": "<why>"}` (free it as a result).
      */
     PiStatus (*exec)(struct PiPlugin *plugin,
                      const struct PiExecRequest *request,
@@ -1914,6 +1917,15 @@ typedef const struct PiPluginDescriptor *(*PiEntryFn)(void);
  */
 #define PI_ERR_DUPLICATE 10
 
+/**
+ * (ABI 1.5) Refused by the plugin's grant: the plugin runs confined (a package's accepted
+ * capabilities, or a `sandbox` entry of the user's settings) and the action needs a
+ * capability the grant does not hold. Where the action has an out value (`exec`), it
+ * receives an owned object `{"error": "<which capability is missing>"}`; the host also
+ * reports the refusal, naming the plugin, the action and the grant.
+ */
+#define PI_ERR_DENIED 11
+
 
 
 #endif  /* PI_HOOKS_H */
@@ -1931,7 +1943,7 @@ typedef const struct PiPluginDescriptor *(*PiEntryFn)(void);
  * (pi_hooks_abi::layout::LAYOUT_FINGERPRINT). PI_HOOKS_DESCRIPTOR puts it in the descriptor,
  * so that the host refuses a plugin built against an edited header of the same version.
  */
-#define PI_HOOKS_LAYOUT_FINGERPRINT 0xf44a44163cdc81dcULL
+#define PI_HOOKS_LAYOUT_FINGERPRINT 0x3ca6bea364d9256bULL
 
 /** The name of the entry symbol every v1 plugin exports (see PI_HOOKS_PLUGIN). */
 #define PI_HOOKS_ENTRY_SYMBOL "pi_hooks_plugin_v1"

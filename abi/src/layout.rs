@@ -18,6 +18,7 @@ pub const RELEASED_FINGERPRINTS: &[u64] = &[
     0x2cfe_1107_3f88_c486,
     0x2ea6_12d6_d2e3_4df2,
     0xf44a_4416_3cdc_81dc,
+    0x3ca6_bea3_64d9_256b,
 ];
 
 /// Sizes of the boundary structs at one ABI minor, on this target.
@@ -90,7 +91,8 @@ impl AbiSizes {
             1 => Some(minor_1),
             2 => Some(minor_2),
             3 => Some(minor_3),
-            4 => Some(Self::CURRENT),
+            // Minor 5 added only the status `PI_ERR_DENIED`: the tables are minor 4's.
+            4 | 5 => Some(Self::CURRENT),
             _ => None,
         }
     }
@@ -183,7 +185,9 @@ mod tests {
         );
         assert_eq!(three.value_api, AbiSizes::CURRENT.value_api);
         assert_eq!(AbiSizes::for_minor(4), Some(AbiSizes::CURRENT));
-        assert_eq!(AbiSizes::for_minor(5), None);
+        // Minor 5 added a status code only.
+        assert_eq!(AbiSizes::for_minor(5), Some(AbiSizes::CURRENT));
+        assert_eq!(AbiSizes::for_minor(6), None);
     }
 
     #[test]

@@ -112,7 +112,9 @@ pub struct PiActionsApi {
     /// SIGTERM, then SIGKILL 5 s later. A reload retires the old version only once the call
     /// that runs the program has returned, or after 2 s; the end of the session does not
     /// wait. `PI_ERR_INVALID_ARG` for a NULL or too small request, an empty program or a
-    /// NULL `out`.
+    /// NULL `out`. `PI_ERR_DENIED` when the plugin runs confined and its grant's `exec` does
+    /// not name the program: nothing runs, and `*out` receives an owned object
+    /// `{"error": "<why>"}` (free it as a result).
     pub exec: unsafe extern "C" fn(
         plugin: *mut PiPlugin,
         request: *const PiExecRequest,

@@ -32,3 +32,9 @@ pub const PI_ERR_CANCELLED: PiStatus = 9;
 /// Already registered: a second command, tool, flag or renderer of the same name from this
 /// plugin.
 pub const PI_ERR_DUPLICATE: PiStatus = 10;
+/// (ABI 1.5) Refused by the plugin's grant: the plugin runs confined (a package's accepted
+/// capabilities, or a `sandbox` entry of the user's settings) and the action needs a
+/// capability the grant does not hold. Where the action has an out value (`exec`), it
+/// receives an owned object `{"error": "<which capability is missing>"}`; the host also
+/// reports the refusal, naming the plugin, the action and the grant.
+pub const PI_ERR_DENIED: PiStatus = 11;

@@ -13,5 +13,6 @@ pub const PI_HOOKS_ABI_MAJOR: u32 = 1;
 /// `PiValueApi` (`new_object` ... `json_quote`) and `PiResultApi::set_from_value`; minor 3
 /// appended `PiValueApi::replace_text` and gave `PiExecRequest`'s reserved field its use as
 /// `flags` (`PI_EXEC_CANCEL_ON_ABORT`); minor 4 appended `PiContextApi::is_aborted` and
-/// `PiActionsApi::send_user_message_content` and `exec_cancel`.
-pub const PI_HOOKS_ABI_MINOR: u32 = 4;
+/// `PiActionsApi::send_user_message_content` and `exec_cancel`; minor 5 added the status
+/// `PI_ERR_DENIED` (a confined plugin's grant refused an action).
+pub const PI_HOOKS_ABI_MINOR: u32 = 5;

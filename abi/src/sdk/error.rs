@@ -74,6 +74,7 @@ pub fn status_name(status: crate::ffi::PiStatus) -> &'static str {
         PI_ERR_TIMEOUT => "PI_ERR_TIMEOUT",
         PI_ERR_CANCELLED => "PI_ERR_CANCELLED",
         PI_ERR_DUPLICATE => "PI_ERR_DUPLICATE",
+        PI_ERR_DENIED => "PI_ERR_DENIED",
         _ => "an unknown status",
     }
 }

@@ -68,6 +68,7 @@ pub mod packages;
 pub mod plugin;
 pub mod plugin_files;
 pub mod runner;
+pub mod sandbox;
 pub mod serve;
 pub mod services;
 pub mod testing;

@@ -36,6 +36,10 @@ pub(super) struct InstallArgs {
     /// an unsigned one where the installed version was signed.
     #[arg(long)]
     accept_new_signer: bool,
+    /// Grant a new version of an installed package more than the version installed was
+    /// granted (without it, and without a yes at the prompt, it is refused).
+    #[arg(long)]
+    grant: bool,
 }
 
 /// The arguments of `pi-hooks update`.
@@ -52,6 +56,10 @@ pub(super) struct UpdateArgs {
     /// See `install --accept-new-signer`.
     #[arg(long)]
     accept_new_signer: bool,
+    /// Grant a new version more than the installed one was granted (without it, and
+    /// without a yes at the prompt, an update that asks for more is refused).
+    #[arg(long)]
+    grant: bool,
 }
 
 /// `pi-hooks install`.
@@ -60,6 +68,7 @@ pub(super) fn install(args: InstallArgs) -> Result<ExitCode, CommandError> {
     let choices = Choices {
         yes: args.yes,
         accept_new_signer: args.accept_new_signer,
+        grant: args.grant,
     };
     let record = install_from(&store, &args.source, None, choices)?;
     let mut text = format!(
@@ -89,6 +98,7 @@ pub(super) fn update(args: UpdateArgs) -> Result<ExitCode, CommandError> {
     let choices = Choices {
         yes: args.yes,
         accept_new_signer: args.accept_new_signer,
+        grant: args.grant,
     };
     let records = match &args.name {
         Some(name) => vec![store.record(name).ok_or_else(|| {
@@ -125,6 +135,8 @@ pub(super) fn update(args: UpdateArgs) -> Result<ExitCode, CommandError> {
 struct Choices {
     yes: bool,
     accept_new_signer: bool,
+    /// A new version may be granted more than the installed one.
+    grant: bool,
 }
 
 fn store(local: bool) -> Result<Store, CommandError> {
@@ -288,8 +300,35 @@ fn install_from(
     for line in Capabilities::describe(manifest.capabilities.as_ref()) {
         summary.push_str(&format!("    {}\n", escape(&line)));
     }
-    summary.push_str("  (declared capabilities are recorded and shown; they are not yet enforced)");
+    summary.push_str(
+        "  (accepted capabilities are its grant: on Linux it runs isolated and confined to them)",
+    );
     write_stderr(&summary);
+    if let Some(old) = &installed {
+        let more = pi_hooks_host::sandbox::grant::asks_for_more(
+            old.capabilities.as_ref(),
+            manifest.capabilities.as_ref(),
+        );
+        if !more.is_empty() {
+            let question = format!(
+                "{what} asks for more than you granted {} {}: {}",
+                escape(&old.name),
+                escape(&old.version),
+                escape(&more.join("; "))
+            );
+            if !choices.grant && !confirm(&format!("{question}. Grant it?")) {
+                let command = if previous.is_some() {
+                    format!("pi-hooks update {} --grant", old.name)
+                } else {
+                    format!("pi-hooks install {source} --grant")
+                };
+                return Err(fail(format!(
+                    "{question}; refused, nothing was changed (the installed version keeps its grant). To grant it: `{}`",
+                    escape(&command)
+                )));
+            }
+        }
+    }
     if !choices.yes && !confirm("Install it with these capabilities?") {
         return Err(fail(format!(
             "{what} was not installed: its capabilities were not accepted (headless: pass --yes to accept them)"
@@ -426,6 +465,7 @@ pub(super) fn packages_json(packages: &[(Scope, InstallRecord)]) -> serde_json::
                 "sha256": r.sha256,
                 "abi": r.abi,
                 "capabilities": r.capabilities,
+                "sandbox": pi_hooks_host::sandbox::package_state(&r.name, r.capabilities.as_ref()),
             })
         })
         .collect()
@@ -453,6 +493,10 @@ pub(super) fn packages_text(packages: &[(Scope, InstallRecord)]) -> String {
         for line in Capabilities::describe(r.capabilities.as_ref()) {
             out.push_str(&format!("    capabilities: {}\n", escape(&line)));
         }
+        out.push_str(&format!(
+            "    sandbox: {}\n",
+            pi_hooks_host::sandbox::package_state(&r.name, r.capabilities.as_ref()).describe()
+        ));
     }
     out
 }

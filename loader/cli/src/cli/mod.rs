@@ -104,6 +104,10 @@ enum Command {
             requires = "protocol_fd"
         )]
         ring_fd: Option<i32>,
+        /// Confine this process to a grant (JSON, as the host resolved it) before the one
+        /// --hook file is opened (`--isolate` does for a plugin with a grant).
+        #[arg(long = "sandbox", value_name = "GRANT", hide = true)]
+        sandbox: Option<String>,
     },
     /// Create a plugin project that builds as generated: one handler, a test, a README with
     /// the dev loop (Rust: a cdylib crate; C and C++: a Makefile and a CMakeLists.txt).
@@ -336,9 +340,16 @@ pub fn main() -> ExitCode {
                 pin_sha256,
                 protocol_fd,
                 ring_fd,
+                sandbox,
             },
             _,
-        ) => run::serve(&sources, pin_sha256.as_deref(), protocol_fd, ring_fd),
+        ) => run::serve(
+            &sources,
+            pin_sha256.as_deref(),
+            protocol_fd,
+            ring_fd,
+            sandbox.as_deref(),
+        ),
         (Command::Bridge { action }, _) => bridge::bridge(action),
         (Command::DemoModel(args), _) => demo_model::demo_model(args),
         (Command::Emit(args), _) => emit::emit(args),

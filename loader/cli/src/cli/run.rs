@@ -95,6 +95,11 @@ pub(super) struct SessionArgs {
     /// session goes on (settings.json's `isolate` chooses plugins one by one).
     #[arg(long)]
     isolate: bool,
+    /// Where no sandbox is available (any system but Linux), load a plugin that has a grant
+    /// (a package's capabilities, settings.json's `sandbox`) unconfined, with a warning,
+    /// instead of refusing it.
+    #[arg(long = "unconfined-ok")]
+    unconfined_ok: bool,
     /// Stop with exit code 1, before the session starts, when a plugin fails to load (named
     /// with --hook/-e, found in a plugin folder, or listed in settings.json) or a settings
     /// file is broken. Without it the failure is reported and the session goes on, as in pi.
@@ -171,6 +176,7 @@ fn prepare(
         }
     };
     pi_hooks_host::isolate::enable(args.isolate);
+    pi_hooks_host::sandbox::set_unconfined_ok(args.unconfined_ok);
     let report = load_all(&options);
     for line in run_load_lines(&report)
         .into_iter()
@@ -536,6 +542,7 @@ pub(super) fn serve(
     pin: Option<&str>,
     protocol_fd: Option<i32>,
     ring_fd: Option<i32>,
+    sandbox: Option<&str>,
 ) -> Result<ExitCode, CommandError> {
     let protocol = match protocol_fd {
         #[cfg(unix)]
@@ -569,6 +576,9 @@ pub(super) fn serve(
             );
         }
     }
+    if let Some(grant) = sandbox {
+        confine_serve(grant, &options)?;
+    }
     let report = load_all(&options);
     let load_lines = run_load_lines(&report);
     for line in &load_lines {
@@ -585,6 +595,28 @@ pub(super) fn serve(
     };
     let code = pi_hooks_host::serve::run(setup);
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+/// `serve --sandbox GRANT` (an isolated plugin's child, `pi_hooks_host::sandbox`): confines
+/// this process to the grant before the --hook file is opened, so its static constructors
+/// run confined too. It may still read the file and the settings files it reads.
+fn confine_serve(
+    grant: &str,
+    options: &pi_hooks_host::plugin_files::discover::DiscoveryOptions,
+) -> Result<(), CommandError> {
+    let grant: pi_hooks_host::sandbox::Grant = serde_json::from_str(grant)
+        .map_err(|e| CommandError::usage(format!("--sandbox: not a grant ({e})")))?;
+    let [hook] = options.explicit.as_slice() else {
+        return Err(CommandError::usage(
+            "--sandbox confines one plugin: give exactly one --hook",
+        ));
+    };
+    let plugin = pi_hooks_host::plugin_files::paths::resolve(hook, &options.cwd);
+    let settings = [
+        options.agent_dir.join("settings.json"),
+        options.cwd.join(".pi").join("settings.json"),
+    ];
+    pi_hooks_host::sandbox::confine(grant, &plugin, &settings).map_err(CommandError::failed)
 }
 
 /// The session of this run: in memory, the named file (created when missing), the most recent

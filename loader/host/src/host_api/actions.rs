@@ -294,6 +294,24 @@ unsafe extern "C" fn exec(
             Ok(request) => request,
             Err(status) => return status,
         };
+        // A confined plugin (crate::sandbox) runs only the programs its grant names.
+        if let Err(reason) = crate::sandbox::check_exec(&request.program) {
+            if crate::observe::trace::on() {
+                crate::observe::trace::action(
+                    state,
+                    "exec",
+                    &request.to_json(),
+                    Err(&reason),
+                    None,
+                );
+            }
+            let written = write_owned_value(out, Some(serde_json::json!({"error": reason})));
+            return if written == PI_OK {
+                PI_ERR_DENIED
+            } else {
+                written
+            };
+        }
         let services = state.services();
         let traced =
             crate::observe::trace::on().then(|| (request.to_json(), std::time::Instant::now()));

@@ -64,6 +64,9 @@ pub struct Launch {
     pub sha256: String,
     /// The session's working directory.
     pub cwd: PathBuf,
+    /// The grant the child confines itself to before it loads the plugin
+    /// (`crate::sandbox`), if the plugin has one.
+    pub sandbox: Option<crate::sandbox::Grant>,
 }
 
 impl Launch {
@@ -82,6 +85,10 @@ impl Launch {
         ];
         if transport == Transport::Ring {
             args.extend(["--ring-fd".into(), RING_FD.to_string().into()]);
+        }
+        if let Some(grant) = &self.sandbox {
+            let json = serde_json::to_string(grant).unwrap_or_default();
+            args.extend(["--sandbox".into(), json.into()]);
         }
         args
     }
@@ -111,6 +118,10 @@ impl Ended {
     /// `crashed (SIGSEGV)` or `exited (status 1)`.
     pub fn describe(&self) -> String {
         match self {
+            #[cfg(unix)]
+            Ended::Signaled(signal) if *signal == libc::SIGSYS => {
+                "was stopped by its sandbox (SIGSYS: a system call its grant forbids, made where the sandbox could not refuse it)".to_owned()
+            }
             Ended::Signaled(signal) => format!("crashed ({})", signal_name(*signal)),
             Ended::Exited(code) => format!("exited (status {code})"),
         }
@@ -295,6 +306,18 @@ impl ServeChild {
             unsafe {
                 command.pre_exec(move || place_descriptors(write, ring));
             }
+        }
+        // A confined plugin (crate::sandbox): a clean environment and no descriptors but the
+        // protocol's (and the rings' with that transport); the child confines itself from
+        // `--sandbox` before it loads the plugin.
+        #[cfg(target_os = "linux")]
+        if launch.sandbox.is_some() {
+            let last = if ring_fd.is_some() {
+                RING_FD
+            } else {
+                PROTOCOL_FD
+            };
+            crate::sandbox::limits::prepare_command(&mut command, last);
         }
         let spawned = command.spawn();
         // The child has its copies; the host keeps only the reading end (and its mapping).

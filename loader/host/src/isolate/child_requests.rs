@@ -166,6 +166,7 @@ impl Answerer<'_> {
             "context_usage" => Ok(s.context_usage().unwrap_or(Value::Null)),
             "session_op" => {
                 let op = session_op(params)?;
+                self.check_session_path(&op)?;
                 let from_command = self.kind() == Some(CallKind::Command);
                 if !from_command && !matches!(op, SessionOp::Compact(_)) {
                     return Err(
@@ -189,6 +190,30 @@ impl Answerer<'_> {
                 crate::guards::display::escape(other)
             )),
         }
+    }
+
+    /// A confined plugin (crate::sandbox) may switch to a session file only where its grant
+    /// lets it read and write: the host reads and appends to that file on its behalf.
+    fn check_session_path(&self, op: &SessionOp) -> Result<(), String> {
+        let Some(grant) = crate::sandbox::held(&self.state.path) else {
+            return Ok(());
+        };
+        let SessionOp::Switch(file) = op else {
+            return Ok(());
+        };
+        let cwd = self
+            .services()
+            .ok()
+            .and_then(|s| s.runner_config())
+            .map(|c| std::path::PathBuf::from(c.cwd))
+            .unwrap_or_default();
+        let path = cwd.join(file);
+        crate::sandbox::check_path(&grant, "switchSession", &path, true).inspect_err(|reason| {
+            if let Ok(services) = self.services() {
+                let params = json!({"action": "switchSession", "reason": reason, "plugin": grant.plugin, "grant": grant.summary(), "source": grant.source});
+                crate::sandbox::report::show(self.state, &params, services.as_ref());
+            }
+        })
     }
 
     /// A dialog: the session's UI answers (the wait paused on the call's clock), or, without
@@ -288,6 +313,8 @@ impl Answerer<'_> {
             }
             "abort" => services.abort(),
             "shutdown" => services.request_shutdown(),
+            // A confined child refused its plugin something (crate::sandbox::report).
+            "denied" => crate::sandbox::report::show(self.state, params, services.as_ref()),
             _ => {}
         }
     }

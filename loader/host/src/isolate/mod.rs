@@ -114,7 +114,12 @@ impl Selection {
 }
 
 /// Whether one `isolate` list entry names the plugin file at `path`.
-fn entry_matches(entry: &str, base: &Path, path: &Path, canonical: Option<&Path>) -> bool {
+pub(crate) fn entry_matches(
+    entry: &str,
+    base: &Path,
+    path: &Path,
+    canonical: Option<&Path>,
+) -> bool {
     let is_path = entry.contains('/') || entry.starts_with('~') || entry.starts_with('.');
     if is_path {
         let named = crate::plugin_files::paths::resolve(entry, base);
@@ -195,6 +200,21 @@ pub fn selects(path: &Path) -> bool {
     selection().selects(path)
 }
 
+/// Whether the plugin file at `path` has a grant and so runs isolated and confined
+/// (`crate::sandbox`), when a session command turned isolation on. `Err`: its grant cannot
+/// be used, or this platform cannot confine it (without `--unconfined-ok`).
+pub fn confines(path: &Path) -> Result<bool, String> {
+    if !selection().enabled {
+        return Ok(false);
+    }
+    match crate::sandbox::confinement(path)? {
+        crate::sandbox::Confinement::Confined(grant) => {
+            crate::sandbox::platform_can_confine(&grant.plugin)
+        }
+        _ => Ok(false),
+    }
+}
+
 static SERVE_PROGRAM: RwLock<Option<PathBuf>> = RwLock::new(None);
 
 /// Sets the `pi-hooks` binary isolated plugins run under (`<program> serve ...`). The
@@ -230,11 +250,22 @@ pub fn load(file: &PluginFile, origin: Origin, trust: TrustState) -> Result<Load
         .clone()
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_else(|| PathBuf::from("."));
+    let sandbox = match crate::sandbox::confinement(&file.path)? {
+        crate::sandbox::Confinement::Confined(grant)
+            if crate::sandbox::platform_can_confine(&grant.plugin)? =>
+        {
+            // The host checks the child's requests against the grant it is confined to.
+            crate::sandbox::hold(&file.path.display().to_string(), grant.clone());
+            Some(grant)
+        }
+        _ => None,
+    };
     let launch = child::Launch {
         program: serve_program()?,
         plugin: file.path.clone(),
         sha256: file.sha256().to_owned(),
         cwd,
+        sandbox,
     };
     let hello_limit = selection
         .hook_timeout

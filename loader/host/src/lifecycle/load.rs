@@ -128,6 +128,7 @@ pub fn load_candidates(options: &DiscoveryOptions) -> (LoadReport, Vec<Candidate
     };
     let cache = cache_dir(&options.agent_dir);
     crate::isolate::note_discovery(&options.cwd, &report.settings);
+    crate::sandbox::note_discovery(&options.cwd, &options.agent_dir, &report.settings);
     let (limit, _) = crate::plugin_files::settings::timeouts(&report.settings);
     let mut outcomes = Vec::new();
     let mut loadable = Vec::new();
@@ -151,16 +152,59 @@ pub fn load_candidates(options: &DiscoveryOptions) -> (LoadReport, Vec<Candidate
     }
     let loadable = Arc::new(loadable);
     let trust = Arc::new(trust);
+    // Plugins that run in a child process (isolated, or confined by a grant) start their
+    // children all at once, each on a thread of its own: none of their code runs in this
+    // process and each child waits at most `hookTimeout` for its plugin, so their start-ups
+    // overlap instead of adding up. The others load here one after another, as always.
+    let (in_children, in_process): (Vec<usize>, Vec<usize>) = (0..loadable.len()).partition(|&i| {
+        let path = &loadable[i].0;
+        crate::isolate::selects(path) || crate::isolate::confines(path).unwrap_or(true)
+    });
+    let in_process = Arc::new(in_process);
     let work = {
-        let loadable = Arc::clone(&loadable);
-        move |i: usize| {
-            let (path, origin) = &loadable[i];
+        let (loadable, trust, cache) = (Arc::clone(&loadable), Arc::clone(&trust), cache.clone());
+        let in_process = Arc::clone(&in_process);
+        move |j: usize| {
+            let (path, origin) = &loadable[in_process[j]];
             load_candidate(path, *origin, trust.as_ref().as_ref(), &cache)
         }
     };
+    let mut by_index: Vec<Option<Result<Loaded, String>>> =
+        (0..loadable.len()).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let children: Vec<_> = in_children
+            .iter()
+            .map(|&i| {
+                let (path, origin) = &loadable[i];
+                let (trust, cache) = (&trust, &cache);
+                let thread = std::thread::Builder::new()
+                    .name("pi-hooks-load-child".into())
+                    .spawn_scoped(scope, move || {
+                        load_candidate(path, *origin, trust.as_ref().as_ref(), cache)
+                    });
+                (i, thread)
+            })
+            .collect();
+        for (j, outcome) in each_within(in_process.len(), limit, work)
+            .into_iter()
+            .enumerate()
+        {
+            by_index[in_process[j]] = outcome;
+        }
+        for (i, thread) in children {
+            let (path, origin) = &loadable[i];
+            by_index[i] = Some(match thread {
+                Ok(thread) => thread
+                    .join()
+                    .unwrap_or_else(|_| Err("its loader thread panicked".to_owned())),
+                // No thread to be had: start it here.
+                Err(_) => load_candidate(path, *origin, trust.as_ref().as_ref(), &cache),
+            });
+        }
+    });
     let mut loaded = loadable
         .iter()
-        .zip(each_within(loadable.len(), limit, work))
+        .zip(by_index)
         .map(|((path, origin), outcome)| CandidateOutcome {
             path: path.clone(),
             origin: *origin,
@@ -532,8 +576,9 @@ fn load_timed(
     } else {
         TrustState::NotRequired
     };
-    if crate::isolate::selects(path) {
-        // Its code runs in a child process; the host keeps a proxy in its place.
+    if crate::isolate::selects(path) || crate::isolate::confines(path)? {
+        // Its code runs in a child process (confined when it has a grant); the host keeps
+        // a proxy in its place.
         let plugin = crate::isolate::load(&file, origin, trust)?;
         return Ok(Loaded::Plugin(Box::new(plugin)));
     }

@@ -363,6 +363,10 @@ pub struct PackagePlugin {
     pub library: PathBuf,
     /// The SHA-256 recorded at install.
     pub sha256: String,
+    /// Its version.
+    pub version: String,
+    /// The capabilities the user accepted at install (`None`: it declares none).
+    pub capabilities: Option<Capabilities>,
 }
 
 /// The plugins of the packages `settings` lists that are installed in `store`, in the
@@ -381,6 +385,8 @@ pub fn package_plugins(store: &Store) -> Vec<PackagePlugin> {
             name: r.name.clone(),
             library: store.package_dir(&r.name).join(&r.library),
             sha256: r.sha256.clone(),
+            version: r.version.clone(),
+            capabilities: r.capabilities.clone(),
         })
         .collect()
 }

@@ -166,6 +166,13 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
                     &plugin.sha256,
                     &plugin.name,
                 );
+                // Its accepted capabilities become its grant (`crate::sandbox`).
+                crate::sandbox::note_package(
+                    &plugin.library,
+                    &plugin.name,
+                    &plugin.version,
+                    plugin.capabilities.as_ref(),
+                );
                 raw.push(check_file(plugin.library, origin));
             }
         }

@@ -30,6 +30,9 @@ pub struct Settings {
     pub project: bool,
     /// `isolate`: which plugins run in a `pi-hooks serve` child (see `crate::isolate`).
     pub isolate: crate::isolate::IsolateSetting,
+    /// `sandbox`: grants for plugins, by name (see `crate::sandbox`); read from the user's
+    /// settings only.
+    pub sandbox: Vec<crate::sandbox::SettingsGrant>,
     /// pi's `defaultProvider`: the provider a session starts with.
     pub default_provider: Option<String>,
     /// pi's `defaultModel`: the model id a session starts with.
@@ -91,6 +94,10 @@ pub fn read_settings(path: &Path) -> Result<Option<Settings>, String> {
         isolate: match map.get("isolate") {
             None => crate::isolate::IsolateSetting::Off,
             Some(value) => crate::isolate::IsolateSetting::from_settings_value(value)?,
+        },
+        sandbox: match map.get("sandbox") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(value) => crate::sandbox::SettingsGrant::list_from_settings_value(value)?,
         },
         default_provider: text(&map, "defaultProvider")?,
         default_model: text(&map, "defaultModel")?,

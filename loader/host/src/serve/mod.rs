@@ -135,6 +135,8 @@ pub fn run(setup: ServeSetup) -> i32 {
         Some(ring) => match **ring {},
         None => (out.clone(), ClientLink::new(out)),
     };
+    // A confined child's refusals (crate::sandbox) go to the client after the hello.
+    crate::sandbox::report::send_to(out.clone());
     let config = RunnerConfig::new(&cwd, mode).with_settings(&report.settings);
     let runner = Arc::new(Runner::new(
         report.plugins.into_iter().map(Arc::new).collect(),

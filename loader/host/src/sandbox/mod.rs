@@ -1,0 +1,412 @@
+//! Confined plugins: a plugin with a grant ([`grant`]) runs isolated (a `pi-hooks serve`
+//! child, `crate::isolate`) inside an operating-system sandbox, and the host checks what the
+//! child asks of it against the same grant.
+//!
+//! Where grants come from ([`note_discovery`], [`note_package`]): an installed package's
+//! capabilities as the user accepted them at install (recorded beside its library; a
+//! package is confined by default, `"sandbox": {"<package>": false}` in the user's
+//! settings.json opts it out), and for a plain library the user's settings.json:
+//! `"sandbox": {"<plugin>": {"read": [...], "write": [...], "network": false, "exec": [...],
+//! "memoryMiB": 256}}`. A project's settings cannot grant or opt out anything.
+//!
+//! The host resolves the grant ([`grant::Grant::resolve`]) and hands it to the child
+//! (`serve --sandbox JSON`); the child confines itself ([`confine`]) before it opens the
+//! plugin's library, so even the library's static constructors run confined. On Linux:
+//! `no_new_privs`, resource limits ([`limits`]), Landlock for files, TCP and signals
+//! ([`landlock`]) and seccomp for the rest ([`seccomp`]). Elsewhere a confined plugin is
+//! refused unless the user passes `--unconfined-ok` ([`set_unconfined_ok`]).
+//!
+//! A refusal is reported ([`report`]): by the child's own checks (`exec` through the host
+//! API) and by the seccomp filter, to the host as a `denied` notification, which the host
+//! shows on the terminal, in the JSON stream and in the hook trace, naming the plugin, the
+//! action and the grant.
+
+pub mod grant;
+#[cfg(target_os = "linux")]
+pub mod landlock;
+#[cfg(target_os = "linux")]
+pub mod limits;
+pub mod report;
+#[cfg(target_os = "linux")]
+pub mod seccomp;
+
+use std::path::{Path, PathBuf};
+use std::sync::{OnceLock, RwLock};
+
+use serde_json::Value;
+
+use crate::packages::manifest::Capabilities;
+use crate::plugin_files::settings::Settings;
+pub use grant::Grant;
+
+/// One entry of a settings file's `sandbox` object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SettingsGrant {
+    /// The key: a plugin's name or file name (matched as `isolate` entries are), or a
+    /// package's name.
+    pub name: String,
+    /// The grant; `None` for `false`: run this package unconfined.
+    pub capabilities: Option<Capabilities>,
+}
+
+impl SettingsGrant {
+    /// Reads a `sandbox` value: an object of grants (or `false` for a package to run
+    /// unconfined). `Err` names the entry and what to write instead.
+    pub fn list_from_settings_value(value: &Value) -> Result<Vec<SettingsGrant>, String> {
+        let Value::Object(map) = value else {
+            return Err(format!(
+                "`sandbox` must be an object of grants by plugin name (such as {{\"gate\": {{\"read\": [\"${{cwd}}\"], \"network\": false}}}}), found {value}; fix the settings file"
+            ));
+        };
+        map.iter()
+            .map(|(name, grant)| {
+                let capabilities = match grant {
+                    Value::Bool(false) => None,
+                    Value::Object(_) => Some(
+                        serde_json::from_value::<Capabilities>(grant.clone()).map_err(|e| {
+                            format!(
+                                "`sandbox.{name}` is not a grant ({e}); its keys are read, write (path lists), network (true/false), exec (program list) and memoryMiB (a number); fix the settings file"
+                            )
+                        })?,
+                    ),
+                    other => {
+                        return Err(format!(
+                            "`sandbox.{name}` must be a grant object, or false to run a package unconfined, found {other}; fix the settings file"
+                        ));
+                    }
+                };
+                Ok(SettingsGrant {
+                    name: name.clone(),
+                    capabilities,
+                })
+            })
+            .collect()
+    }
+}
+
+/// How a plugin runs, as far as the sandbox goes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Confinement {
+    /// No grant: as before (in process, or isolated when `isolate` selects it).
+    Unconfined,
+    /// A package the user opted out (`"sandbox": {"<name>": false}`).
+    OptedOut,
+    /// Isolated and confined to this grant.
+    Confined(Grant),
+}
+
+/// What discovery told the sandbox.
+#[derive(Debug, Default, Clone)]
+struct Registry {
+    /// The user's settings file and its `sandbox` entries.
+    settings: Option<(PathBuf, Vec<SettingsGrant>)>,
+    /// Installed packages: library, name, version, accepted capabilities.
+    packages: Vec<(PathBuf, String, String, Option<Capabilities>)>,
+    /// What the variables stand for.
+    folders: Option<grant::Folders>,
+}
+
+static REGISTRY: RwLock<Option<Registry>> = RwLock::new(None);
+
+fn update(f: impl FnOnce(&mut Registry)) {
+    let mut guard = REGISTRY.write().unwrap_or_else(|e| e.into_inner());
+    f(guard.get_or_insert_with(Registry::default));
+}
+
+/// Records the grants of a discovery: the user's settings' `sandbox` entries (a project's
+/// are not read), and the folders `${cwd}`, `${home}`, `${tmp}` and `${data}` stand for.
+pub fn note_discovery(cwd: &Path, agent_dir: &Path, settings: &[Settings]) {
+    let user = settings.iter().find(|s| !s.project);
+    update(|r| {
+        r.settings = user.map(|s| (s.path.clone(), s.sandbox.clone()));
+        r.folders = Some(grant::Folders {
+            cwd: cwd.to_path_buf(),
+            home: crate::plugin_files::paths::home_dir(),
+            tmp: std::env::temp_dir(),
+            agent_dir: agent_dir.to_path_buf(),
+        });
+    });
+}
+
+/// Records an installed package's library and the capabilities the user accepted for it.
+pub fn note_package(
+    library: &Path,
+    name: &str,
+    version: &str,
+    capabilities: Option<&Capabilities>,
+) {
+    update(|r| {
+        r.packages.retain(|(known, ..)| known != library);
+        r.packages.push((
+            library.to_path_buf(),
+            name.to_owned(),
+            version.to_owned(),
+            capabilities.cloned(),
+        ))
+    });
+}
+
+/// How the plugin file at `path` runs. `Err`: its grant cannot be used (a bad entry), and
+/// the plugin is not loaded.
+pub fn confinement(path: &Path) -> Result<Confinement, String> {
+    let registry = REGISTRY
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+        .unwrap_or_default();
+    let Some(folders) = registry.folders.clone() else {
+        return Ok(Confinement::Unconfined);
+    };
+    let package = registry
+        .packages
+        .iter()
+        .find(|(library, ..)| library == path);
+    if let Some((settings_path, entries)) = &registry.settings {
+        let base = settings_path.parent().unwrap_or_else(|| Path::new("."));
+        let canonical = std::fs::canonicalize(path).ok();
+        let entry = entries.iter().find(|e| match package {
+            Some((_, name, ..)) if *name == e.name => true,
+            _ => crate::isolate::entry_matches(&e.name, base, path, canonical.as_deref()),
+        });
+        if let Some(entry) = entry {
+            return match &entry.capabilities {
+                None if package.is_some() => Ok(Confinement::OptedOut),
+                None => Ok(Confinement::Unconfined),
+                Some(capabilities) => Grant::resolve(
+                    capabilities,
+                    &entry.name,
+                    &settings_path.display().to_string(),
+                    &folders,
+                )
+                .map(Confinement::Confined),
+            };
+        }
+    }
+    match package {
+        // A package that declares nothing asks for everything: nothing to confine it to.
+        Some((_, _, _, None)) | None => Ok(Confinement::Unconfined),
+        Some((_, name, version, Some(capabilities))) => Grant::resolve(
+            capabilities,
+            name,
+            &format!("package {name} {version}"),
+            &folders,
+        )
+        .map(Confinement::Confined),
+    }
+}
+
+/// How an installed package runs, for `list`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PackageSandbox {
+    /// Isolated and confined to the capabilities accepted at install.
+    Confined,
+    /// The user opted it out (`"sandbox": {"<name>": false}`).
+    OptedOut,
+    /// It declares no capabilities (it asks for everything), so nothing confines it.
+    Unrestricted,
+}
+
+impl PackageSandbox {
+    /// The state in words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            PackageSandbox::Confined => {
+                "confined to its accepted capabilities (isolated; Linux only, see --unconfined-ok)"
+            }
+            PackageSandbox::OptedOut => {
+                "unconfined: opted out in settings.json (\"sandbox\": {\"<name>\": false})"
+            }
+            PackageSandbox::Unrestricted => {
+                "unconfined: it declares no capabilities, so it runs with everything your user can do"
+            }
+        }
+    }
+}
+
+/// How the installed package `name` runs, by the user's settings read at the last
+/// discovery (`false` opts it out; an object replaces its grant and keeps it confined).
+pub fn package_state(name: &str, capabilities: Option<&Capabilities>) -> PackageSandbox {
+    let registry = REGISTRY.read().unwrap_or_else(|e| e.into_inner());
+    let entry = registry
+        .as_ref()
+        .and_then(|r| r.settings.as_ref())
+        .and_then(|(_, entries)| entries.iter().find(|e| e.name == name).cloned());
+    match (entry, capabilities) {
+        (
+            Some(SettingsGrant {
+                capabilities: None, ..
+            }),
+            _,
+        ) => PackageSandbox::OptedOut,
+        (Some(_), _) | (None, Some(_)) => PackageSandbox::Confined,
+        (None, None) => PackageSandbox::Unrestricted,
+    }
+}
+
+static UNCONFINED_OK: OnceLock<bool> = OnceLock::new();
+
+/// `--unconfined-ok`: where the sandbox is not available (not Linux), run a plugin that has
+/// a grant unconfined, with a warning, instead of refusing it.
+pub fn set_unconfined_ok(ok: bool) {
+    let _ = UNCONFINED_OK.set(ok);
+}
+
+/// Whether this platform can confine a plugin; `Err` is the refusal (or, with
+/// `--unconfined-ok`, `Ok(false)` after the warning is printed).
+pub fn platform_can_confine(plugin: &str) -> Result<bool, String> {
+    if cfg!(target_os = "linux") {
+        return Ok(true);
+    }
+    if UNCONFINED_OK.get().copied().unwrap_or(false) {
+        eprintln!(
+            "pi-hooks: warning: plugin {plugin} has a grant, but this platform has no sandbox pi-hooks can use (Linux only); it runs unconfined because of --unconfined-ok"
+        );
+        return Ok(false);
+    }
+    Err("it has a grant, and confining a plugin needs Linux (Landlock and seccomp); it was not loaded. Run with --unconfined-ok to load it unconfined, or remove its grant".to_owned())
+}
+
+/// The grant this process (a `serve` child) is confined to, once [`confine`] applied it.
+static APPLIED: OnceLock<Grant> = OnceLock::new();
+
+/// The grant this process is confined to, if any.
+pub fn applied() -> Option<&'static Grant> {
+    APPLIED.get()
+}
+
+/// Checks an `exec` a plugin asks for against the grant this process is confined to:
+/// `Err` is the reason to hand back (the denial is reported).
+pub fn check_exec(program: &str) -> Result<(), String> {
+    let Some(grant) = applied() else {
+        return Ok(());
+    };
+    let found = if program.contains('/') {
+        Some(PathBuf::from(program))
+    } else {
+        grant::find_in_path(program, std::env::var_os("PATH").as_deref())
+    };
+    if found.as_deref().is_some_and(|f| grant.allows_program(f)) {
+        return Ok(());
+    }
+    let reason = format!(
+        "exec of {program:?} denied: the grant of plugin {} ({}) does not include it (exec: {})",
+        grant.plugin,
+        grant.source,
+        if grant.exec.is_empty() {
+            "nothing".to_owned()
+        } else {
+            grant.exec.join(", ")
+        }
+    );
+    report::denied("exec", &reason, grant);
+    Err(reason)
+}
+
+/// Checks a path the host reads (`write` false) or writes for a confined plugin.
+pub fn check_path(grant: &Grant, action: &str, path: &Path, write: bool) -> Result<(), String> {
+    if grant.allows_path(path, write) {
+        return Ok(());
+    }
+    Err(format!(
+        "{action} of {} denied: the grant of plugin {} ({}) does not let it {} there ({})",
+        path.display(),
+        grant.plugin,
+        grant.source,
+        if write { "write" } else { "read" },
+        grant.summary()
+    ))
+}
+
+/// The grants the host holds isolated plugins to, by the proxy's plugin path.
+static HELD: RwLock<Vec<(String, Grant)>> = RwLock::new(Vec::new());
+
+/// Records that the isolated plugin at `path` is held to `grant` (the host checks its
+/// requests against it).
+pub fn hold(path: &str, grant: Grant) {
+    let mut held = HELD.write().unwrap_or_else(|e| e.into_inner());
+    held.retain(|(p, _)| p != path);
+    held.push((path.to_owned(), grant));
+}
+
+/// The grant the isolated plugin at `path` is held to.
+pub fn held(path: &str) -> Option<Grant> {
+    HELD.read()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|(p, _)| p == path)
+        .map(|(_, g)| g.clone())
+}
+
+/// Confines this process (a `serve` child about to load `plugin`) to `grant`, before the
+/// plugin's library is opened. `settings` are files the child still reads (its settings).
+/// What the kernel lacks is reported on stderr with the plugin's name; `Err` when the
+/// confinement could not be applied (the child then loads nothing).
+#[cfg(target_os = "linux")]
+pub fn confine(grant: Grant, plugin: &Path, settings: &[PathBuf]) -> Result<(), String> {
+    // Landlock restricts the calling thread and the threads it starts later; a thread that
+    // already runs would stay free. So this runs while the process has one thread.
+    let threads = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Threads:"))
+                .and_then(|n| n.trim().parse::<u32>().ok())
+        })
+        .unwrap_or(0);
+    if threads != 1 {
+        return Err(format!(
+            "cannot confine plugin {}: {threads} threads already run in its process (the sandbox must be applied while it has one)",
+            grant.plugin
+        ));
+    }
+    limits::apply(&grant)?;
+    let mut lacking = landlock::apply(&grant, plugin, settings)?;
+    // SAFETY: geteuid has no preconditions.
+    if !grant.exec.is_empty() && unsafe { libc::geteuid() } == 0 {
+        lacking.push("a bound on its processes (RLIMIT_NPROC does not bind root)".to_owned());
+    }
+    seccomp::apply(&grant)?;
+    if !lacking.is_empty() {
+        eprintln!(
+            "pi-hooks: sandbox: plugin {} is confined without {}, which this system does not offer",
+            grant.plugin,
+            lacking.join(", ")
+        );
+    }
+    let _ = APPLIED.set(grant);
+    Ok(())
+}
+
+/// Elsewhere than Linux there is nothing to confine with.
+#[cfg(not(target_os = "linux"))]
+pub fn confine(grant: Grant, _plugin: &Path, _settings: &[PathBuf]) -> Result<(), String> {
+    Err(format!(
+        "plugin {} cannot be confined on this platform (Linux only)",
+        grant.plugin
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reads_settings_grants_and_names_a_wrong_one() {
+        let list = SettingsGrant::list_from_settings_value(
+            &json!({"gate": {"read": ["${cwd}"], "memoryMiB": 64}, "pkg": false}),
+        )
+        .unwrap();
+        assert_eq!(list.len(), 2);
+        assert_eq!(list[0].name, "gate");
+        assert_eq!(list[0].capabilities.as_ref().unwrap().memory_mib, Some(64));
+        assert_eq!(list[1].capabilities, None);
+        let e = SettingsGrant::list_from_settings_value(&json!(["gate"])).unwrap_err();
+        assert!(e.contains("`sandbox` must be an object"), "{e}");
+        let e = SettingsGrant::list_from_settings_value(&json!({"gate": true})).unwrap_err();
+        assert!(e.contains("`sandbox.gate` must be a grant object"), "{e}");
+        let e = SettingsGrant::list_from_settings_value(&json!({"gate": {"net": 1}})).unwrap_err();
+        assert!(e.contains("unknown field `net`"), "{e}");
+    }
+}

@@ -1,0 +1,624 @@
+//! Confined plugins (`loader/host/src/sandbox`): a hostile C plugin
+//! (tests/fixtures/sandbox_hostile.c) under the real binary tries, from its own code and
+//! through the host's `exec`, to read a key outside its grant, write outside it, connect to
+//! a TCP listener on 127.0.0.1, run `/bin/sh`, fork without end, allocate past its memory
+//! grant, `ptrace` and signal the host. Without the grant each is refused (the seccomp
+//! refusals and the host's own refusals are named on the terminal, in the JSON stream and in
+//! the trace, with the plugin, the action and the grant) and the session goes on; with the
+//! matching grant each succeeds, so a test cannot pass because everything is broken. Its
+//! static constructor is confined already. A kill by the kernel is reported like a crash.
+//! An installed package runs confined to exactly its accepted capabilities, and an update
+//! that asks for more is refused until granted.
+//!
+//! Linux only: elsewhere a confined plugin is refused (see the README's Security model).
+#![cfg(target_os = "linux")]
+
+use std::collections::HashMap;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::Output;
+
+use pi_hooks_tests::packages::{edit_package_json, ok, refused, unpack};
+use pi_hooks_tests::{Sandbox, c_fixture_as};
+use serde_json::{Value, json};
+
+/// One tool call per prompt: `echo <prompt>` (the plugin reads the attack from it).
+const SCRIPT: &str = r#"{"turns": [
+  {"toolCalls": [{"name": "bash", "arguments": {"command": "echo ${PROMPT}"}}]},
+  {"text": "done"}]}"#;
+
+struct World {
+    sandbox: Sandbox,
+    hostile: PathBuf,
+    script: PathBuf,
+    /// A listener the `connect` attack aims at.
+    listener: TcpListener,
+}
+
+fn world() -> World {
+    let sandbox = Sandbox::new();
+    let hostile = c_fixture_as(&sandbox.lib(), "sandbox_hostile", "libhostile", &[]);
+    let script = sandbox.root().join("script.json");
+    std::fs::write(&script, SCRIPT).unwrap();
+    std::fs::create_dir_all(sandbox.home().join(".ssh")).unwrap();
+    std::fs::write(sandbox.home().join(".ssh/id_rsa"), "SECRET-KEY\n").unwrap();
+    std::fs::create_dir_all(sandbox.home().join("out")).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    World {
+        sandbox,
+        hostile,
+        script,
+        listener,
+    }
+}
+
+/// What one run showed.
+struct Run {
+    output: Output,
+    /// The reason each attack's tool call was blocked with, by attack.
+    outcomes: HashMap<String, String>,
+    /// The `extension_error` lines.
+    errors: Vec<Value>,
+    /// Calls that ran (were not blocked), by command.
+    ran: Vec<String>,
+}
+
+impl Run {
+    fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.output.stderr).into_owned()
+    }
+
+    fn outcome(&self, attack: &str) -> &str {
+        self.outcomes
+            .get(attack)
+            .unwrap_or_else(|| panic!("no outcome for {attack}: {:?}", self.outcomes))
+    }
+
+    /// The one `sandbox` report whose text holds `what`.
+    fn report(&self, what: &str) -> &Value {
+        self.errors
+            .iter()
+            .find(|e| e["event"] == "sandbox" && e["error"].as_str().unwrap().contains(what))
+            .unwrap_or_else(|| {
+                panic!(
+                    "no sandbox report with {what:?}: {:?}\n{}",
+                    self.errors,
+                    self.stderr()
+                )
+            })
+    }
+
+    fn sandbox_reports(&self) -> usize {
+        self.errors
+            .iter()
+            .filter(|e| e["event"] == "sandbox")
+            .count()
+    }
+}
+
+/// `pi-hooks run --mode json` with the hostile plugin and `settings` as the user's
+/// settings.json, one prompt per attack.
+fn run(world: &World, settings: &Value, extra: &[&str], prompts: &[&str]) -> Run {
+    std::fs::write(
+        world.sandbox.agent_dir().join("settings.json"),
+        settings.to_string(),
+    )
+    .unwrap();
+    let mut args = vec![
+        "run",
+        "--mode",
+        "json",
+        "--script",
+        world.script.to_str().unwrap(),
+        "--hook",
+        world.hostile.to_str().unwrap(),
+    ];
+    if !extra.contains(&"--session") {
+        args.push("--no-session");
+    }
+    args.extend_from_slice(extra);
+    args.extend_from_slice(prompts);
+    let output = pi_hooks_tests::output_within(
+        world.sandbox.command(&args),
+        std::time::Duration::from_secs(60),
+    );
+    let lines: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let mut commands = HashMap::new();
+    let (mut outcomes, mut ran) = (HashMap::new(), Vec::new());
+    for line in &lines {
+        match line["type"].as_str() {
+            Some("tool_execution_start") => {
+                commands.insert(
+                    line["toolCallId"].as_str().unwrap().to_owned(),
+                    line["args"]["command"].as_str().unwrap_or("").to_owned(),
+                );
+            }
+            Some("tool_execution_end") => {
+                let command = commands[line["toolCallId"].as_str().unwrap()].clone();
+                let text = line["result"]["content"][0]["text"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_owned();
+                let attack = command
+                    .trim_start_matches("echo ")
+                    .split(' ')
+                    .next()
+                    .unwrap()
+                    .to_owned();
+                if line["isError"] == true {
+                    outcomes.insert(attack, text);
+                } else {
+                    ran.push(command);
+                }
+            }
+            _ => {}
+        }
+    }
+    let errors = lines
+        .iter()
+        .filter(|l| l["type"] == "extension_error")
+        .cloned()
+        .collect();
+    let run = Run {
+        output,
+        outcomes,
+        errors,
+        ran,
+    };
+    assert!(
+        run.output.status.success(),
+        "the session did not go on: {}",
+        run.stderr()
+    );
+    run
+}
+
+fn port(world: &World) -> String {
+    format!("connect {}", world.listener.local_addr().unwrap().port())
+}
+
+#[test]
+fn without_the_grant_every_attack_is_refused_and_named_and_the_session_goes_on() {
+    let world = world();
+    let settings = json!({"sandbox": {"hostile": {"read": ["${cwd}"], "memoryMiB": 64}}});
+    let connect = port(&world);
+    let run = run(
+        &world,
+        &settings,
+        &["--trace=json"],
+        &[
+            "ctor",
+            "read",
+            "write",
+            &connect,
+            "execve",
+            "spawn",
+            "hostexec",
+            "forkbomb",
+            "alloc 256",
+            "ptrace",
+            "signal",
+            "after",
+        ],
+    );
+    // Each attack failed, as the plugin itself saw it.
+    for (attack, expected) in [
+        ("ctor", "ctor: failed Permission denied"),
+        ("read", "read: failed Permission denied"),
+        ("write", "write: failed Permission denied"),
+        ("connect", "connect: failed socket: Permission denied"),
+        ("execve", "execve: failed Operation not permitted"),
+        ("spawn", "spawn: failed fork: Operation not permitted"),
+        (
+            "forkbomb",
+            "forkbomb: failed after 0 forks: Operation not permitted",
+        ),
+        ("alloc", "alloc: failed 256 MiB: Cannot allocate memory"),
+        ("ptrace", "ptrace: failed Operation not permitted"),
+        ("signal", "signal: failed Operation not permitted"),
+    ] {
+        assert_eq!(run.outcome(attack), expected, "{attack}");
+    }
+    // The host's exec answered PI_ERR_DENIED with a reason the plugin can read.
+    let hostexec = run.outcome("hostexec");
+    assert!(
+        hostexec.starts_with("hostexec: failed status 11 (PI_ERR_DENIED)")
+            && hostexec.contains("exec of \"/bin/sh\" denied")
+            && hostexec.contains("(exec: nothing)"),
+        "{hostexec}"
+    );
+    assert!(!world.sandbox.home().join("out/stolen.txt").exists());
+    // The session went on: the last call ran.
+    assert_eq!(run.ran, ["echo after"]);
+    // Named: the plugin, the action and the grant, in the JSON stream and on the terminal.
+    let settings_file = world.sandbox.agent_dir().join("settings.json");
+    for what in [
+        "sandbox denied socket(AF_INET): refused by its seccomp filter: its grant has network: no",
+        "sandbox denied execve: refused by its seccomp filter: its grant runs no programs",
+        "sandbox denied clone: refused by its seccomp filter: its grant runs no programs, so it may not start processes",
+        "sandbox denied exec: exec of \"/bin/sh\" denied: the grant of plugin hostile",
+        "sandbox denied ptrace: refused by its seccomp filter: a confined plugin may not trace other processes",
+        "sandbox denied kill of the host",
+    ] {
+        let report = run.report(what);
+        let text = report["error"].as_str().unwrap();
+        assert_eq!(report["extensionPath"], world.hostile.to_str().unwrap());
+        assert!(
+            text.contains(&format!(
+                "[grant from {}: read: {}; write: nothing; network: no; exec: nothing; memory: 64 MiB]",
+                settings_file.display(),
+                world.sandbox.project().display()
+            )),
+            "{text}"
+        );
+        assert!(
+            run.stderr().contains(&format!(
+                "Extension error ({}): {text}",
+                world.hostile.display()
+            )),
+            "{}",
+            run.stderr()
+        );
+    }
+    // And in the hook trace, as refused actions of the plugin.
+    let denied: Vec<Value> = run
+        .stderr()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| {
+            l["action"] == "denied" || (l["action"] == "exec" && l["decision"] == "refused")
+        })
+        .collect();
+    assert!(
+        denied.iter().any(|l| l["plugin"] == "hostile"
+            && l["args"]["action"] == "ptrace"
+            && l["args"]["grant"]
+                .as_str()
+                .unwrap()
+                .contains("exec: nothing")),
+        "{denied:?}\n{}",
+        run.stderr()
+    );
+}
+
+#[test]
+fn with_the_matching_grant_each_succeeds_but_the_host_stays_out_of_reach() {
+    let world = world();
+    let settings = json!({"sandbox": {"hostile": {
+        "read": ["~/.ssh"],
+        "write": ["${home}/out"],
+        "network": true,
+        "exec": ["sh"],
+        "memoryMiB": 512
+    }}});
+    let connect = port(&world);
+    let run = run(
+        &world,
+        &settings,
+        &[],
+        &[
+            "ctor",
+            "read",
+            "write",
+            &connect,
+            "spawn",
+            "hostexec",
+            "forkbomb",
+            "alloc 256",
+            "ptrace",
+            "signal",
+        ],
+    );
+    let stolen = world.sandbox.home().join("out/stolen.txt");
+    for (attack, expected) in [
+        ("ctor", "ctor: ok SECRET-KEY".to_owned()),
+        ("read", "read: ok SECRET-KEY".to_owned()),
+        ("write", format!("write: ok {}", stolen.display())),
+        ("connect", "connect: ok".to_owned()),
+        ("spawn", "spawn: ok".to_owned()),
+        ("hostexec", "hostexec: ok via-host".to_owned()),
+        ("forkbomb", "forkbomb: ok 40 forks".to_owned()),
+        ("alloc", "alloc: ok 256 MiB".to_owned()),
+        // No grant reaches the host.
+        (
+            "ptrace",
+            "ptrace: failed Operation not permitted".to_owned(),
+        ),
+        (
+            "signal",
+            "signal: failed Operation not permitted".to_owned(),
+        ),
+    ] {
+        assert_eq!(run.outcome(attack), expected, "{attack}\n{}", run.stderr());
+    }
+    assert_eq!(std::fs::read_to_string(&stolen).unwrap(), "stolen\n");
+    assert_eq!(run.sandbox_reports(), 2, "{:?}", run.errors);
+    run.report("sandbox denied ptrace");
+    run.report("sandbox denied kill of the host");
+}
+
+#[test]
+fn isolated_without_a_grant_nothing_is_confined() {
+    let world = world();
+    let run = run(
+        &world,
+        &json!({}),
+        &["--isolate"],
+        &["ctor", "read", "signal"],
+    );
+    assert_eq!(run.outcome("ctor"), "ctor: ok SECRET-KEY");
+    assert_eq!(run.outcome("read"), "read: ok SECRET-KEY");
+    assert_eq!(run.outcome("signal"), "signal: ok");
+    assert_eq!(run.sandbox_reports(), 0, "{:?}", run.errors);
+}
+
+#[test]
+fn a_kill_by_the_kernel_is_reported_like_a_crash_and_the_call_fails_closed() {
+    let world = world();
+    let run = run(
+        &world,
+        &json!({"sandbox": {"hostile": {}}}),
+        &[],
+        &["sigsys", "read"],
+    );
+    let crash = run
+        .errors
+        .iter()
+        .find(|e| e["event"] == "tool_call")
+        .unwrap_or_else(|| panic!("no crash report: {:?}", run.errors));
+    assert_eq!(
+        crash["error"],
+        "plugin \"hostile\" was stopped by its sandbox (SIGSYS: a system call its grant forbids, made where the sandbox could not refuse it) while handling tool_call; restarting it in 100 ms"
+    );
+    let blocked = run.outcome("sigsys");
+    assert!(
+        blocked.starts_with(
+            "blocked because the isolated plugin \"hostile\" was stopped by its sandbox"
+        ),
+        "{blocked}"
+    );
+    // The next call is blocked while it restarts, or handled (confined) once it is back.
+    let next = run.outcome("read");
+    assert!(
+        next.starts_with("blocked because the isolated plugin")
+            || next == "read: failed Permission denied",
+        "{next}"
+    );
+}
+
+#[test]
+fn the_host_refuses_a_session_switch_outside_the_grant() {
+    let world = world();
+    let session = world.sandbox.root().join("session.jsonl");
+    let outside = world.sandbox.home().join("elsewhere.jsonl");
+    let inside = world.sandbox.home().join("out/next.jsonl");
+    let run = run(
+        &world,
+        &json!({"sandbox": {"hostile": {"write": ["${home}/out"]}}}),
+        &["--session", session.to_str().unwrap()],
+        &[
+            &format!("/switch {}", outside.display()),
+            &format!("/switch {}", inside.display()),
+        ],
+    );
+    let report = run.report(&format!(
+        "sandbox denied switchSession: switchSession of {} denied: the grant of plugin hostile",
+        outside.display()
+    ));
+    assert!(
+        report["error"].as_str().unwrap().contains(&format!(
+            "write: {}",
+            world.sandbox.home().join("out").display()
+        )),
+        "{report}"
+    );
+    // The switch inside the grant reached the session (which finds no such file).
+    assert_eq!(run.sandbox_reports(), 1, "{:?}", run.errors);
+    assert!(
+        run.errors.iter().any(|e| e["event"] == "switch_session"
+            && e["error"]
+                .as_str()
+                .unwrap()
+                .contains("next.jsonl: No such file")),
+        "{:?}",
+        run.errors
+    );
+}
+
+#[test]
+fn a_grant_that_cannot_be_used_is_refused_naming_the_entry() {
+    let world = world();
+    std::fs::write(
+        world.sandbox.agent_dir().join("settings.json"),
+        json!({"sandbox": {"hostile": {"read": ["${secrets}/x"]}}}).to_string(),
+    )
+    .unwrap();
+    let report = world
+        .sandbox
+        .list_json(&["--hook", world.hostile.to_str().unwrap()]);
+    // `list` does not isolate, so it loads; a session refuses to start the plugin.
+    assert_eq!(report["plugins"].as_array().map(Vec::len), Some(1));
+    let output = world.sandbox.run(&[
+        "run",
+        "--no-session",
+        "--script",
+        world.script.to_str().unwrap(),
+        "--hook",
+        world.hostile.to_str().unwrap(),
+        "read",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("`read` entry \"${secrets}/x\" of hostile: unknown variable ${secrets}"),
+        "{stderr}"
+    );
+    std::fs::write(
+        world.sandbox.agent_dir().join("settings.json"),
+        json!({"sandbox": {"hostile": {"net": true}}}).to_string(),
+    )
+    .unwrap();
+    let output = world
+        .sandbox
+        .run(&["list", "--hook", world.hostile.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("`sandbox.hostile` is not a grant (unknown field `net`"),
+        "{stderr}"
+    );
+}
+
+/// Packs the hostile plugin with `capabilities` into a folder package.
+fn package(world: &World, capabilities: &Value) -> PathBuf {
+    let file = world.sandbox.root().join("caps.json");
+    std::fs::write(&file, capabilities.to_string()).unwrap();
+    let output = world.sandbox.run(&[
+        "pack",
+        world.hostile.to_str().unwrap(),
+        "--out",
+        world.sandbox.root().join("dist").to_str().unwrap(),
+        "--capabilities",
+        file.to_str().unwrap(),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let tgz = world.sandbox.root().join("dist/hostile-1.0.0.tgz");
+    let folder = world.sandbox.root().join("hostile-package");
+    unpack(&tgz, &folder);
+    folder
+}
+
+/// Runs the installed package (no --hook) with one prompt per attack.
+fn run_package(world: &World, prompts: &[&str]) -> Run {
+    let mut args = vec![
+        "run",
+        "--mode",
+        "json",
+        "--no-session",
+        "--script",
+        world.script.to_str().unwrap(),
+    ];
+    args.extend_from_slice(prompts);
+    let output = world.sandbox.run(&args);
+    let lines: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let mut commands = HashMap::new();
+    let mut outcomes = HashMap::new();
+    for line in &lines {
+        match line["type"].as_str() {
+            Some("tool_execution_start") => {
+                commands.insert(
+                    line["toolCallId"].as_str().unwrap().to_owned(),
+                    line["args"]["command"].as_str().unwrap_or("").to_owned(),
+                );
+            }
+            Some("tool_execution_end") => {
+                let command: String = commands[line["toolCallId"].as_str().unwrap()].clone();
+                let attack = command.trim_start_matches("echo ").to_owned();
+                outcomes.insert(
+                    attack,
+                    line["result"]["content"][0]["text"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_owned(),
+                );
+            }
+            _ => {}
+        }
+    }
+    let errors = lines
+        .iter()
+        .filter(|l| l["type"] == "extension_error")
+        .cloned()
+        .collect();
+    Run {
+        output,
+        outcomes,
+        errors,
+        ran: Vec::new(),
+    }
+}
+
+fn list_sandbox_state(world: &World) -> Value {
+    let report = world.sandbox.list_json(&[]);
+    report["packages"][0]["sandbox"].clone()
+}
+
+#[test]
+fn a_package_runs_confined_to_exactly_its_capabilities_and_asking_for_more_needs_a_new_grant() {
+    let world = world();
+    let folder = package(&world, &json!({"read": ["~/.ssh"], "network": false}));
+    ok(
+        &world.sandbox,
+        &["install", folder.to_str().unwrap(), "--yes"],
+    );
+    assert_eq!(list_sandbox_state(&world), "confined");
+    let text = ok(&world.sandbox, &["list"]);
+    assert!(
+        text.contains("sandbox: confined to its accepted capabilities"),
+        "{text}"
+    );
+    let first = run_package(&world, &["read", "write"]);
+    assert_eq!(
+        first.outcome("read"),
+        "read: ok SECRET-KEY",
+        "{}",
+        first.stderr()
+    );
+    assert_eq!(first.outcome("write"), "write: failed Permission denied");
+
+    // Version 1.1.0 asks to write too: refused until granted, and the grant stays as it was.
+    edit_package_json(&folder, |json| {
+        json["version"] = "1.1.0".into();
+        json["piHooks"]["manifest"]["capabilities"]["write"] = json!(["~/out"]);
+    });
+    let error = refused(&world.sandbox, &["update", "hostile", "--yes"]);
+    assert!(
+        error.contains("asks for more than you granted hostile 1.0.0: write: ~/out")
+            && error.contains("`pi-hooks update hostile --grant`"),
+        "{error}"
+    );
+    assert_eq!(
+        world.sandbox.list_json(&[])["packages"][0]["version"],
+        "1.0.0"
+    );
+    let still = run_package(&world, &["write"]);
+    assert_eq!(still.outcome("write"), "write: failed Permission denied");
+
+    ok(&world.sandbox, &["update", "hostile", "--yes", "--grant"]);
+    assert_eq!(
+        world.sandbox.list_json(&[])["packages"][0]["version"],
+        "1.1.0"
+    );
+    let granted = run_package(&world, &["write"]);
+    assert_eq!(
+        granted.outcome("write"),
+        format!(
+            "write: ok {}",
+            world.sandbox.home().join("out/stolen.txt").display()
+        )
+    );
+
+    // Opting the package out (the user's own settings) runs it unconfined, and list says so.
+    let mut settings: Value = serde_json::from_slice(
+        &std::fs::read(world.sandbox.agent_dir().join("settings.json")).unwrap(),
+    )
+    .unwrap();
+    settings["sandbox"] = json!({"hostile": false});
+    std::fs::write(
+        world.sandbox.agent_dir().join("settings.json"),
+        settings.to_string(),
+    )
+    .unwrap();
+    assert_eq!(list_sandbox_state(&world), "opted-out");
+    let free = run_package(&world, &["signal"]);
+    assert_eq!(free.outcome("signal"), "signal: ok");
+}
