@@ -37,6 +37,7 @@ fn record(name: &str, library: &str, sha256: &str, source: &str) -> InstallRecor
         description: "a plugin".to_owned(),
         registers: Default::default(),
         capabilities: None,
+        location: None,
         replaces_source: None,
     }
 }

@@ -249,6 +249,10 @@ pub struct InstallRecord {
     pub registers: Registers,
     /// What it declared it needs (`None`: unrestricted), as the user accepted it.
     pub capabilities: Option<Capabilities>,
+    /// The package's folder when it is not in the store: where pi puts npm and git packages
+    /// (the store keeps only this record then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<PathBuf>,
     /// A different source this install replaces in `packages` (an update from elsewhere).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replaces_source: Option<String>,
@@ -352,35 +356,4 @@ pub fn update_settings_packages(
     temp.persist(settings)
         .map_err(|e| format!("cannot replace {}: {}", settings.display(), e.error))?;
     Ok(())
-}
-
-/// A package plugin for discovery: the library to load and the SHA-256 it must have.
-#[derive(Debug, Clone)]
-pub struct PackagePlugin {
-    /// The package's name.
-    pub name: String,
-    /// The library file.
-    pub library: PathBuf,
-    /// The SHA-256 recorded at install.
-    pub sha256: String,
-}
-
-/// The plugins of the packages `settings` lists that are installed in `store`, in the
-/// settings' order; sources listed but not installed here (a TypeScript package of pi's, an
-/// `npm:` source) are skipped.
-pub fn package_plugins(store: &Store) -> Vec<PackagePlugin> {
-    let sources = settings_packages(&store.settings);
-    if sources.is_empty() {
-        return Vec::new();
-    }
-    let records = store.installed();
-    sources
-        .iter()
-        .filter_map(|source| records.iter().find(|r| &r.source == source))
-        .map(|r| PackagePlugin {
-            name: r.name.clone(),
-            library: store.package_dir(&r.name).join(&r.library),
-            sha256: r.sha256.clone(),
-        })
-        .collect()
 }
