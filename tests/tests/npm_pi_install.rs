@@ -251,7 +251,9 @@ fn pi_install_for_the_project_and_from_git() {
     let server = model();
     write_models(&sandbox, &server);
 
-    // The project's package: in .pi/npm, listed in .pi/settings.json.
+    // pi-hooks for the user (its command on PATH), the project's package in .pi/npm, listed
+    // in .pi/settings.json.
+    user.pi_ok(&["install", "npm:pi-hooks"]);
     user.pi_ok(&["install", "-l", "npm:@acme/protected-paths"]);
     assert_eq!(
         settings_packages(&sandbox.project().join(".pi/settings.json")),
