@@ -339,3 +339,67 @@ pub fn serve_children(pid: u32) -> Vec<u32> {
     }
     found
 }
+
+/// `git daemon` serving the repositories under a folder on a free port (pi 0.73.1 takes
+/// `git:git://127.0.0.1:PORT/PATH`); killed when dropped.
+pub struct GitDaemon(Child, u16);
+
+impl GitDaemon {
+    /// Serves `base`.
+    pub fn start(base: &Path) -> GitDaemon {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap()
+            .port();
+        let child = Command::new("git")
+            .arg("daemon")
+            .arg(format!("--base-path={}", base.display()))
+            .args(["--export-all", "--reuseaddr", "--listen=127.0.0.1"])
+            .arg(format!("--port={port}"))
+            .arg(base)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start git daemon");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "git daemon did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        GitDaemon(child, port)
+    }
+
+    /// Its port.
+    pub fn port(&self) -> u16 {
+        self.1
+    }
+}
+
+impl Drop for GitDaemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `git ARGS` in `dir`, with an identity and `main` as the first branch.
+pub fn git(dir: &Path, args: &[&str]) {
+    let output = Command::new("git")
+        .current_dir(dir)
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.com",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "git {args:?}: {output:?}");
+}

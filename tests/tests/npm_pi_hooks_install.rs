@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use pi_hooks_tests::npm::{PiUser, Registry, pack_as, pi_hooks_packages};
+use pi_hooks_tests::npm::{GitDaemon, PiUser, Registry, git, pack_as, pi_hooks_packages};
 use pi_hooks_tests::packages::{edit_package_json, unpack};
 use pi_hooks_tests::{Sandbox, protected_paths_plugin, rust_plugin};
 use serde_json::{Value, json};
@@ -207,5 +207,62 @@ fn a_platform_without_a_binary_is_refused_by_name() {
             pi_hooks_host::packages::HOST_VERSION
         )),
         "{stderr}"
+    );
+}
+
+#[test]
+fn pi_hooks_install_git_clones_where_pi_does() {
+    let sandbox = Sandbox::new();
+    let registry = Registry::start();
+    for tgz in pi_hooks_packages() {
+        registry.publish(&tgz);
+    }
+    let gate = pack_as(
+        &sandbox,
+        &rust_plugin("permission-gate"),
+        "@acme/permission-gate",
+        &sandbox.root().join("dist"),
+    );
+    let served = sandbox.root().join("served");
+    let repo = served.join("acme/permission-gate");
+    std::fs::create_dir_all(&repo).unwrap();
+    unpack(&gate, &repo);
+    git(&repo, &["init", "--quiet"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "--quiet", "-m", "permission-gate"]);
+    let daemon = GitDaemon::start(&served);
+    let source = format!("git:git://127.0.0.1:{}/acme/permission-gate", daemon.port());
+    let user = PiUser::new(&sandbox, &registry);
+    user.pi_ok(&["install", "npm:pi-hooks"]);
+
+    ok(&mut user.pi_hooks(&["install", &source, "--yes"]));
+    // In pi's folder for it, with the npm install pi runs after a clone (the bridge).
+    let clone = sandbox
+        .agent_dir()
+        .join("git/127.0.0.1/acme/permission-gate");
+    assert!(clone.join(".git").is_dir(), "{clone:?}");
+    assert!(clone.join("node_modules/pi-hooks/package.json").is_file());
+    assert!(
+        !sandbox
+            .agent_dir()
+            .join("pi-hooks/packages/@acme+permission-gate/lib")
+            .exists(),
+        "the store keeps only the record"
+    );
+    let listed = stdout(&user.pi_ok(&["list"]));
+    assert!(listed.contains(&source), "{listed}");
+    assert!(listed.contains(&clone.display().to_string()), "{listed}");
+    let plugins = stdout(&ok(&mut user.pi_hooks(&["list"])));
+    assert!(
+        plugins.contains(&clone.join("lib/linux-x64-gnu").display().to_string()),
+        "{plugins}"
+    );
+
+    // Removed as pi removes a git package: the clone goes, and its entry.
+    ok(&mut user.pi_hooks(&["remove", "@acme/permission-gate"]));
+    assert!(!clone.exists());
+    assert_eq!(
+        settings_packages(&sandbox.agent_dir().join("settings.json")),
+        json!(["npm:pi-hooks"])
     );
 }

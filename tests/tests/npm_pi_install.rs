@@ -8,10 +8,11 @@
 //! `.env`, with one `pi-hooks serve` for all of them.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 
 use pi_hooks_tests::fake_openai::{FakeOpenAi, Reply, after_tool, last_user_text, tool_call};
-use pi_hooks_tests::npm::{PiUser, Registry, pack_as, pi_hooks_packages, serve_children};
+use pi_hooks_tests::npm::{
+    GitDaemon, PiUser, Registry, git, pack_as, pi_hooks_packages, serve_children,
+};
 use pi_hooks_tests::packages::unpack;
 use pi_hooks_tests::rpc_client::RpcClient;
 use pi_hooks_tests::{Sandbox, protected_paths_plugin, rust_plugin};
@@ -187,62 +188,6 @@ fn pi_install_npm_gives_a_pi_user_native_plugins_with_one_serve() {
     let _ = &published.permission_gate;
 }
 
-/// Serves `repo_parent` with `git daemon` on a free port; killed when dropped.
-struct GitDaemon(Child, u16);
-
-impl GitDaemon {
-    fn start(base: &Path) -> GitDaemon {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .unwrap()
-            .port();
-        let child = Command::new("git")
-            .arg("daemon")
-            .arg(format!("--base-path={}", base.display()))
-            .args(["--export-all", "--reuseaddr", "--listen=127.0.0.1"])
-            .arg(format!("--port={port}"))
-            .arg(base)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start git daemon");
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "git daemon did not start"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        GitDaemon(child, port)
-    }
-}
-
-impl Drop for GitDaemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let output = Command::new("git")
-        .current_dir(dir)
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@example.com",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "git {args:?}: {output:?}");
-}
-
 #[test]
 fn pi_install_for_the_project_and_from_git() {
     let sandbox = Sandbox::new();
@@ -274,7 +219,7 @@ fn pi_install_for_the_project_and_from_git() {
     git(&repo, &["commit", "--quiet", "-m", "permission-gate"]);
     let daemon = GitDaemon::start(&served);
     // pi 0.73.1 takes a git:// URL with its `git:` prefix (a bare one it reads as a path).
-    let url = format!("git:git://127.0.0.1:{}/acme/permission-gate", daemon.1);
+    let url = format!("git:git://127.0.0.1:{}/acme/permission-gate", daemon.port());
     user.pi_ok(&["install", &url]);
     let clone = sandbox
         .agent_dir()
@@ -286,28 +231,19 @@ fn pi_install_for_the_project_and_from_git() {
     // pi ran npm install in the clone: the bridge and the binary are there.
     assert!(clone.join("node_modules/pi-hooks/package.json").is_file());
 
-    // A project package loads once trusted, as every project plugin.
+    // A project package loads once trusted, as every project plugin: pending until then.
     let list = user.pi_hooks(&["list", "--json"]).output().unwrap();
     let list: Value = serde_json::from_slice(&list.stdout).unwrap();
-    let pending = list["plugins"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .chain(list["pending"].as_array().into_iter().flatten())
-        .map(|p| p.to_string())
-        .collect::<Vec<_>>()
-        .join("\n");
-    let library = std::fs::read_dir(project_package.join("lib/linux-x64-gnu"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let trusted = user
-        .pi_hooks(&["trust", library.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(trusted.status.success(), "{trusted:?}\n{pending}");
+    let library = list["untrusted"][0]["path"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the project package is pending trust: {list:#}"))
+        .to_owned();
+    assert!(
+        library.starts_with(project_package.to_str().unwrap()),
+        "{library}"
+    );
+    let trusted = user.pi_hooks(&["trust", &library]).output().unwrap();
+    assert!(trusted.status.success(), "{trusted:?}");
 
     let mut pi = user.pi_rpc(&["--no-session"]);
     rm_rf_is_blocked(&mut pi, "1");
