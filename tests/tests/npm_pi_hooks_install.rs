@@ -90,10 +90,34 @@ fn pi_hooks_install_npm_and_pi_agree() {
     registry.publish(&paths);
     let (gate_version, paths_version) = (version_of(&gate), version_of(&paths));
     let user = PiUser::new(&sandbox, &registry);
+    // npm runs through the settings' `npmCommand`, for pi and for pi-hooks: a wrapper that
+    // logs each call.
+    let calls = sandbox.root().join("npm-calls.log");
+    let wrapper = sandbox.root().join("npm-wrapper.sh");
+    std::fs::write(
+        &wrapper,
+        format!("echo \"$*\" >> '{}'\nexec npm \"$@\"\n", calls.display()),
+    )
+    .unwrap();
+    std::fs::write(
+        sandbox.agent_dir().join("settings.json"),
+        json!({ "npmCommand": ["sh", wrapper] }).to_string(),
+    )
+    .unwrap();
     user.pi_ok(&["install", "npm:pi-hooks"]);
 
     // pi-hooks installs with npm where pi does, and records it as pi does: pi lists it.
     ok(&mut user.pi_hooks(&["install", "npm:@acme/permission-gate", "--yes"]));
+    let logged = std::fs::read_to_string(&calls).unwrap();
+    assert!(logged.contains("install -g pi-hooks"), "{logged}");
+    assert!(
+        logged.contains("pack @acme/permission-gate --json --ignore-scripts"),
+        "{logged}"
+    );
+    assert!(
+        logged.contains("install -g @acme/permission-gate"),
+        "{logged}"
+    );
     let root = user.npm_global_root();
     assert!(root.join("@acme/permission-gate/package.json").is_file());
     assert_eq!(

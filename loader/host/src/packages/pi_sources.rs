@@ -273,6 +273,37 @@ impl NpmCommand {
     }
 }
 
+/// The file that keeps `npm root -g`'s answer.
+fn global_root_cache(agent_dir: &Path) -> PathBuf {
+    agent_dir.join("pi-hooks").join("npm-root.json")
+}
+
+/// The kept `npm root -g` of `npm`, if any.
+fn cached_global_root(agent_dir: &Path, npm: &NpmCommand) -> Option<PathBuf> {
+    let bytes =
+        crate::plugin_files::files::read_regular(&global_root_cache(agent_dir), 1 << 16).ok()?;
+    let value: Value = serde_json::from_slice(&bytes).ok()?;
+    let command: Vec<String> = serde_json::from_value(value.get("npmCommand")?.clone()).ok()?;
+    let root = PathBuf::from(value.get("root")?.as_str()?);
+    (command == npm.0).then_some(root)
+}
+
+/// Keeps `root` as `npm`'s `npm root -g` (best effort: a cache that cannot be written is
+/// asked again next time).
+fn keep_global_root(agent_dir: &Path, npm: &NpmCommand, root: &Path) {
+    let file = global_root_cache(agent_dir);
+    let Some(dir) = file.parent() else { return };
+    let text = serde_json::json!({ "npmCommand": npm.0, "root": root }).to_string();
+    let _ignored = std::fs::create_dir_all(dir)
+        .and_then(|()| tempfile::NamedTempFile::new_in(dir))
+        .and_then(|mut temp| {
+            use std::io::Write;
+            temp.write_all(text.as_bytes())?;
+            temp.persist(&file).map_err(|e| e.error)?;
+            Ok(())
+        });
+}
+
 /// The settings file's folder of `scope`, against which local paths resolve.
 pub fn base_dir(scope: Scope, agent_dir: &Path, cwd: &Path) -> PathBuf {
     match scope {
@@ -295,7 +326,19 @@ pub fn install_dir(
     npm: &NpmCommand,
 ) -> Result<PathBuf, String> {
     Ok(match (source, scope) {
-        (PiSource::Npm { name, .. }, Scope::User) => npm.global_root()?.join(name),
+        (PiSource::Npm { name, .. }, Scope::User) => {
+            // `npm root -g` takes a node start (a few hundred ms on a busy machine), so its
+            // answer is kept in `<agentDir>/pi-hooks/npm-root.json` for this npm command and
+            // asked again when the package is not under the kept one.
+            if let Some(root) = cached_global_root(agent_dir, npm)
+                && root.join(name).is_dir()
+            {
+                return Ok(root.join(name));
+            }
+            let root = npm.global_root()?;
+            keep_global_root(agent_dir, npm, &root);
+            root.join(name)
+        }
         (PiSource::Npm { name, .. }, Scope::Project) => {
             project_npm_root(cwd).join("node_modules").join(name)
         }
