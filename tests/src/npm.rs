@@ -211,15 +211,40 @@ impl<'a> PiUser<'a> {
         self.npm_prefix().join("lib/node_modules")
     }
 
-    /// PATH: npm's global `bin`, then the test's PATH without the folders that hold `cargo`
-    /// or `rustc`.
+    /// PATH: npm's global `bin`, then the test's PATH where each folder holding `cargo` or
+    /// `rustc` is replaced by a folder of links to everything else in it (so node, npm and
+    /// git stay reachable wherever they are installed, and no Rust tool is).
     pub fn path(&self) -> String {
         let mut dirs = vec![self.npm_prefix().join("bin")];
         let inherited = std::env::var_os("PATH").unwrap_or_default();
-        dirs.extend(
-            std::env::split_paths(&inherited)
-                .filter(|dir| !dir.join("cargo").exists() && !dir.join("rustc").exists()),
-        );
+        for (index, dir) in std::env::split_paths(&inherited).enumerate() {
+            if !dir.join("cargo").exists() && !dir.join("rustc").exists() {
+                dirs.push(dir);
+                continue;
+            }
+            let shadow = self
+                .sandbox
+                .root()
+                .join(format!("path-without-rust-{index}"));
+            if !shadow.exists() {
+                std::fs::create_dir_all(&shadow).expect("PATH folder");
+                for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    let rust =
+                        ["cargo", "rustc", "rustup", "rustdoc", "rust-"]
+                            .iter()
+                            .any(|tool| {
+                                name == *tool
+                                    || name.starts_with(&format!("{tool}-"))
+                                    || name.starts_with("rust-")
+                            });
+                    if !rust {
+                        let _ = std::os::unix::fs::symlink(entry.path(), shadow.join(&name));
+                    }
+                }
+            }
+            dirs.push(shadow);
+        }
         std::env::join_paths(dirs)
             .expect("PATH")
             .to_string_lossy()
