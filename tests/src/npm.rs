@@ -230,14 +230,8 @@ impl<'a> PiUser<'a> {
                 std::fs::create_dir_all(&shadow).expect("PATH folder");
                 for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
                     let name = entry.file_name().to_string_lossy().into_owned();
-                    let rust =
-                        ["cargo", "rustc", "rustup", "rustdoc", "rust-"]
-                            .iter()
-                            .any(|tool| {
-                                name == *tool
-                                    || name.starts_with(&format!("{tool}-"))
-                                    || name.starts_with("rust-")
-                            });
+                    // cargo, cargo-clippy, rustc, rustup, rustdoc, rustfmt, rust-gdb...
+                    let rust = name.starts_with("cargo") || name.starts_with("rust");
                     if !rust {
                         let _ = std::os::unix::fs::symlink(entry.path(), shadow.join(&name));
                     }
