@@ -290,3 +290,48 @@ fn pi_hooks_install_git_clones_where_pi_does() {
         json!(["npm:pi-hooks"])
     );
 }
+
+/// Finding packages runs npm (`npm root -g`) as the user's `npmCommand` says, never as a
+/// project's: a cloned repository's settings do not choose a program pi-hooks runs at start.
+#[test]
+fn a_project_s_npm_command_is_not_run_to_find_packages() {
+    let sandbox = Sandbox::new();
+    let wrapper = |marker: &Path| {
+        json!([
+            "sh",
+            "-c",
+            format!("touch '{}'; exec npm \"$@\"", marker.display()),
+            "npm-wrapper"
+        ])
+    };
+    let project_marker = sandbox.root().join("project-npm-ran");
+    let user_marker = sandbox.root().join("user-npm-ran");
+    std::fs::create_dir_all(sandbox.project().join(".pi")).unwrap();
+    std::fs::write(
+        sandbox.project().join(".pi/settings.json"),
+        json!({ "npmCommand": wrapper(&project_marker) }).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        sandbox.agent_dir().join("settings.json"),
+        json!({ "packages": ["npm:@acme/not-installed"] }).to_string(),
+    )
+    .unwrap();
+    let report = sandbox.list_json(&[]);
+    assert!(
+        report["errors"].as_array().unwrap().is_empty(),
+        "{report:#}"
+    );
+    assert!(!project_marker.exists(), "the project's npmCommand ran");
+
+    // The user's own npmCommand is the one run.
+    std::fs::write(
+        sandbox.agent_dir().join("settings.json"),
+        json!({ "packages": ["npm:@acme/not-installed"], "npmCommand": wrapper(&user_marker) })
+            .to_string(),
+    )
+    .unwrap();
+    sandbox.list_json(&[]);
+    assert!(user_marker.exists(), "the user's npmCommand was not run");
+    assert!(!project_marker.exists());
+}

@@ -99,7 +99,15 @@ pub(super) fn update(args: UpdateArgs) -> Result<ExitCode, CommandError> {
                 if args.local { " for this project" } else { "" }
             ))
         })?],
-        None => store.installed(),
+        // Those still listed in `packages` (pi may have removed one pi-hooks installed).
+        None => {
+            let listed = pi_hooks_host::packages::store::settings_packages(&store.settings);
+            store
+                .installed()
+                .into_iter()
+                .filter(|r| listed.contains(&r.source))
+                .collect()
+        }
     };
     let mut text = String::new();
     for record in records {

@@ -47,8 +47,6 @@ pub struct ListedPackage {
 pub type Listed = Result<PackagePlugin, (PathBuf, String)>;
 
 /// The plugins of the native packages `store`'s settings list, in the settings' order.
-/// `npm` runs npm (only asked for `npm root -g` when a user `npm:` entry is not in
-/// pi-hooks' store).
 pub fn package_plugins(store: &Store, agent_dir: &Path, cwd: &Path) -> Vec<Listed> {
     listed_packages(store, agent_dir, cwd)
         .into_iter()
@@ -60,7 +58,9 @@ pub fn package_plugins(store: &Store, agent_dir: &Path, cwd: &Path) -> Vec<Liste
 }
 
 /// The native packages `store`'s settings list, in order; entries that are not pi-hooks
-/// packages (or not installed) are left out, ones that cannot be read are errors.
+/// packages (or not installed) are left out, ones that cannot be read are errors. npm is run
+/// (`npm root -g`, for a user `npm:` entry pi-hooks did not install) as the user's own
+/// settings say, never as a project's.
 pub fn listed_packages(
     store: &Store,
     agent_dir: &Path,
@@ -87,7 +87,7 @@ pub fn listed_packages(
             continue;
         }
         let parsed = PiSource::parse(&source);
-        let npm = npm.get_or_insert_with(|| NpmCommand::from_settings(agent_dir, cwd));
+        let npm = npm.get_or_insert_with(|| NpmCommand::from_user_settings(agent_dir));
         let folder = match record.as_ref().and_then(|r| r.location.clone()) {
             Some(location) => location,
             None => match npm

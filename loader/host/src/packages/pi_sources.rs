@@ -186,14 +186,26 @@ fn split_ref(url: &str) -> (String, Option<String>) {
 pub struct NpmCommand(pub Vec<String>);
 
 impl NpmCommand {
-    /// The command the settings files name (the project's wins, as in pi's merged settings).
+    /// The command the settings files name (the project's wins, as in pi's merged settings),
+    /// for what the user asks of npm in this project (`pi-hooks install`, `remove`).
     pub fn from_settings(agent_dir: &Path, cwd: &Path) -> Result<NpmCommand, String> {
-        for file in [
+        NpmCommand::from_files(&[
             cwd.join(".pi").join("settings.json"),
             agent_dir.join("settings.json"),
-        ] {
+        ])
+    }
+
+    /// The command the user's own settings name, for finding packages when a host starts: a
+    /// project's settings (a cloned repository's) do not choose a program pi-hooks runs
+    /// before anything of the project is trusted.
+    pub fn from_user_settings(agent_dir: &Path) -> Result<NpmCommand, String> {
+        NpmCommand::from_files(&[agent_dir.join("settings.json")])
+    }
+
+    fn from_files(files: &[PathBuf]) -> Result<NpmCommand, String> {
+        for file in files {
             let Ok(bytes) = crate::plugin_files::files::read_regular(
-                &file,
+                file,
                 crate::plugin_files::files::MAX_SETTINGS_BYTES,
             ) else {
                 continue;
