@@ -185,7 +185,6 @@ fn pi_install_npm_gives_a_pi_user_native_plugins_with_one_serve() {
         sources,
         ["npm:@acme/permission-gate", "npm:@acme/protected-paths"]
     );
-    let _ = &published.permission_gate;
 }
 
 #[test]
