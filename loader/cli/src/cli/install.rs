@@ -1,11 +1,12 @@
 //! `pi-hooks install SOURCE [-l] [--yes]` and `pi-hooks update [NAME]`.
 //!
-//! SOURCE is a package tarball (`.tgz`), a package folder, or a git repository as pi accepts
-//! it (`git:host/path[@ref]`, `https://`, `http://`, `ssh://`, `git://` URLs, `@ref` pins).
-//! `npm:` sources come with the issue for pi users. The package is fetched into a staging
+//! SOURCE is a package tarball (`.tgz`), a package folder, an npm package (`npm:SPEC`, fetched
+//! with `npm pack` to be checked, then installed with npm where pi installs it), or a git
+//! repository as pi accepts it (`git:host/path[@ref]`, `https://`, `http://`, `ssh://`
+//! URLs; `@ref` pins), cloned where pi clones it. The package is fetched into a staging
 //! folder, its signature, library, SHA-256, ABI and host version are checked, its declared
 //! capabilities are shown and accepted, and only then is it put in place and recorded under
-//! `packages` in settings.json. No plugin code runs.
+//! `packages` in settings.json as pi records it. No plugin code runs.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -99,13 +100,15 @@ pub(super) fn update(args: UpdateArgs) -> Result<ExitCode, CommandError> {
                 if args.local { " for this project" } else { "" }
             ))
         })?],
-        // Those still listed in `packages` (pi may have removed one pi-hooks installed).
+        // Those still listed in `packages` (pi may have removed one pi-hooks installed); all
+        // of them when the list cannot be read (recording the update then says what is
+        // wrong with the settings, and changes nothing).
         None => {
-            let listed = pi_hooks_host::packages::store::settings_packages(&store.settings);
+            let listed = listed_sources(&store.settings);
             store
                 .installed()
                 .into_iter()
-                .filter(|r| listed.contains(&r.source))
+                .filter(|r| listed.as_ref().is_none_or(|l| l.contains(&r.source)))
                 .collect()
         }
     };
@@ -128,6 +131,23 @@ pub(super) fn update(args: UpdateArgs) -> Result<ExitCode, CommandError> {
     }
     write_stdout(&text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The sources `packages` lists in `settings`; `None` when it is not a readable list.
+fn listed_sources(settings: &Path) -> Option<Vec<String>> {
+    let bytes = pi_hooks_host::plugin_files::files::read_regular(
+        settings,
+        pi_hooks_host::plugin_files::files::MAX_SETTINGS_BYTES,
+    )
+    .ok()?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    let list = value.get("packages")?.as_array()?;
+    Some(
+        list.iter()
+            .filter_map(pi_hooks_host::packages::store::entry_source)
+            .map(str::to_owned)
+            .collect(),
+    )
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -1,8 +1,11 @@
 //! Installed packages: where they live, what was recorded when they were installed, and the
 //! `packages` list of `settings.json` that pi and pi-hooks share.
 //!
-//! A package installed for the user lives in `<agentDir>/pi-hooks/packages/<name>/`, one for
-//! the project in `<cwd>/.pi/pi-hooks/packages/<name>/`; beside its files,
+//! A package installed for the user from a `.tgz` or a folder lives in
+//! `<agentDir>/pi-hooks/packages/<name>/`, one for the project in
+//! `<cwd>/.pi/pi-hooks/packages/<name>/`; one from npm or git lives where pi puts those
+//! ([`super::pi_sources`]) and that folder holds only its record (naming the package's
+//! folder). Beside its files,
 //! `.pi-hooks-install.json` records what was verified at install (source, version, signer,
 //! the chosen library and its SHA-256, capabilities). Every load verifies the library against
 //! that SHA-256 again. Changes happen under a lock (`.lock` in the store folder) and each
