@@ -1,10 +1,12 @@
 // pi-hooks bridge: runs pi-hooks native plugins (`.so` / `.dylib` / `.dll`) inside pi.
 //
 // pi loads this extension; it spawns `pi-hooks serve` (found through $PI_HOOKS_BIN, then
-// the `pi-hooks.json` that `pi-hooks bridge install` writes beside this file, then PATH),
+// the `pi-hooks.json` that `pi-hooks bridge install` writes beside this file, then the
+// prebuilt binary of the npm package it came in, then PATH),
 // which discovers and loads the native plugins as pi-hooks does (`~/.pi/agent/extensions`
 // and the project's `.pi/extensions`, where pi passes over `.so` files; the `hooks` folders
-// too, though pi stops at start-up while one exists; trust rules included) and speaks the serve protocol (docs/serve-protocol.md in the pi-hooks
+// too, though pi stops at start-up while one exists; trust rules included; the native
+// packages in pi's `packages`, wherever pi or pi-hooks installed them) and speaks the serve protocol (docs/serve-protocol.md in the pi-hooks
 // repository). The bridge subscribes in pi to exactly the events the native plugins want,
 // forwards each and applies serve's decision, registers their commands, tools, flags and
 // message renderers, and answers their UI and session calls with pi's own API.
@@ -16,7 +18,7 @@
 // Uses nothing beyond node and what pi ships.
 
 import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
 import { Text } from "@mariozechner/pi-tui";
 import { PiSide } from "./client-requests.ts";
@@ -24,7 +26,15 @@ import { applyToolInput, decisionFor, payloadFor, whileDown } from "./events.ts"
 import type { Hello } from "./serve-client.ts";
 import { contextOf, Supervisor } from "./supervisor.ts";
 
-/** Where `pi-hooks` is: $PI_HOOKS_BIN, the installed `pi-hooks.json`, or PATH. */
+/** The npm package's binary lookup (platform-binary.cjs), loaded through jiti's require. */
+const platformBinary: {
+	findBinary(root: string): string;
+	isPiHooksPackage(root: string): boolean;
+} = require("./platform-binary.cjs");
+
+/** Where `pi-hooks` is: $PI_HOOKS_BIN, the installed `pi-hooks.json`, the prebuilt binary of
+ * the npm package this bridge came in (`pi install npm:pi-hooks`, or a native package that
+ * depends on it), or PATH. */
 function serveBinary(): string {
 	if (process.env.PI_HOOKS_BIN) return process.env.PI_HOOKS_BIN;
 	// pi loads extensions through jiti, as CommonJS: __dirname is this file's folder.
@@ -37,31 +47,70 @@ function serveBinary(): string {
 			throw new Error(`pi-hooks bridge: ${config} is not valid JSON (${(error as Error).message}); run "pi-hooks bridge install" again`);
 		}
 	}
+	const npmPackage = dirname(__dirname);
+	if (platformBinary.isPiHooksPackage(npmPackage)) {
+		try {
+			return platformBinary.findBinary(npmPackage);
+		} catch (error) {
+			throw new Error(`pi-hooks bridge: ${(error as Error).message}`);
+		}
+	}
 	return "pi-hooks";
 }
 
+/** Where the bridge that runs in this pi process is kept, for every copy of the bridge pi
+ * loads: one per native package installed from npm (each depends on the `pi-hooks` package),
+ * the `pi-hooks` package itself, a bridge put in place by `pi-hooks bridge install`. The
+ * first to load starts the one `pi-hooks serve`, which loads the native plugins of every
+ * package in pi's settings; the others find it here and do nothing. It is cleared when its
+ * session ends (pi's /reload, /new, /resume and /fork load the extensions again). */
+const ACTIVE = Symbol.for("pi-hooks.bridge");
+
+/** Whether the bridge held in `globalThis` belongs to pi's current extensions (pi marks the
+ * API of the ones a reload or a session switch replaced as stale: its calls throw). */
+function runningBridge(): boolean {
+	const active = (globalThis as any)[ACTIVE] as { pi: ExtensionAPI } | undefined;
+	if (!active) return false;
+	try {
+		active.pi.getFlag("pi-hooks-bridge-probe");
+		return true;
+	} catch {
+		return false;
+	}
+}
+
 export default async function piHooksBridge(pi: ExtensionAPI): Promise<void> {
+	if (runningBridge()) return;
+	const active = { pi };
+	(globalThis as any)[ACTIVE] = active;
+	const release = () => {
+		if ((globalThis as any)[ACTIVE] === active) delete (globalThis as any)[ACTIVE];
+	};
 	const side = new PiSide(pi);
-	const bin = serveBinary();
-	const supervisor = new Supervisor(bin, ["--cwd", process.cwd()], side);
+	let supervisor: Supervisor | undefined;
 	let hello: Hello;
 	try {
+		supervisor = new Supervisor(serveBinary(), ["--cwd", process.cwd()], side);
 		hello = await supervisor.start();
 	} catch (error) {
 		// No restarts for a bridge that did not load.
-		supervisor.stop();
+		supervisor?.stop();
+		release();
+		const message = (error as Error).message;
 		throw new Error(
-			`pi-hooks bridge: ${(error as Error).message}. Install pi-hooks and run "pi-hooks bridge install", or set PI_HOOKS_BIN to the pi-hooks binary.`,
+			message.startsWith("pi-hooks bridge:")
+				? message
+				: `pi-hooks bridge: ${message}. Install pi-hooks ("pi install npm:pi-hooks", or from source and "pi-hooks bridge install"), or set PI_HOOKS_BIN to the pi-hooks binary.`,
 		);
 	}
-	registerEvents(pi, side, supervisor, hello);
+	registerEvents(pi, side, supervisor, hello, release);
 	registerCommands(pi, side, supervisor, hello);
 	registerTools(pi, side, supervisor, hello);
 	registerFlags(pi, supervisor, hello);
 	registerRenderers(pi, supervisor, hello);
 }
 
-function registerEvents(pi: ExtensionAPI, side: PiSide, supervisor: Supervisor, hello: Hello): void {
+function registerEvents(pi: ExtensionAPI, side: PiSide, supervisor: Supervisor, hello: Hello, release: () => void): void {
 	// How many native plugins want each event (before_agent_start takes one message per
 	// pi handler, so it gets one bridge handler per plugin).
 	const wanted = new Map<string, number>();
@@ -107,6 +156,7 @@ function registerEvents(pi: ExtensionAPI, side: PiSide, supervisor: Supervisor, 
 			if (wanted.has("session_shutdown")) await forward("session_shutdown", 0, event, ctx);
 		} finally {
 			supervisor.stop();
+			release();
 		}
 	});
 	for (const [name, count] of wanted) {

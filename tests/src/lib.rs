@@ -3,6 +3,7 @@
 //! in a sandbox with its own home, agent directory and project.
 
 pub mod fake_openai;
+pub mod npm;
 pub mod packages;
 pub mod pi_e2e;
 pub mod pty;

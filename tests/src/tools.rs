@@ -5,6 +5,9 @@
 //! - [`pi_peer`]: pi 0.73.1 and TypeScript 5.9.3 from `scripts/pi-peer/package-lock.json`
 //!   (`scripts/pi-peer/install.sh`: `npm ci` from the npm registry), for the tests that run
 //!   the real pi and the bridge's type check;
+//! - [`npm_registry`]: verdaccio 6.8.0 from `scripts/npm-registry/package-lock.json`
+//!   (`scripts/npm-registry/install.sh`: `npm ci`), the local npm registry of the tests that
+//!   publish pi-hooks' npm packages and install them with the real pi (tests/tests/npm_*.rs);
 //! - [`cmake`]: CMake from `scripts/cmake-requirements.txt` (`scripts/install-cmake.sh`: the
 //!   pinned wheel from PyPI, checked against its SHA-256, into `target/tools/cmake-venv`), for
 //!   the CMake packaging test.
@@ -38,6 +41,22 @@ pub fn pi_peer() -> PathBuf {
         .clone()
 }
 
+/// verdaccio's launcher (`scripts/npm-registry/node_modules/verdaccio/bin/verdaccio`).
+pub fn npm_registry() -> PathBuf {
+    static INSTALLED: OnceLock<PathBuf> = OnceLock::new();
+    INSTALLED
+        .get_or_init(|| {
+            let modules = workspace_root().join("scripts/npm-registry/node_modules");
+            install(
+                "verdaccio 6.8.0 (scripts/npm-registry/package-lock.json) into scripts/npm-registry/node_modules, a local npm registry for the tests that publish pi-hooks' npm packages",
+                &modules.join("verdaccio/package.json"),
+                "scripts/npm-registry/install.sh",
+            );
+            modules.join("verdaccio/bin/verdaccio")
+        })
+        .clone()
+}
+
 /// The pinned `cmake` binary.
 pub fn cmake() -> PathBuf {
     static INSTALLED: OnceLock<PathBuf> = OnceLock::new();
@@ -62,18 +81,7 @@ pub fn cmake() -> PathBuf {
 /// Runs `script` (idempotent) under the install lock; `what` is said on the terminal when
 /// `sentinel` does not exist yet, that is when the script will really install something.
 fn install(what: &str, sentinel: &Path, script: &str) {
-    let tools = target_dir().join("tools");
-    std::fs::create_dir_all(&tools)
-        .unwrap_or_else(|e| panic!("cannot create {}: {e}", tools.display()));
-    let lock_path = tools.join("install.lock");
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .unwrap_or_else(|e| panic!("cannot open {}: {e}", lock_path.display()));
-    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)
-        .unwrap_or_else(|e| panic!("cannot lock {}: {e}", lock_path.display()));
+    let lock = lock_tools();
     if !sentinel.exists() {
         say(&format!("pi-hooks tests: installing {what} (once)"));
     }
@@ -91,6 +99,24 @@ fn install(what: &str, sentinel: &Path, script: &str) {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+/// Takes the exclusive lock on `target/tools/install.lock` (released when the file is
+/// dropped), under which tools are installed and the release build is made.
+pub fn lock_tools() -> std::fs::File {
+    let tools = target_dir().join("tools");
+    std::fs::create_dir_all(&tools)
+        .unwrap_or_else(|e| panic!("cannot create {}: {e}", tools.display()));
+    let lock_path = tools.join("install.lock");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .unwrap_or_else(|e| panic!("cannot open {}: {e}", lock_path.display()));
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)
+        .unwrap_or_else(|e| panic!("cannot lock {}: {e}", lock_path.display()));
+    lock
 }
 
 /// Writes `line` to the process's stderr itself, which the test harness does not capture.

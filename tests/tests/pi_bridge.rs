@@ -399,6 +399,7 @@ fn bridge_install_writes_the_extension_and_says_where() {
         "supervisor.ts",
         "events.ts",
         "client-requests.ts",
+        "platform-binary.cjs",
         "README.md",
     ] {
         let installed = std::fs::read_to_string(folder.join(file)).unwrap();

@@ -3,6 +3,9 @@
 //! - `packages/discover/10-packages`: discovery with 10 packages recorded under `packages` in
 //!   settings.json and installed in the store (the settings read, 10 install records read,
 //!   10 SHA-256 pins set);
+//! - `packages/discover/10-npm-packages`: discovery with 10 `npm:` entries installed by pi
+//!   (or `pi-hooks install npm:`) in npm's global folder, `npm root -g` kept from an earlier
+//!   start (10 `package.json` read and checked: platform, ABI, host version; 10 pins);
 //! - `packages/discover/10-in-hooks-folder`: discovery of the same 10 libraries in
 //!   `<agentDir>/hooks/` (what loading them costs anyway, beside the load itself);
 //! - `packages/sha256/KiB`: the SHA-256 of a library of that size, what a load of a package
@@ -42,6 +45,7 @@ fn record(name: &str, library: &str, sha256: &str, source: &str) -> InstallRecor
         description: "a plugin".to_owned(),
         registers: Default::default(),
         capabilities: None,
+        location: None,
         replaces_source: None,
     }
 }
@@ -65,6 +69,61 @@ fn with_packages(agent: &Path) {
         .unwrap();
         sources.push(source);
     }
+    std::fs::write(
+        agent.join("settings.json"),
+        serde_json::json!({ "packages": sources }).to_string(),
+    )
+    .unwrap();
+}
+
+fn with_npm_packages(agent: &Path) {
+    use pi_hooks_host::packages::manifest::{Library, Manifest, PluginMeta, package_json};
+    let root = agent.join("npm-global/lib/node_modules");
+    let abi = format!(
+        "{}.{}",
+        pi_hooks_abi::ffi::version::PI_HOOKS_ABI_MAJOR,
+        pi_hooks_abi::ffi::version::PI_HOOKS_ABI_MINOR
+    );
+    let mut sources = Vec::new();
+    for i in 0..PACKAGES {
+        let name = format!("plugin-{i}");
+        let dir = root.join(&name);
+        std::fs::create_dir_all(dir.join("lib/linux-x64-gnu")).unwrap();
+        let bytes = vec![i as u8; LIBRARY_BYTES];
+        let library = format!("lib/linux-x64-gnu/libplugin_{i}.so");
+        std::fs::write(dir.join(&library), &bytes).unwrap();
+        let manifest = Manifest {
+            plugin: PluginMeta {
+                name: name.clone(),
+                version: "1.0.0".to_owned(),
+                description: "a plugin".to_owned(),
+                registers: Default::default(),
+            },
+            libraries: [(
+                pi_hooks_host::packages::platform::host_platform().to_owned(),
+                Library {
+                    path: library,
+                    sha256: sha256_hex(&bytes),
+                    abi: abi.clone(),
+                },
+            )]
+            .into(),
+            capabilities: None,
+            min_host_version: "0.1.0".to_owned(),
+        };
+        std::fs::write(
+            dir.join("package.json"),
+            package_json(&manifest, &name, None).to_string(),
+        )
+        .unwrap();
+        sources.push(format!("npm:{name}"));
+    }
+    std::fs::create_dir_all(agent.join("pi-hooks")).unwrap();
+    std::fs::write(
+        agent.join("pi-hooks/npm-root.json"),
+        serde_json::json!({ "npmCommand": ["npm"], "root": root }).to_string(),
+    )
+    .unwrap();
     std::fs::write(
         agent.join("settings.json"),
         serde_json::json!({ "packages": sources }).to_string(),
@@ -140,6 +199,7 @@ fn main() {
     let mut group = c.benchmark_group("packages/discover");
     for (label, setup) in [
         ("10-packages", with_packages as fn(&Path)),
+        ("10-npm-packages", with_npm_packages),
         ("10-in-hooks-folder", with_hooks_folder),
     ] {
         let agent = root.path().join(label);

@@ -23,7 +23,7 @@ use pi_hooks_host::lifecycle::load::shell_quote;
 use pi_hooks_host::plugin_files::paths::agent_dir;
 
 /// The bridge's files, as committed in plugins/pi-bridge/.
-const FILES: [(&str, &str); 6] = [
+const FILES: [(&str, &str); 7] = [
     (
         "index.ts",
         include_str!("../../../../plugins/pi-bridge/index.ts"),
@@ -43,6 +43,10 @@ const FILES: [(&str, &str); 6] = [
     (
         "client-requests.ts",
         include_str!("../../../../plugins/pi-bridge/client-requests.ts"),
+    ),
+    (
+        "platform-binary.cjs",
+        include_str!("../../../../plugins/pi-bridge/platform-binary.cjs"),
     ),
     (
         "README.md",

@@ -1,11 +1,12 @@
 //! `pi-hooks install SOURCE [-l] [--yes]` and `pi-hooks update [NAME]`.
 //!
-//! SOURCE is a package tarball (`.tgz`), a package folder, or a git repository as pi accepts
-//! it (`git:host/path[@ref]`, `https://`, `http://`, `ssh://`, `git://` URLs, `@ref` pins).
-//! `npm:` sources come with the issue for pi users. The package is fetched into a staging
+//! SOURCE is a package tarball (`.tgz`), a package folder, an npm package (`npm:SPEC`, fetched
+//! with `npm pack` to be checked, then installed with npm where pi installs it), or a git
+//! repository as pi accepts it (`git:host/path[@ref]`, `https://`, `http://`, `ssh://`
+//! URLs; `@ref` pins), cloned where pi clones it. The package is fetched into a staging
 //! folder, its signature, library, SHA-256, ABI and host version are checked, its declared
 //! capabilities are shown and accepted, and only then is it put in place and recorded under
-//! `packages` in settings.json. No plugin code runs.
+//! `packages` in settings.json as pi records it. No plugin code runs.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ use super::{CommandError, current_dir, write_stderr, write_stdout};
 use pi_hooks_host::guards::display::escape;
 use pi_hooks_host::packages::archive::{Limits, extract_tgz};
 use pi_hooks_host::packages::manifest::{Capabilities, parse_package_json};
+use pi_hooks_host::packages::pi_sources::{NpmCommand, PiSource, install_dir};
 use pi_hooks_host::packages::platform::host_platform;
 use pi_hooks_host::packages::store::{InstallRecord, Scope, Store};
 use pi_hooks_host::packages::verify::{choose_library, verify_signature};
@@ -108,7 +110,17 @@ pub(super) fn update(args: UpdateArgs) -> Result<ExitCode, CommandError> {
                 if args.local { " for this project" } else { "" }
             ))
         })?],
-        None => store.installed(),
+        // Those still listed in `packages` (pi may have removed one pi-hooks installed); all
+        // of them when the list cannot be read (recording the update then says what is
+        // wrong with the settings, and changes nothing).
+        None => {
+            let listed = listed_sources(&store.settings);
+            store
+                .installed()
+                .into_iter()
+                .filter(|r| listed.as_ref().is_none_or(|l| l.contains(&r.source)))
+                .collect()
+        }
     };
     let mut text = String::new();
     for record in records {
@@ -129,6 +141,23 @@ pub(super) fn update(args: UpdateArgs) -> Result<ExitCode, CommandError> {
     }
     write_stdout(&text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The sources `packages` lists in `settings`; `None` when it is not a readable list.
+fn listed_sources(settings: &Path) -> Option<Vec<String>> {
+    let bytes = pi_hooks_host::plugin_files::files::read_regular(
+        settings,
+        pi_hooks_host::plugin_files::files::MAX_SETTINGS_BYTES,
+    )
+    .ok()?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    let list = value.get("packages")?.as_array()?;
+    Some(
+        list.iter()
+            .filter_map(pi_hooks_host::packages::store::entry_source)
+            .map(str::to_owned)
+            .collect(),
+    )
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -153,14 +182,17 @@ enum Source {
         url: String,
         reference: Option<String>,
     },
+    /// `npm:SPEC`: fetched with `npm pack` to be checked, then installed with npm where pi
+    /// installs it.
+    Npm {
+        spec: String,
+        pinned: bool,
+    },
 }
 
 fn parse_source(source: &str) -> Result<Source, CommandError> {
-    if source.starts_with("npm:") {
-        return Err(CommandError::failed(format!(
-            "{}: npm: sources are not supported yet (they come with the issue for pi users, which brings a registry to test against); install a .tgz (`npm pack NAME` makes one), a folder or a git URL",
-            escape(source)
-        )));
+    if let PiSource::Npm { spec, pinned, .. } = PiSource::parse(source) {
+        return Ok(Source::Npm { spec, pinned });
     }
     let git = source.strip_prefix("git:").map(str::to_owned).or_else(|| {
         ["https://", "http://", "ssh://", "git://"]
@@ -215,6 +247,8 @@ fn install_from(
     let _lock = store.lock().map_err(fail)?;
     let staging = store.staging().map_err(fail)?;
     let shown = escape(source);
+    // A git clone to put where pi keeps it, once accepted: (its folder, the target).
+    let mut git_clone: Option<(tempfile::TempDir, PathBuf)> = None;
     let (recorded_source, pinned) = match &parsed {
         Source::Tarball(path) => {
             let file =
@@ -227,33 +261,71 @@ fn install_from(
             (Some(path.display().to_string()), false)
         }
         Source::Git { url, reference } => {
-            let clone = tempfile::tempdir().map_err(|e| fail(format!("cannot clone: {e}")))?;
-            let mut git = std::process::Command::new("git");
-            git.env("GIT_TERMINAL_PROMPT", "0")
-                .args(["clone", "--quiet", "--depth", "1"]);
-            if let Some(reference) = reference {
-                git.args(["--branch", reference]);
+            // Where pi clones it (`<agentDir>/git/HOST/PATH`, `.pi/git/...` for a project):
+            // the clone is made beside that folder and moved there once accepted. A URL pi
+            // does not take (`file://`) is copied into pi-hooks' store instead.
+            let target = match PiSource::parse(source) {
+                PiSource::Git { .. } => {
+                    let agent = agent_dir().map_err(CommandError::setup)?;
+                    Some(
+                        install_dir(
+                            &PiSource::parse(source),
+                            store.scope,
+                            &agent,
+                            &current_dir(),
+                            &NpmCommand(vec!["npm".into()]),
+                        )
+                        .map_err(fail)?,
+                    )
+                }
+                _ => None,
+            };
+            let clone = match target.as_ref().and_then(|t| t.parent()) {
+                Some(parent) => std::fs::create_dir_all(parent).and_then(|()| {
+                    tempfile::Builder::new()
+                        .prefix(".pi-hooks-clone-")
+                        .tempdir_in(parent)
+                }),
+                None => tempfile::tempdir(),
             }
-            let output = git
+            .map_err(|e| fail(format!("cannot clone: {e}")))?;
+            let repo = clone.path().join("repo");
+            let output = std::process::Command::new("git")
+                .env("GIT_TERMINAL_PROMPT", "0")
+                .args(["clone", "--quiet"])
                 .arg(url)
-                .arg(clone.path().join("repo"))
+                .arg(&repo)
                 .stdin(std::process::Stdio::null())
                 .output()
                 .map_err(|e| fail(format!("cannot run git: {e}; is git installed?")))?;
+            let output = match reference {
+                Some(reference) if output.status.success() => std::process::Command::new("git")
+                    .args(["checkout", "--quiet", reference])
+                    .current_dir(&repo)
+                    .stdin(std::process::Stdio::null())
+                    .output()
+                    .map_err(|e| fail(format!("cannot run git: {e}")))?,
+                _ => output,
+            };
             if !output.status.success() {
                 return Err(fail(format!(
                     "git could not clone {shown}: {}",
                     escape(String::from_utf8_lossy(&output.stderr).trim())
                 )));
             }
-            copy_folder(
-                &clone.path().join("repo"),
-                staging.path(),
-                Limits::from_env(),
-                &shown,
-            )
-            .map_err(fail)?;
+            copy_folder(&repo, staging.path(), Limits::from_env(), &shown).map_err(fail)?;
+            if let Some(target) = target {
+                git_clone = Some((clone, target));
+            }
             (Some(source.to_owned()), reference.is_some())
+        }
+        Source::Npm { spec, pinned } => {
+            let npm = npm_command()?;
+            let tgz = npm_pack(&npm, spec).map_err(fail)?;
+            let file = std::fs::File::open(tgz.path())
+                .map_err(|e| fail(format!("cannot open what npm fetched for {shown}: {e}")))?;
+            extract_tgz(file, staging.path(), Limits::from_env(), &shown).map_err(fail)?;
+            (Some(format!("npm:{spec}")), *pinned)
         }
     };
     let json_bytes = pi_hooks_host::plugin_files::files::read_regular(
@@ -335,10 +407,42 @@ fn install_from(
         )));
     }
     let package_dir = store.package_dir(&package.name);
-    let source_entry = recorded_source.unwrap_or_else(|| package_dir.display().to_string());
+    let mut source_entry = recorded_source.unwrap_or_else(|| package_dir.display().to_string());
+    let (staging, location) = match &parsed {
+        Source::Npm { spec, .. } => {
+            // The same entry pi would keep: one already listed for this npm name stays.
+            let base = pi_hooks_host::packages::pi_sources::base_dir(
+                store.scope,
+                &agent_dir().map_err(CommandError::setup)?,
+                &current_dir(),
+            );
+            let identity = PiSource::parse(&source_entry).identity(&base);
+            if let Some(listed) = pi_hooks_host::packages::store::settings_packages(&store.settings)
+                .into_iter()
+                .find(|entry| PiSource::parse(entry).identity(&base) == identity)
+            {
+                source_entry = listed;
+            }
+            let folder = npm_install(&npm_command()?, spec, store.scope).map_err(fail)?;
+            check_installed(&folder, &package, &what).map_err(fail)?;
+            // The store keeps only the record: the files are where npm put them.
+            drop(staging);
+            (store.staging().map_err(fail)?, Some(folder))
+        }
+        _ => match git_clone.take() {
+            Some((clone, target)) => {
+                put_clone_in_place(&clone.path().join("repo"), &target, &npm_command()?)
+                    .map_err(fail)?;
+                drop(staging);
+                (store.staging().map_err(fail)?, Some(target))
+            }
+            None => (staging, None),
+        },
+    };
     let record = InstallRecord {
         name: package.name.clone(),
         version: package.version.clone(),
+        location,
         replaces_source: installed
             .as_ref()
             .map(|old| old.source.clone())
@@ -346,7 +450,7 @@ fn install_from(
         source: source_entry,
         origin: match &parsed {
             Source::Tarball(path) | Source::Folder(path) => path.display().to_string(),
-            Source::Git { .. } => source.to_owned(),
+            Source::Git { .. } | Source::Npm { .. } => source.to_owned(),
         },
         pinned,
         signer: signer.map(|s| s.public_key),
@@ -362,6 +466,175 @@ fn install_from(
         .commit(staging, &record)
         .map_err(|e| fail(format!("{what} was not installed: {e}")))?;
     Ok(record)
+}
+
+/// How npm is run for this project and user (`npmCommand` in settings.json, as pi does).
+fn npm_command() -> Result<NpmCommand, CommandError> {
+    let agent = agent_dir().map_err(CommandError::setup)?;
+    NpmCommand::from_settings(&agent, &current_dir()).map_err(CommandError::failed)
+}
+
+/// Fetches the tarball of `spec` with `npm pack` (nothing of it runs), in a temporary folder.
+fn npm_pack(npm: &NpmCommand, spec: &str) -> Result<tempfile::NamedTempFile, String> {
+    let download =
+        tempfile::tempdir().map_err(|e| format!("cannot make a download folder: {e}"))?;
+    let output = npm
+        .command(&["pack", spec, "--json", "--ignore-scripts", "--pack-destination"])
+        .arg(download.path())
+        .current_dir(download.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run `{} pack {spec}`: {e}; install node and npm, or set `npmCommand` in settings.json", npm.shown()))?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() {
+        return Err(format!(
+            "npm could not fetch {spec} (`{} pack {spec}`, {}): {}",
+            npm.shown(),
+            output.status,
+            escape(stderr.trim())
+        ));
+    }
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
+    let Some(filename) = report[0]["filename"].as_str() else {
+        return Err(format!(
+            "`{} pack {spec} --json` did not say which file it wrote: {}",
+            npm.shown(),
+            escape(String::from_utf8_lossy(&output.stdout).trim())
+        ));
+    };
+    // npm names a scoped package's file `scope-name-version.tgz`.
+    let path = download
+        .path()
+        .join(filename.trim_start_matches('@').replace('/', "-"));
+    let mut kept =
+        tempfile::NamedTempFile::new().map_err(|e| format!("cannot keep the download: {e}"))?;
+    let mut file =
+        std::fs::File::open(&path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    std::io::copy(&mut file, kept.as_file_mut())
+        .map_err(|e| format!("cannot keep the download: {e}"))?;
+    Ok(kept)
+}
+
+/// Installs `spec` with npm where pi does (`npm install -g SPEC`; for a project `npm install
+/// SPEC --prefix <cwd>/.pi/npm`, in an npm project pi would make) and returns its folder.
+fn npm_install(npm: &NpmCommand, spec: &str, scope: Scope) -> Result<PathBuf, String> {
+    let cwd = current_dir();
+    let mut command = match scope {
+        Scope::User => npm.command(&["install", "-g", spec]),
+        Scope::Project => {
+            let root = pi_hooks_host::packages::pi_sources::project_npm_root(&cwd);
+            std::fs::create_dir_all(&root)
+                .map_err(|e| format!("cannot create {}: {e}", root.display()))?;
+            let ignore = root.join(".gitignore");
+            if !ignore.exists() {
+                std::fs::write(&ignore, "*\n!.gitignore\n")
+                    .map_err(|e| format!("cannot write {}: {e}", ignore.display()))?;
+            }
+            let json = root.join("package.json");
+            if !json.exists() {
+                std::fs::write(
+                    &json,
+                    "{\n  \"name\": \"pi-extensions\",\n  \"private\": true\n}",
+                )
+                .map_err(|e| format!("cannot write {}: {e}", json.display()))?;
+            }
+            let mut command = npm.command(&["install", spec, "--prefix"]);
+            command.arg(&root);
+            command
+        }
+    };
+    let output = command
+        .current_dir(&cwd)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run `{} install {spec}`: {e}", npm.shown()))?;
+    if !output.status.success() {
+        return Err(format!(
+            "`{} install {spec}` failed ({}): {}; nothing was recorded",
+            npm.shown(),
+            output.status,
+            escape(String::from_utf8_lossy(&output.stderr).trim())
+        ));
+    }
+    let agent = agent_dir()?;
+    install_dir(
+        &PiSource::parse(&format!("npm:{spec}")),
+        scope,
+        &agent,
+        &cwd,
+        npm,
+    )
+}
+
+/// Moves a verified clone to `target` (replacing what was there) and runs npm's install in
+/// it as pi does after a clone (`npm install --omit=dev`), so the package's dependency on
+/// the `pi-hooks` npm package (the bridge) is there for pi.
+fn put_clone_in_place(clone: &Path, target: &Path, npm: &NpmCommand) -> Result<(), String> {
+    if target.exists() {
+        let aside = target.with_file_name(format!(".pi-hooks-old-{}", std::process::id()));
+        std::fs::rename(target, &aside)
+            .map_err(|e| format!("cannot move {} aside: {e}", target.display()))?;
+        if let Err(e) = std::fs::rename(clone, target) {
+            let _ = std::fs::rename(&aside, target);
+            return Err(format!("cannot put the clone at {}: {e}", target.display()));
+        }
+        let _ = std::fs::remove_dir_all(&aside);
+    } else {
+        std::fs::rename(clone, target)
+            .map_err(|e| format!("cannot put the clone at {}: {e}", target.display()))?;
+    }
+    let args: &[&str] = if npm.0 == ["npm"] {
+        &["install", "--omit=dev"]
+    } else {
+        &["install"]
+    };
+    let output = npm
+        .command(args)
+        .current_dir(target)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| {
+            format!(
+                "cannot run `{} install` in {}: {e}",
+                npm.shown(),
+                target.display()
+            )
+        })?;
+    if !output.status.success() {
+        return Err(format!(
+            "`{} install` in {} failed ({}): {}",
+            npm.shown(),
+            target.display(),
+            output.status,
+            escape(String::from_utf8_lossy(&output.stderr).trim())
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that what npm installed in `folder` is the package that was verified.
+fn check_installed(
+    folder: &Path,
+    verified: &pi_hooks_host::packages::manifest::PackageJson,
+    what: &str,
+) -> Result<(), String> {
+    let bytes =
+        pi_hooks_host::plugin_files::files::read_regular(&folder.join("package.json"), 1 << 20)
+            .map_err(|e| {
+                format!(
+                    "{what}: npm installed it, but {} {e}",
+                    folder.join("package.json").display()
+                )
+            })?;
+    let installed =
+        parse_package_json(&bytes).map_err(|e| format!("{what}: npm installed it, but {e}"))?;
+    if installed.signed_bytes != verified.signed_bytes || installed.version != verified.version {
+        return Err(format!(
+            "{what}: npm installed {} {}, not the package that was checked (the registry changed in between?); run the install again",
+            installed.name, installed.version
+        ));
+    }
+    choose_library(&installed, folder, host_platform(), what).map(|_| ())
 }
 
 /// Asks a yes/no question on the terminal; `false` without one.
@@ -435,15 +708,58 @@ fn copy_folder(from: &Path, to: &Path, limits: Limits, what: &str) -> Result<(),
     Ok(())
 }
 
-/// The installed packages of the project and the user (in pi's order), with their scope.
+/// The native packages the project's and the user's `packages` list (in pi's order), with
+/// their scope: those pi-hooks installed (their records), and those pi installed (read from
+/// their `package.json`; a package that cannot be read is left to the plugin list's errors).
 pub(super) fn installed_packages(agent: &Path, cwd: &Path) -> Vec<(Scope, InstallRecord)> {
-    [Scope::Project, Scope::User]
+    use pi_hooks_host::packages::installed::{SCOPES, listed_packages};
+    SCOPES
         .into_iter()
         .flat_map(|scope| {
-            Store::new(scope, agent, cwd)
-                .installed()
+            let store = Store::new(scope, agent, cwd);
+            listed_packages(&store, agent, cwd)
                 .into_iter()
-                .map(move |r| (scope, r))
+                .filter_map(Result::ok)
+                .map(move |listed| (scope, listed))
+        })
+        .filter_map(|(scope, listed)| {
+            let record = match (&listed.package, listed.record) {
+                (Some(package), record) => {
+                    let what = format!("package {}", package.name);
+                    let signer = verify_signature(package, &what).ok().flatten();
+                    let library = pi_hooks_host::packages::verify::check_library(
+                        package,
+                        host_platform(),
+                        &what,
+                    )
+                    .ok();
+                    InstallRecord {
+                        name: package.name.clone(),
+                        version: package.version.clone(),
+                        pinned: PiSource::parse(&listed.source).pinned(),
+                        origin: record
+                            .as_ref()
+                            .map_or_else(|| listed.source.clone(), |r| r.origin.clone()),
+                        source: listed.source,
+                        signer: signer.map(|s| s.public_key),
+                        platform: host_platform().to_owned(),
+                        library: library.as_ref().map(|l| l.path.clone()).unwrap_or_default(),
+                        sha256: library
+                            .as_ref()
+                            .map(|l| l.sha256.clone())
+                            .unwrap_or_default(),
+                        abi: library.map(|l| l.abi).unwrap_or_default(),
+                        description: package.manifest.plugin.description.clone(),
+                        registers: package.manifest.plugin.registers.clone(),
+                        capabilities: package.manifest.capabilities.clone(),
+                        location: Some(listed.folder),
+                        replaces_source: None,
+                    }
+                }
+                (None, Some(record)) => record,
+                (None, None) => return None,
+            };
+            Some((scope, record))
         })
         .collect()
 }

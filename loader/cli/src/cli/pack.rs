@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::{CommandError, write_stdout};
 use pi_hooks_host::packages::manifest::{
-    Capabilities, Library, Manifest, PluginMeta, Registers, package_json,
+    Capabilities, Library, Manifest, PI_EXTENSION, PluginMeta, Registers, package_json,
 };
 use pi_hooks_host::packages::platform::library_platform;
 use pi_hooks_host::packages::verify::sha256_hex;
@@ -38,6 +38,10 @@ pub(super) struct PackArgs {
     /// Without it the package asks for unrestricted access.
     #[arg(long, value_name = "FILE")]
     capabilities: Option<PathBuf>,
+    /// The package's name on npm (default: the plugin's name), for instance a scoped one:
+    /// `--name @acme/my-gate`, installed with `pi install npm:@acme/my-gate`.
+    #[arg(long, value_name = "NAME")]
+    name: Option<String>,
     /// The lowest pi-hooks version the package needs (default: this one).
     #[arg(long, value_name = "VERSION")]
     min_host_version: Option<String>,
@@ -137,15 +141,22 @@ pub(super) fn pack(args: PackArgs) -> Result<ExitCode, CommandError> {
         None => None,
         Some(key) => Some(sign(&manifest, key)?),
     };
+    let name = args.name.unwrap_or_else(|| manifest.plugin.name.clone());
+    check_npm_name(&name)?;
+    files.push((
+        PI_EXTENSION.to_owned(),
+        include_bytes!("../../../../plugins/pi-bridge/native-package.js").to_vec(),
+    ));
     let json = package_json(
         &manifest,
+        &name,
         signature.as_ref().map(|(s, k)| (s.as_str(), k.as_str())),
     );
     let json_text = serde_json::to_string_pretty(&json).unwrap_or_default() + "\n";
     let out_dir = args.out.unwrap_or_else(|| PathBuf::from("."));
     std::fs::create_dir_all(&out_dir)
         .map_err(|e| CommandError::failed(format!("cannot create {}: {e}", out_dir.display())))?;
-    let name = &manifest.plugin.name;
+    let name = &name;
     let out = out_dir.join(format!(
         "{}-{}.tgz",
         name.replace('/', "-").trim_start_matches('@'),
@@ -173,6 +184,37 @@ pub(super) fn pack(args: PackArgs) -> Result<ExitCode, CommandError> {
     }
     write_stdout(&text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses a name npm would refuse: lower case letters, digits, `-`, `.`, `_` and `~`,
+/// optionally `@scope/` first, at most 214 characters.
+fn check_npm_name(name: &str) -> Result<(), CommandError> {
+    let part_ok = |part: &str| {
+        !part.is_empty()
+            && !part.starts_with(['.', '_'])
+            && part.bytes().all(|b| {
+                b.is_ascii_lowercase()
+                    || b.is_ascii_digit()
+                    || matches!(b, b'-' | b'.' | b'_' | b'~')
+            })
+    };
+    let ok = name.len() <= 214
+        && match name.strip_prefix('@') {
+            Some(scoped) => scoped
+                .split_once('/')
+                .is_some_and(|(scope, base)| part_ok(scope) && part_ok(base)),
+            None => part_ok(name),
+        };
+    if ok {
+        Ok(())
+    } else {
+        Err(CommandError::failed(format!(
+            "{name:?} is not a name npm accepts (lower case letters, digits, '-', '.', '_', optionally @scope/ first); give one with --name, e.g. --name @yourname/{}",
+            name.trim_start_matches('@')
+                .replace(['/', ' '], "-")
+                .to_ascii_lowercase()
+        )))
+    }
 }
 
 /// Loads the library in a child `pi-hooks inspect --json --run-code` and returns its entry.

@@ -1,10 +1,16 @@
-//! `pi-hooks remove NAME [-l]`: the package's entry in `packages` and its folder go.
+//! `pi-hooks remove NAME [-l]`: the package's entry in `packages` and its files go, the way pi
+//! removes them: a package in pi-hooks' store loses its folder, an `npm:` one is uninstalled
+//! with npm (`npmCommand` honoured), a git one loses its clone. A package pi installed is
+//! removed the same way (found in `packages` by its name).
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use super::{CommandError, current_dir, write_stdout};
 use pi_hooks_host::guards::display::escape;
-use pi_hooks_host::packages::store::{Scope, Store};
+use pi_hooks_host::packages::installed::listed_packages;
+use pi_hooks_host::packages::pi_sources::{NpmCommand, PiSource, project_npm_root};
+use pi_hooks_host::packages::store::{Scope, Store, entry_source, update_settings_packages};
 use pi_hooks_host::plugin_files::paths::agent_dir;
 
 /// The arguments of `pi-hooks remove`.
@@ -20,28 +26,104 @@ pub(super) struct RemoveArgs {
 /// `pi-hooks remove`.
 pub(super) fn remove(args: RemoveArgs) -> Result<ExitCode, CommandError> {
     let agent = agent_dir().map_err(CommandError::setup)?;
+    let cwd = current_dir();
     let scope = if args.local {
         Scope::Project
     } else {
         Scope::User
     };
-    let store = Store::new(scope, &agent, &current_dir());
+    let store = Store::new(scope, &agent, &cwd);
     let _lock = store.lock().map_err(CommandError::failed)?;
-    match store.remove(&args.name).map_err(CommandError::failed)? {
-        Some(record) => {
+    // The package as `packages` lists it: its entry and folder, by its name.
+    let listed = listed_packages(&store, &agent, &cwd)
+        .into_iter()
+        .filter_map(Result::ok)
+        .find(|p| {
+            p.record.as_ref().map(|r| r.name.as_str()) == Some(args.name.as_str())
+                || p.package.as_ref().map(|p| p.name.as_str()) == Some(args.name.as_str())
+        });
+    let Some(listed) = listed else {
+        // A record whose entry is gone from `packages` (pi removed it): tidy it away.
+        if let Some(record) = store.remove(&args.name).map_err(CommandError::failed)? {
             write_stdout(&format!(
-                "Removed {} {} (and its entry {} in {})\n",
-                record.name,
-                record.version,
-                escape(&record.source),
-                store.settings.display()
+                "Removed the leftover record of {} {}\n",
+                record.name, record.version
             ))?;
-            Ok(ExitCode::SUCCESS)
+            return Ok(ExitCode::SUCCESS);
         }
-        None => Err(CommandError::failed(format!(
+        return Err(CommandError::failed(format!(
             "no package {} is installed{}; `pi-hooks list` shows them",
             escape(&args.name),
             if args.local { " for this project" } else { "" }
-        ))),
+        )));
+    };
+    let in_store = listed.record.as_ref().is_some_and(|r| r.location.is_none());
+    if !in_store {
+        match PiSource::parse(&listed.source) {
+            PiSource::Npm { name, .. } => npm_uninstall(&agent, &cwd, scope, &name)?,
+            PiSource::Git { .. } => std::fs::remove_dir_all(&listed.folder).map_err(|e| {
+                CommandError::failed(format!("cannot remove {}: {e}", listed.folder.display()))
+            })?,
+            // A local folder is the user's own: only its entry goes, as with pi.
+            PiSource::Local { .. } => {}
+        }
     }
+    if listed.record.is_some() {
+        store.remove(&args.name).map_err(CommandError::failed)?;
+    } else {
+        update_settings_packages(&store.settings, |list| {
+            list.retain(|entry| entry_source(entry) != Some(listed.source.as_str()));
+        })
+        .map_err(CommandError::failed)?;
+    }
+    let version = listed.package.as_ref().map_or_else(
+        || {
+            listed
+                .record
+                .as_ref()
+                .map(|r| r.version.clone())
+                .unwrap_or_default()
+        },
+        |p| p.version.clone(),
+    );
+    write_stdout(&format!(
+        "Removed {} {} (and its entry {} in {})\n",
+        args.name,
+        version,
+        escape(&listed.source),
+        store.settings.display()
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `npm uninstall` of `name` where pi installed it for `scope`.
+fn npm_uninstall(agent: &Path, cwd: &Path, scope: Scope, name: &str) -> Result<(), CommandError> {
+    let npm = NpmCommand::from_settings(agent, cwd).map_err(CommandError::failed)?;
+    let mut command = match scope {
+        Scope::User => npm.command(&["uninstall", "-g", name]),
+        Scope::Project => {
+            let mut command = npm.command(&["uninstall", name, "--prefix"]);
+            command.arg(project_npm_root(cwd));
+            command
+        }
+    };
+    let output = command
+        .current_dir(cwd)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| {
+            CommandError::failed(format!(
+                "cannot run `{} uninstall {name}`: {e}",
+                npm.shown()
+            ))
+        })?;
+    if !output.status.success() {
+        return Err(CommandError::failed(format!(
+            "`{} uninstall {name}` failed ({}): {}; nothing was changed",
+            npm.shown(),
+            output.status,
+            escape(String::from_utf8_lossy(&output.stderr).trim())
+        )));
+    }
+    Ok(())
 }

@@ -229,8 +229,16 @@ pub fn signed_bytes(manifest: &Value) -> Vec<u8> {
     serde_json::to_vec(manifest).unwrap_or_default()
 }
 
-/// Builds a `package.json` for `manifest` (npm's and pi's fields plus ours).
-pub fn package_json(manifest: &Manifest, signature: Option<(&str, &str)>) -> Value {
+/// The pi extension a package made by `pi-hooks pack` carries (`plugins/pi-bridge/
+/// native-package.js`): it runs the package's plugin in pi through the bridge of the
+/// `pi-hooks` npm package the package depends on.
+pub const PI_EXTENSION: &str = "pi-extension.js";
+
+/// Builds a `package.json` for `manifest` (npm's and pi's fields plus ours), named `name` on
+/// npm (the plugin's name, or a scoped name such as `@acme/my-gate`). For pi it is a pi
+/// package whose extension is [`PI_EXTENSION`], depending on the `pi-hooks` npm package (the
+/// bridge and the binary) at the manifest's `minHostVersion` or newer.
+pub fn package_json(manifest: &Manifest, name: &str, signature: Option<(&str, &str)>) -> Value {
     let manifest_value = serde_json::to_value(manifest).unwrap_or(Value::Null);
     let mut ours = serde_json::Map::new();
     ours.insert("manifest".into(), manifest_value);
@@ -239,11 +247,12 @@ pub fn package_json(manifest: &Manifest, signature: Option<(&str, &str)>) -> Val
         ours.insert("publicKey".into(), Value::String(public_key.to_owned()));
     }
     serde_json::json!({
-        "name": manifest.plugin.name,
+        "name": name,
         "version": manifest.plugin.version,
         "description": manifest.plugin.description,
         "keywords": ["pi-package", "pi-hooks-plugin"],
-        "pi": {},
+        "dependencies": { "pi-hooks": format!(">={}", manifest.min_host_version) },
+        "pi": { "extensions": [format!("./{PI_EXTENSION}")] },
         PACKAGE_KEY: Value::Object(ours),
     })
 }
@@ -306,7 +315,8 @@ mod tests {
             capabilities: None,
             min_host_version: "0.1.0".into(),
         };
-        let json = serde_json::to_vec(&package_json(&manifest, Some(("sig", "key")))).unwrap();
+        let json =
+            serde_json::to_vec(&package_json(&manifest, "gate", Some(("sig", "key")))).unwrap();
         let read = parse_package_json(&json).unwrap();
         assert_eq!(
             (read.manifest, read.signature.as_deref()),
@@ -317,7 +327,7 @@ mod tests {
                 .unwrap_err()
                 .contains("not valid JSON")
         );
-        let mut bad = package_json(&manifest, None);
+        let mut bad = package_json(&manifest, "gate", None);
         bad["piHooks"]["manifest"]["libraries"]["linux-x64-gnu"]["path"] = "../../x.so".into();
         let e = parse_package_json(&serde_json::to_vec(&bad).unwrap()).unwrap_err();
         assert!(e.contains("`..` part"), "{e}");

@@ -5,14 +5,17 @@
 //! platform with its SHA-256 and ABI, the plugin's metadata, its declared capabilities, the
 //! lowest host version, an optional signature), [`platform`] (this host's platform name and a
 //! library's, read from its header), [`archive`] (safe extraction of a tarball), [`verify`]
-//! (SHA-256, minisign signature, ABI and host version checks), [`store`] (where installed
-//! packages live, their install records, and `packages` in `settings.json`, written under a
-//! lock and atomically) and [`verified`] (the check of an installed library's bytes at each
-//! load, without hashing a file unchanged since it last matched). Nothing here runs plugin
-//! code.
+//! (SHA-256, minisign signature, ABI and host version checks), [`store`] (where pi-hooks keeps
+//! installed packages, their install records, and `packages` in `settings.json`, written under
+//! a lock and atomically), [`pi_sources`] (pi's `npm:`, `git:` and local sources and where pi
+//! puts each), [`installed`] (the native packages `packages` lists, wherever they are) and
+//! [`verified`] (the check of an installed library's bytes at each load, without hashing a
+//! file unchanged since it last matched). Nothing here runs plugin code.
 
 pub mod archive;
+pub mod installed;
 pub mod manifest;
+pub mod pi_sources;
 pub mod platform;
 pub mod store;
 pub mod verified;

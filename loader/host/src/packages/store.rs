@@ -1,8 +1,11 @@
 //! Installed packages: where they live, what was recorded when they were installed, and the
 //! `packages` list of `settings.json` that pi and pi-hooks share.
 //!
-//! A package installed for the user lives in `<agentDir>/pi-hooks/packages/<name>/`, one for
-//! the project in `<cwd>/.pi/pi-hooks/packages/<name>/`; beside its files,
+//! A package installed for the user from a `.tgz` or a folder lives in
+//! `<agentDir>/pi-hooks/packages/<name>/`, one for the project in
+//! `<cwd>/.pi/pi-hooks/packages/<name>/`; one from npm or git lives where pi puts those
+//! ([`super::pi_sources`]) and that folder holds only its record (naming the package's
+//! folder). Beside its files,
 //! `.pi-hooks-install.json` records what was verified at install (source, version, signer,
 //! the chosen library and its SHA-256, capabilities). Every load verifies the library against
 //! that SHA-256 again. Changes happen under a lock (`.lock` in the store folder) and each
@@ -249,6 +252,10 @@ pub struct InstallRecord {
     pub registers: Registers,
     /// What it declared it needs (`None`: unrestricted), as the user accepted it.
     pub capabilities: Option<Capabilities>,
+    /// The package's folder when it is not in the store: where pi puts npm and git packages
+    /// (the store keeps only this record then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<PathBuf>,
     /// A different source this install replaces in `packages` (an update from elsewhere).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replaces_source: Option<String>,
@@ -352,41 +359,4 @@ pub fn update_settings_packages(
     temp.persist(settings)
         .map_err(|e| format!("cannot replace {}: {}", settings.display(), e.error))?;
     Ok(())
-}
-
-/// A package plugin for discovery: the library to load and the SHA-256 it must have.
-#[derive(Debug, Clone)]
-pub struct PackagePlugin {
-    /// The package's name.
-    pub name: String,
-    /// The library file.
-    pub library: PathBuf,
-    /// The SHA-256 recorded at install.
-    pub sha256: String,
-    /// Its version.
-    pub version: String,
-    /// The capabilities the user accepted at install (`None`: it declares none).
-    pub capabilities: Option<Capabilities>,
-}
-
-/// The plugins of the packages `settings` lists that are installed in `store`, in the
-/// settings' order; sources listed but not installed here (a TypeScript package of pi's, an
-/// `npm:` source) are skipped.
-pub fn package_plugins(store: &Store) -> Vec<PackagePlugin> {
-    let sources = settings_packages(&store.settings);
-    if sources.is_empty() {
-        return Vec::new();
-    }
-    let records = store.installed();
-    sources
-        .iter()
-        .filter_map(|source| records.iter().find(|r| &r.source == source))
-        .map(|r| PackagePlugin {
-            name: r.name.clone(),
-            library: store.package_dir(&r.name).join(&r.library),
-            sha256: r.sha256.clone(),
-            version: r.version.clone(),
-            capabilities: r.capabilities.clone(),
-        })
-        .collect()
 }

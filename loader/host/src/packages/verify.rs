@@ -58,13 +58,10 @@ pub struct Chosen {
     pub path: PathBuf,
 }
 
-/// Picks and checks the library for `platform` (see [`Chosen`]).
-pub fn choose_library(
-    package: &PackageJson,
-    root: &Path,
-    platform: &str,
-    what: &str,
-) -> Result<Chosen, String> {
+/// The manifest's library for `platform`, checked without reading it: the package's
+/// `minHostVersion` is not newer than this host, there is one for `platform` (else the
+/// error lists the platforms there are), and its ABI is one this host speaks.
+pub fn check_library(package: &PackageJson, platform: &str, what: &str) -> Result<Library, String> {
     let manifest = &package.manifest;
     let host = parse_version(super::HOST_VERSION, 3).unwrap_or_default();
     let needs = parse_version(&manifest.min_host_version, 3)?;
@@ -103,6 +100,17 @@ pub fn choose_library(
             }
         ));
     }
+    Ok(library.clone())
+}
+
+/// Picks and checks the library for `platform` (see [`Chosen`]).
+pub fn choose_library(
+    package: &PackageJson,
+    root: &Path,
+    platform: &str,
+    what: &str,
+) -> Result<Chosen, String> {
+    let library = check_library(package, platform, what)?;
     let path = root.join(&library.path);
     let bytes = crate::plugin_files::files::read_regular(&path, super::archive::MAX_ENTRY_BYTES)
         .map_err(|e| format!("{what}: its library {} {e}", library.path))?;
@@ -124,6 +132,11 @@ pub fn choose_library(
             pi_hooks_abi::ENTRY_SYMBOL
         ));
     }
+    let manifest = &package.manifest;
+    let (major, minor) = (
+        pi_hooks_abi::ffi::version::PI_HOOKS_ABI_MAJOR as u64,
+        pi_hooks_abi::ffi::version::PI_HOOKS_ABI_MINOR as u64,
+    );
     if let Some(info) = &file.info {
         if info.name != manifest.plugin.name {
             return Err(format!(
@@ -142,7 +155,7 @@ pub fn choose_library(
     }
     Ok(Chosen {
         platform: platform.to_owned(),
-        library: library.clone(),
+        library,
         path,
     })
 }

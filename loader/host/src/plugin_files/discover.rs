@@ -152,28 +152,38 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
         }
     }
     if !options.no_discovery {
-        // Installed packages, in pi's order: the project's, then the user's. Each library
-        // loads only with the SHA-256 recorded when it was installed.
-        use crate::packages::store::{Scope, Store, package_plugins};
+        // Installed packages, in pi's order: the project's, then the user's, wherever pi or
+        // pi-hooks put them. Each library loads only with the SHA-256 recorded at its install
+        // (pi-hooks' store) or its manifest's (pi's npm and git folders).
+        use crate::packages::installed::package_plugins;
+        use crate::packages::store::{Scope, Store};
         for (scope, origin) in [
             (Scope::Project, Origin::ProjectPackage),
             (Scope::User, Origin::Package),
         ] {
             let store = Store::new(scope, &options.agent_dir, &options.cwd);
-            for plugin in package_plugins(&store) {
-                crate::lifecycle::load::pin_package_sha256(
-                    &plugin.library,
-                    &plugin.sha256,
-                    &plugin.name,
-                );
-                // Its accepted capabilities become its grant (`crate::sandbox`).
-                crate::sandbox::note_package(
-                    &plugin.library,
-                    &plugin.name,
-                    &plugin.version,
-                    plugin.capabilities.as_ref(),
-                );
-                raw.push(check_file(plugin.library, origin));
+            for listed in package_plugins(&store, &options.agent_dir, &options.cwd) {
+                match listed {
+                    Ok(plugin) => {
+                        crate::lifecycle::load::pin_package_sha256(
+                            &plugin.library,
+                            &plugin.sha256,
+                            &plugin.name,
+                        );
+                        // Its capabilities become its grant (`crate::sandbox`).
+                        crate::sandbox::note_package(
+                            &plugin.library,
+                            &plugin.name,
+                            &plugin.version,
+                            plugin.capabilities.as_ref(),
+                        );
+                        raw.push(check_file(plugin.library, origin));
+                    }
+                    Err((path, error)) => found.errors.push(SourceError {
+                        path: path.display().to_string(),
+                        error,
+                    }),
+                }
             }
         }
     }

@@ -1,0 +1,186 @@
+//! The native packages a scope's `packages` lists, wherever they were put: by pi-hooks into
+//! its store (a `.tgz` or a folder), or by pi or pi-hooks where pi puts npm and git packages
+//! ([`super::pi_sources`]), or a local folder. Entries that are not pi-hooks packages (pi's
+//! TypeScript packages) are passed over. Nothing here runs plugin code.
+//!
+//! A package in pi-hooks' store loads with the SHA-256 recorded at its install. One in pi's
+//! places is checked from its own `package.json` each time: its signature (against the key
+//! pinned at install when pi-hooks installed it), the library for this platform, its ABI and
+//! the host version it needs; the library then loads only if its bytes have the manifest's
+//! SHA-256 (a `pi update` brings a new version, whose manifest says what its bytes are).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::manifest::{PACKAGE_KEY, PackageJson, parse_package_json};
+use super::pi_sources::{NpmCommand, PiSource, install_dir};
+use super::platform::host_platform;
+use super::store::{InstallRecord, Scope, Store, settings_packages};
+
+/// A package plugin for discovery: the library to load and the SHA-256 it must have.
+#[derive(Debug, Clone)]
+pub struct PackagePlugin {
+    /// The package's name.
+    pub name: String,
+    /// The library file.
+    pub library: PathBuf,
+    /// The SHA-256 it must have (recorded at install, or the manifest's).
+    pub sha256: String,
+    /// Its version.
+    pub version: String,
+    /// Its capabilities: those the user accepted when pi-hooks installed it, else those its
+    /// manifest declares (a package pi installed); `None`: it declares none.
+    pub capabilities: Option<super::manifest::Capabilities>,
+}
+
+/// A native package a scope's `packages` lists.
+#[derive(Debug, Clone)]
+pub struct ListedPackage {
+    /// Its `packages` entry.
+    pub source: String,
+    /// Its folder.
+    pub folder: PathBuf,
+    /// What pi-hooks recorded when it installed it (`None`: installed by pi).
+    pub record: Option<InstallRecord>,
+    /// Its `package.json`, read now (`None` for a package in pi-hooks' store, whose record
+    /// says what was verified).
+    pub package: Option<PackageJson>,
+}
+
+/// One `packages` entry that is a native package: its plugin, or why it cannot load.
+pub type Listed = Result<PackagePlugin, (PathBuf, String)>;
+
+/// The plugins of the native packages `store`'s settings list, in the settings' order.
+pub fn package_plugins(store: &Store, agent_dir: &Path, cwd: &Path) -> Vec<Listed> {
+    listed_packages(store, agent_dir, cwd)
+        .into_iter()
+        .filter_map(|listed| match listed {
+            Ok(package) => plugin_of(&package, store),
+            Err(problem) => Some(Err(problem)),
+        })
+        .collect()
+}
+
+/// The native packages `store`'s settings list, in order; entries that are not pi-hooks
+/// packages (or not installed) are left out, ones that cannot be read are errors. npm is run
+/// (`npm root -g`, for a user `npm:` entry pi-hooks did not install) as the user's own
+/// settings say, never as a project's.
+pub fn listed_packages(
+    store: &Store,
+    agent_dir: &Path,
+    cwd: &Path,
+) -> Vec<Result<ListedPackage, (PathBuf, String)>> {
+    let sources = settings_packages(&store.settings);
+    if sources.is_empty() {
+        return Vec::new();
+    }
+    let records = store.installed();
+    let mut npm: Option<Result<NpmCommand, String>> = None;
+    let mut out = Vec::new();
+    for source in sources {
+        let record = records.iter().find(|r| r.source == source).cloned();
+        if let Some(record) = &record
+            && record.location.is_none()
+        {
+            out.push(Ok(ListedPackage {
+                folder: store.package_dir(&record.name),
+                source,
+                record: Some(record.clone()),
+                package: None,
+            }));
+            continue;
+        }
+        let parsed = PiSource::parse(&source);
+        let npm = npm.get_or_insert_with(|| NpmCommand::from_user_settings(agent_dir));
+        let folder = match record.as_ref().and_then(|r| r.location.clone()) {
+            Some(location) => location,
+            None => match npm
+                .as_ref()
+                .map_err(Clone::clone)
+                .and_then(|npm| install_dir(&parsed, store.scope, agent_dir, cwd, npm))
+            {
+                Ok(folder) => folder,
+                Err(e) => {
+                    out.push(Err((
+                        store.settings.clone(),
+                        format!("package {source}: {e}"),
+                    )));
+                    continue;
+                }
+            },
+        };
+        let json = folder.join("package.json");
+        let Ok(bytes) = crate::plugin_files::files::read_regular(&json, 1 << 20) else {
+            // Not installed (pi installs a project's missing packages when it starts), or a
+            // single-file extension of pi's.
+            continue;
+        };
+        let is_ours = serde_json::from_slice::<Value>(&bytes)
+            .ok()
+            .is_some_and(|v| v.get(PACKAGE_KEY).is_some());
+        if !is_ours {
+            continue;
+        }
+        match parse_package_json(&bytes) {
+            Ok(package) => out.push(Ok(ListedPackage {
+                source,
+                folder,
+                record,
+                package: Some(package),
+            })),
+            Err(e) => out.push(Err((json, format!("package {source}: {e}")))),
+        }
+    }
+    out
+}
+
+/// The plugin of a listed package, checked as the module's documentation says.
+fn plugin_of(listed: &ListedPackage, store: &Store) -> Option<Listed> {
+    let Some(package) = &listed.package else {
+        let record = listed.record.as_ref()?;
+        return Some(Ok(PackagePlugin {
+            name: record.name.clone(),
+            library: store.package_dir(&record.name).join(&record.library),
+            sha256: record.sha256.clone(),
+            version: record.version.clone(),
+            capabilities: record.capabilities.clone(),
+        }));
+    };
+    let json = listed.folder.join("package.json");
+    let what = format!(
+        "package {} {} ({})",
+        package.name, package.version, listed.source
+    );
+    let checked = super::verify::verify_signature(package, &what).and_then(|signer| {
+        if let Some(pinned) = listed.record.as_ref().and_then(|r| r.signer.as_ref())
+            && signer.as_ref().map(|s| &s.public_key) != Some(pinned)
+        {
+            return Err(format!(
+                "{what} {}, not by the key {pinned} pinned when pi-hooks installed it; if its publisher changed keys, `pi-hooks update {} --accept-new-signer`",
+                signer.map_or("is unsigned".to_owned(), |s| format!(
+                    "is signed by key {}",
+                    s.public_key
+                )),
+                package.name
+            ));
+        }
+        super::verify::check_library(package, host_platform(), &what)
+    });
+    Some(match checked {
+        Ok(library) => Ok(PackagePlugin {
+            name: package.name.clone(),
+            library: listed.folder.join(&library.path),
+            sha256: library.sha256,
+            version: package.version.clone(),
+            capabilities: match &listed.record {
+                Some(record) => record.capabilities.clone(),
+                None => package.manifest.capabilities.clone(),
+            },
+        }),
+        Err(e) => Err((json, e)),
+    })
+}
+
+/// The scopes in pi's order for packages: the project's, then the user's.
+pub const SCOPES: [Scope; 2] = [Scope::Project, Scope::User];

@@ -1,0 +1,254 @@
+//! A pi user with node and npm but no Rust toolchain (cargo and rustc are not on PATH) gets
+//! native plugins with the real pi 0.73.1's `pi install` alone: pi-hooks' npm packages (made
+//! by scripts/npm-packages.sh from the release build) and native plugins packed by
+//! `pi-hooks pack` (the Rust permission-gate, the C protected-paths) are published to a local
+//! npm registry (verdaccio), pi installs them (`npm:` for the user and `-l` for the project,
+//! `git:` from a repository served by `git daemon`), and in a pi session (RPC mode, the fake
+//! OpenAI server scripting the model) the installed plugins block `rm -rf` and a write to
+//! `.env`, with one `pi-hooks serve` for all of them.
+
+use std::path::{Path, PathBuf};
+
+use pi_hooks_tests::fake_openai::{FakeOpenAi, Reply, after_tool, last_user_text, tool_call};
+use pi_hooks_tests::npm::{
+    GitDaemon, PiUser, Registry, git, pack_as, pi_hooks_packages, serve_children,
+};
+use pi_hooks_tests::packages::unpack;
+use pi_hooks_tests::rpc_client::RpcClient;
+use pi_hooks_tests::{Sandbox, protected_paths_plugin, rust_plugin};
+use serde_json::{Value, json};
+
+/// The model: after a tool result it says "done"; otherwise it runs the tool the prompt
+/// asks for.
+fn model() -> FakeOpenAi {
+    FakeOpenAi::start(|body| {
+        if after_tool(body) {
+            return Reply::Text("done".into());
+        }
+        let prompt = last_user_text(body);
+        if prompt.contains("wipe") {
+            tool_call("bash", json!({"command": "rm -rf build"}))
+        } else if prompt.contains("secret") {
+            tool_call("write", json!({"path": ".env", "content": "KEY=1\n"}))
+        } else {
+            Reply::Text("ok".into())
+        }
+    })
+}
+
+/// A registry with pi-hooks and the two native plugins published, and the packages' tarballs.
+struct Published {
+    registry: Registry,
+    permission_gate: PathBuf,
+}
+
+fn publish(sandbox: &Sandbox) -> Published {
+    let registry = Registry::start();
+    for tgz in pi_hooks_packages() {
+        registry.publish(&tgz);
+    }
+    let dist = sandbox.root().join("dist");
+    let permission_gate = pack_as(
+        sandbox,
+        &rust_plugin("permission-gate"),
+        "@acme/permission-gate",
+        &dist,
+    );
+    let protected_paths = pack_as(
+        sandbox,
+        &protected_paths_plugin(&sandbox.lib()),
+        "@acme/protected-paths",
+        &dist,
+    );
+    registry.publish(&permission_gate);
+    registry.publish(&protected_paths);
+    Published {
+        registry,
+        permission_gate,
+    }
+}
+
+fn write_models(sandbox: &Sandbox, server: &FakeOpenAi) {
+    std::fs::write(
+        sandbox.agent_dir().join("models.json"),
+        server.models_json().to_string(),
+    )
+    .unwrap();
+}
+
+fn settings_packages(settings: &Path) -> Value {
+    let text = std::fs::read_to_string(settings).unwrap();
+    serde_json::from_str::<Value>(&text).unwrap()["packages"].clone()
+}
+
+/// rm -rf: permission-gate asks with pi's select dialog, "No" blocks it.
+fn rm_rf_is_blocked(pi: &mut RpcClient, id: &str) {
+    pi.send(&json!({"id": id, "type": "prompt", "message": "wipe the build"}));
+    let select = pi
+        .until(|l| l["type"] == "extension_ui_request" && l["method"] == "select")
+        .1;
+    assert!(
+        select["title"].as_str().unwrap().contains("rm -rf build"),
+        "{select}"
+    );
+    pi.send(&json!({"type": "extension_ui_response", "id": select["id"], "value": "No"}));
+    let (lines, _) = pi.until(|l| l["type"] == "agent_end");
+    let end = lines
+        .iter()
+        .find(|l| l["type"] == "tool_execution_end")
+        .unwrap_or_else(|| panic!("no tool_execution_end in {lines:#?}"));
+    assert_eq!(end["isError"], true, "{end}");
+    assert_eq!(end["result"]["content"][0]["text"], "Blocked by user");
+}
+
+/// A write to .env: protected-paths blocks it and the file is never written.
+fn env_write_is_blocked(pi: &mut RpcClient, id: &str, project: &Path) {
+    pi.send(&json!({"id": id, "type": "prompt", "message": "write the secret"}));
+    let (lines, _) = pi.until(|l| l["type"] == "agent_end");
+    let end = lines
+        .iter()
+        .find(|l| l["type"] == "tool_execution_end")
+        .unwrap_or_else(|| panic!("no tool_execution_end in {lines:#?}"));
+    assert_eq!(end["isError"], true, "{end}");
+    assert_eq!(
+        end["result"]["content"][0]["text"],
+        "Path \".env\" is protected"
+    );
+    assert!(!project.join(".env").exists());
+}
+
+#[test]
+fn pi_install_npm_gives_a_pi_user_native_plugins_with_one_serve() {
+    let sandbox = Sandbox::new();
+    let published = publish(&sandbox);
+    let user = PiUser::new(&sandbox, &published.registry);
+    let server = model();
+    write_models(&sandbox, &server);
+
+    // No Rust toolchain on this user's PATH.
+    let cargo = user
+        .command("sh")
+        .args(["-c", "command -v cargo || command -v rustc"])
+        .output()
+        .unwrap();
+    assert!(
+        !cargo.status.success(),
+        "cargo is on the pi user's PATH: {}",
+        String::from_utf8_lossy(&cargo.stdout)
+    );
+
+    // One command for pi-hooks, one per native plugin.
+    user.pi_ok(&["install", "npm:pi-hooks"]);
+    user.pi_ok(&["install", "npm:@acme/permission-gate"]);
+    user.pi_ok(&["install", "npm:@acme/protected-paths"]);
+    assert_eq!(
+        settings_packages(&sandbox.agent_dir().join("settings.json")),
+        json!([
+            "npm:pi-hooks",
+            "npm:@acme/permission-gate",
+            "npm:@acme/protected-paths"
+        ])
+    );
+    // pi installed them globally with npm, where `npm root -g` says.
+    let root = user.npm_global_root();
+    for name in ["pi-hooks", "@acme/permission-gate", "@acme/protected-paths"] {
+        assert!(root.join(name).join("package.json").is_file(), "{name}");
+    }
+
+    // `pi-hooks` is on PATH through npm's launcher, which runs the prebuilt binary.
+    let version = user.pi_hooks(&["--version"]).output().unwrap();
+    assert!(version.status.success(), "{version:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&version.stdout).trim(),
+        format!("pi-hooks {}", pi_hooks_host::packages::HOST_VERSION)
+    );
+
+    let mut pi = user.pi_rpc(&["--no-session"]);
+    rm_rf_is_blocked(&mut pi, "1");
+    env_write_is_blocked(&mut pi, "2", &sandbox.project());
+    // Three copies of the bridge (pi-hooks' and one beside each native package), one serve.
+    let serves = serve_children(pi.pid());
+    assert_eq!(serves.len(), 1, "serve processes of pi: {serves:?}");
+    let (status, _) = pi.close();
+    assert!(status.success(), "{status}");
+
+    // pi-hooks sees what pi installed.
+    let list = user.pi_hooks(&["list", "--json"]).output().unwrap();
+    let list: Value = serde_json::from_slice(&list.stdout).unwrap();
+    let sources: Vec<&str> = list["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["source"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        sources,
+        ["npm:@acme/permission-gate", "npm:@acme/protected-paths"]
+    );
+}
+
+#[test]
+fn pi_install_for_the_project_and_from_git() {
+    let sandbox = Sandbox::new();
+    let published = publish(&sandbox);
+    let user = PiUser::new(&sandbox, &published.registry);
+    let server = model();
+    write_models(&sandbox, &server);
+
+    // pi-hooks for the user (its command on PATH), the project's package in .pi/npm, listed
+    // in .pi/settings.json.
+    user.pi_ok(&["install", "npm:pi-hooks"]);
+    user.pi_ok(&["install", "-l", "npm:@acme/protected-paths"]);
+    assert_eq!(
+        settings_packages(&sandbox.project().join(".pi/settings.json")),
+        json!(["npm:@acme/protected-paths"])
+    );
+    let project_package = sandbox
+        .project()
+        .join(".pi/npm/node_modules/@acme/protected-paths");
+    assert!(project_package.join("package.json").is_file());
+
+    // The user's package from a git repository (the packed permission-gate, committed).
+    let served = sandbox.root().join("served");
+    let repo = served.join("acme/permission-gate");
+    std::fs::create_dir_all(&repo).unwrap();
+    unpack(&published.permission_gate, &repo);
+    git(&repo, &["init", "--quiet"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "--quiet", "-m", "permission-gate"]);
+    let daemon = GitDaemon::start(&served);
+    // pi 0.73.1 takes a git:// URL with its `git:` prefix (a bare one it reads as a path).
+    let url = format!("git:git://127.0.0.1:{}/acme/permission-gate", daemon.port());
+    user.pi_ok(&["install", &url]);
+    let clone = sandbox
+        .agent_dir()
+        .join("git/127.0.0.1/acme/permission-gate");
+    assert!(
+        clone.join("package.json").is_file(),
+        "pi clones to {clone:?}"
+    );
+    // pi ran npm install in the clone: the bridge and the binary are there.
+    assert!(clone.join("node_modules/pi-hooks/package.json").is_file());
+
+    // A project package loads once trusted, as every project plugin: pending until then.
+    let list = user.pi_hooks(&["list", "--json"]).output().unwrap();
+    let list: Value = serde_json::from_slice(&list.stdout).unwrap();
+    let library = list["untrusted"][0]["path"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the project package is pending trust: {list:#}"))
+        .to_owned();
+    assert!(
+        library.starts_with(project_package.to_str().unwrap()),
+        "{library}"
+    );
+    let trusted = user.pi_hooks(&["trust", &library]).output().unwrap();
+    assert!(trusted.status.success(), "{trusted:?}");
+
+    let mut pi = user.pi_rpc(&["--no-session"]);
+    rm_rf_is_blocked(&mut pi, "1");
+    env_write_is_blocked(&mut pi, "2", &sandbox.project());
+    assert_eq!(serve_children(pi.pid()).len(), 1);
+    let (status, _) = pi.close();
+    assert!(status.success(), "{status}");
+    drop(daemon);
+}
