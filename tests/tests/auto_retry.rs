@@ -164,13 +164,7 @@ fn retries_give_up_after_max_retries_and_errors_that_are_not_transient_are_not_r
         &sandbox,
         json!({"retry": {"baseDelayMs": 10, "maxRetries": 2}}),
     );
-    let output = sandbox
-        .command(&["run", "--mode", "json", "--no-session"])
-        .args(provider_args(&server))
-        .arg("hello")
-        .env("OPENAI_API_KEY", "sk-test")
-        .output()
-        .unwrap();
+    let output = json_run(&sandbox, &server);
     let outline = outline(&json_lines(&output));
     assert_eq!(
         outline.last().map(String::as_str),
@@ -183,13 +177,7 @@ fn retries_give_up_after_max_retries_and_errors_that_are_not_transient_are_not_r
     let server = FakeOpenAi::start(|_| {
         Reply::Status(401, json!({"error": {"message": "bad key"}}).to_string())
     });
-    let output = sandbox
-        .command(&["run", "--mode", "json", "--no-session"])
-        .args(provider_args(&server))
-        .arg("hello")
-        .env("OPENAI_API_KEY", "sk-test")
-        .output()
-        .unwrap();
+    let output = json_run(&sandbox, &server);
     assert_eq!(
         outline_of(&output),
         ["agent_start", "assistant error", "agent_end"]
@@ -199,13 +187,7 @@ fn retries_give_up_after_max_retries_and_errors_that_are_not_transient_are_not_r
     // `retry.enabled: false`: no retry either. A wrong value is named.
     write_settings(&sandbox, json!({"retry": {"enabled": false}}));
     let server = flaky(1);
-    let output = sandbox
-        .command(&["run", "--mode", "json", "--no-session"])
-        .args(provider_args(&server))
-        .arg("hello")
-        .env("OPENAI_API_KEY", "sk-test")
-        .output()
-        .unwrap();
+    let output = json_run(&sandbox, &server);
     assert_eq!(
         outline_of(&output),
         ["agent_start", "assistant error", "agent_end"]
@@ -221,6 +203,17 @@ fn retries_give_up_after_max_retries_and_errors_that_are_not_transient_are_not_r
         text.contains("settings key `retry.maxRetries` must be a whole number, found \"three\""),
         "{text}"
     );
+}
+
+/// `pi-hooks run --mode json --no-session hello` against `server`.
+fn json_run(sandbox: &Sandbox, server: &FakeOpenAi) -> std::process::Output {
+    sandbox
+        .command(&["run", "--mode", "json", "--no-session"])
+        .args(provider_args(server))
+        .arg("hello")
+        .env("OPENAI_API_KEY", "sk-test")
+        .output()
+        .unwrap()
 }
 
 fn outline_of(output: &std::process::Output) -> Vec<String> {
