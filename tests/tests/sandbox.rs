@@ -439,8 +439,18 @@ fn a_grant_that_cannot_be_used_is_refused_naming_the_entry() {
     let report = world
         .sandbox
         .list_json(&["--hook", world.hostile.to_str().unwrap()]);
-    // `list` does not isolate, so it loads; a session refuses to start the plugin.
-    assert_eq!(report["plugins"].as_array().map(Vec::len), Some(1));
+    // `list` loads as a session does: the plugin is refused, with the entry named.
+    assert_eq!(
+        report["plugins"].as_array().map(Vec::len),
+        Some(0),
+        "{report:#}"
+    );
+    assert!(
+        report["errors"]
+            .to_string()
+            .contains("unknown variable ${secrets}"),
+        "{report:#}"
+    );
     let output = world.sandbox.run(&[
         "run",
         "--no-session",

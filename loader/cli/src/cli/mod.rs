@@ -389,6 +389,9 @@ fn list(
     trace: Option<trace_output::TraceFormat>,
 ) -> Result<ExitCode, CommandError> {
     let options = sources.options()?;
+    // Loaded as a session loads them: a plugin with a grant (an installed package, by
+    // default) runs confined in its child here too, and a plugin settings isolate, isolated.
+    pi_hooks_host::isolate::enable(false);
     let report = load_all(&options);
     let packages = install::installed_packages(&options.agent_dir, &options.cwd);
     if json {
