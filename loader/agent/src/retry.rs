@@ -47,8 +47,7 @@ impl Agent {
             .to_owned();
         if attempt > settings.max_retries {
             shared.retry_attempt.store(0, Ordering::Release);
-            emit(
-                core,
+            core.emit(
                 json!({"type": "auto_retry_end", "success": false, "attempt": attempt - 1, "finalError": error}),
             );
             return false;
@@ -59,16 +58,13 @@ impl Agent {
         // A new wait: an abort from before it does not cancel it.
         let cancel = CancelToken::new();
         *Shared::lock(&shared.retry_cancel) = cancel.clone();
-        emit(
-            core,
-            json!({
-                "type": "auto_retry_start",
-                "attempt": attempt,
-                "maxAttempts": settings.max_retries,
-                "delayMs": delay_ms,
-                "errorMessage": error,
-            }),
-        );
+        core.emit(json!({
+            "type": "auto_retry_start",
+            "attempt": attempt,
+            "maxAttempts": settings.max_retries,
+            "delayMs": delay_ms,
+            "errorMessage": error,
+        }));
         // The failed answer leaves the context the retry is sent with; the session keeps it.
         {
             let mut messages = Shared::lock(&shared.messages);
@@ -78,8 +74,7 @@ impl Agent {
         }
         if !wait(&cancel, Duration::from_millis(delay_ms)) {
             shared.retry_attempt.store(0, Ordering::Release);
-            emit(
-                core,
+            core.emit(
                 json!({"type": "auto_retry_end", "success": false, "attempt": attempt, "finalError": "Retry cancelled"}),
             );
             return false;
@@ -94,20 +89,8 @@ impl Agent {
 pub(super) fn note_success(core: &Core) {
     let attempt = core.shared.retry_attempt.swap(0, Ordering::AcqRel);
     if attempt > 0 {
-        emit(
-            core,
-            json!({"type": "auto_retry_end", "success": true, "attempt": attempt}),
-        );
+        core.emit(json!({"type": "auto_retry_end", "success": true, "attempt": attempt}));
     }
-}
-
-/// Hands a retry event to the plugins that subscribe to it, then to the mode's output.
-fn emit(core: &Core, event: Value) {
-    let name = event["type"].as_str().unwrap_or_default();
-    if core.runner.has_handlers(name) {
-        core.runner.emit(event.clone());
-    }
-    core.shared.sink(&event);
 }
 
 /// Waits `delay` unless `cancel` is cancelled first; returns whether the wait ran out.
