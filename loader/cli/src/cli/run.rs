@@ -576,8 +576,14 @@ pub(super) fn serve(
             );
         }
     }
-    if let Some(grant) = sandbox {
-        confine_serve(grant, &options)?;
+    match sandbox {
+        Some(grant) => confine_serve(grant, &options)?,
+        // The serve a client starts (the pi bridge, an editor), not an isolated plugin's
+        // child (those get --protocol-fd): plugins load as a session loads them, so one with a
+        // grant (an installed package, by default) runs confined in its own child, and one
+        // the settings' `isolate` key selects, isolated. A child never starts children.
+        None if protocol_fd.is_none() => pi_hooks_host::isolate::enable(false),
+        None => {}
     }
     let report = load_all(&options);
     let load_lines = run_load_lines(&report);

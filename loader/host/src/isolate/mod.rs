@@ -14,10 +14,11 @@
 //! Which plugins are isolated ([`Selection`]): all of them with `--isolate` (`run`, `rpc`), or
 //! those a settings file selects with its `isolate` key (`true`, or a list of plugin file
 //! names and paths). Discovery, trust and the library header check still happen in the host,
-//! on the bytes it read, before a plugin is handed to a child. Session commands and `list`
-//! turn isolation on ([`enable`]), so a plugin with a grant never runs unconfined when they
-//! load it; `inspect` runs no plugin code, and `serve` itself never isolates (a `serve` child
-//! therefore never starts children of its own).
+//! on the bytes it read, before a plugin is handed to a child. Session commands, `list` and
+//! the `serve` a client starts (the pi bridge's) turn isolation on ([`enable`]), so a plugin
+//! with a grant never runs unconfined when they load it; `inspect` runs no plugin code, and a
+//! `serve` child (started with `--protocol-fd`) never isolates, so it never starts children
+//! of its own.
 
 pub mod child;
 pub mod child_requests;

@@ -1,0 +1,154 @@
+//! Grants inside the real pi: pi 0.73.1 in RPC mode with the bridge (`pi-hooks bridge
+//! install`), whose `pi-hooks serve` loads an installed package that declares capabilities
+//! in a confined child of its own, as `run` does. The hostile C plugin
+//! (tests/fixtures/sandbox_hostile.c), packed with `read: ["~/.ssh"]` and `network: false`,
+//! reads what its grant allows, is refused a write outside it and a TCP socket (the refusal
+//! named in pi as an extension error with the plugin, the action and the grant), and pi's
+//! session goes on.
+#![cfg(target_os = "linux")]
+
+use std::path::Path;
+
+use pi_hooks_tests::fake_openai::{FakeOpenAi, Reply, after_tool, last_user_text, tool_call};
+use pi_hooks_tests::npm::serve_children;
+use pi_hooks_tests::packages::{ok, unpack};
+use pi_hooks_tests::pi_e2e::{pi_rpc, prepare};
+use pi_hooks_tests::rpc_client::RpcClient;
+use pi_hooks_tests::{Sandbox, c_fixture_as};
+use serde_json::{Value, json};
+
+/// The model runs `echo <prompt>` (the plugin reads its attack from it), then says "done".
+fn model() -> FakeOpenAi {
+    FakeOpenAi::start(|body| {
+        if after_tool(body) {
+            return Reply::Text("done".into());
+        }
+        let prompt = last_user_text(body);
+        tool_call("bash", json!({"command": format!("echo {prompt}")}))
+    })
+}
+
+/// Packs the hostile plugin with `capabilities` and installs it with `pi-hooks install`.
+fn install_package(sandbox: &Sandbox, capabilities: &Value) {
+    let hostile = c_fixture_as(&sandbox.lib(), "sandbox_hostile", "libhostile", &[]);
+    let caps = sandbox.root().join("caps.json");
+    std::fs::write(&caps, capabilities.to_string()).unwrap();
+    let dist = sandbox.root().join("dist");
+    ok(
+        sandbox,
+        &[
+            "pack",
+            hostile.to_str().unwrap(),
+            "--out",
+            dist.to_str().unwrap(),
+            "--capabilities",
+            caps.to_str().unwrap(),
+        ],
+    );
+    let folder = sandbox.root().join("hostile-package");
+    unpack(&dist.join("hostile-1.0.0.tgz"), &folder);
+    ok(sandbox, &["install", folder.to_str().unwrap(), "--yes"]);
+}
+
+/// Sends `attack` as a prompt; returns the blocked call's reason (the plugin's outcome) and
+/// every line up to `agent_end`.
+fn attack(pi: &mut RpcClient, id: &str, attack: &str) -> (String, Vec<Value>) {
+    pi.send(&json!({"id": id, "type": "prompt", "message": attack}));
+    let (lines, _) = pi.until(|l| l["type"] == "agent_end");
+    let end = lines
+        .iter()
+        .find(|l| l["type"] == "tool_execution_end")
+        .unwrap_or_else(|| panic!("no tool_execution_end in {lines:#?}"));
+    let text = end["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    (text, lines)
+}
+
+/// The `notify` requests of type error among `lines`.
+fn error_notices(lines: &[Value]) -> Vec<String> {
+    lines
+        .iter()
+        .filter(|l| {
+            l["type"] == "extension_ui_request"
+                && l["method"] == "notify"
+                && l["notifyType"] == "error"
+        })
+        .map(|l| l["message"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// The command lines of the processes whose parent is `pid`.
+fn children_args(pid: u32) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().filter_map(Result::ok) {
+        let path = entry.path();
+        let Ok(stat) = std::fs::read_to_string(path.join("stat")) else {
+            continue;
+        };
+        let parent = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if parent == Some(pid) {
+            let cmdline = std::fs::read(path.join("cmdline")).unwrap_or_default();
+            found.push(String::from_utf8_lossy(&cmdline).replace('\0', " "));
+        }
+    }
+    found
+}
+
+#[test]
+fn in_pi_an_installed_package_runs_confined_to_its_capabilities() {
+    let sandbox = Sandbox::new();
+    let server = model();
+    prepare(&sandbox, &server);
+    std::fs::create_dir_all(sandbox.home().join(".ssh")).unwrap();
+    std::fs::write(sandbox.home().join(".ssh/id_rsa"), "SECRET-KEY\n").unwrap();
+    std::fs::create_dir_all(sandbox.home().join("out")).unwrap();
+    install_package(&sandbox, &json!({"read": ["~/.ssh"], "network": false}));
+    let mut pi = pi_rpc(&sandbox, &["--no-session"]);
+
+    // What the grant allows works: the package reads the key it was granted.
+    let (read, _) = attack(&mut pi, "1", "read");
+    assert_eq!(read, "read: ok SECRET-KEY");
+
+    // The plugin runs in a confined child of pi's one serve.
+    let serves = serve_children(pi.pid());
+    assert_eq!(serves.len(), 1, "serve processes of pi: {serves:?}");
+    let children = children_args(serves[0]);
+    assert!(
+        children
+            .iter()
+            .any(|c| c.contains(" serve ") && c.contains("--sandbox") && c.contains("libhostile")),
+        "no confined child under pi's serve: {children:?}"
+    );
+
+    // A write outside the grant is refused by the kernel.
+    let (write, _) = attack(&mut pi, "2", "write");
+    assert_eq!(write, "write: failed Permission denied");
+    assert!(!sandbox.home().join("out/stolen.txt").exists());
+
+    // A TCP socket is refused and named in pi, with the plugin, the action and the grant.
+    let (connect, lines) = attack(&mut pi, "3", "connect 9");
+    assert_eq!(connect, "connect: failed socket: Permission denied");
+    let notices = error_notices(&lines);
+    let home = sandbox.home();
+    let expected = format!(
+        "sandbox denied socket(AF_INET): refused by its seccomp filter: its grant has network: no [grant from package hostile 1.0.0: read: {}; write: nothing; network: no; exec: nothing",
+        Path::new(&home).join(".ssh").display()
+    );
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.starts_with("Extension error (") && n.contains(&expected)),
+        "{expected}\nnot among pi's error notices: {notices:?}"
+    );
+
+    // pi's session goes on: a harmless command runs.
+    let (after, _) = attack(&mut pi, "4", "after");
+    assert_eq!(after.trim(), "after");
+    let (status, _) = pi.close();
+    assert!(status.success(), "{status}");
+}
