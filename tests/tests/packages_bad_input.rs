@@ -122,12 +122,12 @@ fn no_library_for_this_platform_lists_the_ones_there_are() {
             .unwrap();
         let ours = libraries.remove(host_platform()).unwrap();
         libraries.insert("darwin-arm64".into(), ours.clone());
-        libraries.insert("win32-x64-msvc".into(), ours);
+        libraries.insert("win32-x64".into(), ours);
     });
     let error = install_refused(&sandbox, &folder);
     assert!(
         error.contains(&format!(
-            "has no library for this platform ({}); it has: darwin-arm64, win32-x64-msvc",
+            "has no library for this platform ({}); it has: darwin-arm64, win32-x64",
             host_platform()
         )),
         "{error}"

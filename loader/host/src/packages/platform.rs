@@ -1,5 +1,8 @@
-//! Platform names as Node names them (`linux-x64-gnu`, `darwin-arm64`, `win32-x64-msvc`...):
-//! this host's, and a library's read from its file header (never by running it).
+//! Platform names (`linux-x64-gnu`, `darwin-arm64`, `win32-x64`...), the keys of a package's
+//! `libraries` (DESIGN's names: Node's `os-cpu`, plus the C library on Linux, where a glibc
+//! library does not load under musl; a Windows DLL loads the same whichever toolchain built
+//! it, so it has no suffix): this host's, and a library's read from its file header (never by
+//! running it).
 
 use object::{Architecture, BinaryFormat, Object};
 
@@ -26,9 +29,9 @@ pub fn host_platform() -> &'static str {
     } else if cfg!(all(target_os = "macos", target_arch = "x86_64")) {
         "darwin-x64"
     } else if cfg!(all(target_os = "windows", target_arch = "x86_64")) {
-        "win32-x64-msvc"
+        "win32-x64"
     } else if cfg!(all(target_os = "windows", target_arch = "aarch64")) {
-        "win32-arm64-msvc"
+        "win32-arm64"
     } else {
         "unknown"
     }
@@ -57,7 +60,7 @@ pub fn library_platform(bytes: &[u8]) -> Result<String, String> {
             format!("linux-{arch}-{}", if musl { "musl" } else { "gnu" })
         }
         BinaryFormat::MachO => format!("darwin-{arch}"),
-        BinaryFormat::Pe => format!("win32-{arch}-msvc"),
+        BinaryFormat::Pe => format!("win32-{arch}"),
         other => return Err(format!("is a {other:?} file, not a shared library")),
     })
 }
