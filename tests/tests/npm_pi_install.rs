@@ -250,5 +250,33 @@ fn pi_install_for_the_project_and_from_git() {
     assert_eq!(serve_children(pi.pid()).len(), 1);
     let (status, _) = pi.close();
     assert!(status.success(), "{status}");
+
+    // A new commit upstream (version 1.0.1), brought in by pi's own `pi update`: pi-hooks
+    // loads the updated clone, checked against its manifest again.
+    let package_json = repo.join("package.json");
+    let mut json: Value = serde_json::from_slice(&std::fs::read(&package_json).unwrap()).unwrap();
+    json["version"] = "1.0.1".into();
+    std::fs::write(&package_json, serde_json::to_string_pretty(&json).unwrap()).unwrap();
+    git(
+        &repo,
+        &["commit", "--quiet", "-am", "permission-gate 1.0.1"],
+    );
+    user.pi_ok(&["update", &url]);
+    let updated: Value =
+        serde_json::from_slice(&std::fs::read(clone.join("package.json")).unwrap()).unwrap();
+    assert_eq!(updated["version"], "1.0.1", "pi updated the clone");
+    let list = user.pi_hooks(&["list", "--json"]).output().unwrap();
+    let list: Value = serde_json::from_slice(&list.stdout).unwrap();
+    let gate = list["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["source"] == url.as_str())
+        .unwrap_or_else(|| panic!("the git package after pi update: {list:#}"));
+    assert_eq!(gate["version"], "1.0.1", "{gate:#}");
+    let mut pi = user.pi_rpc(&["--no-session"]);
+    rm_rf_is_blocked(&mut pi, "3");
+    let (status, _) = pi.close();
+    assert!(status.success(), "{status}");
     drop(daemon);
 }
