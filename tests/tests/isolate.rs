@@ -627,3 +627,58 @@ fn a_chatty_plugin_s_stdout_is_rate_limited_on_the_host_s_stderr() {
         &stderr[stderr.len().saturating_sub(2000)..]
     );
 }
+
+/// `list` says where each plugin runs: in process, isolated (the settings' `isolate`), or
+/// confined (a settings grant), with the grant and where it came from.
+#[test]
+fn list_shows_where_each_plugin_runs_and_a_confined_one_s_grant() {
+    let sandbox = Sandbox::new();
+    let extensions = sandbox.agent_dir().join("extensions");
+    std::fs::create_dir_all(&extensions).unwrap();
+    for name in ["libplain", "libalone", "libboxed"] {
+        pi_hooks_tests::c_fixture_as(&extensions, "good", name, &[]);
+    }
+    let settings = sandbox.agent_dir().join("settings.json");
+    std::fs::write(
+        &settings,
+        json!({"isolate": ["alone"], "sandbox": {"boxed": {"read": ["${cwd}"], "memoryMiB": 64}}})
+            .to_string(),
+    )
+    .unwrap();
+    let report = sandbox.list_json(&[]);
+    let runs = |file: &str| {
+        report["plugins"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["path"].as_str().unwrap().ends_with(file))
+            .unwrap_or_else(|| panic!("{file} not loaded: {report:#}"))
+            .clone()
+    };
+    assert_eq!(runs("libplain.so")["runs"], "in-process");
+    assert_eq!(runs("libplain.so")["grant"], Value::Null);
+    assert_eq!(runs("libalone.so")["runs"], "isolated");
+    let boxed = runs("libboxed.so");
+    assert_eq!(boxed["runs"], "confined");
+    let summary = format!(
+        "read: {}; write: nothing; network: no; exec: nothing; memory: 64 MiB",
+        sandbox.project().display()
+    );
+    assert_eq!(boxed["grant"]["summary"], summary.as_str());
+    assert_eq!(boxed["grant"]["source"], settings.to_str().unwrap());
+
+    let text = sandbox.run(&["list"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("runs isolated (a process of its own)"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "runs confined (a sandboxed process of its own): {summary} [grant from {}]",
+            settings.display()
+        )),
+        "{text}"
+    );
+    assert_eq!(text.matches("runs ").count(), 2, "{text}");
+}

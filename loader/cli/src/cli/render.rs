@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use pi_hooks_host::guards::display::escape;
 use pi_hooks_host::lifecycle::load::{LoadError, LoadReport, LoadWarning, Untrusted};
-use pi_hooks_host::plugin::LoadedPlugin;
+use pi_hooks_host::plugin::{LoadedPlugin, Runs};
 
 /// The JSON description of one loaded plugin.
 pub fn plugin_json(plugin: &LoadedPlugin) -> Value {
@@ -32,6 +32,11 @@ pub fn plugin_json(plugin: &LoadedPlugin) -> Value {
         "flags": r.flags,
         "shortcuts": r.shortcuts,
         "warnings": plugin.warnings,
+        "runs": plugin.runs().key(),
+        "grant": match plugin.runs() {
+            Runs::Confined(grant) => json!({"summary": grant.summary(), "source": grant.source}),
+            _ => Value::Null,
+        },
         "loadMicros": pi_hooks_host::observe::trace::micros(plugin.load_timing().load),
         "initMicros": pi_hooks_host::observe::trace::micros(plugin.load_timing().init),
     })
@@ -69,6 +74,18 @@ pub fn report_text_with(report: &LoadReport, timing: bool) -> String {
         );
         if !plugin.description().is_empty() {
             let _ = writeln!(out, "     {}", escape(plugin.description()));
+        }
+        match plugin.runs() {
+            Runs::InProcess => {}
+            Runs::Isolated => out.push_str("     runs isolated (a process of its own)\n"),
+            Runs::Confined(grant) => {
+                let _ = writeln!(
+                    out,
+                    "     runs confined (a sandboxed process of its own): {} [grant from {}]",
+                    escape(&grant.summary()),
+                    escape(&grant.source)
+                );
+            }
         }
         if timing {
             let time = plugin.load_timing();

@@ -124,6 +124,12 @@ impl OpenedLibrary {
         }
     }
 
+    /// Whether this is the host's own code standing for a plugin that runs elsewhere (the
+    /// proxy of an isolated plugin), rather than an opened library.
+    pub fn is_in_process_proxy(&self) -> bool {
+        self.library.is_none()
+    }
+
     /// Retires the library without closing it: its code stays mapped for the life of the
     /// process. Closing a library that registered thread-local destructors (every Rust
     /// cdylib that used `thread_local!`) crashes or is ignored on glibc and macOS, so the

@@ -45,6 +45,28 @@ pub struct LoadedPlugin {
     timing: LoadTiming,
 }
 
+/// Where a loaded plugin's code runs ([`LoadedPlugin::runs`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Runs {
+    /// In the host's own process.
+    InProcess,
+    /// In a `pi-hooks serve` child of its own (`--isolate`, the `isolate` setting).
+    Isolated,
+    /// In a child confined to this grant.
+    Confined(crate::sandbox::Grant),
+}
+
+impl Runs {
+    /// `in-process`, `isolated` or `confined` (`list --json`'s `runs`).
+    pub fn key(&self) -> &'static str {
+        match self {
+            Runs::InProcess => "in-process",
+            Runs::Isolated => "isolated",
+            Runs::Confined(_) => "confined",
+        }
+    }
+}
+
 /// How long a plugin took to load (`pi-hooks list --json` shows it, and the hook trace).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LoadTiming {
@@ -175,6 +197,18 @@ impl LoadedPlugin {
             "{}.{}",
             self.library.descriptor.abi_major, self.library.descriptor.abi_minor
         )
+    }
+
+    /// Where its code runs: in the host's process, in a child of its own (isolated), or in
+    /// a child confined to a grant (see `crate::sandbox`).
+    pub fn runs(&self) -> Runs {
+        if !self.library.is_in_process_proxy() {
+            return Runs::InProcess;
+        }
+        match crate::sandbox::held(&self.path) {
+            Some(grant) => Runs::Confined(grant),
+            None => Runs::Isolated,
+        }
     }
 
     /// How long its load and init took.
