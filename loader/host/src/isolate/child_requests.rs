@@ -44,6 +44,25 @@ pub struct Answerer<'a> {
     pub ctx: Option<*mut PiContext>,
     /// Where a tool's partial results go (a `tool` call only).
     pub on_tool_update: Option<&'a dyn Fn(&Value)>,
+    /// The last refusal the child's sandbox reported during this call (`action: reason`),
+    /// for the crash report should the child die right after it.
+    pub last_refusal: std::cell::RefCell<Option<String>>,
+}
+
+impl<'a> Answerer<'a> {
+    /// An answerer for one call into the proxy of `state`.
+    pub fn new(
+        state: &'a PluginState,
+        ctx: Option<*mut PiContext>,
+        on_tool_update: Option<&'a dyn Fn(&Value)>,
+    ) -> Self {
+        Answerer {
+            state,
+            ctx,
+            on_tool_update,
+            last_refusal: std::cell::RefCell::new(None),
+        }
+    }
 }
 
 impl Answerer<'_> {
@@ -314,7 +333,12 @@ impl Answerer<'_> {
             "abort" => services.abort(),
             "shutdown" => services.request_shutdown(),
             // A confined child refused its plugin something (crate::sandbox::report).
-            "denied" => crate::sandbox::report::show(self.state, params, services.as_ref()),
+            "denied" => {
+                let text = |key: &str| params.get(key).and_then(Value::as_str).unwrap_or_default();
+                *self.last_refusal.borrow_mut() =
+                    Some(format!("{}: {}", text("action"), text("reason")));
+                crate::sandbox::report::show(self.state, params, services.as_ref())
+            }
             _ => {}
         }
     }

@@ -485,11 +485,7 @@ impl Proxy {
             );
             return Forwarded::Down(reason);
         };
-        let answerer = Answerer {
-            state,
-            ctx,
-            on_tool_update,
-        };
+        let answerer = Answerer::new(state, ctx, on_tool_update);
         if !life.flags_sent {
             life.flags_sent = true;
             if let Some(values) = self.flag_values(state) {
@@ -507,6 +503,15 @@ impl Proxy {
         match child.call(kind, &fields, limit, &mut |line| answerer.take(line)) {
             Ok(answer) => Forwarded::Answer(answer),
             Err(CallError::Refused(error)) => Forwarded::Refused(error),
+            Err(CallError::Died(ended)) => {
+                // The child died right after its sandbox refused it something: the rule
+                // that stopped it is likely that one, so the report names it.
+                let what = match answerer.last_refusal.take() {
+                    Some(refusal) => format!("{what}, just after its sandbox refused {refusal}"),
+                    None => what.to_owned(),
+                };
+                Forwarded::Down(self.fail(life, event, &what, &CallError::Died(ended)))
+            }
             Err(failure) => Forwarded::Down(self.fail(life, event, what, &failure)),
         }
     }
@@ -635,11 +640,7 @@ impl Proxy {
         let Some(state) = state else {
             return;
         };
-        let answerer = Answerer {
-            state,
-            ctx,
-            on_tool_update: None,
-        };
+        let answerer = Answerer::new(state, ctx, None);
         let fields = r#""name":"session_start","payload":{"reason":"reload"}"#;
         let outcome = child.call("event", fields, Some(limit), &mut |line| {
             answerer.take(line)
@@ -665,11 +666,7 @@ impl Proxy {
         let Some(child) = life.child.as_mut() else {
             return;
         };
-        let answerer = Answerer {
-            state,
-            ctx: Some(ctx),
-            on_tool_update: None,
-        };
+        let answerer = Answerer::new(state, Some(ctx), None);
         if let Some(ended) = child.drain(&mut |line| answerer.take(line)) {
             self.fail(
                 &mut life,
