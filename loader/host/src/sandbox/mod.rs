@@ -29,6 +29,8 @@ pub mod limits;
 pub mod report;
 #[cfg(target_os = "linux")]
 pub mod seccomp;
+#[cfg(target_os = "linux")]
+pub mod supervisor;
 
 use std::path::{Path, PathBuf};
 use std::sync::{OnceLock, RwLock};
@@ -289,7 +291,14 @@ pub fn check_exec(program: &str) -> Result<(), String> {
     if found.as_deref().is_some_and(|f| grant.allows_program(f)) {
         return Ok(());
     }
-    let reason = format!(
+    let reason = exec_refusal(program, grant);
+    report::denied("exec", &reason, grant);
+    Err(reason)
+}
+
+/// Why running `program` is refused to the plugin `grant` confines.
+pub fn exec_refusal(program: &str, grant: &Grant) -> String {
+    format!(
         "exec of {program:?} denied: the grant of plugin {} ({}) does not include it (exec: {})",
         grant.plugin,
         grant.source,
@@ -298,9 +307,7 @@ pub fn check_exec(program: &str) -> Result<(), String> {
         } else {
             grant.exec.join(", ")
         }
-    );
-    report::denied("exec", &reason, grant);
-    Err(reason)
+    )
 }
 
 /// Checks a path the host reads (`write` false) or writes for a confined plugin.
@@ -361,12 +368,19 @@ pub fn confine(grant: Grant, plugin: &Path, settings: &[PathBuf]) -> Result<(), 
         ));
     }
     limits::apply(&grant)?;
-    let mut lacking = landlock::apply(&grant, plugin, settings)?;
+    let landlock = landlock::apply(&grant, plugin, settings)?;
+    let mut lacking = landlock.lacking;
     // SAFETY: geteuid has no preconditions.
     if !grant.exec.is_empty() && unsafe { libc::geteuid() } == 0 {
         lacking.push("a bound on its processes (RLIMIT_NPROC does not bind root)".to_owned());
     }
     seccomp::apply(&grant)?;
+    // Last: from here on the calling thread's path calls go through the supervisor.
+    if let Err(missing) =
+        supervisor::start(&grant, &landlock.also_readable, &landlock.also_writable)
+    {
+        lacking.push(missing);
+    }
     if !lacking.is_empty() {
         eprintln!(
             "pi-hooks: sandbox: plugin {} is confined without {}, which this system does not offer",
