@@ -13,13 +13,15 @@
 //! (`serve --sandbox JSON`); the child confines itself ([`confine`]) before it opens the
 //! plugin's library, so even the library's static constructors run confined. On Linux:
 //! `no_new_privs`, resource limits ([`limits`]), Landlock for files, TCP and signals
-//! ([`landlock`]) and seccomp for the rest ([`seccomp`]). Elsewhere a confined plugin is
+//! ([`landlock`]), seccomp for the rest ([`seccomp`]), and a supervisor thread that names
+//! the file accesses Landlock refuses ([`supervisor`]). Elsewhere a confined plugin is
 //! refused unless the user passes `--unconfined-ok` ([`set_unconfined_ok`]).
 //!
 //! A refusal is reported ([`report`]): by the child's own checks (`exec` through the host
-//! API) and by the seccomp filter, to the host as a `denied` notification, which the host
-//! shows on the terminal, in the JSON stream and in the hook trace, naming the plugin, the
-//! action and the grant.
+//! API), by the seccomp filter, and by the supervisor (a file the plugin's process may not
+//! read, write, create, remove, rename or link there, a program it may not run), to the host
+//! as a `denied` notification, which the host shows on the terminal, in the JSON stream and
+//! in the hook trace, naming the plugin, the action and the grant.
 
 pub mod grant;
 #[cfg(target_os = "linux")]

@@ -39,16 +39,24 @@
 //! it, the report) happens on a second thread, which the supervisor waits for at most a
 //! second before it answers anyway.
 //!
-//! Limits: an open that blocks (a FIFO without a writer) blocks the supervisor, and every
-//! other notified call waits with it; a refusal in a process the plugin started is not
-//! named; every notified call is a round trip between two threads (BENCHMARKS.md §13); a
-//! program that replaces the child itself by `execve` (not one it forks) finds every
-//! notified call failing with `ENOSYS`, as there is nobody left to answer; calls made
-//! through another ABI (x32, 32-bit `int 0x80`) are not notified; an `O_PATH` open of
-//! `/proc/thread-self` names the supervisor's thread (Landlock refuses every other open
-//! under `/proc`). On a kernel before 5.19 (no `SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV`) a
-//! call interrupted by a signal while the supervisor makes it is made again after the
-//! handler: a `mkdir` then fails with `EEXIST`.
+//! Limits:
+//! - An open that blocks (a FIFO without a writer) blocks the supervisor, and every other
+//!   notified call waits with it.
+//! - Every notified call is a round trip between two threads (BENCHMARKS.md §13; on
+//!   Linux 6.6 and later both are woken on the same CPU, `SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP`).
+//! - A refusal in a process the plugin started is not named.
+//! - A program that replaces the child itself by `execve` (not one it forks) finds every
+//!   notified call failing with `ENOSYS`: nobody is left to answer.
+//! - Calls made through the x32 ABI are not notified (those of another architecture,
+//!   32-bit `int 0x80`, are killed by the trap filter).
+//! - The plugin shares the process: it can keep its own refusals from being named by
+//!   closing or taking over the listener, never get past Landlock by that.
+//! - A refused open of the process's own files under `/proc` is not named (the runtime
+//!   makes some; they hold nobody's data). An `O_PATH` open (which Landlock does not check)
+//!   of `/proc/thread-self` names the supervisor's thread.
+//! - On a kernel before 5.19 (no `SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV`), a call
+//!   interrupted by a signal while the supervisor makes it is made again after the handler:
+//!   a `mkdir` then fails with `EEXIST`.
 
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -69,6 +77,9 @@ const AUDIT_ARCH: u32 = 0xc000_00b7;
 
 /// The listener, once the filter is installed (-1 before).
 static LISTENER: AtomicI32 = AtomicI32::new(-1);
+
+/// `SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP` (linux/seccomp.h, Linux 6.6; not in the libc crate).
+const SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP: libc::c_ulong = 1;
 
 /// How long the supervisor waits for a refusal to be named before it answers anyway.
 const NAMING_WAIT: Duration = Duration::from_millis(1000);
@@ -278,6 +289,17 @@ pub fn start(
                 use std::os::fd::IntoRawFd;
                 // Kept open for good: the naming thread checks ids against it.
                 let fd = listener.into_raw_fd();
+                // Linux 6.6: the supervisor is woken on the caller's CPU and the caller on
+                // the supervisor's, as one hand-off (a round trip costs a fraction of two
+                // cross-CPU wake-ups). Without it (an older kernel), the same, slower.
+                // SAFETY: SET_FLAGS takes the flags as its argument, no pointer.
+                unsafe {
+                    libc::ioctl(
+                        fd,
+                        libc::SECCOMP_IOCTL_NOTIF_SET_FLAGS,
+                        SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP,
+                    )
+                };
                 LISTENER.store(fd, Ordering::Release);
                 supervise(fd, &link);
             }
