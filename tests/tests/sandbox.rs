@@ -1,12 +1,12 @@
 //! Confined plugins (`loader/host/src/sandbox`): a hostile C plugin
 //! (tests/fixtures/sandbox_hostile.c) under the real binary tries, from its own code and
-//! through the host's `exec`, to read a key outside its grant, write outside it, connect to
-//! a TCP listener on 127.0.0.1, run `/bin/sh`, fork without end, allocate past its memory
-//! grant, `ptrace` and signal the host. Without the grant each is refused (the seccomp
-//! refusals and the host's own refusals are named on the terminal, in the JSON stream and in
-//! the trace, with the plugin, the action and the grant) and the session goes on; with the
-//! matching grant each succeeds, so a test cannot pass because everything is broken. Its
-//! static constructor is confined already. A kill by the kernel is reported like a crash.
+//! through the host's `exec`, to read a key outside its grant, write outside it (a file, a
+//! folder, a rename), connect to a TCP listener on 127.0.0.1, run `/bin/sh`, fork without
+//! end, allocate past its memory grant, `ptrace` and signal the host. Without the grant each
+//! is refused (Landlock's file refusals, the seccomp refusals and the host's own refusals are
+//! named on the terminal, in the JSON stream and in the trace, with the plugin, the action
+//! and the grant) and the session goes on; with the matching grant each succeeds, so a test
+//! cannot pass because everything is broken. Its static constructor is confined already. A kill by the kernel is reported like a crash.
 //! An installed package runs confined to exactly its accepted capabilities, and an update
 //! that asks for more is refused until granted.
 //!
@@ -212,6 +212,8 @@ fn without_the_grant_every_attack_is_refused_and_named_and_the_session_goes_on()
             "ctor",
             "read",
             "write",
+            "mkdir",
+            "rename",
             &connect,
             "execve",
             "spawn",
@@ -228,6 +230,7 @@ fn without_the_grant_every_attack_is_refused_and_named_and_the_session_goes_on()
         ("ctor", "ctor: failed Permission denied"),
         ("read", "read: failed Permission denied"),
         ("write", "write: failed Permission denied"),
+        ("mkdir", "mkdir: failed Permission denied"),
         ("connect", "connect: failed socket: Permission denied"),
         ("execve", "execve: failed Operation not permitted"),
         ("spawn", "spawn: failed fork: Operation not permitted"),
@@ -249,7 +252,16 @@ fn without_the_grant_every_attack_is_refused_and_named_and_the_session_goes_on()
             && hostexec.contains("(exec: nothing)"),
         "{hostexec}"
     );
+    // Across folders Landlock refuses a rename with EXDEV or EACCES, depending on the rules.
+    let rename = run.outcome("rename");
+    assert!(
+        rename == "rename: failed Permission denied"
+            || rename == "rename: failed Invalid cross-device link",
+        "{rename}"
+    );
     assert!(!world.sandbox.home().join("out/stolen.txt").exists());
+    assert!(!world.sandbox.home().join("out/made").exists());
+    assert!(world.sandbox.home().join(".ssh/id_rsa").exists());
     // The session went on: the last call ran.
     assert_eq!(run.ran, ["echo after"]);
     // Named: the plugin, the action and the grant, in the JSON stream and on the terminal.
@@ -283,9 +295,22 @@ fn without_the_grant_every_attack_is_refused_and_named_and_the_session_goes_on()
                 .is_some_and(|t| t.starts_with("write: "))
     });
     assert!(reported < answered, "{:?}", run.lines);
+    let made = world.sandbox.home().join("out/made");
+    let mkdir_denied = format!(
+        "sandbox denied mkdir: mkdir of {} denied: the grant of plugin hostile ({}) does not let it write there",
+        made.display(),
+        settings_file.display()
+    );
+    let rename_denied = format!(
+        "sandbox denied rename: rename of {} denied: the grant of plugin hostile ({}) does not let it write there",
+        key.display(),
+        settings_file.display()
+    );
     for what in [
         read_denied.as_str(),
         write_denied.as_str(),
+        mkdir_denied.as_str(),
+        rename_denied.as_str(),
         "sandbox denied socket(AF_INET): refused by its seccomp filter: its grant has network: no",
         "sandbox denied execve: refused by its seccomp filter: its grant runs no programs",
         "sandbox denied clone: refused by its seccomp filter: its grant runs no programs, so it may not start processes",
@@ -353,6 +378,7 @@ fn with_the_matching_grant_each_succeeds_but_the_host_stays_out_of_reach() {
             "ctor",
             "read",
             "write",
+            "mkdir",
             &connect,
             "spawn",
             "hostexec",
@@ -367,6 +393,13 @@ fn with_the_matching_grant_each_succeeds_but_the_host_stays_out_of_reach() {
         ("ctor", "ctor: ok SECRET-KEY".to_owned()),
         ("read", "read: ok SECRET-KEY".to_owned()),
         ("write", format!("write: ok {}", stolen.display())),
+        (
+            "mkdir",
+            format!(
+                "mkdir: ok {}",
+                world.sandbox.home().join("out/made").display()
+            ),
+        ),
         ("connect", "connect: ok".to_owned()),
         ("spawn", "spawn: ok".to_owned()),
         ("hostexec", "hostexec: ok via-host".to_owned()),
@@ -388,6 +421,7 @@ fn with_the_matching_grant_each_succeeds_but_the_host_stays_out_of_reach() {
     // Nothing allowed is reported: not the reads of the key, not the write.
     assert_eq!(run.reports_with("id_rsa"), 0, "{:?}", run.errors);
     assert_eq!(run.reports_with("stolen.txt"), 0, "{:?}", run.errors);
+    assert_eq!(run.reports_with("made"), 0, "{:?}", run.errors);
     assert_eq!(run.sandbox_reports(), 2, "{:?}", run.errors);
     run.report("sandbox denied ptrace");
     run.report("sandbox denied kill of the host");
