@@ -283,6 +283,8 @@ pub fn start(
     let link = start_naming(namer).map_err(|e| missing(&e))?;
     std::thread::Builder::new()
         .name("pi-hooks-sandbox-supervisor".into())
+        // Its frames are small; the address space counts against `memoryMiB`'s slack.
+        .stack_size(256 << 10)
         .spawn(move || {
             block_signals();
             if let Ok(listener) = listener.recv() {
@@ -628,6 +630,7 @@ fn start_naming(namer: Namer) -> std::io::Result<NamingLink> {
     rustix::fs::fcntl_setfl(&job_write, rustix::fs::OFlags::NONBLOCK)?;
     std::thread::Builder::new()
         .name("pi-hooks-sandbox-naming".into())
+        .stack_size(1 << 20)
         .spawn(move || {
             block_signals();
             let mut jobs = std::fs::File::from(job_read);
