@@ -431,7 +431,12 @@ fn with_the_matching_grant_each_succeeds_but_the_host_stays_out_of_reach() {
 fn with_exec_granted_an_execve_of_another_program_is_refused_and_named() {
     let world = world();
     let settings = json!({"sandbox": {"hostile": {"exec": ["true"]}}});
-    let run = run(&world, &settings, &[], &["execve", "spawn", "after"]);
+    let run = run(
+        &world,
+        &settings,
+        &[],
+        &["execve", "memexec", "spawn", "after"],
+    );
     // The seccomp filter lets execve through (the grant runs a program); the supervisor
     // refuses /bin/sh, as Landlock would, and names it.
     assert_eq!(run.outcome("execve"), "execve: failed Permission denied");
@@ -449,6 +454,9 @@ fn with_exec_granted_an_execve_of_another_program_is_refused_and_named() {
         "{}",
         run.stderr()
     );
+    // A granted program's bytes copied into memory are not the granted program.
+    assert_eq!(run.outcome("memexec"), "memexec: failed Permission denied");
+    run.report("sandbox denied execve: exec of \"/memfd:payload");
     // A process the plugin started is still held by Landlock (its refusal is not named:
     // see the README's Security model).
     assert!(

@@ -666,10 +666,13 @@ impl Namer {
             return Verdict::Proceed;
         };
         let mut paths = Vec::new();
+        // An empty path names the descriptor itself (AT_EMPTY_PATH: fexecve and its kin).
+        let mut by_descriptor = false;
         for (dir, path) in call.paths {
             let Some(text) = read_path(args[*path]) else {
                 return Verdict::Proceed;
             };
+            by_descriptor |= text.as_os_str().is_empty();
             let dir = dir.map(|d| args[d] as i32).unwrap_or(libc::AT_FDCWD);
             let Some(resolved) = resolve(dir, &text) else {
                 return Verdict::Proceed;
@@ -695,7 +698,7 @@ impl Namer {
             return Verdict::Proceed;
         };
         match call.access {
-            Access::Exec => self.name_exec(&paths[0]),
+            Access::Exec => self.name_exec(&paths[0], by_descriptor),
             Access::Open(_) => {
                 let write = flags & libc::O_ACCMODE != libc::O_RDONLY
                     || flags & (libc::O_CREAT | libc::O_TRUNC) != 0;
@@ -709,10 +712,12 @@ impl Namer {
         }
     }
 
-    /// A program the grant does not name is refused and reported; one that does not exist
-    /// is left to the kernel (`ENOENT`).
-    fn name_exec(&self, program: &Path) -> Verdict {
-        if std::fs::metadata(program).is_err() || self.grant.allows_program(program) {
+    /// A program the grant does not name is refused and reported; a path where nothing is
+    /// is left to the kernel (`ENOENT`). A program run from a descriptor is refused unless
+    /// that descriptor's file is a granted one (a `memfd`, which Landlock lets run, is not).
+    fn name_exec(&self, program: &Path, by_descriptor: bool) -> Verdict {
+        let missing = !by_descriptor && std::fs::metadata(program).is_err();
+        if missing || self.grant.allows_program(program) {
             return Verdict::Proceed;
         }
         let reason = super::exec_refusal(&program.display().to_string(), &self.grant);
