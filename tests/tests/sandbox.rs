@@ -1,12 +1,12 @@
 //! Confined plugins (`loader/host/src/sandbox`): a hostile C plugin
 //! (tests/fixtures/sandbox_hostile.c) under the real binary tries, from its own code and
-//! through the host's `exec`, to read a key outside its grant, write outside it, connect to
-//! a TCP listener on 127.0.0.1, run `/bin/sh`, fork without end, allocate past its memory
-//! grant, `ptrace` and signal the host. Without the grant each is refused (the seccomp
-//! refusals and the host's own refusals are named on the terminal, in the JSON stream and in
-//! the trace, with the plugin, the action and the grant) and the session goes on; with the
-//! matching grant each succeeds, so a test cannot pass because everything is broken. Its
-//! static constructor is confined already. A kill by the kernel is reported like a crash.
+//! through the host's `exec`, to read a key outside its grant, write outside it (a file, a
+//! folder, a rename), connect to a TCP listener on 127.0.0.1, run `/bin/sh`, fork without
+//! end, allocate past its memory grant, `ptrace` and signal the host. Without the grant each
+//! is refused (Landlock's file refusals, the seccomp refusals and the host's own refusals are
+//! named on the terminal, in the JSON stream and in the trace, with the plugin, the action
+//! and the grant) and the session goes on; with the matching grant each succeeds, so a test
+//! cannot pass because everything is broken. Its static constructor is confined already. A kill by the kernel is reported like a crash.
 //! An installed package runs confined to exactly its accepted capabilities, and an update
 //! that asks for more is refused until granted.
 //!
@@ -61,6 +61,8 @@ struct Run {
     errors: Vec<Value>,
     /// Calls that ran (were not blocked), by command.
     ran: Vec<String>,
+    /// Every JSON line, in order.
+    lines: Vec<Value>,
 }
 
 impl Run {
@@ -86,6 +88,22 @@ impl Run {
                     self.stderr()
                 )
             })
+    }
+
+    /// Where in the stream the first line satisfying `what` is.
+    fn position(&self, what: impl Fn(&Value) -> bool) -> usize {
+        self.lines
+            .iter()
+            .position(what)
+            .unwrap_or_else(|| panic!("no such line: {:?}", self.lines))
+    }
+
+    /// How many `sandbox` reports hold `what`.
+    fn reports_with(&self, what: &str) -> usize {
+        self.errors
+            .iter()
+            .filter(|e| e["event"] == "sandbox" && e["error"].as_str().unwrap().contains(what))
+            .count()
     }
 
     fn sandbox_reports(&self) -> usize {
@@ -167,6 +185,7 @@ fn run(world: &World, settings: &Value, extra: &[&str], prompts: &[&str]) -> Run
         outcomes,
         errors,
         ran,
+        lines,
     };
     assert!(
         run.output.status.success(),
@@ -193,6 +212,8 @@ fn without_the_grant_every_attack_is_refused_and_named_and_the_session_goes_on()
             "ctor",
             "read",
             "write",
+            "mkdir",
+            "rename",
             &connect,
             "execve",
             "spawn",
@@ -209,6 +230,7 @@ fn without_the_grant_every_attack_is_refused_and_named_and_the_session_goes_on()
         ("ctor", "ctor: failed Permission denied"),
         ("read", "read: failed Permission denied"),
         ("write", "write: failed Permission denied"),
+        ("mkdir", "mkdir: failed Permission denied"),
         ("connect", "connect: failed socket: Permission denied"),
         ("execve", "execve: failed Operation not permitted"),
         ("spawn", "spawn: failed fork: Operation not permitted"),
@@ -230,12 +252,65 @@ fn without_the_grant_every_attack_is_refused_and_named_and_the_session_goes_on()
             && hostexec.contains("(exec: nothing)"),
         "{hostexec}"
     );
+    // Across folders Landlock refuses a rename with EXDEV or EACCES, depending on the rules.
+    let rename = run.outcome("rename");
+    assert!(
+        rename == "rename: failed Permission denied"
+            || rename == "rename: failed Invalid cross-device link",
+        "{rename}"
+    );
     assert!(!world.sandbox.home().join("out/stolen.txt").exists());
+    assert!(!world.sandbox.home().join("out/made").exists());
+    assert!(world.sandbox.home().join(".ssh/id_rsa").exists());
     // The session went on: the last call ran.
     assert_eq!(run.ran, ["echo after"]);
     // Named: the plugin, the action and the grant, in the JSON stream and on the terminal.
     let settings_file = world.sandbox.agent_dir().join("settings.json");
+    let key = world.sandbox.home().join(".ssh/id_rsa");
+    let stolen = world.sandbox.home().join("out/stolen.txt");
+    // Landlock's refusals (the constructor's read, the read, the write), named by the
+    // supervisor with the path and what the grant lets the plugin do there.
+    let read_denied = format!(
+        "sandbox denied read: read of {} denied: the grant of plugin hostile ({}) does not let it read there (read: {}; write: nothing;",
+        key.display(),
+        settings_file.display(),
+        world.sandbox.project().display()
+    );
+    let write_denied = format!(
+        "sandbox denied write: write of {} denied: the grant of plugin hostile ({}) does not let it write there (read: {}; write: nothing;",
+        stolen.display(),
+        settings_file.display(),
+        world.sandbox.project().display()
+    );
+    // One for the constructor, one for the `read` attack.
+    assert_eq!(run.reports_with(&read_denied), 2, "{:?}", run.errors);
+    // The report reached the host before the refused call returned to the plugin.
+    let reported = run.position(|l| {
+        l["type"] == "extension_error" && l["error"].as_str().unwrap().contains(&write_denied)
+    });
+    let answered = run.position(|l| {
+        l["type"] == "tool_execution_end"
+            && l["result"]["content"][0]["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("write: "))
+    });
+    assert!(reported < answered, "{:?}", run.lines);
+    let made = world.sandbox.home().join("out/made");
+    let mkdir_denied = format!(
+        "sandbox denied mkdir: mkdir of {} denied: the grant of plugin hostile ({}) does not let it write there",
+        made.display(),
+        settings_file.display()
+    );
+    let rename_denied = format!(
+        "sandbox denied rename: rename of {} denied: the grant of plugin hostile ({}) does not let it write there",
+        key.display(),
+        settings_file.display()
+    );
     for what in [
+        read_denied.as_str(),
+        write_denied.as_str(),
+        mkdir_denied.as_str(),
+        rename_denied.as_str(),
         "sandbox denied socket(AF_INET): refused by its seccomp filter: its grant has network: no",
         "sandbox denied execve: refused by its seccomp filter: its grant runs no programs",
         "sandbox denied clone: refused by its seccomp filter: its grant runs no programs, so it may not start processes",
@@ -303,6 +378,7 @@ fn with_the_matching_grant_each_succeeds_but_the_host_stays_out_of_reach() {
             "ctor",
             "read",
             "write",
+            "mkdir",
             &connect,
             "spawn",
             "hostexec",
@@ -317,6 +393,13 @@ fn with_the_matching_grant_each_succeeds_but_the_host_stays_out_of_reach() {
         ("ctor", "ctor: ok SECRET-KEY".to_owned()),
         ("read", "read: ok SECRET-KEY".to_owned()),
         ("write", format!("write: ok {}", stolen.display())),
+        (
+            "mkdir",
+            format!(
+                "mkdir: ok {}",
+                world.sandbox.home().join("out/made").display()
+            ),
+        ),
         ("connect", "connect: ok".to_owned()),
         ("spawn", "spawn: ok".to_owned()),
         ("hostexec", "hostexec: ok via-host".to_owned()),
@@ -335,9 +418,53 @@ fn with_the_matching_grant_each_succeeds_but_the_host_stays_out_of_reach() {
         assert_eq!(run.outcome(attack), expected, "{attack}\n{}", run.stderr());
     }
     assert_eq!(std::fs::read_to_string(&stolen).unwrap(), "stolen\n");
+    // Nothing allowed is reported: not the reads of the key, not the write.
+    assert_eq!(run.reports_with("id_rsa"), 0, "{:?}", run.errors);
+    assert_eq!(run.reports_with("stolen.txt"), 0, "{:?}", run.errors);
+    assert_eq!(run.reports_with("made"), 0, "{:?}", run.errors);
     assert_eq!(run.sandbox_reports(), 2, "{:?}", run.errors);
     run.report("sandbox denied ptrace");
     run.report("sandbox denied kill of the host");
+}
+
+#[test]
+fn with_exec_granted_an_execve_of_another_program_is_refused_and_named() {
+    let world = world();
+    let settings = json!({"sandbox": {"hostile": {"exec": ["true"]}}});
+    let run = run(
+        &world,
+        &settings,
+        &[],
+        &["execve", "memexec", "spawn", "after"],
+    );
+    // The seccomp filter lets execve through (the grant runs a program); the supervisor
+    // refuses /bin/sh, as Landlock would, and names it.
+    assert_eq!(run.outcome("execve"), "execve: failed Permission denied");
+    let report = run.report(&format!(
+        "sandbox denied execve: exec of \"/bin/sh\" denied: the grant of plugin hostile ({}) does not include it (exec: true)",
+        world.sandbox.agent_dir().join("settings.json").display()
+    ));
+    assert_eq!(report["extensionPath"], world.hostile.to_str().unwrap());
+    assert!(
+        run.stderr().contains(&format!(
+            "Extension error ({}): {}",
+            world.hostile.display(),
+            report["error"].as_str().unwrap()
+        )),
+        "{}",
+        run.stderr()
+    );
+    // A granted program's bytes copied into memory are not the granted program.
+    assert_eq!(run.outcome("memexec"), "memexec: failed Permission denied");
+    run.report("sandbox denied execve: exec of \"/memfd:payload");
+    // A process the plugin started is still held by Landlock (its refusal is not named:
+    // see the README's Security model).
+    assert!(
+        run.outcome("spawn").starts_with("spawn: failed execve"),
+        "{}",
+        run.outcome("spawn")
+    );
+    assert_eq!(run.ran, ["echo after"]);
 }
 
 #[test]
@@ -415,8 +542,10 @@ fn the_host_refuses_a_session_switch_outside_the_grant() {
         )),
         "{report}"
     );
-    // The switch inside the grant reached the session (which finds no such file).
-    assert_eq!(run.sandbox_reports(), 1, "{:?}", run.errors);
+    // The switch inside the grant reached the session (which finds no such file). The other
+    // report is the constructor's read of the key.
+    assert_eq!(run.sandbox_reports(), 2, "{:?}", run.errors);
+    run.report("sandbox denied read: read of");
     assert!(
         run.errors.iter().any(|e| e["event"] == "switch_session"
             && e["error"]
@@ -554,6 +683,7 @@ fn run_package(world: &World, prompts: &[&str]) -> Run {
         outcomes,
         errors,
         ran: Vec::new(),
+        lines,
     }
 }
 

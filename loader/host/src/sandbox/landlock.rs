@@ -64,30 +64,32 @@ fn lacking(status: &LandlockStatus) -> Vec<String> {
     lacking
 }
 
+/// What [`apply`] did.
+pub struct Applied {
+    /// What the kernel could not enforce, in words (empty: everything).
+    pub lacking: Vec<String>,
+    /// What the child may read besides its grant (the system's library folders, its own
+    /// file, its settings files, its programs, ...).
+    pub also_readable: Vec<PathBuf>,
+    /// What the child may write besides its grant (`/dev/null`).
+    pub also_writable: Vec<PathBuf>,
+}
+
 /// Restricts this process to `grant` (plus what it needs to run, see the module's text).
-/// `Ok` holds what the kernel could not enforce, in words (empty: everything).
-pub fn apply(grant: &Grant, plugin: &Path, settings: &[PathBuf]) -> Result<Vec<String>, String> {
+pub fn apply(grant: &Grant, plugin: &Path, settings: &[PathBuf]) -> Result<Applied, String> {
     let fail = |e: &dyn std::fmt::Display| {
         format!("cannot confine plugin {} with Landlock: {e}", grant.plugin)
     };
-    let read = AccessFs::ReadFile | AccessFs::ReadDir;
-    let write = AccessFs::from_all(TARGET) & !AccessFs::Execute;
-    let run = AccessFs::ReadFile | AccessFs::Execute;
-    let mut rules: Vec<(PathBuf, BitFlags<AccessFs>)> = Vec::new();
-    rules.extend(SYSTEM_READ.iter().map(|p| (PathBuf::from(p), read)));
-    rules.push(("/dev/null".into(), AccessFs::ReadFile | AccessFs::WriteFile));
-    rules.push((plugin.to_path_buf(), AccessFs::ReadFile.into()));
-    rules.extend(
-        settings
-            .iter()
-            .map(|p| (p.clone(), AccessFs::ReadFile.into())),
-    );
-    rules.extend(grant.read.iter().map(|p| (p.clone(), read)));
-    rules.extend(grant.write.iter().map(|p| (p.clone(), write)));
-    for program in &grant.exec_paths {
-        rules.push((program.clone(), run));
-        if let Some(interpreter) = interpreter(program) {
-            rules.push((interpreter, run));
+    let rules = rules(grant, plugin, settings);
+    let (mut also_readable, mut also_writable) = (Vec::new(), Vec::new());
+    for (path, access) in &rules {
+        if grant.read.contains(path) || grant.write.contains(path) {
+            continue;
+        }
+        if access.contains(AccessFs::WriteFile) {
+            also_writable.push(path.clone());
+        } else {
+            also_readable.push(path.clone());
         }
     }
     let mut ruleset = Ruleset::default()
@@ -122,7 +124,37 @@ pub fn apply(grant: &Grant, plugin: &Path, settings: &[PathBuf]) -> Result<Vec<S
     if missing.is_empty() && status.ruleset != RulesetStatus::FullyEnforced {
         missing.push("part of Landlock's rules".to_owned());
     }
-    Ok(missing)
+    Ok(Applied {
+        lacking: missing,
+        also_readable,
+        also_writable,
+    })
+}
+
+/// Every path the child may reach and how: the grant's paths, its programs (and their
+/// dynamic loader), and what it needs to run (see the module's text).
+fn rules(grant: &Grant, plugin: &Path, settings: &[PathBuf]) -> Vec<(PathBuf, BitFlags<AccessFs>)> {
+    let read = AccessFs::ReadFile | AccessFs::ReadDir;
+    let write = AccessFs::from_all(TARGET) & !AccessFs::Execute;
+    let run = AccessFs::ReadFile | AccessFs::Execute;
+    let mut rules: Vec<(PathBuf, BitFlags<AccessFs>)> = Vec::new();
+    rules.extend(SYSTEM_READ.iter().map(|p| (PathBuf::from(p), read)));
+    rules.push(("/dev/null".into(), AccessFs::ReadFile | AccessFs::WriteFile));
+    rules.push((plugin.to_path_buf(), AccessFs::ReadFile.into()));
+    rules.extend(
+        settings
+            .iter()
+            .map(|p| (p.clone(), AccessFs::ReadFile.into())),
+    );
+    rules.extend(grant.read.iter().map(|p| (p.clone(), read)));
+    rules.extend(grant.write.iter().map(|p| (p.clone(), write)));
+    for program in &grant.exec_paths {
+        rules.push((program.clone(), run));
+        if let Some(interpreter) = interpreter(program) {
+            rules.push((interpreter, run));
+        }
+    }
+    rules
 }
 
 /// The dynamic loader an executable names (`PT_INTERP`), if any.

@@ -20,7 +20,7 @@ const EXTRA_PROCESSES: u64 = 64;
 const KEPT_VARIABLES: &[&str] = &["HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "TERM"];
 
 /// Sets up `command` (the `serve` child of a confined plugin): a clean environment (the
-/// [`KEPT_VARIABLES`], a plain `PATH`, `TMPDIR`) and, in the forked child, every descriptor
+/// `KEPT_VARIABLES`, a plain `PATH`, `TMPDIR`) and, in the forked child, every descriptor
 /// above the protocol's (`keep`) marked close-on-exec, so none the host inherited or opened
 /// reaches the plugin.
 pub fn prepare_command(command: &mut Command, keep: i32) {

@@ -13,13 +13,15 @@
 //! (`serve --sandbox JSON`); the child confines itself ([`confine`]) before it opens the
 //! plugin's library, so even the library's static constructors run confined. On Linux:
 //! `no_new_privs`, resource limits ([`limits`]), Landlock for files, TCP and signals
-//! ([`landlock`]) and seccomp for the rest ([`seccomp`]). Elsewhere a confined plugin is
+//! ([`landlock`]), seccomp for the rest ([`seccomp`]), and a supervisor thread that names
+//! the file accesses Landlock refuses ([`supervisor`]). Elsewhere a confined plugin is
 //! refused unless the user passes `--unconfined-ok` ([`set_unconfined_ok`]).
 //!
 //! A refusal is reported ([`report`]): by the child's own checks (`exec` through the host
-//! API) and by the seccomp filter, to the host as a `denied` notification, which the host
-//! shows on the terminal, in the JSON stream and in the hook trace, naming the plugin, the
-//! action and the grant.
+//! API), by the seccomp filter, and by the supervisor (a file the plugin's process may not
+//! read, write, create, remove, rename or link there, a program it may not run), to the host
+//! as a `denied` notification, which the host shows on the terminal, in the JSON stream and
+//! in the hook trace, naming the plugin, the action and the grant.
 
 pub mod grant;
 #[cfg(target_os = "linux")]
@@ -29,6 +31,8 @@ pub mod limits;
 pub mod report;
 #[cfg(target_os = "linux")]
 pub mod seccomp;
+#[cfg(target_os = "linux")]
+pub mod supervisor;
 
 use std::path::{Path, PathBuf};
 use std::sync::{OnceLock, RwLock};
@@ -289,7 +293,14 @@ pub fn check_exec(program: &str) -> Result<(), String> {
     if found.as_deref().is_some_and(|f| grant.allows_program(f)) {
         return Ok(());
     }
-    let reason = format!(
+    let reason = exec_refusal(program, grant);
+    report::denied("exec", &reason, grant);
+    Err(reason)
+}
+
+/// Why running `program` is refused to the plugin `grant` confines.
+pub fn exec_refusal(program: &str, grant: &Grant) -> String {
+    format!(
         "exec of {program:?} denied: the grant of plugin {} ({}) does not include it (exec: {})",
         grant.plugin,
         grant.source,
@@ -298,9 +309,7 @@ pub fn check_exec(program: &str) -> Result<(), String> {
         } else {
             grant.exec.join(", ")
         }
-    );
-    report::denied("exec", &reason, grant);
-    Err(reason)
+    )
 }
 
 /// Checks a path the host reads (`write` false) or writes for a confined plugin.
@@ -361,12 +370,19 @@ pub fn confine(grant: Grant, plugin: &Path, settings: &[PathBuf]) -> Result<(), 
         ));
     }
     limits::apply(&grant)?;
-    let mut lacking = landlock::apply(&grant, plugin, settings)?;
+    let landlock = landlock::apply(&grant, plugin, settings)?;
+    let mut lacking = landlock.lacking;
     // SAFETY: geteuid has no preconditions.
     if !grant.exec.is_empty() && unsafe { libc::geteuid() } == 0 {
         lacking.push("a bound on its processes (RLIMIT_NPROC does not bind root)".to_owned());
     }
     seccomp::apply(&grant)?;
+    // Last: from here on the calling thread's path calls go through the supervisor.
+    if let Err(missing) =
+        supervisor::start(&grant, &landlock.also_readable, &landlock.also_writable)
+    {
+        lacking.push(missing);
+    }
     if !lacking.is_empty() {
         eprintln!(
             "pi-hooks: sandbox: plugin {} is confined without {}, which this system does not offer",

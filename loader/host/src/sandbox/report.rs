@@ -3,8 +3,10 @@
 //! shows it ([`show`]) on the terminal and in the JSON stream (as an extension error of the
 //! event `sandbox`) and in the hook trace (an action `denied`).
 //!
-//! Refusals found before the protocol is up (in the plugin's static constructors, while the
-//! child loads it) wait and are sent right after the child's `hello` ([`send_to`]).
+//! The child reports its own checks' refusals, the seccomp filter's (`super::seccomp`) and
+//! Landlock's, as the supervisor names them (`super::supervisor`). Refusals found before the
+//! protocol is up (in the plugin's static constructors, while the child loads it) wait and
+//! are sent right after the child's `hello` ([`send_to`]).
 
 use std::sync::Mutex;
 

@@ -1,0 +1,149 @@
+//! What naming Landlock's refusals costs an `open` (BENCHMARKS.md §13): a confined process
+//! (`no_new_privs`, the limits, Landlock, the seccomp trap filter, exactly as
+//! `sandbox::confine` applies them) opens and closes a file its grant lets it read, with and
+//! without the supervisor's notifying filter (`sandbox::supervisor`), and opens a file
+//! outside its grant (refused; with the supervisor, named).
+//!
+//! Each measurement is a child process (this executable again, `PI_HOOKS_BENCH_CHILD=with`
+//! or `without`): it confines itself, opens 200 times to warm up, then times 2000 opens and
+//! prints the nanoseconds per open. Children with and without the filter alternate, 31
+//! rounds; the medians and their ratio are printed.
+//!
+//! Run: `cargo bench -p pi-hooks-host --bench notify`.
+
+#[cfg(target_os = "linux")]
+fn main() {
+    linux::main();
+}
+
+#[cfg(not(target_os = "linux"))]
+fn main() {
+    println!("notify: Linux only");
+}
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use std::ffi::CString;
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+    use std::time::Instant;
+
+    use pi_hooks_host::sandbox::{Grant, landlock, limits, seccomp, supervisor};
+
+    const CHILD: &str = "PI_HOOKS_BENCH_CHILD";
+    const FOLDER: &str = "PI_HOOKS_BENCH_FOLDER";
+    const ROUNDS: usize = 31;
+    const WARM_UP: usize = 200;
+    const OPENS: usize = 2000;
+
+    fn grant(folder: &Path) -> Grant {
+        Grant {
+            plugin: "bench".into(),
+            source: "loader/host/benches/notify.rs".into(),
+            read: vec![folder.to_path_buf()],
+            write: Vec::new(),
+            network: false,
+            exec: Vec::new(),
+            exec_paths: Vec::new(),
+            memory_mib: None,
+        }
+    }
+
+    /// Nanoseconds per `open` + `close` of `path` (the open's result is not checked: a
+    /// refused one is timed as well).
+    fn time_opens(path: &CString) -> f64 {
+        let once = || {
+            // SAFETY: open(2) of a NUL-terminated path; the descriptor, if any, is closed.
+            unsafe {
+                let fd = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+                if fd >= 0 {
+                    libc::close(fd);
+                }
+            }
+        };
+        for _ in 0..WARM_UP {
+            once();
+        }
+        let start = Instant::now();
+        for _ in 0..OPENS {
+            once();
+        }
+        start.elapsed().as_nanos() as f64 / OPENS as f64
+    }
+
+    /// The child: confines itself as `sandbox::confine` does (with or without the
+    /// supervisor) and prints the cost of an allowed and of a refused open.
+    fn child(with_supervisor: bool) {
+        let folder = PathBuf::from(std::env::var_os(FOLDER).expect("the bench's folder"));
+        let grant = grant(&folder);
+        let exe = std::env::current_exe().unwrap();
+        limits::apply(&grant).unwrap();
+        let applied = landlock::apply(&grant, &exe, &[]).unwrap();
+        assert!(applied.lacking.is_empty(), "{:?}", applied.lacking);
+        seccomp::apply(&grant).unwrap();
+        if with_supervisor {
+            supervisor::start(&grant, &applied.also_readable, &applied.also_writable).unwrap();
+        }
+        let allowed = CString::new(folder.join("file").to_str().unwrap()).unwrap();
+        let refused = CString::new("/etc/hostname").unwrap();
+        // SAFETY: open(2) of NUL-terminated paths, to check the sandbox is in place.
+        unsafe {
+            let fd = libc::open(allowed.as_ptr(), libc::O_RDONLY);
+            assert!(fd >= 0, "the granted file cannot be opened");
+            libc::close(fd);
+            assert!(libc::open(refused.as_ptr(), libc::O_RDONLY) < 0);
+        }
+        println!("{} {}", time_opens(&allowed), time_opens(&refused));
+    }
+
+    fn median(values: &mut [f64]) -> f64 {
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    }
+
+    pub fn main() {
+        if let Ok(mode) = std::env::var(CHILD) {
+            child(mode == "with");
+            return;
+        }
+        let folder = tempfile::tempdir().unwrap();
+        std::fs::write(folder.path().join("file"), "x").unwrap();
+        let exe = std::env::current_exe().unwrap();
+        let mut results: [(Vec<f64>, Vec<f64>); 2] = Default::default();
+        for _ in 0..ROUNDS {
+            for (i, mode) in ["without", "with"].iter().enumerate() {
+                let output = Command::new(&exe)
+                    .env(CHILD, mode)
+                    .env(FOLDER, folder.path())
+                    .output()
+                    .unwrap();
+                assert!(
+                    output.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&output.stderr)
+                );
+                let text = String::from_utf8_lossy(&output.stdout);
+                let mut numbers = text.split_whitespace().map(|n| n.parse::<f64>().unwrap());
+                results[i].0.push(numbers.next().unwrap());
+                results[i].1.push(numbers.next().unwrap());
+            }
+        }
+        let [
+            (mut allowed_without, mut refused_without),
+            (mut allowed_with, mut refused_with),
+        ] = results;
+        let (a0, a1) = (median(&mut allowed_without), median(&mut allowed_with));
+        let (r0, r1) = (median(&mut refused_without), median(&mut refused_with));
+        println!("notify/open ({ROUNDS} rounds of {OPENS} opens + closes, medians):");
+        println!(
+            "  allowed open: {a0:.0} ns without the supervisor, {a1:.0} ns with it: +{:.0} ns, {:.1}x",
+            a1 - a0,
+            a1 / a0
+        );
+        println!(
+            "  refused open: {r0:.0} ns without (silent), {r1:.0} ns with (named): +{:.0} ns, {:.1}x",
+            r1 - r0,
+            r1 / r0
+        );
+    }
+}

@@ -1,0 +1,384 @@
+//! Naming what Landlock refuses. Landlock answers a refused open, create, remove, rename or
+//! `execve` with `EACCES` and tells nobody; so a second seccomp filter sends those calls
+//! (user notification) to a supervisor thread in the same child, which makes each call
+//! itself and hands back its result. When the call failed and the grant explains why (the
+//! path is outside it), a `denied` report ([`super::report`]) goes to the host before the
+//! plugin's call returns.
+//!
+//! Why making the call again is exact: the supervisor is a thread of the same process, so it
+//! shares the descriptor table, the working directory, the memory the call's pointers point
+//! into and the Landlock domain (it was started after Landlock was applied). The kernel's
+//! verdict on the supervisor's call is Landlock's verdict on the plugin's; a descriptor it
+//! opens is the plugin's. The supervisor is never under the notifying filter (it would wait
+//! on itself): it starts before the filter, which is installed on the calling thread only
+//! (no `TSYNC`); every thread that thread starts later (the plugin's, serve's worker, the
+//! runtime's) inherits it.
+//!
+//! What is notified: the calls that name a path Landlock governs: `openat`, `openat2`,
+//! `truncate`, `mkdirat`, `mknodat`, `unlinkat`, `renameat2`, `linkat`, `symlinkat` (and
+//! on x86-64 their older forms `open`, `creat`, `mkdir`, `mknod`, `unlink`, `rmdir`,
+//! `rename`, `renameat`, `link`, `symlink`), and, when the grant runs programs, `execve`
+//! and `execveat` (without `exec` the seccomp trap filter refuses those, and its verdict
+//! comes first). Calls Landlock does not govern (`stat`, `readlink`, `chmod`, ...) are not.
+//!
+//! How each is answered:
+//! - A call from another process (a program the plugin started inherits the filter): the
+//!   kernel runs it as made (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`); Landlock, which that
+//!   process inherited too, still judges it, but a refusal there is not named.
+//! - `execve` / `execveat`: a program the grant does not name is refused (`EACCES`, as
+//!   Landlock would) and reported, with the words of the host's own `exec` check; a granted
+//!   one runs as made.
+//! - Anything else is made again by the supervisor and its result handed back. A refusal
+//!   (`EACCES`, `EPERM`, or `EXDEV` for a rename or link across rules) of a path neither the
+//!   grant nor the sandbox's own rules (the system's libraries, the plugin's file, ...)
+//!   allow is reported, read or write as the call asks. A refusal inside them (the file's
+//!   own permissions) is the plugin's business and is not.
+//!
+//! The supervisor allocates nothing while it answers (a plugin thread may hold the memory
+//! allocator's lock while it opens a file); naming a refusal (reading the path, resolving
+//! it, the report) happens on a second thread (`naming`), which the supervisor waits for at
+//! most a second before it answers anyway. The calls and where their paths are: `calls`.
+//!
+//! Limits:
+//! - An open that blocks (a FIFO without a writer) blocks the supervisor, and every other
+//!   notified call waits with it.
+//! - Every notified call is a round trip between two threads (BENCHMARKS.md §13; on
+//!   Linux 6.6 and later both are woken on the same CPU, `SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP`).
+//! - A refusal in a process the plugin started is not named.
+//! - A program that replaces the child itself by `execve` (not one it forks) finds every
+//!   notified call failing with `ENOSYS`: nobody is left to answer.
+//! - Calls made through the x32 ABI are not notified (those of another architecture,
+//!   32-bit `int 0x80`, are killed by the trap filter).
+//! - The plugin shares the process: it can keep its own refusals from being named by
+//!   closing or taking over the listener, never get past Landlock by that.
+//! - A refused open of the process's own files under `/proc` is not named (the runtime
+//!   makes some; they hold nobody's data). An `O_PATH` open (which Landlock does not check)
+//!   of `/proc/thread-self` names the supervisor's thread.
+//! - On a kernel before 5.19 (no `SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV`), a call
+//!   interrupted by a signal while the supervisor makes it is made again after the handler:
+//!   a `mkdir` then fails with `EEXIST`.
+
+mod calls;
+mod naming;
+
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::Duration;
+
+use super::Grant;
+use calls::{Access, CALLS, call, returns_descriptor};
+use naming::{Namer, NamingLink, Verdict, start_naming};
+
+/// `seccomp_data.arch` of this machine's own system calls (`AUDIT_ARCH_X86_64`:
+/// `EM_X86_64` with the 64-bit and little-endian bits).
+#[cfg(target_arch = "x86_64")]
+const AUDIT_ARCH: u32 = 0xc000_003e;
+
+/// `seccomp_data.arch` of this machine's own system calls (`AUDIT_ARCH_AARCH64`).
+#[cfg(target_arch = "aarch64")]
+const AUDIT_ARCH: u32 = 0xc000_00b7;
+
+/// The listener, once the filter is installed (-1 before).
+static LISTENER: AtomicI32 = AtomicI32::new(-1);
+
+/// `SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP` (linux/seccomp.h, Linux 6.6; not in the libc crate).
+const SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP: libc::c_ulong = 1;
+
+/// How long the supervisor waits for a refusal to be named before it answers anyway.
+const NAMING_WAIT: Duration = Duration::from_millis(1000);
+
+/// Starts naming the refusals of the Landlock domain this (single-threaded, Landlock
+/// applied, `no_new_privs` set) process is in: the naming and supervising threads, then
+/// the notifying filter on the calling thread. `also_readable` / `also_writable`: what the
+/// sandbox lets the child reach besides `grant`. `Err`: what is missing, in the words of
+/// the "confined without ..." line.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+pub fn start(
+    grant: &Grant,
+    also_readable: &[PathBuf],
+    also_writable: &[PathBuf],
+) -> Result<(), String> {
+    let missing = |why: &dyn std::fmt::Display| {
+        format!(
+            "naming of the file accesses Landlock refuses ({why}; Landlock still refuses them, unnamed)"
+        )
+    };
+    user_notification_available().map_err(|e| missing(&e))?;
+    let numbers: Vec<i64> = CALLS
+        .iter()
+        .filter(|c| !matches!(c.access, Access::Exec) || !grant.exec.is_empty())
+        .map(|c| c.number)
+        .collect();
+    let program = filter(&numbers);
+    // Within the sandbox's reach: the grant, and what the child needs to run.
+    let mut reach = grant.clone();
+    reach.read.extend_from_slice(also_readable);
+    reach.write.extend_from_slice(also_writable);
+    let namer = Namer {
+        grant: grant.clone(),
+        reach,
+    };
+    let (to_supervisor, listener) = std::sync::mpsc::channel::<OwnedFd>();
+    let link = start_naming(namer).map_err(|e| missing(&e))?;
+    std::thread::Builder::new()
+        .name("pi-hooks-sandbox-supervisor".into())
+        // Its frames are small; the address space counts against `memoryMiB`'s slack.
+        .stack_size(256 << 10)
+        .spawn(move || {
+            block_signals();
+            if let Ok(listener) = listener.recv() {
+                use std::os::fd::IntoRawFd;
+                // Kept open for good: the naming thread checks ids against it.
+                let fd = listener.into_raw_fd();
+                // Linux 6.6: the supervisor is woken on the caller's CPU and the caller on
+                // the supervisor's, as one hand-off (a round trip costs a fraction of two
+                // cross-CPU wake-ups). Without it (an older kernel), the same, slower.
+                // SAFETY: SET_FLAGS takes the flags as its argument, no pointer.
+                unsafe {
+                    libc::ioctl(
+                        fd,
+                        libc::SECCOMP_IOCTL_NOTIF_SET_FLAGS,
+                        SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP,
+                    )
+                };
+                LISTENER.store(fd, Ordering::Release);
+                supervise(fd, &link);
+            }
+        })
+        .map_err(|e| missing(&e))?;
+    let fd = install(&program).map_err(|e| missing(&e))?;
+    to_supervisor
+        .send(fd)
+        .map_err(|_| missing(&"the supervisor thread ended"))?;
+    Ok(())
+}
+
+/// Elsewhere the filter's architecture check has no value to compare with.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+pub fn start(
+    _grant: &Grant,
+    _also_readable: &[PathBuf],
+    _also_writable: &[PathBuf],
+) -> Result<(), String> {
+    Err("naming of the file accesses Landlock refuses (only on x86-64 and AArch64; Landlock still refuses them, unnamed)".to_owned())
+}
+
+/// Whether the kernel offers the user-notification action (Linux 5.0; its `CONTINUE`
+/// answer came in 5.5, before Landlock's 5.13).
+fn user_notification_available() -> std::io::Result<()> {
+    let action: u32 = libc::SECCOMP_RET_USER_NOTIF;
+    // SAFETY: SECCOMP_GET_ACTION_AVAIL reads one u32 from the pointer, a local.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_GET_ACTION_AVAIL,
+            0,
+            &action as *const u32,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// The notifying filter: the calls in `numbers` of this machine's own ABI are sent to the
+/// listener, everything else is allowed (the trap filter, installed before, still judges
+/// it; seccomp runs every filter and the strictest answer wins, so a call the trap filter
+/// refuses is refused, not notified).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn filter(numbers: &[i64]) -> Vec<libc::sock_filter> {
+    let n = numbers.len();
+    assert!(n < 250, "a BPF jump reaches at most 255 instructions");
+    let statement = |code: u32, k: u32| libc::sock_filter {
+        code: code as u16,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    // Compares the accumulator with `k`: `jt` / `jf` instructions forward when equal / not.
+    let jump_if_equal = |k: u32, jt: usize, jf: usize| libc::sock_filter {
+        code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
+        jt: jt as u8,
+        jf: jf as u8,
+        k,
+    };
+    let mut program = Vec::with_capacity(n + 5);
+    // 0: load seccomp_data.arch (a u32 at offset 4).
+    program.push(statement(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 4));
+    // 1: another ABI's call jumps to instruction 3 + n, "allow" (the trap filter, which
+    //    checks the ABI itself, judges it).
+    program.push(jump_if_equal(AUDIT_ARCH, 0, n + 1));
+    // 2: load seccomp_data.nr (an int at offset 0).
+    program.push(statement(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 0));
+    // 3 .. 3 + n: one comparison per notified call; the i-th jumps n - i forward, to the
+    //    last instruction, "notify"; otherwise on to the next comparison.
+    for (i, number) in numbers.iter().enumerate() {
+        program.push(jump_if_equal(*number as u32, n - i, 0));
+    }
+    // 3 + n: none of them: allow.
+    program.push(statement(
+        libc::BPF_RET | libc::BPF_K,
+        libc::SECCOMP_RET_ALLOW,
+    ));
+    // 4 + n: notify the listener.
+    program.push(statement(
+        libc::BPF_RET | libc::BPF_K,
+        libc::SECCOMP_RET_USER_NOTIF,
+    ));
+    program
+}
+
+/// Installs `program` on the calling thread only and returns its listener. With
+/// `WAIT_KILLABLE_RECV` (Linux 5.19) a call the supervisor has taken up is no longer
+/// interrupted by a signal (it would be made twice); without it where the kernel lacks it.
+fn install(program: &[libc::sock_filter]) -> std::io::Result<OwnedFd> {
+    let fprog = libc::sock_fprog {
+        len: program.len() as u16,
+        filter: program.as_ptr() as *mut libc::sock_filter,
+    };
+    let tries = [
+        libc::SECCOMP_FILTER_FLAG_NEW_LISTENER | libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV,
+        libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+    ];
+    let mut last = std::io::Error::from_raw_os_error(libc::EINVAL);
+    for flags in tries {
+        // SAFETY: `fprog` points at `program`, alive for the call; the kernel copies it.
+        // no_new_privs is set (limits::apply), so an unprivileged process may install it.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER,
+                flags,
+                &fprog as *const libc::sock_fprog,
+            )
+        };
+        if fd >= 0 {
+            // SAFETY: the kernel returned a new descriptor (the listener), owned by nobody
+            // else.
+            return Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) });
+        }
+        last = std::io::Error::last_os_error();
+        if last.raw_os_error() != Some(libc::EINVAL) {
+            break;
+        }
+    }
+    Err(last)
+}
+
+/// Blocks every signal on the calling thread (the supervisor and the namer take none: a
+/// signal for the process goes to another thread, and their waits are not interrupted).
+fn block_signals() {
+    // SAFETY: a local signal set filled by sigfillset, then applied to this thread.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &all, std::ptr::null_mut());
+    }
+}
+
+/// The last error's number (no allocation).
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// The supervisor's loop: takes each notification and answers it (see the module's text).
+fn supervise(fd: RawFd, link: &NamingLink) {
+    // SAFETY: getpid has no preconditions.
+    let own = unsafe { libc::getpid() };
+    loop {
+        // SAFETY: an all-zero seccomp_notif is what RECV expects (it refuses anything else).
+        let mut request: libc::seccomp_notif = unsafe { std::mem::zeroed() };
+        // SAFETY: RECV fills the seccomp_notif passed, a local of the right type.
+        if unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_RECV, &mut request) } != 0 {
+            match errno() {
+                // The caller went away before its call was taken up, or a stray wake-up.
+                libc::EINTR | libc::ENOENT => continue,
+                _ => return,
+            }
+        }
+        let mut response = libc::seccomp_notif_resp {
+            id: request.id,
+            val: 0,
+            error: 0,
+            flags: 0,
+        };
+        let number = i64::from(request.data.nr);
+        // SAFETY: tgkill with signal 0 sends nothing; it only says whether the thread
+        // `pid` belongs to this process (ESRCH when not).
+        let ours = unsafe { libc::syscall(libc::SYS_tgkill, own, request.pid, 0) } == 0;
+        let access = call(number).map(|c| c.access);
+        let mut made: Option<i64> = None;
+        match access {
+            None => response.flags = libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
+            Some(_) if !ours => response.flags = libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
+            Some(Access::Exec) => {
+                if link.ask(&request) == Verdict::Refuse {
+                    response.error = -libc::EACCES;
+                } else {
+                    response.flags = libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32;
+                }
+            }
+            Some(_) => {
+                let a = request.data.args;
+                // SAFETY: the same call with the same arguments the plugin's thread made,
+                // from a thread of the same process (same memory, descriptors, working
+                // directory and Landlock domain); the kernel checks them as it would have.
+                let result = unsafe {
+                    libc::syscall(
+                        number as libc::c_long,
+                        a[0] as libc::c_long,
+                        a[1] as libc::c_long,
+                        a[2] as libc::c_long,
+                        a[3] as libc::c_long,
+                        a[4] as libc::c_long,
+                        a[5] as libc::c_long,
+                    )
+                };
+                if result < 0 {
+                    let error = errno();
+                    if matches!(error, libc::EACCES | libc::EPERM | libc::EXDEV) {
+                        link.ask(&request);
+                    }
+                    response.error = -error;
+                } else {
+                    response.val = result;
+                    made = Some(result);
+                }
+            }
+        }
+        // SAFETY: SEND reads the seccomp_notif_resp passed, a local of the right type.
+        let sent = unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_SEND, &mut response) };
+        if sent != 0
+            && let Some(descriptor) = made
+            && returns_descriptor(number)
+        {
+            // The caller is gone (killed, or interrupted where the kernel lacks
+            // WAIT_KILLABLE_RECV): the descriptor opened for it is nobody's.
+            // SAFETY: the descriptor was opened by the call above and handed to no one.
+            unsafe { libc::close(descriptor as RawFd) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_filter_jumps_to_notify_or_allow() {
+        let program = filter(&[10, 20, 30]);
+        assert_eq!(program.len(), 8);
+        // A call of another ABI lands on "allow".
+        assert_eq!(1 + 1 + program[1].jf as usize, 6);
+        assert_eq!(program[6].k, libc::SECCOMP_RET_ALLOW);
+        // Each listed call lands on "notify".
+        for i in 0..3 {
+            assert_eq!(program[3 + i].k, [10, 20, 30][i]);
+            assert_eq!(3 + i + 1 + program[3 + i].jt as usize, 7);
+        }
+        assert_eq!(program[7].k, libc::SECCOMP_RET_USER_NOTIF);
+    }
+}

@@ -1,0 +1,359 @@
+//! Naming a refusal, on a thread of its own ([`start_naming`]): the supervisor passes it the
+//! call ([`NamingLink::ask`]); it reads the paths from the process's memory, resolves them,
+//! checks them against the grant and reports the refusal (or decides an `execve`).
+
+use std::io::Read;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use super::calls::{Access, OpenFlags, call};
+use super::{LISTENER, NAMING_WAIT, block_signals};
+use crate::sandbox::Grant;
+
+/// The longest path read from the plugin's memory (`PATH_MAX`).
+const PATH_MAX: usize = 4096;
+
+/// What the naming thread says of a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Answer as planned (a refusal was reported, or there was nothing to report).
+    Proceed,
+    /// Refuse it (`execve` of a program the grant does not name; it was reported).
+    Refuse,
+}
+
+/// One call passed to the naming thread: id, number, six arguments.
+const JOB_WORDS: usize = 8;
+
+/// One answer of the naming thread: id and verdict.
+const VERDICT_BYTES: usize = 16;
+
+/// The supervisor's end of the pipes to the naming thread.
+pub struct NamingLink {
+    /// Write end, non-blocking: a stuck naming thread never stalls the supervisor.
+    jobs: OwnedFd,
+    /// Read end of the verdicts.
+    verdicts: OwnedFd,
+}
+
+impl NamingLink {
+    /// Passes a call to the naming thread and waits at most [`NAMING_WAIT`] for its
+    /// verdict; without one, [`Verdict::Proceed`].
+    pub fn ask(&self, request: &libc::seccomp_notif) -> Verdict {
+        let mut job = [0u8; JOB_WORDS * 8];
+        let words = [
+            request.id,
+            i64::from(request.data.nr) as u64,
+            request.data.args[0],
+            request.data.args[1],
+            request.data.args[2],
+            request.data.args[3],
+            request.data.args[4],
+            request.data.args[5],
+        ];
+        for (slot, word) in job.chunks_exact_mut(8).zip(words) {
+            slot.copy_from_slice(&word.to_ne_bytes());
+        }
+        // SAFETY: write(2) of a local buffer; a pipe write under PIPE_BUF is atomic.
+        let wrote = unsafe { libc::write(self.jobs.as_raw_fd(), job.as_ptr().cast(), job.len()) };
+        if wrote != job.len() as isize {
+            return Verdict::Proceed;
+        }
+        let deadline = Instant::now() + NAMING_WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Verdict::Proceed;
+            }
+            let mut poll = libc::pollfd {
+                fd: self.verdicts.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: poll(2) on one local pollfd.
+            if unsafe { libc::poll(&mut poll, 1, left.as_millis().max(1) as i32) } != 1 {
+                continue;
+            }
+            let mut answer = [0u8; VERDICT_BYTES];
+            // SAFETY: read(2) into a local buffer; the naming thread writes whole answers.
+            let got = unsafe {
+                libc::read(
+                    self.verdicts.as_raw_fd(),
+                    answer.as_mut_ptr().cast(),
+                    answer.len(),
+                )
+            };
+            if got == 0 {
+                return Verdict::Proceed;
+            }
+            if got != VERDICT_BYTES as isize {
+                continue;
+            }
+            let mut id = [0u8; 8];
+            id.copy_from_slice(&answer[..8]);
+            // An answer that came too late for an earlier call is skipped.
+            if u64::from_ne_bytes(id) == request.id {
+                return if answer[8] == 1 {
+                    Verdict::Refuse
+                } else {
+                    Verdict::Proceed
+                };
+            }
+        }
+    }
+}
+
+/// What the naming thread knows.
+pub struct Namer {
+    /// The grant, for the reports' words.
+    pub grant: Grant,
+    /// The grant with what the sandbox also lets the child reach: a refusal of a path in it
+    /// is not the grant's doing.
+    pub reach: Grant,
+}
+
+/// Starts the naming thread.
+pub fn start_naming(namer: Namer) -> std::io::Result<NamingLink> {
+    use rustix::pipe::{PipeFlags, pipe_with};
+    let (job_read, job_write) = pipe_with(PipeFlags::CLOEXEC)?;
+    let (verdict_read, verdict_write) = pipe_with(PipeFlags::CLOEXEC)?;
+    rustix::fs::fcntl_setfl(&job_write, rustix::fs::OFlags::NONBLOCK)?;
+    std::thread::Builder::new()
+        .name("pi-hooks-sandbox-naming".into())
+        .stack_size(1 << 20)
+        .spawn(move || {
+            block_signals();
+            let mut jobs = std::fs::File::from(job_read);
+            let verdicts = std::fs::File::from(verdict_write);
+            let mut job = [0u8; JOB_WORDS * 8];
+            while jobs.read_exact(&mut job).is_ok() {
+                let mut words = [0u64; JOB_WORDS];
+                for (word, bytes) in words.iter_mut().zip(job.chunks_exact(8)) {
+                    let mut b = [0u8; 8];
+                    b.copy_from_slice(bytes);
+                    *word = u64::from_ne_bytes(b);
+                }
+                let mut args = [0u64; 6];
+                args.copy_from_slice(&words[2..8]);
+                let verdict = namer.name(words[0], words[1] as i64, &args);
+                let mut answer = [0u8; VERDICT_BYTES];
+                answer[..8].copy_from_slice(&words[0].to_ne_bytes());
+                answer[8] = u8::from(verdict == Verdict::Refuse);
+                let _ = std::io::Write::write_all(&mut &verdicts, &answer);
+            }
+        })?;
+    Ok(NamingLink {
+        jobs: job_write,
+        verdicts: verdict_read,
+    })
+}
+
+impl Namer {
+    /// Names the refusal of the call `id`, `number` with `args` (or decides an `execve`),
+    /// reporting it when the grant explains it.
+    fn name(&self, id: u64, number: i64, args: &[u64; 6]) -> Verdict {
+        let Some(call) = call(number) else {
+            return Verdict::Proceed;
+        };
+        let mut paths = Vec::new();
+        // An empty path names the descriptor itself (AT_EMPTY_PATH: fexecve and its kin).
+        let mut by_descriptor = false;
+        for (dir, path) in call.paths {
+            let Some(text) = read_path(args[*path]) else {
+                return Verdict::Proceed;
+            };
+            by_descriptor |= text.as_os_str().is_empty();
+            let dir = dir.map(|d| args[d] as i32).unwrap_or(libc::AT_FDCWD);
+            let Some(resolved) = resolve(dir, &text) else {
+                return Verdict::Proceed;
+            };
+            paths.push(resolved);
+        }
+        let flags = match call.access {
+            Access::Open(flags) => open_flags(flags, args),
+            _ => Some(0),
+        };
+        // What was read belongs to a call still waiting (its thread may have been killed
+        // meanwhile).
+        let listener = LISTENER.load(Ordering::Acquire);
+        if listener < 0 {
+            return Verdict::Proceed;
+        }
+        // SAFETY: ID_VALID reads the u64 passed, a local.
+        let valid = unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_ID_VALID, &id) };
+        if valid != 0 {
+            return Verdict::Proceed;
+        }
+        let Some(flags) = flags else {
+            return Verdict::Proceed;
+        };
+        match call.access {
+            Access::Exec => self.name_exec(&paths[0], by_descriptor),
+            Access::Open(_) => {
+                let write = flags & libc::O_ACCMODE != libc::O_RDONLY
+                    || flags & (libc::O_CREAT | libc::O_TRUNC) != 0;
+                self.name_change(if write { "write" } else { "read" }, &paths, write);
+                Verdict::Proceed
+            }
+            Access::Change(verb) => {
+                self.name_change(verb, &paths, true);
+                Verdict::Proceed
+            }
+        }
+    }
+
+    /// A program the grant does not name is refused and reported; a path where nothing is
+    /// is left to the kernel (`ENOENT`). A program run from a descriptor is refused unless
+    /// that descriptor's file is a granted one (a `memfd`, which Landlock lets run, is not).
+    fn name_exec(&self, program: &Path, by_descriptor: bool) -> Verdict {
+        let missing = !by_descriptor && std::fs::metadata(program).is_err();
+        if missing || self.grant.allows_program(program) {
+            return Verdict::Proceed;
+        }
+        let reason = crate::sandbox::exec_refusal(&program.display().to_string(), &self.grant);
+        crate::sandbox::report::denied("execve", &reason, &self.grant);
+        Verdict::Refuse
+    }
+
+    /// Reports the first of `paths` the sandbox does not let the plugin reach.
+    fn name_change(&self, verb: &str, paths: &[PathBuf], write: bool) {
+        let Some(outside) = paths
+            .iter()
+            .find(|p| !self.reach.allows_path(p, write) && !own_process_file(p))
+        else {
+            return;
+        };
+        if let Err(reason) = crate::sandbox::check_path(&self.grant, verb, outside, write) {
+            crate::sandbox::report::denied(verb, &reason, &self.grant);
+        }
+    }
+}
+
+/// Whether `path` is one of this process's own files under `/proc` (the runtime reads its
+/// cgroup and mount table there; Landlock refuses it, which is nobody's business).
+fn own_process_file(path: &Path) -> bool {
+    // SAFETY: getpid has no preconditions.
+    let own = unsafe { libc::getpid() }.to_string();
+    let Ok(rest) = path.strip_prefix("/proc") else {
+        return false;
+    };
+    rest.components().next().is_some_and(|first| {
+        let first = first.as_os_str();
+        first == "self" || first == "thread-self" || first == own.as_str()
+    }) || rest.starts_with("sys/vm/overcommit_memory")
+}
+
+/// The flags of an open.
+fn open_flags(flags: OpenFlags, args: &[u64; 6]) -> Option<i32> {
+    match flags {
+        OpenFlags::Arg(i) => Some(args[i] as i32),
+        OpenFlags::Create => Some(libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC),
+        OpenFlags::How(i) => {
+            let mut flags = [0u8; 8];
+            (read_memory(args[i], &mut flags) == 8).then(|| u64::from_ne_bytes(flags) as i32)
+        }
+    }
+}
+
+/// Reads what this process holds at `address` into `buffer`, page by page, through
+/// `process_vm_readv` (a bad address gives an error, not a fault); returns how much was
+/// read.
+fn read_memory(address: u64, buffer: &mut [u8]) -> usize {
+    const PAGE: u64 = 4096;
+    // SAFETY: getpid has no preconditions.
+    let own = unsafe { libc::getpid() };
+    let mut done = 0;
+    while done < buffer.len() {
+        let at = address + done as u64;
+        let chunk = ((PAGE - at % PAGE) as usize).min(buffer.len() - done);
+        let local = libc::iovec {
+            iov_base: buffer[done..].as_mut_ptr().cast(),
+            iov_len: chunk,
+        };
+        let remote = libc::iovec {
+            iov_base: at as *mut libc::c_void,
+            iov_len: chunk,
+        };
+        // SAFETY: the local iovec covers `chunk` bytes of `buffer`; the remote one is only
+        // read by the kernel, which checks it.
+        let got = unsafe { libc::process_vm_readv(own, &local, 1, &remote, 1, 0) };
+        if got <= 0 {
+            break;
+        }
+        done += got as usize;
+        if (got as usize) < chunk {
+            break;
+        }
+    }
+    done
+}
+
+/// The NUL-terminated path at `address`.
+fn read_path(address: u64) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut text = Vec::new();
+    let mut chunk = [0u8; 256];
+    while text.len() < PATH_MAX {
+        let got = read_memory(address + text.len() as u64, &mut chunk);
+        if got == 0 {
+            return None;
+        }
+        if let Some(end) = chunk[..got].iter().position(|b| *b == 0) {
+            text.extend_from_slice(&chunk[..end]);
+            return Some(PathBuf::from(std::ffi::OsStr::from_bytes(&text)));
+        }
+        text.extend_from_slice(&chunk[..got]);
+    }
+    None
+}
+
+/// `path` made absolute against the folder descriptor `dir` (`AT_FDCWD`: the working
+/// directory); an empty path names `dir` itself (`AT_EMPTY_PATH`). `.` and `..` are taken out.
+fn resolve(dir: i32, path: &Path) -> Option<PathBuf> {
+    if path.is_absolute() {
+        return Some(crate::sandbox::grant::normalize(path));
+    }
+    let base = if dir == libc::AT_FDCWD {
+        std::env::current_dir().ok()?
+    } else {
+        std::fs::read_link(format!("/proc/self/fd/{dir}")).ok()?
+    };
+    if path.as_os_str().is_empty() {
+        return Some(base);
+    }
+    Some(crate::sandbox::grant::normalize(&base.join(path)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_paths_and_resolves_them() {
+        let text = b"/a/b/../c\0";
+        assert_eq!(
+            read_path(text.as_ptr() as u64).as_deref(),
+            Some(Path::new("/a/b/../c"))
+        );
+        assert_eq!(read_path(0), None);
+        assert_eq!(
+            resolve(libc::AT_FDCWD, Path::new("/a/b/../c")),
+            Some(PathBuf::from("/a/c"))
+        );
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(resolve(libc::AT_FDCWD, Path::new("x")), Some(cwd.join("x")));
+        let dir = std::fs::File::open("/usr").unwrap();
+        assert_eq!(
+            resolve(dir.as_raw_fd(), Path::new("lib/../bin")),
+            Some(PathBuf::from("/usr/bin"))
+        );
+        assert_eq!(
+            resolve(dir.as_raw_fd(), Path::new("")),
+            Some(PathBuf::from("/usr"))
+        );
+        assert!(own_process_file(Path::new("/proc/self/cgroup")));
+        assert!(!own_process_file(Path::new("/proc/1/environ")));
+    }
+}
