@@ -34,7 +34,7 @@ pub(super) struct PackArgs {
     #[arg(long, value_name = "KEY")]
     sign: Option<PathBuf>,
     /// A JSON file with the capabilities the plugin declares:
-    /// {"read": [paths], "write": [paths], "network": bool, "exec": [programs], "memoryMiB": n}.
+    /// {"read": ["PATH", ...], "write": ["PATH", ...], "network": true|false, "exec": ["PROGRAM", ...], "memoryMiB": N}.
     /// Without it the package asks for unrestricted access.
     #[arg(long, value_name = "FILE")]
     capabilities: Option<PathBuf>,

@@ -31,7 +31,7 @@
 //! A host that cannot retire anything (killed with SIGKILL, or crashed) takes its programs
 //! with it on Linux: each is started with `PR_SET_PDEATHSIG` = SIGKILL. The kernel sends that
 //! signal when the *thread* that forked the program ends, not the process, so every program
-//! is forked by one thread that lives as long as the host ([`spawn_on_spawner_thread`]);
+//! is forked by one thread that lives as long as the host (`spawn_on_spawner_thread`);
 //! and a host that died between the fork and the `prctl` is noticed (the parent is no longer
 //! the host) and the program never runs. What a program started in turn (its own children)
 //! is not covered.

@@ -46,7 +46,7 @@ const READ_AHEAD: usize = 64;
 
 /// The most one server-sent event may hold: 16 MiB, as one RPC or serve line. A larger one
 /// (a server that streams 50 MB without an event boundary) ends the turn with
-/// [`too_large`]'s message instead of being buffered whole.
+/// `too_large`'s message instead of being buffered whole.
 pub const MAX_EVENT_BYTES: usize = 16 << 20;
 
 /// How long a stream may go without an event before the turn ends (`streamIdleTimeout` in
