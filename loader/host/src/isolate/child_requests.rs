@@ -335,8 +335,12 @@ impl Answerer<'_> {
             // A confined child refused its plugin something (crate::sandbox::report).
             "denied" => {
                 let text = |key: &str| params.get(key).and_then(Value::as_str).unwrap_or_default();
-                *self.last_refusal.borrow_mut() =
-                    Some(format!("{}: {}", text("action"), text("reason")));
+                // One made while the child loaded the plugin arrives during the first call,
+                // but did not happen in it.
+                if params.get("atLoad") != Some(&Value::Bool(true)) {
+                    *self.last_refusal.borrow_mut() =
+                        Some(format!("{}: {}", text("action"), text("reason")));
+                }
                 crate::sandbox::report::show(self.state, params, services.as_ref())
             }
             _ => {}

@@ -58,7 +58,9 @@ pub fn denied(action: &str, reason: &str, grant: &Grant) {
 /// waited go first.
 pub fn send_to(out: LineWriter) {
     let mut sink = SINK.lock().unwrap_or_else(|e| e.into_inner());
-    for line in std::mem::take(&mut sink.pending) {
+    for mut line in std::mem::take(&mut sink.pending) {
+        // Refused while the child loaded the plugin, not during a call.
+        line["params"]["atLoad"] = true.into();
         out.line(&line);
     }
     sink.out = Some(out);
