@@ -82,7 +82,8 @@ mod linux {
         assert!(applied.lacking.is_empty(), "{:?}", applied.lacking);
         seccomp::apply(&grant).unwrap();
         if with_supervisor {
-            supervisor::start(&grant, &applied.also_readable, &applied.also_writable).unwrap();
+            supervisor::start(&grant, &applied.also_readable, &applied.also_writable, None)
+                .unwrap();
         }
         let allowed = CString::new(folder.join("file").to_str().unwrap()).unwrap();
         let refused = CString::new("/etc/hostname").unwrap();

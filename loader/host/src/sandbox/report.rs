@@ -7,9 +7,14 @@
 //! Landlock's, as the supervisor names them (`super::supervisor`). Refusals found before the
 //! protocol is up (in the plugin's static constructors, while the child loads it) wait and
 //! are sent right after the child's `hello` ([`send_to`]).
+//!
+//! The supervisor names a refused allocation or process while the plugin's thread may hold
+//! the memory allocator's locks, so it cannot allocate: [`Prepared`] holds the words known
+//! ahead, and [`Prepared::denied_without_allocating`] writes the line from the stack.
 
 use std::sync::Mutex;
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::Grant;
@@ -51,6 +56,105 @@ pub fn denied(action: &str, reason: &str, grant: &Grant) {
         Some(out) => out.line(&line),
         None if sink.pending.len() < MAX_PENDING => sink.pending.push(line),
         None => {}
+    }
+}
+
+/// The longest `denied` line sent without allocating (a longer one is left to [`denied`]).
+const LINE_MAX: usize = 8192;
+
+/// A `denied` notification as written on the wire.
+#[derive(Serialize)]
+struct Notification<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    method: &'static str,
+    params: Params<'a>,
+}
+
+/// Its `params` (the same keys [`denied`] writes).
+#[derive(Serialize)]
+struct Params<'a> {
+    action: &'a str,
+    reason: &'a str,
+    plugin: &'a str,
+    grant: &'a str,
+    source: &'a str,
+}
+
+impl<'a> Notification<'a> {
+    fn new(action: &'a str, reason: &'a str, prepared: &'a Prepared) -> Self {
+        Notification {
+            kind: "notification",
+            method: "denied",
+            params: Params {
+                action,
+                reason,
+                plugin: &prepared.plugin,
+                grant: &prepared.grant,
+                source: &prepared.source,
+            },
+        }
+    }
+}
+
+/// The words of a `denied` notification known ahead (the grant's), so that one can be sent
+/// later without allocating.
+pub struct Prepared {
+    plugin: String,
+    grant: String,
+    source: String,
+    /// The line's length with an empty action and reason.
+    fixed: usize,
+}
+
+impl Prepared {
+    /// Prepares the notifications of `grant`'s refusals.
+    pub fn new(grant: &Grant) -> Self {
+        let mut prepared = Prepared {
+            plugin: grant.plugin.clone(),
+            grant: grant.summary(),
+            source: grant.source.clone(),
+            fixed: 0,
+        };
+        prepared.fixed = serde_json::to_vec(&Notification::new("", "", &prepared))
+            .map_or(usize::MAX, |line| line.len());
+        prepared
+    }
+
+    /// Sends a `denied` notification for `action` with `reason` as [`denied`] does, but
+    /// without allocating and without waiting for a lock: the line is written on the stack
+    /// (serde_json writes into a slice without allocating), and only if nobody holds the
+    /// refusals' lock (its holder may be allocating, and the allocator's lock may be held
+    /// by the thread whose call is refused). `false`: not sent (the lock was held, the
+    /// protocol is not up yet, or the line is too long); send it another way.
+    pub fn denied_without_allocating(&self, action: &str, reason: &str) -> bool {
+        // Escaping writes at most six bytes for one (`\u001f`).
+        let longest = self.fixed.saturating_add(6 * (action.len() + reason.len()));
+        if longest > LINE_MAX {
+            return false;
+        }
+        let mut buffer = [0u8; LINE_MAX];
+        let mut rest = &mut buffer[..];
+        // Cannot fail: the buffer holds the longest line (a failure would allocate its error).
+        if serde_json::to_writer(&mut rest, &Notification::new(action, reason, self)).is_err() {
+            return false;
+        }
+        let written = LINE_MAX - rest.len();
+        let Ok(line) = std::str::from_utf8(&buffer[..written]) else {
+            return false;
+        };
+        let Ok(sink) = SINK.try_lock() else {
+            return false;
+        };
+        match &sink.out {
+            // LineWriter::text writes the text and a newline to a file: no allocation; its
+            // own lock is held only around those writes.
+            Some(out) => {
+                out.text(line);
+                true
+            }
+            None => false,
+        }
     }
 }
 
