@@ -373,6 +373,17 @@ fn without_the_grant_every_attack_is_refused_and_named_and_the_session_goes_on()
         "{:?}",
         run.errors
     );
+    // Named before the plugin saw its allocation fail.
+    let reported = run.position(|l| {
+        l["type"] == "extension_error" && l["error"].as_str().unwrap().contains(MEMORY_REFUSED)
+    });
+    let answered = run.position(|l| {
+        l["type"] == "tool_execution_end"
+            && l["result"]["content"][0]["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("alloc: "))
+    });
+    assert!(reported < answered, "{:?}", run.lines);
     // And in the hook trace, as refused actions of the plugin.
     let denied: Vec<Value> = run
         .stderr()

@@ -3,7 +3,8 @@
 //! (user notification) to a supervisor thread in the same child, which makes each call
 //! itself and hands back its result. When the call failed and the grant explains why (the
 //! path is outside it), a `denied` report ([`super::report`]) goes to the host before the
-//! plugin's call returns.
+//! plugin's call returns. It names the two limits the same way: an allocation past
+//! `memoryMiB` (`memory`) and a process past the bound on processes (`processes`).
 //!
 //! Why making the call again is exact: the supervisor is a thread of the same process, so it
 //! shares the descriptor table, the working directory, the memory the call's pointers point
@@ -20,6 +21,10 @@
 //! `rename`, `renameat`, `link`, `symlink`), and, when the grant runs programs, `execve`
 //! and `execveat` (without `exec` the seccomp trap filter refuses those, and its verdict
 //! comes first). Calls Landlock does not govern (`stat`, `readlink`, `chmod`, ...) are not.
+//! With `memoryMiB`: `mmap`, `mremap` and `brk`. With `exec` (and not as root, whom
+//! `RLIMIT_NPROC` does not bind): `fork` and `vfork` (x86-64), `clone` without
+//! `CLONE_THREAD` (the filter tests its flags) and `clone3` (its flags are in memory: every
+//! `clone3`, threads too, comes to the supervisor, which reads them).
 //!
 //! How each is answered:
 //! - A call from another process (a program the plugin started inherits the filter): the
@@ -28,6 +33,13 @@
 //! - `execve` / `execveat`: a program the grant does not name is refused (`EACCES`, as
 //!   Landlock would) and reported, with the words of the host's own `exec` check; a granted
 //!   one runs as made.
+//! - `mmap`, `mremap`, `brk`: made again (the same address space: the mapping made is the
+//!   plugin's) and the result handed back. One that failed for lack of room under
+//!   `RLIMIT_AS` is named, once per burst of retries (`memory`).
+//! - A new process: the supervisor cannot make it for the plugin, so it starts a probe (a
+//!   `CLONE_VM | CLONE_VFORK` child that ends at once, `processes`); if the kernel refuses
+//!   the probe with `EAGAIN`, the plugin's call is answered `EAGAIN` and named, otherwise it
+//!   runs as made. A new thread runs as made.
 //! - Anything else is made again by the supervisor and its result handed back. A refusal
 //!   (`EACCES`, `EPERM`, or `EXDEV` for a rename or link across rules) of a path neither the
 //!   grant nor the sandbox's own rules (the system's libraries, the plugin's file, ...)
@@ -35,13 +47,28 @@
 //!   own permissions) is the plugin's business and is not.
 //!
 //! The supervisor allocates nothing while it answers (a plugin thread may hold the memory
-//! allocator's lock while it opens a file); naming a refusal (reading the path, resolving
-//! it, the report) happens on a second thread (`naming`), which the supervisor waits for at
-//! most a second before it answers anyway. The calls and where their paths are: `calls`.
+//! allocator's lock while it opens a file, and does while it calls `mmap` or `brk` inside
+//! `malloc`, or `fork`); naming a refusal (reading the path, resolving it, the report)
+//! happens on a second thread (`naming`), which the supervisor waits for at most a second
+//! before it answers anyway. A limit is named by that thread too, without allocating (the
+//! words and the line are written on the stack, the line sent only if the refusals' lock is
+//! free, else as any refusal), and the supervisor waits for it at most 100 ms: a plugin that
+//! gives up at once (`abort()` when `malloc` fails) is still reported with its refusal, and
+//! a naming thread held up (by the allocator's lock, should the protocol's buffer have to
+//! grow) holds nothing up for long. The calls and where their paths are: `calls`.
 //!
 //! Limits:
 //! - An open that blocks (a FIFO without a writer) blocks the supervisor, and every other
-//!   notified call waits with it.
+//!   notified call waits with it (with `memoryMiB`, every `mmap` too). While the supervisor
+//!   waits for a refusal to be named, a thread's `mmap` inside `malloc` waits too; should
+//!   the naming thread need that thread's allocator lock, both wait until the supervisor
+//!   gives up (a second) and answers.
+//! - Not named: a new thread past the process bound (threads count, only new processes are
+//!   checked); a fork that another thread's fork overtook between the probe and the call;
+//!   a `PROT_NONE` reservation (the C library reserves 128 MiB per new arena so, and falls
+//!   back to less); growth by `mprotect` or the stack; an `ENOMEM` for another cause than
+//!   the limit (too many mappings, no free range). A kernel before 5.19 restarts an
+//!   interrupted call the supervisor made: a `mremap` that moved the mapping then fails.
 //! - Every notified call is a round trip between two threads (BENCHMARKS.md §13; on
 //!   Linux 6.6 and later both are woken on the same CPU, `SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP`).
 //! - A refusal in a process the plugin started is not named.
@@ -120,8 +147,10 @@ pub fn start(
     if grant.memory_mib.is_some() {
         numbers.extend(MEMORY_CALLS.iter().map(|(number, _)| *number));
     }
-    // Without `exec` the trap filter refuses new processes outright.
-    let processes = !grant.exec.is_empty();
+    // Without `exec` the trap filter refuses new processes outright; root is not bound
+    // (RLIMIT_NPROC does not bind it), so there is nothing to name.
+    // SAFETY: geteuid has no preconditions.
+    let processes = !grant.exec.is_empty() && unsafe { libc::geteuid() } != 0;
     if processes {
         numbers.extend_from_slice(PROCESS_CALLS);
     }
