@@ -122,39 +122,52 @@ impl Prepared {
     }
 
     /// Sends a `denied` notification for `action` with `reason` as [`denied`] does, but
-    /// without allocating and without waiting for a lock: the line is written on the stack
-    /// (serde_json writes into a slice without allocating), and only if nobody holds the
-    /// refusals' lock (its holder may be allocating, and the allocator's lock may be held
-    /// by the thread whose call is refused). `false`: not sent (the lock was held, the
-    /// protocol is not up yet, or the line is too long); send it another way.
+    /// without allocating and without waiting for the refusals' lock: the line is written
+    /// on the stack (serde_json writes into a slice without allocating), and sent only if
+    /// nobody holds that lock (its holder may be allocating, and the allocator's lock may
+    /// be held by the thread whose call is refused). The protocol's writer may still
+    /// allocate (with the ring transport its buffer grows past the longest line it sent
+    /// before) and waits for its own lock, held while a line is written. `false`: not sent
+    /// (the lock was held, the protocol is not up yet, or the line is too long); send it
+    /// another way.
     pub fn denied_without_allocating(&self, action: &str, reason: &str) -> bool {
-        // Escaping writes at most six bytes for one (`\u001f`).
-        let longest = self.fixed.saturating_add(6 * (action.len() + reason.len()));
-        if longest > LINE_MAX {
-            return false;
-        }
         let mut buffer = [0u8; LINE_MAX];
-        let mut rest = &mut buffer[..];
-        // Cannot fail: the buffer holds the longest line (a failure would allocate its error).
-        if serde_json::to_writer(&mut rest, &Notification::new(action, reason, self)).is_err() {
-            return false;
-        }
-        let written = LINE_MAX - rest.len();
-        let Ok(line) = std::str::from_utf8(&buffer[..written]) else {
+        let Some(line) = self.line_on_stack(action, reason, &mut buffer) else {
             return false;
         };
         let Ok(sink) = SINK.try_lock() else {
             return false;
         };
         match &sink.out {
-            // LineWriter::text writes the text and a newline to a file: no allocation; its
-            // own lock is held only around those writes.
+            // LineWriter::text writes the text and a newline (to a file, or into the ring
+            // transport's buffer) under its own lock.
             Some(out) => {
                 out.text(line);
                 true
             }
             None => false,
         }
+    }
+}
+
+impl Prepared {
+    /// The notification's line, written into `buffer` (`None`: it does not fit).
+    fn line_on_stack<'b>(
+        &self,
+        action: &str,
+        reason: &str,
+        buffer: &'b mut [u8; LINE_MAX],
+    ) -> Option<&'b str> {
+        // Escaping writes at most six bytes for one (`\u001f`).
+        let longest = self.fixed.saturating_add(6 * (action.len() + reason.len()));
+        if longest > LINE_MAX {
+            return None;
+        }
+        let mut rest = &mut buffer[..];
+        // Cannot fail: the buffer holds the longest line (a failure would allocate its error).
+        serde_json::to_writer(&mut rest, &Notification::new(action, reason, self)).ok()?;
+        let written = LINE_MAX - rest.len();
+        std::str::from_utf8(&buffer[..written]).ok()
     }
 }
 
@@ -185,5 +198,50 @@ pub fn show(state: &PluginState, params: &Value, services: &dyn HostServices) {
     });
     if crate::observe::trace::on() {
         crate::observe::trace::action(state, "denied", params, Err(&message), None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_written_on_the_stack_is_the_same_notification() {
+        let grant = Grant {
+            plugin: "gate".into(),
+            source: "package \"gate\" 1.0".into(),
+            read: vec!["/tmp/a\nb".into()],
+            write: Vec::new(),
+            network: false,
+            exec: vec!["git".into()],
+            exec_paths: Vec::new(),
+            memory_mib: Some(64),
+        };
+        let prepared = Prepared::new(&grant);
+        let mut buffer = [0u8; LINE_MAX];
+        let reason = "allocation of 1 MiB refused: \u{1f}";
+        let line = prepared
+            .line_on_stack("memory", reason, &mut buffer)
+            .unwrap();
+        let value: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(value["type"], "notification");
+        assert_eq!(value["method"], "denied");
+        assert_eq!(
+            value["params"],
+            json!({
+                "action": "memory",
+                "reason": reason,
+                "plugin": "gate",
+                "grant": grant.summary(),
+                "source": grant.source,
+            })
+        );
+        // Too long for the stack: left to `denied`.
+        let long = "x".repeat(LINE_MAX);
+        assert!(
+            prepared
+                .line_on_stack("memory", &long, &mut buffer)
+                .is_none()
+        );
     }
 }

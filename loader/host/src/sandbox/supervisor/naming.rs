@@ -90,8 +90,9 @@ impl NamingLink {
     /// Has the naming thread name `limit`, met by the call `id`, and waits at most
     /// [`LIMIT_WAIT`] for it to be sent: long enough that a plugin that gives up at once
     /// (`abort()` when an allocation fails, as Rust's allocator does) is reported with its
-    /// refusal, short enough that nothing stalls when the naming thread is busy (what it
-    /// does for a limit allocates nothing, so the refused thread's locks do not hold it).
+    /// refusal, short enough that nothing stalls long when the naming thread is held up.
+    /// What it does for a limit allocates nothing (but where the protocol's writer must
+    /// grow its buffer), so the allocator's lock the refused thread holds does not hold it.
     pub fn name_limit(&self, id: u64, limit: Limit) {
         let (number, argument) = limit.encode();
         self.send_job([id, number as u64, argument, 0, 0, 0, 0, 0], LIMIT_WAIT);
