@@ -117,6 +117,17 @@ impl Run {
 /// `pi-hooks run --mode json` with the hostile plugin and `settings` as the user's
 /// settings.json, one prompt per attack.
 fn run(world: &World, settings: &Value, extra: &[&str], prompts: &[&str]) -> Run {
+    run_with(world, settings, extra, prompts, |_| {})
+}
+
+/// [`run`], with `adjust` applied to the command first.
+fn run_with(
+    world: &World,
+    settings: &Value,
+    extra: &[&str],
+    prompts: &[&str],
+    adjust: impl FnOnce(&mut std::process::Command),
+) -> Run {
     std::fs::write(
         world.sandbox.agent_dir().join("settings.json"),
         settings.to_string(),
@@ -136,10 +147,9 @@ fn run(world: &World, settings: &Value, extra: &[&str], prompts: &[&str]) -> Run
     }
     args.extend_from_slice(extra);
     args.extend_from_slice(prompts);
-    let output = pi_hooks_tests::output_within(
-        world.sandbox.command(&args),
-        std::time::Duration::from_secs(60),
-    );
+    let mut command = world.sandbox.command(&args);
+    adjust(&mut command);
+    let output = pi_hooks_tests::output_within(command, std::time::Duration::from_secs(60));
     let lines: Vec<Value> = String::from_utf8_lossy(&output.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
@@ -193,6 +203,23 @@ fn run(world: &World, settings: &Value, extra: &[&str], prompts: &[&str]) -> Run
         run.stderr()
     );
     run
+}
+
+/// Held by the tests that fork many processes: `RLIMIT_NPROC` counts every process of the
+/// user, so one test's forks would eat another's bound.
+static FORKS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The words naming an allocation past a grant of `memoryMiB` 64.
+const MEMORY_REFUSED: &str = "allocation of 256 MiB refused: past the memory its grant allows (memoryMiB 64; the child's own needs are counted besides)";
+
+/// Makes `uid` the owner of `path` and everything beneath it.
+fn hand_over(path: &std::path::Path, uid: u32) {
+    std::os::unix::fs::lchown(path, Some(uid), Some(uid)).unwrap();
+    if path.is_dir() && !path.is_symlink() {
+        for entry in std::fs::read_dir(path).unwrap() {
+            hand_over(&entry.unwrap().path(), uid);
+        }
+    }
 }
 
 fn port(world: &World) -> String {
@@ -317,6 +344,7 @@ fn without_the_grant_every_attack_is_refused_and_named_and_the_session_goes_on()
         "sandbox denied exec: exec of \"/bin/sh\" denied: the grant of plugin hostile",
         "sandbox denied ptrace: refused by its seccomp filter: a confined plugin may not trace other processes",
         "sandbox denied kill of the host",
+        &format!("sandbox denied memory: {MEMORY_REFUSED}"),
     ] {
         let report = run.report(what);
         let text = report["error"].as_str().unwrap();
@@ -338,6 +366,24 @@ fn without_the_grant_every_attack_is_refused_and_named_and_the_session_goes_on()
             run.stderr()
         );
     }
+    // The C library's retries of the refused allocation (mmap, brk, mmap again) are one.
+    assert_eq!(
+        run.reports_with("sandbox denied memory"),
+        1,
+        "{:?}",
+        run.errors
+    );
+    // Named before the plugin saw its allocation fail.
+    let reported = run.position(|l| {
+        l["type"] == "extension_error" && l["error"].as_str().unwrap().contains(MEMORY_REFUSED)
+    });
+    let answered = run.position(|l| {
+        l["type"] == "tool_execution_end"
+            && l["result"]["content"][0]["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("alloc: "))
+    });
+    assert!(reported < answered, "{:?}", run.lines);
     // And in the hook trace, as refused actions of the plugin.
     let denied: Vec<Value> = run
         .stderr()
@@ -357,10 +403,17 @@ fn without_the_grant_every_attack_is_refused_and_named_and_the_session_goes_on()
         "{denied:?}\n{}",
         run.stderr()
     );
+    assert!(
+        denied
+            .iter()
+            .any(|l| l["args"]["action"] == "memory" && l["args"]["reason"] == MEMORY_REFUSED),
+        "{denied:?}"
+    );
 }
 
 #[test]
 fn with_the_matching_grant_each_succeeds_but_the_host_stays_out_of_reach() {
+    let _forks = FORKS.lock().unwrap_or_else(|e| e.into_inner());
     let world = world();
     let settings = json!({"sandbox": {"hostile": {
         "read": ["~/.ssh"],
@@ -465,6 +518,94 @@ fn with_exec_granted_an_execve_of_another_program_is_refused_and_named() {
         run.outcome("spawn")
     );
     assert_eq!(run.ran, ["echo after"]);
+}
+
+#[test]
+fn with_exec_granted_a_fork_past_the_bound_on_processes_is_refused_and_named() {
+    let _forks = FORKS.lock().unwrap_or_else(|e| e.into_inner());
+    let world = world();
+    let settings = json!({"sandbox": {"hostile": {"exec": ["sh"]}}});
+    // RLIMIT_NPROC binds nobody as root: there the run is made as the user `nobody`, who is
+    // handed the test's files.
+    use std::os::unix::fs::MetadataExt;
+    // /proc/self belongs to the process's effective user.
+    let root = std::fs::metadata("/proc/self").unwrap().uid() == 0;
+    let nobody = root.then(|| {
+        const NOBODY: u32 = 65534;
+        hand_over(world.sandbox.root(), NOBODY);
+        NOBODY
+    });
+    let run = run_with(
+        &world,
+        &settings,
+        &[],
+        &["forkbomb 100", "spawn", "after"],
+        |command| {
+            if let Some(user) = nobody {
+                use std::os::unix::process::CommandExt;
+                command.uid(user).gid(user);
+            }
+        },
+    );
+    // Stopped by RLIMIT_NPROC (its user's processes when it started, and 64 more) before
+    // 100, with the kernel's own answer.
+    let outcome = run.outcome("forkbomb");
+    let forks: usize = outcome
+        .strip_prefix("forkbomb: failed after ")
+        .and_then(|rest| rest.strip_suffix(" forks: Resource temporarily unavailable"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{outcome}"));
+    assert!(forks < 100, "{outcome}");
+    // Named once, with the grant.
+    let report = run.report(&format!(
+        "sandbox denied fork: fork refused: its grant allows at most 64 processes beyond what your user runs (exec: sh) [grant from {}: read: nothing; write: nothing; network: no; exec: sh]",
+        world.sandbox.agent_dir().join("settings.json").display()
+    ));
+    assert_eq!(report["extensionPath"], world.hostile.to_str().unwrap());
+    assert_eq!(
+        run.reports_with("sandbox denied fork"),
+        1,
+        "{:?}",
+        run.errors
+    );
+    // Its children were killed: it forks again (and runs its granted program), and the
+    // session went on.
+    assert_eq!(run.outcome("spawn"), "spawn: ok");
+    assert_eq!(run.ran, ["echo after"]);
+}
+
+#[test]
+fn a_crash_right_after_a_refused_allocation_is_reported_with_it_and_the_call_fails_closed() {
+    let world = world();
+    let settings = json!({"sandbox": {"hostile": {"memoryMiB": 64}}});
+    let run = run(&world, &settings, &[], &["oom 256", "after"]);
+    let crash = run
+        .errors
+        .iter()
+        .find(|e| e["event"] == "tool_call")
+        .unwrap_or_else(|| panic!("no crash report: {:?}", run.errors));
+    let text = crash["error"].as_str().unwrap();
+    assert!(
+        text.starts_with("plugin \"hostile\" crashed (SIGABRT) while handling tool_call")
+            && text.contains(&format!(
+                "while handling tool_call, just after its sandbox refused memory: {MEMORY_REFUSED}"
+            )),
+        "{text}"
+    );
+    run.report(&format!("sandbox denied memory: {MEMORY_REFUSED}"));
+    // Failed closed: the call was blocked, not let through.
+    let blocked = run.outcome("oom");
+    assert!(
+        blocked.starts_with("blocked because the isolated plugin \"hostile\" crashed"),
+        "{blocked}"
+    );
+    // The session went on: the next call is blocked while the plugin restarts, or handled.
+    assert!(
+        run.ran == ["echo after"] || run.outcome("after").starts_with("blocked because"),
+        "{:?} {:?}",
+        run.ran,
+        run.outcomes
+    );
 }
 
 #[test]

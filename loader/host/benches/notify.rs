@@ -2,11 +2,13 @@
 //! (`no_new_privs`, the limits, Landlock, the seccomp trap filter, exactly as
 //! `sandbox::confine` applies them) opens and closes a file its grant lets it read, with and
 //! without the supervisor's notifying filter (`sandbox::supervisor`), and opens a file
-//! outside its grant (refused; with the supervisor, named).
+//! outside its grant (refused; with the supervisor, named). Its grant has `memoryMiB`, so
+//! with the supervisor its `mmap`s are notified too: it maps and unmaps 64 KiB, and asks for
+//! a mapping past the limit (refused; with the supervisor, the first of the burst named).
 //!
 //! Each measurement is a child process (this executable again, `PI_HOOKS_BENCH_CHILD=with`
-//! or `without`): it confines itself, opens 200 times to warm up, then times 2000 opens and
-//! prints the nanoseconds per open. Children with and without the filter alternate, 31
+//! or `without`): it confines itself, makes each call 200 times to warm up, then times 2000
+//! and prints the nanoseconds per call. Children with and without the filter alternate, 31
 //! rounds; the medians and their ratio are printed.
 //!
 //! Run: `cargo bench -p pi-hooks-host --bench notify`.
@@ -45,8 +47,41 @@ mod linux {
             network: false,
             exec: Vec::new(),
             exec_paths: Vec::new(),
-            memory_mib: None,
+            memory_mib: Some(MEMORY_MIB),
         }
+    }
+
+    /// The grant's `memoryMiB`.
+    const MEMORY_MIB: u64 = 256;
+
+    /// Nanoseconds per `mmap` of `bytes` (private, anonymous, read-write) + `munmap` (a
+    /// refused one is timed as well).
+    fn time_maps(bytes: usize) -> f64 {
+        let once = || {
+            // SAFETY: a new private anonymous mapping, unmapped at once; nothing else is
+            // touched.
+            unsafe {
+                let at = libc::mmap(
+                    std::ptr::null_mut(),
+                    bytes,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                );
+                if at != libc::MAP_FAILED {
+                    libc::munmap(at, bytes);
+                }
+            }
+        };
+        for _ in 0..WARM_UP {
+            once();
+        }
+        let start = Instant::now();
+        for _ in 0..OPENS {
+            once();
+        }
+        start.elapsed().as_nanos() as f64 / OPENS as f64
     }
 
     /// Nanoseconds per `open` + `close` of `path` (the open's result is not checked: a
@@ -78,11 +113,14 @@ mod linux {
         let grant = grant(&folder);
         let exe = std::env::current_exe().unwrap();
         limits::apply(&grant).unwrap();
+        // As `sandbox::confine` does: opened before Landlock.
+        let room = supervisor::Room::open();
         let applied = landlock::apply(&grant, &exe, &[]).unwrap();
         assert!(applied.lacking.is_empty(), "{:?}", applied.lacking);
         seccomp::apply(&grant).unwrap();
         if with_supervisor {
-            supervisor::start(&grant, &applied.also_readable, &applied.also_writable).unwrap();
+            supervisor::start(&grant, &applied.also_readable, &applied.also_writable, room)
+                .unwrap();
         }
         let allowed = CString::new(folder.join("file").to_str().unwrap()).unwrap();
         let refused = CString::new("/etc/hostname").unwrap();
@@ -93,7 +131,14 @@ mod linux {
             libc::close(fd);
             assert!(libc::open(refused.as_ptr(), libc::O_RDONLY) < 0);
         }
-        println!("{} {}", time_opens(&allowed), time_opens(&refused));
+        let past = ((MEMORY_MIB + 512) << 20) as usize;
+        println!(
+            "{} {} {} {}",
+            time_opens(&allowed),
+            time_opens(&refused),
+            time_maps(64 << 10),
+            time_maps(past)
+        );
     }
 
     fn median(values: &mut [f64]) -> f64 {
@@ -109,7 +154,7 @@ mod linux {
         let folder = tempfile::tempdir().unwrap();
         std::fs::write(folder.path().join("file"), "x").unwrap();
         let exe = std::env::current_exe().unwrap();
-        let mut results: [(Vec<f64>, Vec<f64>); 2] = Default::default();
+        let mut results: [[Vec<f64>; 4]; 2] = Default::default();
         for _ in 0..ROUNDS {
             for (i, mode) in ["without", "with"].iter().enumerate() {
                 let output = Command::new(&exe)
@@ -123,20 +168,18 @@ mod linux {
                     String::from_utf8_lossy(&output.stderr)
                 );
                 let text = String::from_utf8_lossy(&output.stdout);
-                let mut numbers = text.split_whitespace().map(|n| n.parse::<f64>().unwrap());
-                results[i].0.push(numbers.next().unwrap());
-                results[i].1.push(numbers.next().unwrap());
+                let numbers = text.split_whitespace().map(|n| n.parse::<f64>().unwrap());
+                for (slot, number) in results[i].iter_mut().zip(numbers) {
+                    slot.push(number);
+                }
             }
         }
-        let [
-            (mut allowed_without, mut refused_without),
-            (mut allowed_with, mut refused_with),
-        ] = results;
-        let (a0, a1) = (median(&mut allowed_without), median(&mut allowed_with));
-        let (r0, r1) = (median(&mut refused_without), median(&mut refused_with));
-        println!("notify/open ({ROUNDS} rounds of {OPENS} opens + closes, medians):");
+        let [mut without, mut with] = results;
+        let [a0, r0, m0, p0] = without.each_mut().map(|v| median(v));
+        let [a1, r1, m1, p1] = with.each_mut().map(|v| median(v));
+        println!("notify ({ROUNDS} rounds of {OPENS} calls, medians):");
         println!(
-            "  allowed open: {a0:.0} ns without the supervisor, {a1:.0} ns with it: +{:.0} ns, {:.1}x",
+            "  allowed open+close: {a0:.0} ns without the supervisor, {a1:.0} ns with it: +{:.0} ns, {:.1}x",
             a1 - a0,
             a1 / a0
         );
@@ -144,6 +187,16 @@ mod linux {
             "  refused open: {r0:.0} ns without (silent), {r1:.0} ns with (named): +{:.0} ns, {:.1}x",
             r1 - r0,
             r1 / r0
+        );
+        println!(
+            "  mmap+munmap of 64 KiB: {m0:.0} ns without, {m1:.0} ns with: +{:.0} ns, {:.1}x",
+            m1 - m0,
+            m1 / m0
+        );
+        println!(
+            "  mmap past memoryMiB: {p0:.0} ns without (silent), {p1:.0} ns with (a burst, named once): +{:.0} ns, {:.1}x",
+            p1 - p0,
+            p1 / p0
         );
     }
 }

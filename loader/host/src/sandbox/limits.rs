@@ -13,7 +13,7 @@ const HOST_SLACK_MIB: u64 = 64;
 
 /// How many processes (and threads) a plugin granted `exec` may start beyond those its user
 /// runs already (`RLIMIT_NPROC` counts per user).
-const EXTRA_PROCESSES: u64 = 64;
+pub const EXTRA_PROCESSES: u64 = 64;
 
 /// The variables a confined child gets; all others are dropped (API keys and tokens in the
 /// host's environment never reach a plugin).

@@ -370,6 +370,9 @@ pub fn confine(grant: Grant, plugin: &Path, settings: &[PathBuf]) -> Result<(), 
         ));
     }
     limits::apply(&grant)?;
+    // Read by the supervisor to tell a refused allocation's cause; out of reach once
+    // Landlock is on.
+    let room = grant.memory_mib.and_then(|_| supervisor::Room::open());
     let landlock = landlock::apply(&grant, plugin, settings)?;
     let mut lacking = landlock.lacking;
     // SAFETY: geteuid has no preconditions.
@@ -378,9 +381,12 @@ pub fn confine(grant: Grant, plugin: &Path, settings: &[PathBuf]) -> Result<(), 
     }
     seccomp::apply(&grant)?;
     // Last: from here on the calling thread's path calls go through the supervisor.
-    if let Err(missing) =
-        supervisor::start(&grant, &landlock.also_readable, &landlock.also_writable)
-    {
+    if let Err(missing) = supervisor::start(
+        &grant,
+        &landlock.also_readable,
+        &landlock.also_writable,
+        room,
+    ) {
         lacking.push(missing);
     }
     if !lacking.is_empty() {

@@ -7,9 +7,14 @@
 //! Landlock's, as the supervisor names them (`super::supervisor`). Refusals found before the
 //! protocol is up (in the plugin's static constructors, while the child loads it) wait and
 //! are sent right after the child's `hello` ([`send_to`]).
+//!
+//! The supervisor names a refused allocation or process while the plugin's thread may hold
+//! the memory allocator's locks, so it cannot allocate: [`Prepared`] holds the words known
+//! ahead, and [`Prepared::denied_without_allocating`] writes the line from the stack.
 
 use std::sync::Mutex;
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::Grant;
@@ -54,6 +59,118 @@ pub fn denied(action: &str, reason: &str, grant: &Grant) {
     }
 }
 
+/// The longest `denied` line sent without allocating (a longer one is left to [`denied`]).
+const LINE_MAX: usize = 8192;
+
+/// A `denied` notification as written on the wire.
+#[derive(Serialize)]
+struct Notification<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    method: &'static str,
+    params: Params<'a>,
+}
+
+/// Its `params` (the same keys [`denied`] writes).
+#[derive(Serialize)]
+struct Params<'a> {
+    action: &'a str,
+    reason: &'a str,
+    plugin: &'a str,
+    grant: &'a str,
+    source: &'a str,
+}
+
+impl<'a> Notification<'a> {
+    fn new(action: &'a str, reason: &'a str, prepared: &'a Prepared) -> Self {
+        Notification {
+            kind: "notification",
+            method: "denied",
+            params: Params {
+                action,
+                reason,
+                plugin: &prepared.plugin,
+                grant: &prepared.grant,
+                source: &prepared.source,
+            },
+        }
+    }
+}
+
+/// The words of a `denied` notification known ahead (the grant's), so that one can be sent
+/// later without allocating.
+pub struct Prepared {
+    plugin: String,
+    grant: String,
+    source: String,
+    /// The line's length with an empty action and reason.
+    fixed: usize,
+}
+
+impl Prepared {
+    /// Prepares the notifications of `grant`'s refusals.
+    pub fn new(grant: &Grant) -> Self {
+        let mut prepared = Prepared {
+            plugin: grant.plugin.clone(),
+            grant: grant.summary(),
+            source: grant.source.clone(),
+            fixed: 0,
+        };
+        prepared.fixed = serde_json::to_vec(&Notification::new("", "", &prepared))
+            .map_or(usize::MAX, |line| line.len());
+        prepared
+    }
+
+    /// Sends a `denied` notification for `action` with `reason` as [`denied`] does, but
+    /// without allocating and without waiting for the refusals' lock: the line is written
+    /// on the stack (serde_json writes into a slice without allocating), and sent only if
+    /// nobody holds that lock (its holder may be allocating, and the allocator's lock may
+    /// be held by the thread whose call is refused). The protocol's writer may still
+    /// allocate (with the ring transport its buffer grows past the longest line it sent
+    /// before) and waits for its own lock, held while a line is written. `false`: not sent
+    /// (the lock was held, the protocol is not up yet, or the line is too long); send it
+    /// another way.
+    pub fn denied_without_allocating(&self, action: &str, reason: &str) -> bool {
+        let mut buffer = [0u8; LINE_MAX];
+        let Some(line) = self.line_on_stack(action, reason, &mut buffer) else {
+            return false;
+        };
+        let Ok(sink) = SINK.try_lock() else {
+            return false;
+        };
+        match &sink.out {
+            // LineWriter::text writes the text and a newline (to a file, or into the ring
+            // transport's buffer) under its own lock.
+            Some(out) => {
+                out.text(line);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl Prepared {
+    /// The notification's line, written into `buffer` (`None`: it does not fit).
+    fn line_on_stack<'b>(
+        &self,
+        action: &str,
+        reason: &str,
+        buffer: &'b mut [u8; LINE_MAX],
+    ) -> Option<&'b str> {
+        // Escaping writes at most six bytes for one (`\u001f`).
+        let longest = self.fixed.saturating_add(6 * (action.len() + reason.len()));
+        if longest > LINE_MAX {
+            return None;
+        }
+        let mut rest = &mut buffer[..];
+        // Cannot fail: the buffer holds the longest line (a failure would allocate its error).
+        serde_json::to_writer(&mut rest, &Notification::new(action, reason, self)).ok()?;
+        let written = LINE_MAX - rest.len();
+        std::str::from_utf8(&buffer[..written]).ok()
+    }
+}
+
 /// From now on refusals go to `out` (the serve protocol, after its `hello`); those that
 /// waited go first.
 pub fn send_to(out: LineWriter) {
@@ -83,5 +200,50 @@ pub fn show(state: &PluginState, params: &Value, services: &dyn HostServices) {
     });
     if crate::observe::trace::on() {
         crate::observe::trace::action(state, "denied", params, Err(&message), None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_written_on_the_stack_is_the_same_notification() {
+        let grant = Grant {
+            plugin: "gate".into(),
+            source: "package \"gate\" 1.0".into(),
+            read: vec!["/tmp/a\nb".into()],
+            write: Vec::new(),
+            network: false,
+            exec: vec!["git".into()],
+            exec_paths: Vec::new(),
+            memory_mib: Some(64),
+        };
+        let prepared = Prepared::new(&grant);
+        let mut buffer = [0u8; LINE_MAX];
+        let reason = "allocation of 1 MiB refused: \u{1f}";
+        let line = prepared
+            .line_on_stack("memory", reason, &mut buffer)
+            .unwrap();
+        let value: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(value["type"], "notification");
+        assert_eq!(value["method"], "denied");
+        assert_eq!(
+            value["params"],
+            json!({
+                "action": "memory",
+                "reason": reason,
+                "plugin": "gate",
+                "grant": grant.summary(),
+                "source": grant.source,
+            })
+        );
+        // Too long for the stack: left to `denied`.
+        let long = "x".repeat(LINE_MAX);
+        assert!(
+            prepared
+                .line_on_stack("memory", &long, &mut buffer)
+                .is_none()
+        );
     }
 }

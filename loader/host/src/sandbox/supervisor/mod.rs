@@ -3,7 +3,8 @@
 //! (user notification) to a supervisor thread in the same child, which makes each call
 //! itself and hands back its result. When the call failed and the grant explains why (the
 //! path is outside it), a `denied` report ([`super::report`]) goes to the host before the
-//! plugin's call returns.
+//! plugin's call returns. It names the two limits the same way: an allocation past
+//! `memoryMiB` (`memory`) and a process past the bound on processes (`processes`).
 //!
 //! Why making the call again is exact: the supervisor is a thread of the same process, so it
 //! shares the descriptor table, the working directory, the memory the call's pointers point
@@ -20,6 +21,10 @@
 //! `rename`, `renameat`, `link`, `symlink`), and, when the grant runs programs, `execve`
 //! and `execveat` (without `exec` the seccomp trap filter refuses those, and its verdict
 //! comes first). Calls Landlock does not govern (`stat`, `readlink`, `chmod`, ...) are not.
+//! With `memoryMiB`: `mmap`, `mremap` and `brk`. With `exec` (and not as root, whom
+//! `RLIMIT_NPROC` does not bind): `fork` and `vfork` (x86-64), `clone` without
+//! `CLONE_THREAD` (the filter tests its flags) and `clone3` (its flags are in memory: every
+//! `clone3`, threads too, comes to the supervisor, which reads them).
 //!
 //! How each is answered:
 //! - A call from another process (a program the plugin started inherits the filter): the
@@ -28,6 +33,13 @@
 //! - `execve` / `execveat`: a program the grant does not name is refused (`EACCES`, as
 //!   Landlock would) and reported, with the words of the host's own `exec` check; a granted
 //!   one runs as made.
+//! - `mmap`, `mremap`, `brk`: made again (the same address space: the mapping made is the
+//!   plugin's) and the result handed back. One that failed for lack of room under
+//!   `RLIMIT_AS` is named, once per burst of retries (`memory`).
+//! - A new process: the supervisor cannot make it for the plugin, so it starts a probe (a
+//!   `CLONE_VM | CLONE_VFORK` child that ends at once, `processes`); if the kernel refuses
+//!   the probe with `EAGAIN`, the plugin's call is answered `EAGAIN` and named, otherwise it
+//!   runs as made. A new thread runs as made.
 //! - Anything else is made again by the supervisor and its result handed back. A refusal
 //!   (`EACCES`, `EPERM`, or `EXDEV` for a rename or link across rules) of a path neither the
 //!   grant nor the sandbox's own rules (the system's libraries, the plugin's file, ...)
@@ -35,13 +47,28 @@
 //!   own permissions) is the plugin's business and is not.
 //!
 //! The supervisor allocates nothing while it answers (a plugin thread may hold the memory
-//! allocator's lock while it opens a file); naming a refusal (reading the path, resolving
-//! it, the report) happens on a second thread (`naming`), which the supervisor waits for at
-//! most a second before it answers anyway. The calls and where their paths are: `calls`.
+//! allocator's lock while it opens a file, and does while it calls `mmap` or `brk` inside
+//! `malloc`, or `fork`); naming a refusal (reading the path, resolving it, the report)
+//! happens on a second thread (`naming`), which the supervisor waits for at most a second
+//! before it answers anyway. A limit is named by that thread too, without allocating (the
+//! words and the line are written on the stack, the line sent only if the refusals' lock is
+//! free, else as any refusal), and the supervisor waits for it at most 100 ms: a plugin that
+//! gives up at once (`abort()` when `malloc` fails) is still reported with its refusal, and
+//! a naming thread held up (by the allocator's lock, should the protocol's buffer have to
+//! grow) holds nothing up for long. The calls and where their paths are: `calls`.
 //!
 //! Limits:
 //! - An open that blocks (a FIFO without a writer) blocks the supervisor, and every other
-//!   notified call waits with it.
+//!   notified call waits with it (with `memoryMiB`, every `mmap` too). While the supervisor
+//!   waits for a refusal to be named, a thread's `mmap` inside `malloc` waits too; should
+//!   the naming thread need that thread's allocator lock, both wait until the supervisor
+//!   gives up (a second) and answers.
+//! - Not named: a new thread past the process bound (threads count, only new processes are
+//!   checked); a fork that another thread's fork overtook between the probe and the call;
+//!   a `PROT_NONE` reservation (the C library reserves 128 MiB per new arena so, and falls
+//!   back to less); growth by `mprotect` or the stack; an `ENOMEM` for another cause than
+//!   the limit (too many mappings, no free range). A kernel before 5.19 restarts an
+//!   interrupted call the supervisor made: a `mremap` that moved the mapping then fails.
 //! - Every notified call is a round trip between two threads (BENCHMARKS.md §13; on
 //!   Linux 6.6 and later both are woken on the same CPU, `SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP`).
 //! - A refusal in a process the plugin started is not named.
@@ -59,7 +86,9 @@
 //!   a `mkdir` then fails with `EEXIST`.
 
 mod calls;
+mod memory;
 mod naming;
+mod processes;
 
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
@@ -68,7 +97,10 @@ use std::time::Duration;
 
 use super::Grant;
 use calls::{Access, CALLS, call, returns_descriptor};
-use naming::{Namer, NamingLink, Verdict, start_naming};
+pub use memory::Room;
+use memory::{Burst, MEMORY_CALLS, MemoryCall, memory_call, refused_size};
+use naming::{Limit, Namer, NamingLink, Verdict, start_naming};
+use processes::{PROCESS_CALLS, new_process_refused, starts_process};
 
 /// `seccomp_data.arch` of this machine's own system calls (`AUDIT_ARCH_X86_64`:
 /// `EM_X86_64` with the 64-bit and little-endian bits).
@@ -92,12 +124,14 @@ const NAMING_WAIT: Duration = Duration::from_millis(1000);
 /// applied, `no_new_privs` set) process is in: the naming and supervising threads, then
 /// the notifying filter on the calling thread. `also_readable` / `also_writable`: what the
 /// sandbox lets the child reach besides `grant`. `Err`: what is missing, in the words of
-/// the "confined without ..." line.
+/// the "confined without ..." line. `room`: what names a refused allocation's cause
+/// ([`Room::open`], before Landlock).
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub fn start(
     grant: &Grant,
     also_readable: &[PathBuf],
     also_writable: &[PathBuf],
+    room: Option<Room>,
 ) -> Result<(), String> {
     let missing = |why: &dyn std::fmt::Display| {
         format!(
@@ -105,18 +139,29 @@ pub fn start(
         )
     };
     user_notification_available().map_err(|e| missing(&e))?;
-    let numbers: Vec<i64> = CALLS
+    let mut numbers: Vec<i64> = CALLS
         .iter()
         .filter(|c| !matches!(c.access, Access::Exec) || !grant.exec.is_empty())
         .map(|c| c.number)
         .collect();
-    let program = filter(&numbers);
+    if grant.memory_mib.is_some() {
+        numbers.extend(MEMORY_CALLS.iter().map(|(number, _)| *number));
+    }
+    // Without `exec` the trap filter refuses new processes outright; root is not bound
+    // (RLIMIT_NPROC does not bind it), so there is nothing to name.
+    // SAFETY: geteuid has no preconditions.
+    let processes = !grant.exec.is_empty() && unsafe { libc::geteuid() } != 0;
+    if processes {
+        numbers.extend_from_slice(PROCESS_CALLS);
+    }
+    let program = filter(&numbers, processes);
     // Within the sandbox's reach: the grant, and what the child needs to run.
     let mut reach = grant.clone();
     reach.read.extend_from_slice(also_readable);
     reach.write.extend_from_slice(also_writable);
     let namer = Namer {
         grant: grant.clone(),
+        prepared: super::report::Prepared::new(grant),
         reach,
     };
     let (to_supervisor, listener) = std::sync::mpsc::channel::<OwnedFd>();
@@ -143,7 +188,7 @@ pub fn start(
                     )
                 };
                 LISTENER.store(fd, Ordering::Release);
-                supervise(fd, &link);
+                supervise(fd, &link, room.as_ref());
             }
         })
         .map_err(|e| missing(&e))?;
@@ -160,6 +205,7 @@ pub fn start(
     _grant: &Grant,
     _also_readable: &[PathBuf],
     _also_writable: &[PathBuf],
+    _room: Option<Room>,
 ) -> Result<(), String> {
     Err("naming of the file accesses Landlock refuses (only on x86-64 and AArch64; Landlock still refuses them, unnamed)".to_owned())
 }
@@ -185,45 +231,61 @@ fn user_notification_available() -> std::io::Result<()> {
 }
 
 /// The notifying filter: the calls in `numbers` of this machine's own ABI are sent to the
-/// listener, everything else is allowed (the trap filter, installed before, still judges
-/// it; seccomp runs every filter and the strictest answer wins, so a call the trap filter
-/// refuses is refused, not notified).
+/// listener, and with `new_processes` a `clone` without `CLONE_THREAD` too; everything else
+/// is allowed (the trap filter, installed before, still judges it; seccomp runs every
+/// filter and the strictest answer wins, so a call the trap filter refuses is refused, not
+/// notified).
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-fn filter(numbers: &[i64]) -> Vec<libc::sock_filter> {
+fn filter(numbers: &[i64], new_processes: bool) -> Vec<libc::sock_filter> {
     let n = numbers.len();
-    assert!(n < 250, "a BPF jump reaches at most 255 instructions");
+    assert!(n < 240, "a BPF jump reaches at most 255 instructions");
     let statement = |code: u32, k: u32| libc::sock_filter {
         code: code as u16,
         jt: 0,
         jf: 0,
         k,
     };
-    // Compares the accumulator with `k`: `jt` / `jf` instructions forward when equal / not.
-    let jump_if_equal = |k: u32, jt: usize, jf: usize| libc::sock_filter {
-        code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
+    // Compares the accumulator with `k` (`BPF_JEQ`) or tests its bits (`BPF_JSET`): `jt` /
+    // `jf` instructions forward when true / not.
+    let jump = |test: u32, k: u32, jt: usize, jf: usize| libc::sock_filter {
+        code: (libc::BPF_JMP | test | libc::BPF_K) as u16,
         jt: jt as u8,
         jf: jf as u8,
         k,
     };
-    let mut program = Vec::with_capacity(n + 5);
+    // The clone check's instructions, between the comparisons and "allow".
+    let check = if new_processes { 3 } else { 0 };
+    // Where "allow" and "notify" are: the last two instructions.
+    let allow = 3 + n + check;
+    let notify = allow + 1;
+    let mut program = Vec::with_capacity(notify + 1);
     // 0: load seccomp_data.arch (a u32 at offset 4).
     program.push(statement(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 4));
-    // 1: another ABI's call jumps to instruction 3 + n, "allow" (the trap filter, which
-    //    checks the ABI itself, judges it).
-    program.push(jump_if_equal(AUDIT_ARCH, 0, n + 1));
+    // 1: another ABI's call: "allow" (the trap filter, which checks the ABI itself, judges
+    //    it).
+    program.push(jump(libc::BPF_JEQ, AUDIT_ARCH, 0, allow - 2));
     // 2: load seccomp_data.nr (an int at offset 0).
     program.push(statement(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 0));
-    // 3 .. 3 + n: one comparison per notified call; the i-th jumps n - i forward, to the
-    //    last instruction, "notify"; otherwise on to the next comparison.
+    // 3 .. 3 + n: one comparison per notified call: equal, on to "notify"; otherwise on to
+    //    the next instruction.
     for (i, number) in numbers.iter().enumerate() {
-        program.push(jump_if_equal(*number as u32, n - i, 0));
+        program.push(jump(libc::BPF_JEQ, *number as u32, notify - (3 + i) - 1, 0));
     }
-    // 3 + n: none of them: allow.
+    if new_processes {
+        // 3 + n: not clone: "allow".
+        program.push(jump(libc::BPF_JEQ, libc::SYS_clone as u32, 0, 2));
+        // Load the low half of its flags (seccomp_data.args[0] at offset 16, little-endian
+        // on both machines).
+        program.push(statement(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 16));
+        // A thread: "allow"; a new process: "notify".
+        program.push(jump(libc::BPF_JSET, libc::CLONE_THREAD as u32, 0, 1));
+    }
+    // allow.
     program.push(statement(
         libc::BPF_RET | libc::BPF_K,
         libc::SECCOMP_RET_ALLOW,
     ));
-    // 4 + n: notify the listener.
+    // notify the listener.
     program.push(statement(
         libc::BPF_RET | libc::BPF_K,
         libc::SECCOMP_RET_USER_NOTIF,
@@ -284,10 +346,34 @@ fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
 
+/// Makes the call `number` with `args` again, on this thread; `Err`: its error number.
+///
+/// # Safety
+/// `number` and `args` must be a call a thread of this process is making (a notified one):
+/// the kernel checks them as it would have for that thread, and what it does (a descriptor
+/// opened, a mapping made) is done for the same process.
+unsafe fn make_again(number: i64, a: &[u64; 6]) -> Result<i64, i32> {
+    // SAFETY: see the function's contract.
+    let result = unsafe {
+        libc::syscall(
+            number as libc::c_long,
+            a[0] as libc::c_long,
+            a[1] as libc::c_long,
+            a[2] as libc::c_long,
+            a[3] as libc::c_long,
+            a[4] as libc::c_long,
+            a[5] as libc::c_long,
+        )
+    };
+    if result < 0 { Err(errno()) } else { Ok(result) }
+}
+
 /// The supervisor's loop: takes each notification and answers it (see the module's text).
-fn supervise(fd: RawFd, link: &NamingLink) {
+fn supervise(fd: RawFd, link: &NamingLink, room: Option<&Room>) {
     // SAFETY: getpid has no preconditions.
     let own = unsafe { libc::getpid() };
+    let mut memory_bursts = Burst::default();
+    let mut process_bursts = Burst::default();
     loop {
         // SAFETY: an all-zero seccomp_notif is what RECV expects (it refuses anything else).
         let mut request: libc::seccomp_notif = unsafe { std::mem::zeroed() };
@@ -309,56 +395,83 @@ fn supervise(fd: RawFd, link: &NamingLink) {
         // SAFETY: tgkill with signal 0 sends nothing; it only says whether the thread
         // `pid` belongs to this process (ESRCH when not).
         let ours = unsafe { libc::syscall(libc::SYS_tgkill, own, request.pid, 0) } == 0;
-        let access = call(number).map(|c| c.access);
+        let args = request.data.args;
+        let continues = libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32;
         let mut made: Option<i64> = None;
-        match access {
-            None => response.flags = libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
-            Some(_) if !ours => response.flags = libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
-            Some(Access::Exec) => {
-                if link.ask(&request) == Verdict::Refuse {
-                    response.error = -libc::EACCES;
-                } else {
-                    response.flags = libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32;
-                }
+        if !ours {
+            response.flags = continues;
+        } else if let Some(memory) = memory_call(number) {
+            // SAFETY: the call the plugin's thread made, from a thread of the same process:
+            // the same address space, so the same mapping, made for it.
+            let answer = unsafe { make_again(number, &args) };
+            if let Some(size) = refused_size(room, memory, &args, answer)
+                && memory_bursts.starts_with(size)
+            {
+                link.name_limit(request.id, Limit::Memory(size));
             }
-            Some(_) => {
-                let a = request.data.args;
-                // SAFETY: the same call with the same arguments the plugin's thread made,
-                // from a thread of the same process (same memory, descriptors, working
-                // directory and Landlock domain); the kernel checks them as it would have.
-                let result = unsafe {
-                    libc::syscall(
-                        number as libc::c_long,
-                        a[0] as libc::c_long,
-                        a[1] as libc::c_long,
-                        a[2] as libc::c_long,
-                        a[3] as libc::c_long,
-                        a[4] as libc::c_long,
-                        a[5] as libc::c_long,
-                    )
-                };
-                if result < 0 {
-                    let error = errno();
-                    if matches!(error, libc::EACCES | libc::EPERM | libc::EXDEV) {
-                        link.ask(&request);
-                    }
-                    response.error = -error;
-                } else {
+            match answer {
+                Ok(result) => {
                     response.val = result;
-                    made = Some(result);
+                    if memory == MemoryCall::Map && args[3] & libc::MAP_FIXED as u64 == 0 {
+                        made = Some(result);
+                    }
+                }
+                Err(error) => response.error = -error,
+            }
+        } else if let Some(new_process) = starts_process(number, &args) {
+            if new_process && new_process_refused() {
+                response.error = -libc::EAGAIN;
+                if process_bursts.starts_with(0) {
+                    link.name_limit(request.id, Limit::Processes);
+                }
+            } else {
+                response.flags = continues;
+            }
+        } else {
+            match call(number).map(|c| c.access) {
+                None => response.flags = continues,
+                Some(Access::Exec) => {
+                    if link.ask(&request) == Verdict::Refuse {
+                        response.error = -libc::EACCES;
+                    } else {
+                        response.flags = continues;
+                    }
+                }
+                Some(_) => {
+                    // SAFETY: the same call with the same arguments the plugin's thread
+                    // made, from a thread of the same process (same memory, descriptors,
+                    // working directory and Landlock domain); the kernel checks them as it
+                    // would have.
+                    match unsafe { make_again(number, &args) } {
+                        Ok(result) => {
+                            response.val = result;
+                            made = Some(result);
+                        }
+                        Err(error) => {
+                            if matches!(error, libc::EACCES | libc::EPERM | libc::EXDEV) {
+                                link.ask(&request);
+                            }
+                            response.error = -error;
+                        }
+                    }
                 }
             }
         }
         // SAFETY: SEND reads the seccomp_notif_resp passed, a local of the right type.
         let sent = unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_SEND, &mut response) };
+        // The caller is gone (killed, or interrupted where the kernel lacks
+        // WAIT_KILLABLE_RECV): what was made for it is nobody's.
         if sent != 0
-            && let Some(descriptor) = made
-            && returns_descriptor(number)
+            && let Some(made) = made
         {
-            // The caller is gone (killed, or interrupted where the kernel lacks
-            // WAIT_KILLABLE_RECV): the descriptor opened for it is nobody's.
-            // SAFETY: the descriptor was opened by the call above and handed to no one.
-            unsafe { libc::close(descriptor as RawFd) };
+            if returns_descriptor(number) {
+                // SAFETY: the descriptor was opened by the call above and handed to no one.
+                unsafe { libc::close(made as RawFd) };
+            } else if memory_call(number) == Some(MemoryCall::Map) {
+                // SAFETY: the mapping was made by the call above (not over another one:
+                // MAP_FIXED is left alone) and its address handed to no one.
+                unsafe { libc::munmap(made as *mut libc::c_void, args[1] as usize) };
+            }
         }
     }
 }
@@ -369,7 +482,7 @@ mod tests {
 
     #[test]
     fn the_filter_jumps_to_notify_or_allow() {
-        let program = filter(&[10, 20, 30]);
+        let program = filter(&[10, 20, 30], false);
         assert_eq!(program.len(), 8);
         // A call of another ABI lands on "allow".
         assert_eq!(1 + 1 + program[1].jf as usize, 6);
@@ -380,5 +493,47 @@ mod tests {
             assert_eq!(3 + i + 1 + program[3 + i].jt as usize, 7);
         }
         assert_eq!(program[7].k, libc::SECCOMP_RET_USER_NOTIF);
+    }
+
+    /// Runs `program` on a `seccomp_data` with `nr` and `args[0]`, as the kernel would.
+    fn run(program: &[libc::sock_filter], nr: u32, arg0: u64) -> u32 {
+        let mut data = [0u8; 64];
+        data[0..4].copy_from_slice(&nr.to_ne_bytes());
+        data[4..8].copy_from_slice(&AUDIT_ARCH.to_ne_bytes());
+        data[16..24].copy_from_slice(&arg0.to_ne_bytes());
+        let word = |at: usize| u32::from_ne_bytes(data[at..at + 4].try_into().unwrap());
+        let (mut pc, mut a) = (0, 0u32);
+        loop {
+            let i = program[pc];
+            let code = u32::from(i.code);
+            if code == libc::BPF_LD | libc::BPF_W | libc::BPF_ABS {
+                a = word(i.k as usize);
+            } else if code == libc::BPF_RET | libc::BPF_K {
+                return i.k;
+            } else {
+                let test = if code & 0xf0 == libc::BPF_JSET {
+                    a & i.k != 0
+                } else {
+                    a == i.k
+                };
+                pc += usize::from(if test { i.jt } else { i.jf });
+            }
+            pc += 1;
+        }
+    }
+
+    #[test]
+    fn with_new_processes_a_clone_is_notified_by_its_flags() {
+        let program = filter(&[10, 20], true);
+        let notify = libc::SECCOMP_RET_USER_NOTIF;
+        let allow = libc::SECCOMP_RET_ALLOW;
+        let clone = libc::SYS_clone as u32;
+        assert_eq!(run(&program, 10, 0), notify);
+        assert_eq!(run(&program, 20, 0), notify);
+        assert_eq!(run(&program, 30, 0), allow);
+        assert_eq!(run(&program, clone, libc::SIGCHLD as u64), notify);
+        let thread = (libc::CLONE_VM | libc::CLONE_THREAD | libc::CLONE_SIGHAND) as u64;
+        assert_eq!(run(&program, clone, thread), allow);
+        assert_eq!(run(&filter(&[10], false), clone, 0), allow);
     }
 }

@@ -1,7 +1,11 @@
 //! Naming a refusal, on a thread of its own ([`start_naming`]): the supervisor passes it the
 //! call ([`NamingLink::ask`]); it reads the paths from the process's memory, resolves them,
-//! checks them against the grant and reports the refusal (or decides an `execve`).
+//! checks them against the grant and reports the refusal (or decides an `execve`). It also
+//! names the limits the supervisor met ([`NamingLink::name_limit`]: an allocation past
+//! `memoryMiB`, a process past the bound on processes) without allocating, since the
+//! refused thread may hold the memory allocator's locks.
 
+use std::fmt::Write as _;
 use std::io::Read;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -9,6 +13,7 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use super::calls::{Access, OpenFlags, call};
+use super::memory::Size;
 use super::{LISTENER, NAMING_WAIT, block_signals};
 use crate::sandbox::Grant;
 
@@ -27,6 +32,33 @@ pub enum Verdict {
 /// One call passed to the naming thread: id, number, six arguments.
 const JOB_WORDS: usize = 8;
 
+/// A limit the supervisor met, passed as a job whose "number" is negative.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// An allocation of this many bytes past `memoryMiB`.
+    Memory(u64),
+    /// A new process past the bound on processes.
+    Processes,
+}
+
+impl Limit {
+    /// As a job's number and first argument.
+    fn encode(self) -> (i64, u64) {
+        match self {
+            Limit::Memory(size) => (-1, size),
+            Limit::Processes => (-2, 0),
+        }
+    }
+
+    fn decode(number: i64, argument: u64) -> Option<Limit> {
+        match number {
+            -1 => Some(Limit::Memory(argument)),
+            -2 => Some(Limit::Processes),
+            _ => None,
+        }
+    }
+}
+
 /// One answer of the naming thread: id and verdict.
 const VERDICT_BYTES: usize = 16;
 
@@ -42,7 +74,6 @@ impl NamingLink {
     /// Passes a call to the naming thread and waits at most [`NAMING_WAIT`] for its
     /// verdict; without one, [`Verdict::Proceed`].
     pub fn ask(&self, request: &libc::seccomp_notif) -> Verdict {
-        let mut job = [0u8; JOB_WORDS * 8];
         let words = [
             request.id,
             i64::from(request.data.nr) as u64,
@@ -53,6 +84,24 @@ impl NamingLink {
             request.data.args[4],
             request.data.args[5],
         ];
+        self.send_job(words, NAMING_WAIT)
+    }
+
+    /// Has the naming thread name `limit`, met by the call `id`, and waits at most
+    /// [`LIMIT_WAIT`] for it to be sent: long enough that a plugin that gives up at once
+    /// (`abort()` when an allocation fails, as Rust's allocator does) is reported with its
+    /// refusal, short enough that nothing stalls long when the naming thread is held up.
+    /// What it does for a limit allocates nothing (but where the protocol's writer must
+    /// grow its buffer), so the allocator's lock the refused thread holds does not hold it.
+    pub fn name_limit(&self, id: u64, limit: Limit) {
+        let (number, argument) = limit.encode();
+        self.send_job([id, number as u64, argument, 0, 0, 0, 0, 0], LIMIT_WAIT);
+    }
+
+    /// Writes one job and waits at most `wait` for its answer.
+    fn send_job(&self, words: [u64; JOB_WORDS], wait: std::time::Duration) -> Verdict {
+        let request_id = words[0];
+        let mut job = [0u8; JOB_WORDS * 8];
         for (slot, word) in job.chunks_exact_mut(8).zip(words) {
             slot.copy_from_slice(&word.to_ne_bytes());
         }
@@ -61,7 +110,7 @@ impl NamingLink {
         if wrote != job.len() as isize {
             return Verdict::Proceed;
         }
-        let deadline = Instant::now() + NAMING_WAIT;
+        let deadline = Instant::now() + wait;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -94,7 +143,7 @@ impl NamingLink {
             let mut id = [0u8; 8];
             id.copy_from_slice(&answer[..8]);
             // An answer that came too late for an earlier call is skipped.
-            if u64::from_ne_bytes(id) == request.id {
+            if u64::from_ne_bytes(id) == request_id {
                 return if answer[8] == 1 {
                     Verdict::Refuse
                 } else {
@@ -105,10 +154,15 @@ impl NamingLink {
     }
 }
 
+/// How long the supervisor waits for a limit to be named (see [`NamingLink::name_limit`]).
+const LIMIT_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// What the naming thread knows.
 pub struct Namer {
     /// The grant, for the reports' words.
     pub grant: Grant,
+    /// The grant's words, ready to be sent without allocating.
+    pub prepared: crate::sandbox::report::Prepared,
     /// The grant with what the sandbox also lets the child reach: a refusal of a path in it
     /// is not the grant's doing.
     pub reach: Grant,
@@ -137,7 +191,13 @@ pub fn start_naming(namer: Namer) -> std::io::Result<NamingLink> {
                 }
                 let mut args = [0u64; 6];
                 args.copy_from_slice(&words[2..8]);
-                let verdict = namer.name(words[0], words[1] as i64, &args);
+                let verdict = match Limit::decode(words[1] as i64, args[0]) {
+                    Some(limit) => {
+                        namer.name_limit(limit);
+                        Verdict::Proceed
+                    }
+                    None => namer.name(words[0], words[1] as i64, &args),
+                };
                 let mut answer = [0u8; VERDICT_BYTES];
                 answer[..8].copy_from_slice(&words[0].to_ne_bytes());
                 answer[8] = u8::from(verdict == Verdict::Refuse);
@@ -151,6 +211,42 @@ pub fn start_naming(namer: Namer) -> std::io::Result<NamingLink> {
 }
 
 impl Namer {
+    /// Reports `limit`, without allocating where it can (the words on the stack, the line
+    /// written from there); when the refusals' lock is held or the protocol is not up yet,
+    /// as any refusal.
+    fn name_limit(&self, limit: Limit) {
+        let mut reason = StackText::default();
+        let action = match limit {
+            Limit::Memory(size) => {
+                let _ = write!(
+                    reason,
+                    "allocation of {} refused: past the memory its grant allows (memoryMiB {}; the child's own needs are counted besides)",
+                    Size(size),
+                    self.grant.memory_mib.unwrap_or(0)
+                );
+                "memory"
+            }
+            Limit::Processes => {
+                let _ = write!(
+                    reason,
+                    "fork refused: its grant allows at most {} processes beyond what your user runs (exec: ",
+                    crate::sandbox::limits::EXTRA_PROCESSES
+                );
+                for (i, program) in self.grant.exec.iter().enumerate() {
+                    let _ = write!(reason, "{}{program}", if i > 0 { ", " } else { "" });
+                }
+                let _ = write!(reason, ")");
+                "fork"
+            }
+        };
+        if !self
+            .prepared
+            .denied_without_allocating(action, reason.as_str())
+        {
+            crate::sandbox::report::denied(action, reason.as_str(), &self.grant);
+        }
+    }
+
     /// Names the refusal of the call `id`, `number` with `args` (or decides an `execve`),
     /// reporting it when the grant explains it.
     fn name(&self, id: u64, number: i64, args: &[u64; 6]) -> Verdict {
@@ -231,6 +327,45 @@ impl Namer {
     }
 }
 
+/// Text written on the stack (cut at its capacity, on a character boundary).
+pub struct StackText {
+    bytes: [u8; 1024],
+    len: usize,
+}
+
+impl Default for StackText {
+    fn default() -> Self {
+        StackText {
+            bytes: [0; 1024],
+            len: 0,
+        }
+    }
+}
+
+impl StackText {
+    /// What was written.
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
+    }
+}
+
+impl std::fmt::Write for StackText {
+    fn write_str(&mut self, text: &str) -> std::fmt::Result {
+        let room = self.bytes.len() - self.len;
+        let mut take = text.len().min(room);
+        while !text.is_char_boundary(take) {
+            take -= 1;
+        }
+        self.bytes[self.len..self.len + take].copy_from_slice(&text.as_bytes()[..take]);
+        self.len += take;
+        if take < text.len() {
+            Err(std::fmt::Error)
+        } else {
+            Ok(())
+        }
+    }
+}
+
 /// Whether `path` is one of this process's own files under `/proc` (the runtime reads its
 /// cgroup and mount table there; Landlock refuses it, which is nobody's business).
 fn own_process_file(path: &Path) -> bool {
@@ -260,7 +395,7 @@ fn open_flags(flags: OpenFlags, args: &[u64; 6]) -> Option<i32> {
 /// Reads what this process holds at `address` into `buffer`, page by page, through
 /// `process_vm_readv` (a bad address gives an error, not a fault); returns how much was
 /// read.
-fn read_memory(address: u64, buffer: &mut [u8]) -> usize {
+pub fn read_memory(address: u64, buffer: &mut [u8]) -> usize {
     const PAGE: u64 = 4096;
     // SAFETY: getpid has no preconditions.
     let own = unsafe { libc::getpid() };
