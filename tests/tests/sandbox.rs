@@ -685,7 +685,13 @@ fn the_host_refuses_a_session_switch_outside_the_grant() {
     );
     // The switch inside the grant reached the session (which finds no such file). The other
     // report is the constructor's read of the key.
-    assert_eq!(run.sandbox_reports(), 2, "{:?}", run.errors);
+    assert_eq!(
+        run.sandbox_reports(),
+        2,
+        "{:?}\n{}",
+        run.errors,
+        run.stderr()
+    );
     run.report("sandbox denied read: read of");
     assert!(
         run.errors.iter().any(|e| e["event"] == "switch_session"

@@ -311,13 +311,13 @@ impl ServeChild {
         // protocol's (and the rings' with that transport); the child confines itself from
         // `--sandbox` before it loads the plugin.
         #[cfg(target_os = "linux")]
-        if launch.sandbox.is_some() {
+        if let Some(grant) = &launch.sandbox {
             let last = if ring_fd.is_some() {
                 RING_FD
             } else {
                 PROTOCOL_FD
             };
-            crate::sandbox::limits::prepare_command(&mut command, last);
+            crate::sandbox::limits::prepare_command(&mut command, last, grant);
         }
         let spawned = command.spawn();
         // The child has its copies; the host keeps only the reading end (and its mapping).

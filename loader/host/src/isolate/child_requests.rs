@@ -304,6 +304,10 @@ impl Answerer<'_> {
 
     fn notified(&self, method: &str, params: &Value) {
         let Ok(services) = self.services() else {
+            if method == "denied" {
+                // No session to show it in: stderr, so a refusal is never lost.
+                crate::sandbox::report::show_unbound(self.state, params);
+            }
             return;
         };
         if crate::observe::trace::on() {

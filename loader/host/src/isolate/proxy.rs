@@ -666,6 +666,13 @@ impl Proxy {
         let Some(child) = life.child.as_mut() else {
             return;
         };
+        if state.services().is_none() {
+            // Not bound to a session yet (the lines came right after the child's hello, a
+            // refusal of its load say): they wait for the session, or for the first call.
+            drop(life);
+            arm(state, UNBOUND_RETRY);
+            return;
+        }
         let answerer = Answerer::new(state, Some(ctx), None);
         if let Some(ended) = child.drain(&mut |line| answerer.take(line)) {
             self.fail(
@@ -914,6 +921,10 @@ impl Proxy {
         }
     }
 }
+
+/// How soon a proxy looks again at the lines its child sent while it was not yet bound to a
+/// session.
+const UNBOUND_RETRY: Duration = Duration::from_millis(20);
 
 /// Starts a one-shot timer of the proxy behind `state` after `delay` (its callback is
 /// [`on_timer`]). A retired proxy gets none.

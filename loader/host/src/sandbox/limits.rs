@@ -22,8 +22,8 @@ const KEPT_VARIABLES: &[&str] = &["HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "
 /// Sets up `command` (the `serve` child of a confined plugin): a clean environment (the
 /// `KEPT_VARIABLES`, a plain `PATH`, `TMPDIR`) and, in the forked child, every descriptor
 /// above the protocol's (`keep`) marked close-on-exec, so none the host inherited or opened
-/// reaches the plugin.
-pub fn prepare_command(command: &mut Command, keep: i32) {
+/// reaches the plugin. `grant` is the one the child will confine itself to.
+pub fn prepare_command(command: &mut Command, keep: i32, grant: &Grant) {
     let kept: Vec<(String, std::ffi::OsString)> = KEPT_VARIABLES
         .iter()
         .filter_map(|name| std::env::var_os(name).map(|v| ((*name).to_owned(), v)))
@@ -33,8 +33,11 @@ pub fn prepare_command(command: &mut Command, keep: i32) {
     command.env("PATH", "/usr/local/bin:/usr/bin:/bin");
     command.env("TMPDIR", std::env::temp_dir());
     // glibc reserves 64 MiB of address space per malloc arena; a handful of threads would
-    // otherwise eat a small `memoryMiB` before the plugin allocates anything.
-    command.env("MALLOC_ARENA_MAX", "2");
+    // otherwise eat a small `memoryMiB` before the plugin allocates anything. With a memory
+    // grant, one arena: glibc would otherwise try, and fail, to reserve a new one again and
+    // again (each try an allocation refused by the limit, made through the supervisor).
+    let arenas = if grant.memory_mib.is_some() { "1" } else { "2" };
+    command.env("MALLOC_ARENA_MAX", arenas);
     if let Some(dir) = std::env::var_os("PI_CODING_AGENT_DIR") {
         command.env("PI_CODING_AGENT_DIR", dir);
     }

@@ -183,16 +183,31 @@ pub fn send_to(out: LineWriter) {
     sink.out = Some(out);
 }
 
-/// The host's side: shows a child's `denied` notification for the plugin behind `state`.
-pub fn show(state: &PluginState, params: &Value, services: &dyn HostServices) {
+/// The words of a `denied` notification's report.
+fn message(params: &Value) -> String {
     let text = |key: &str| params.get(key).and_then(Value::as_str).unwrap_or_default();
-    let message = format!(
+    format!(
         "sandbox denied {}: {} [grant from {}: {}]",
         text("action"),
         text("reason"),
         text("source"),
         text("grant")
+    )
+}
+
+/// The host's side, for a plugin not bound to a session (no session services to report
+/// through): the report goes to stderr.
+pub fn show_unbound(state: &PluginState, params: &Value) {
+    eprintln!(
+        "Extension error ({}): {}",
+        crate::guards::display::escape(&state.path),
+        crate::guards::display::escape(&message(params))
     );
+}
+
+/// The host's side: shows a child's `denied` notification for the plugin behind `state`.
+pub fn show(state: &PluginState, params: &Value, services: &dyn HostServices) {
+    let message = message(params);
     services.report_error(&ExtensionError {
         extension_path: state.path.clone(),
         event: "sandbox".to_owned(),
