@@ -4,10 +4,12 @@
 //! `pivot_root`, `fsopen`, `fsmount`, `move_mount`, `open_tree`), keyrings (`keyctl`,
 //! `add_key`, `request_key`), namespaces (`unshare`, `setns`), `bpf`, `perf_event_open`,
 //! `userfaultfd`, kernel modules and `kexec`; any signal to the host (`kill`, `tkill`,
-//! `tgkill`, `rt_sigqueueinfo`, `rt_tgsigqueueinfo` naming its pid). With `network: false`: any socket that is not
-//! a Unix socket. Without `exec`: `execve`, `execveat` and every new process (`fork`,
+//! `tgkill`, `rt_sigqueueinfo`, `rt_tgsigqueueinfo` naming its pid). With `network: false`:
+//! any socket that is not a Unix socket. Without `exec`: `execve`, `execveat` and every new process (`fork`,
 //! `vfork`, `clone` without `CLONE_THREAD`; `clone3` answers `ENOSYS`, so the C library
-//! falls back to `clone`, whose flags can be checked).
+//! falls back to `clone`, whose flags can be checked). On x86-64, every call of the x32 ABI
+//! answers `ENOSYS` (a filter of its own, `no_x32`), as on a kernel without x32: the rules
+//! above list native numbers only.
 //!
 //! A refused call does not run and returns `EPERM` (`EACCES` for a socket): the filter
 //! raises `SIGSYS`, whose handler (installed here, before the plugin's code) sets the return
@@ -311,7 +313,47 @@ pub fn apply(grant: &Grant) -> Result<(), String> {
             .map_err(|e: seccompiler::BackendError| fail(&e))?;
         seccompiler::apply_filter_all_threads(&program).map_err(|e| fail(&e))?;
     }
+    #[cfg(target_arch = "x86_64")]
+    seccompiler::apply_filter_all_threads(&no_x32()).map_err(|e| fail(&e))?;
     Ok(())
+}
+
+/// The bit that marks a system call of the x32 ABI (`__X32_SYSCALL_BIT`).
+#[cfg(target_arch = "x86_64")]
+const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+
+/// A filter that answers every call of the x32 ABI with `ENOSYS`, as a kernel without x32
+/// does. x32 calls carry x86-64's architecture value, so the other filters, which list the
+/// native numbers, would let x32's `ptrace` (say) through where the kernel offers x32.
+#[cfg(target_arch = "x86_64")]
+fn no_x32() -> BpfProgram {
+    use seccompiler::sock_filter;
+    const BPF_LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
+    const BPF_JEQ_K: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
+    const BPF_JGE_K: u16 = (libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K) as u16;
+    const BPF_RET_K: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
+    // `AUDIT_ARCH_X86_64`.
+    const ARCH: u32 = 0xc000_003e;
+    let op = |code: u16, jt: u8, jf: u8, k: u32| sock_filter { code, jt, jf, k };
+    vec![
+        // 0: the architecture (seccomp_data.arch, offset 4).
+        op(BPF_LD_W_ABS, 0, 0, 4),
+        // 1: another architecture: to 5, allow (the other filters refuse it).
+        op(BPF_JEQ_K, 0, 3, ARCH),
+        // 2: the call's number (seccomp_data.nr, offset 0).
+        op(BPF_LD_W_ABS, 0, 0, 0),
+        // 3: an x32 number: to 4; a native one: to 5.
+        op(BPF_JGE_K, 0, 1, X32_SYSCALL_BIT),
+        // 4: ENOSYS.
+        op(
+            BPF_RET_K,
+            0,
+            0,
+            libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32,
+        ),
+        // 5: allow.
+        op(BPF_RET_K, 0, 0, libc::SECCOMP_RET_ALLOW),
+    ]
 }
 
 /// Installs the `SIGSYS` handler and starts the thread that reports what it passes on.
@@ -427,5 +469,47 @@ fn set_return(context: *mut libc::c_void, value: i64) -> u64 {
         let arg0 = context.uc_mcontext.regs[0];
         context.uc_mcontext.regs[0] = value as u64;
         arg0
+    }
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::*;
+
+    /// Runs `program` on a `seccomp_data` with `arch` and `nr`, as the kernel would (the
+    /// instructions `no_x32` uses).
+    fn run(program: &[seccompiler::sock_filter], arch: u32, nr: u32) -> u32 {
+        let word = |at: u32| if at == 0 { nr } else { arch };
+        let (mut pc, mut a) = (0usize, 0u32);
+        loop {
+            let i = &program[pc];
+            let code = u32::from(i.code);
+            if code == libc::BPF_LD | libc::BPF_W | libc::BPF_ABS {
+                a = word(i.k);
+            } else if code == libc::BPF_RET | libc::BPF_K {
+                return i.k;
+            } else {
+                let test = if code & 0xf0 == libc::BPF_JGE {
+                    a >= i.k
+                } else {
+                    a == i.k
+                };
+                pc += usize::from(if test { i.jt } else { i.jf });
+            }
+            pc += 1;
+        }
+    }
+
+    #[test]
+    fn x32_calls_get_enosys_and_native_ones_pass() {
+        let program = no_x32();
+        let native = 0xc000_003e;
+        let enosys = libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32;
+        let ptrace = libc::SYS_ptrace as u32;
+        assert_eq!(run(&program, native, ptrace), libc::SECCOMP_RET_ALLOW);
+        assert_eq!(run(&program, native, X32_SYSCALL_BIT | 521), enosys);
+        assert_eq!(run(&program, native, X32_SYSCALL_BIT | ptrace), enosys);
+        // i386's `int 0x80`: left to the other filters (which end the process).
+        assert_eq!(run(&program, 0x4000_0003, 26), libc::SECCOMP_RET_ALLOW);
     }
 }
