@@ -4,14 +4,16 @@
 //! (tests/fixtures/sandbox_hostile.c), packed with `read: ["~/.ssh"]` and `network: false`,
 //! reads what its grant allows, is refused a write outside it and a TCP socket (the refusal
 //! named in pi as an extension error with the plugin, the action and the grant), and pi's
-//! session goes on.
+//! session goes on. A package pi itself installed (`pi install FOLDER`) is held to what
+//! pi-hooks first saw of it: a new version that asks for more is refused until
+//! `pi-hooks update NAME --grant`.
 #![cfg(target_os = "linux")]
 
 use std::path::Path;
 
 use pi_hooks_tests::fake_openai::{FakeOpenAi, Reply, after_tool, last_user_text, tool_call};
 use pi_hooks_tests::npm::serve_children;
-use pi_hooks_tests::packages::{ok, unpack};
+use pi_hooks_tests::packages::{edit_package_json, ok, refused, unpack};
 use pi_hooks_tests::pi_e2e::{pi_rpc, prepare};
 use pi_hooks_tests::rpc_client::RpcClient;
 use pi_hooks_tests::{Sandbox, c_fixture_as};
@@ -28,8 +30,8 @@ fn model() -> FakeOpenAi {
     })
 }
 
-/// Packs the hostile plugin with `capabilities` and installs it with `pi-hooks install`.
-fn install_package(sandbox: &Sandbox, capabilities: &Value) {
+/// Packs the hostile plugin with `capabilities` into a package folder.
+fn package_folder(sandbox: &Sandbox, capabilities: &Value) -> std::path::PathBuf {
     let hostile = c_fixture_as(&sandbox.lib(), "sandbox_hostile", "libhostile", &[]);
     let caps = sandbox.root().join("caps.json");
     std::fs::write(&caps, capabilities.to_string()).unwrap();
@@ -47,6 +49,12 @@ fn install_package(sandbox: &Sandbox, capabilities: &Value) {
     );
     let folder = sandbox.root().join("hostile-package");
     unpack(&dist.join("hostile-1.0.0.tgz"), &folder);
+    folder
+}
+
+/// Packs the hostile plugin with `capabilities` and installs it with `pi-hooks install`.
+fn install_package(sandbox: &Sandbox, capabilities: &Value) {
+    let folder = package_folder(sandbox, capabilities);
     ok(sandbox, &["install", folder.to_str().unwrap(), "--yes"]);
 }
 
@@ -151,4 +159,98 @@ fn in_pi_an_installed_package_runs_confined_to_its_capabilities() {
     assert_eq!(after.trim(), "after");
     let (status, _) = pi.close();
     assert!(status.success(), "{status}");
+}
+
+/// The loaded plugin `name` in `pi-hooks list --json`, if it loaded.
+fn listed_plugin(sandbox: &Sandbox, name: &str) -> Option<Value> {
+    let report = sandbox.list_json(&[]);
+    report["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .cloned()
+}
+
+#[test]
+fn a_package_pi_installed_that_asks_for_more_after_an_update_waits_for_a_grant() {
+    let sandbox = Sandbox::new();
+    let folder = package_folder(&sandbox, &json!({"read": ["~/.ssh"]}));
+    // The real pi installs it (a local package: pi lists the folder in `packages`).
+    let install = std::process::Command::new("node")
+        .arg(pi_hooks_tests::pi_e2e::pi_cli())
+        .args(["install", folder.to_str().unwrap()])
+        .current_dir(sandbox.project())
+        .env("HOME", sandbox.home())
+        .env("PI_CODING_AGENT_DIR", sandbox.agent_dir())
+        .env("PI_OFFLINE", "1")
+        .env("PI_SKIP_VERSION_CHECK", "1")
+        .env("PI_TELEMETRY", "0")
+        .output()
+        .unwrap();
+    assert!(install.status.success(), "{install:?}");
+
+    // The first load accepts what pi installed: confined to what it declares.
+    let first = listed_plugin(&sandbox, "hostile").expect("hostile loads");
+    assert_eq!(first["runs"], "confined");
+    let ssh = sandbox.home().join(".ssh");
+    assert!(
+        first["grant"]["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("read: {}; write: nothing;", ssh.display())),
+        "{first}"
+    );
+
+    // `pi update` brings 1.1.0, which asks to write too: not loaded, and the error says so.
+    edit_package_json(&folder, |json| {
+        json["version"] = "1.1.0".into();
+        json["piHooks"]["manifest"]["capabilities"]["write"] = json!(["~/out"]);
+    });
+    assert_eq!(listed_plugin(&sandbox, "hostile"), None);
+    let report = sandbox.list_json(&[]);
+    let error = report["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|e| e["error"].as_str().filter(|t| t.contains("asks for more")))
+        .unwrap_or_else(|| panic!("no refusal among the errors: {report:#}"))
+        .to_owned();
+    assert!(
+        error.contains("package hostile 1.1.0")
+            && error.contains("asks for more than you granted hostile 1.0.0: write: ~/out")
+            && error.contains("`pi-hooks update hostile --grant`"),
+        "{error}"
+    );
+
+    // Without --grant the update says what it would grant; with it, 1.1.0 loads with it.
+    let text = refused(&sandbox, &["update", "hostile"]);
+    assert!(
+        text.contains("to grant it: `pi-hooks update hostile --grant`"),
+        "{text}"
+    );
+    let text = ok(&sandbox, &["update", "hostile", "--grant"]);
+    assert!(
+        text.contains("hostile 1.1.0 (installed by pi,") && text.contains("more capabilities"),
+        "{text}"
+    );
+    let granted = listed_plugin(&sandbox, "hostile").expect("hostile loads once granted");
+    assert_eq!(granted["grant"]["source"], "package hostile 1.1.0");
+    assert!(
+        granted["grant"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("write: {}", sandbox.home().join("out").display())),
+        "{granted}"
+    );
+
+    // A version asking for no more than granted loads without asking.
+    edit_package_json(&folder, |json| {
+        json["version"] = "1.2.0".into();
+        json["piHooks"]["manifest"]["capabilities"] = json!({"read": ["~/.ssh"]});
+    });
+    assert_eq!(
+        listed_plugin(&sandbox, "hostile").expect("1.2.0 loads")["grant"]["source"],
+        "package hostile 1.2.0"
+    );
 }

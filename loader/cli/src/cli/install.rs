@@ -103,6 +103,13 @@ pub(super) fn update(args: UpdateArgs) -> Result<ExitCode, CommandError> {
         grant: args.grant,
     };
     let records = match &args.name {
+        Some(name) if store.record(name).is_none() => {
+            // One pi installed: pi updates its files (`pi update`); pi-hooks accepts them.
+            return accept_pi_installed(&store, name, &args).and_then(|text| {
+                write_stdout(&text)?;
+                Ok(ExitCode::SUCCESS)
+            });
+        }
         Some(name) => vec![store.record(name).ok_or_else(|| {
             CommandError::failed(format!(
                 "no package {} is installed{}; `pi-hooks list` shows them",
@@ -141,6 +148,94 @@ pub(super) fn update(args: UpdateArgs) -> Result<ExitCode, CommandError> {
     }
     write_stdout(&text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `pi-hooks update NAME` for a package pi installed (no record of pi-hooks'): pi brings its
+/// files up to date (`pi update`), and this accepts what they are now, when they are refused
+/// because they ask for more than was granted (`--grant`) or have a new signer
+/// (`--accept-new-signer`): it shows the package as `install` does and records it.
+fn accept_pi_installed(
+    store: &Store,
+    name: &str,
+    args: &UpdateArgs,
+) -> Result<String, CommandError> {
+    use pi_hooks_host::packages::{first_seen, installed::listed_packages};
+    let scope = if args.local { " for this project" } else { "" };
+    let agent = agent_dir().map_err(CommandError::setup)?;
+    let (source, package) = listed_packages(store, &agent, &current_dir())
+        .into_iter()
+        .flatten()
+        .filter(|l| l.record.is_none())
+        .find_map(|l| Some((l.source, l.package.filter(|p| p.name == name)?)))
+        .ok_or_else(|| {
+            CommandError::failed(format!(
+                "no package {} is installed{scope}; `pi-hooks list` shows them",
+                escape(name)
+            ))
+        })?;
+    let what = format!("package {} {} ({source})", package.name, package.version);
+    let signer = verify_signature(&package, &what).map_err(CommandError::failed)?;
+    let key = signer.as_ref().map(|s| s.public_key.clone());
+    let seen = first_seen::read(store, name);
+    let mut changes = Vec::new();
+    if let Some(seen) = &seen {
+        if seen.signer.is_some() && seen.signer != key {
+            if !args.accept_new_signer {
+                return Err(CommandError::failed(format!(
+                    "{what} {}, not by the key {} pinned when pi-hooks first loaded version {}; to accept the new signer: `pi-hooks update {name}{} --accept-new-signer`",
+                    key.as_deref().map_or("is unsigned".to_owned(), |k| format!(
+                        "is signed by key {k}"
+                    )),
+                    seen.signer.as_deref().unwrap_or_default(),
+                    seen.version,
+                    if args.local { " -l" } else { "" }
+                )));
+            }
+            changes.push("its new signer".to_owned());
+        }
+        let more = pi_hooks_host::sandbox::grant::asks_for_more(
+            seen.capabilities.as_ref(),
+            package.manifest.capabilities.as_ref(),
+        );
+        if !more.is_empty() {
+            if !args.grant {
+                return Err(CommandError::failed(format!(
+                    "{what} asks for more than you granted {} {}: {}; to grant it: `pi-hooks update {name}{} --grant`",
+                    seen.name,
+                    seen.version,
+                    escape(&more.join("; ")),
+                    if args.local { " -l" } else { "" }
+                )));
+            }
+            changes.push(format!("more capabilities ({})", more.join("; ")));
+        }
+    }
+    first_seen::accept(store, &package, key.as_deref()).map_err(CommandError::failed)?;
+    let mut text = format!(
+        "{} {} (installed by pi, {}): accepted{}
+  capabilities:
+",
+        escape(&package.name),
+        escape(&package.version),
+        escape(&source),
+        if changes.is_empty() {
+            String::new()
+        } else {
+            format!(" with {}", escape(&changes.join(" and ")))
+        }
+    );
+    for line in Capabilities::describe(package.manifest.capabilities.as_ref()) {
+        text.push_str(&format!(
+            "    {}
+",
+            escape(&line)
+        ));
+    }
+    text.push_str(
+        "  pi updates its files (`pi update`); pi-hooks loads it from the next start or /reload
+",
+    );
+    Ok(text)
 }
 
 /// The sources `packages` lists in `settings`; `None` when it is not a readable list.

@@ -152,7 +152,13 @@ fn plugin_of(listed: &ListedPackage, store: &Store) -> Option<Listed> {
         "package {} {} ({})",
         package.name, package.version, listed.source
     );
+    // A package pi installed: what pi-hooks first saw of it is what the user accepted.
+    let mut seen_grant = None;
     let checked = super::verify::verify_signature(package, &what).and_then(|signer| {
+        if listed.record.is_none() {
+            let key = signer.as_ref().map(|s| s.public_key.as_str());
+            seen_grant = Some(super::first_seen::check(store, package, key, &what)?);
+        }
         if let Some(pinned) = listed.record.as_ref().and_then(|r| r.signer.as_ref())
             && signer.as_ref().map(|s| &s.public_key) != Some(pinned)
         {
@@ -175,7 +181,7 @@ fn plugin_of(listed: &ListedPackage, store: &Store) -> Option<Listed> {
             version: package.version.clone(),
             capabilities: match &listed.record {
                 Some(record) => record.capabilities.clone(),
-                None => package.manifest.capabilities.clone(),
+                None => seen_grant.flatten(),
             },
         }),
         Err(e) => Err((json, e)),

@@ -10,9 +10,11 @@
 //! a lock and atomically), [`pi_sources`] (pi's `npm:`, `git:` and local sources and where pi
 //! puts each), [`installed`] (the native packages `packages` lists, wherever they are) and
 //! [`verified`] (the check of an installed library's bytes at each load, without hashing a
-//! file unchanged since it last matched). Nothing here runs plugin code.
+//! file unchanged since it last matched), and [`first_seen`] (what the user accepted of a
+//! package pi installed: its signer and capabilities as pi-hooks first loaded it). Nothing here runs plugin code.
 
 pub mod archive;
+pub mod first_seen;
 pub mod installed;
 pub mod manifest;
 pub mod pi_sources;

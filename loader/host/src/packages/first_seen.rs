@@ -1,0 +1,140 @@
+//! Packages pi installed (`pi install npm:...`, `git:...`, and brought up to date by
+//! `pi update`), which pi-hooks never installed and so holds no install record of: what
+//! pi-hooks saw of each the first time it loaded it stands for the user's acceptance, as an
+//! install record does for a package pi-hooks installed.
+//!
+//! The first load records the package's version, signer and declared capabilities (the user
+//! accepted them by installing it with pi) in `<store>/../seen/<name>.json`. A later version
+//! (after `pi update`) loads only when it is signed by the same key and asks for nothing more
+//! than that record grants; otherwise it is refused with what changed and the command that
+//! accepts it (`pi-hooks update NAME --grant` / `--accept-new-signer`, [`accept`]), and pi's
+//! other plugins load as usual.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::manifest::{Capabilities, PackageJson};
+use super::store::Store;
+
+/// What was seen of one package, and so accepted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Seen {
+    /// The package's name.
+    pub name: String,
+    /// The version last loaded.
+    pub version: String,
+    /// The signer's key (minisign, base64) pinned at the first load; `None`: unsigned then.
+    pub signer: Option<String>,
+    /// The capabilities granted (`None`: it asked for everything).
+    pub capabilities: Option<Capabilities>,
+}
+
+/// Where the record of package `name` of `store`'s scope is.
+pub fn path(store: &Store, name: &str) -> PathBuf {
+    let base = store.dir.parent().unwrap_or(&store.dir);
+    base.join("seen")
+        .join(format!("{}.json", name.replace('/', "+")))
+}
+
+/// The record of `name`, if pi-hooks has loaded it before.
+pub fn read(store: &Store, name: &str) -> Option<Seen> {
+    let bytes = crate::plugin_files::files::read_regular(&path(store, name), 1 << 20).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Writes the record of `seen` (atomically: a reader sees the old one or the new one).
+pub fn write(store: &Store, seen: &Seen) -> Result<(), String> {
+    let target = path(store, &seen.name);
+    let dir = target.parent().unwrap_or(&store.dir).to_path_buf();
+    let fail = |e: &dyn std::fmt::Display| {
+        format!(
+            "cannot record what pi-hooks accepted of package {} in {}: {e}",
+            seen.name,
+            target.display()
+        )
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| fail(&e))?;
+    let mut file = tempfile::NamedTempFile::new_in(&dir).map_err(|e| fail(&e))?;
+    serde_json::to_writer_pretty(&mut file, seen).map_err(|e| fail(&e))?;
+    file.persist(&target).map_err(|e| fail(&e.error))?;
+    Ok(())
+}
+
+/// Checks `package` (signed by `signer`, described as `what` in messages) against what was
+/// seen of it: the first time, records it; after that, a new signer or capabilities beyond
+/// the recorded grant refuse it (`Err` says what and how to accept it). `Ok`: the
+/// capabilities it runs confined to (its manifest's, within the grant).
+pub fn check(
+    store: &Store,
+    package: &PackageJson,
+    signer: Option<&str>,
+    what: &str,
+) -> Result<Option<Capabilities>, String> {
+    let declared = package.manifest.capabilities.clone();
+    let Some(seen) = read(store, &package.name) else {
+        write(
+            store,
+            &Seen {
+                name: package.name.clone(),
+                version: package.version.clone(),
+                signer: signer.map(str::to_owned),
+                capabilities: declared.clone(),
+            },
+        )?;
+        return Ok(declared);
+    };
+    let flag = match store.scope {
+        super::store::Scope::User => "",
+        super::store::Scope::Project => " -l",
+    };
+    if let Some(pinned) = &seen.signer
+        && signer != Some(pinned.as_str())
+    {
+        return Err(format!(
+            "{what} {}, not by the key {pinned} pinned when pi-hooks first loaded version {}; it was not loaded. If its publisher changed keys: `pi-hooks update {}{flag} --accept-new-signer`",
+            signer.map_or("is unsigned".to_owned(), |s| format!(
+                "is signed by key {s}"
+            )),
+            seen.version,
+            package.name
+        ));
+    }
+    let more = crate::sandbox::grant::asks_for_more(seen.capabilities.as_ref(), declared.as_ref());
+    if !more.is_empty() {
+        return Err(format!(
+            "{what} asks for more than you granted {} {}: {}; it was not loaded. To grant it: `pi-hooks update {}{flag} --grant`",
+            seen.name,
+            seen.version,
+            more.join("; "),
+            package.name
+        ));
+    }
+    if seen.version != package.version || seen.signer.is_none() && signer.is_some() {
+        // Within the grant: the record follows the version (a key seen now is pinned).
+        let _ = write(
+            store,
+            &Seen {
+                version: package.version.clone(),
+                signer: signer.map(str::to_owned),
+                ..seen
+            },
+        );
+    }
+    Ok(declared)
+}
+
+/// `pi-hooks update NAME --grant` / `--accept-new-signer` for a package pi installed:
+/// records `package` as it is now (its signer and capabilities) as accepted.
+pub fn accept(store: &Store, package: &PackageJson, signer: Option<&str>) -> Result<(), String> {
+    write(
+        store,
+        &Seen {
+            name: package.name.clone(),
+            version: package.version.clone(),
+            signer: signer.map(str::to_owned),
+            capabilities: package.manifest.capabilities.clone(),
+        },
+    )
+}
