@@ -74,15 +74,17 @@ pub fn check(
 ) -> Result<Option<Capabilities>, String> {
     let declared = package.manifest.capabilities.clone();
     let Some(seen) = read(store, &package.name) else {
-        write(
-            store,
-            &Seen {
-                name: package.name.clone(),
-                version: package.version.clone(),
-                signer: signer.map(str::to_owned),
-                capabilities: declared.clone(),
-            },
-        )?;
+        let first = Seen {
+            name: package.name.clone(),
+            version: package.version.clone(),
+            signer: signer.map(str::to_owned),
+            capabilities: declared.clone(),
+        };
+        if let Err(e) = write(store, &first) {
+            // It still loads, confined to what it declares; only a later version cannot be
+            // compared with this one.
+            eprintln!("pi-hooks: warning: {e}; it loads with what it declares");
+        }
         return Ok(declared);
     };
     let flag = match store.scope {
@@ -137,4 +139,63 @@ pub fn accept(store: &Store, package: &PackageJson, signer: Option<&str>) -> Res
             capabilities: package.manifest.capabilities.clone(),
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packages::manifest::{Manifest, PluginMeta, Registers, package_json};
+    use crate::packages::store::Scope;
+
+    fn package(version: &str, capabilities: serde_json::Value) -> PackageJson {
+        let manifest = Manifest {
+            plugin: PluginMeta {
+                name: "gate".into(),
+                version: version.into(),
+                description: String::new(),
+                registers: Registers::default(),
+            },
+            libraries: Default::default(),
+            capabilities: serde_json::from_value(capabilities).unwrap(),
+            min_host_version: "0.1.0".into(),
+        };
+        let mut json = package_json(&manifest, "gate", None);
+        json["version"] = version.into();
+        crate::packages::manifest::parse_package_json(&serde_json::to_vec(&json).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn the_first_load_is_accepted_and_a_later_one_is_held_to_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(Scope::User, dir.path(), dir.path());
+        let v1 = package("1.0.0", serde_json::json!({"read": ["~/x"]}));
+        assert!(check(&store, &v1, Some("K1"), "package gate 1.0.0").is_ok());
+        assert_eq!(read(&store, "gate").unwrap().signer.as_deref(), Some("K1"));
+        // Another key: refused, naming both and the command.
+        let e = check(&store, &v1, Some("K2"), "package gate 1.0.0").unwrap_err();
+        assert!(
+            e.contains("is signed by key K2, not by the key K1 pinned")
+                && e.contains("`pi-hooks update gate --accept-new-signer`"),
+            "{e}"
+        );
+        let e = check(&store, &v1, None, "package gate 1.0.0").unwrap_err();
+        assert!(e.contains("is unsigned, not by the key K1"), "{e}");
+        // Asking for more: refused; asking for the same: accepted, the version follows.
+        let v2 = package(
+            "1.1.0",
+            serde_json::json!({"read": ["~/x"], "network": true}),
+        );
+        let e = check(&store, &v2, Some("K1"), "package gate 1.1.0").unwrap_err();
+        assert!(
+            e.contains("asks for more than you granted gate 1.0.0: network")
+                && e.contains("`pi-hooks update gate --grant`"),
+            "{e}"
+        );
+        let v3 = package("1.2.0", serde_json::json!({"read": ["~/x"]}));
+        assert!(check(&store, &v3, Some("K1"), "package gate 1.2.0").is_ok());
+        assert_eq!(read(&store, "gate").unwrap().version, "1.2.0");
+        // Accepted: the new grant holds from now on.
+        accept(&store, &v2, Some("K1")).unwrap();
+        assert!(check(&store, &v2, Some("K1"), "package gate 1.1.0").is_ok());
+    }
 }
