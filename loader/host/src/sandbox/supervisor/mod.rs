@@ -86,6 +86,7 @@
 //!   a `mkdir` then fails with `EEXIST`.
 
 mod calls;
+mod captured;
 mod memory;
 mod naming;
 mod processes;
@@ -96,10 +97,11 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
 use super::Grant;
-use calls::{Access, CALLS, call, returns_descriptor};
+use calls::{Access, CALLS, Call, call, returns_descriptor};
+use captured::{POOL, capture, opened_under_allocator_lock};
 pub use memory::Room;
 use memory::{Burst, MEMORY_CALLS, MemoryCall, memory_call, refused_size};
-use naming::{Limit, Namer, NamingLink, Verdict, start_naming};
+use naming::{Limit, NO_SLOT, Namer, NamingLink, Verdict, start_naming};
 use processes::{PROCESS_CALLS, new_process_refused, starts_process};
 
 /// `seccomp_data.arch` of this machine's own system calls (`AUDIT_ARCH_X86_64`:
@@ -368,6 +370,29 @@ unsafe fn make_again(number: i64, a: &[u64; 6]) -> Result<i64, i32> {
     if result < 0 { Err(errno()) } else { Ok(result) }
 }
 
+/// Has the naming thread name the refusal of (or decide) the notified `call` of `request`,
+/// which still waits: what it names is captured first, into a free slot of [`POOL`], so
+/// that it is named however late the naming thread comes to it; with no slot free, the
+/// naming thread reads it itself (if the call still waits then; counted in [`NO_SLOT`]).
+/// A path the C library opens while it holds the allocator's lock is not named, and not
+/// waited for. Allocates nothing.
+fn ask_naming(link: &NamingLink, request: &libc::seccomp_notif, call: &Call) -> Verdict {
+    let args = &request.data.args;
+    if opened_under_allocator_lock(call, args) {
+        return Verdict::Proceed;
+    }
+    let captured = match POOL.claim() {
+        // A path that cannot be read (no NUL within PATH_MAX) is left to the naming thread,
+        // which finds the same.
+        Some(mut slot) => capture(&mut slot, call, args).then_some(slot),
+        None => {
+            NO_SLOT.fetch_add(1, Ordering::Relaxed);
+            None
+        }
+    };
+    link.ask(request, captured)
+}
+
 /// The supervisor's loop: takes each notification and answers it (see the module's text).
 fn supervise(fd: RawFd, link: &NamingLink, room: Option<&Room>) {
     // SAFETY: getpid has no preconditions.
@@ -428,16 +453,16 @@ fn supervise(fd: RawFd, link: &NamingLink, room: Option<&Room>) {
                 response.flags = continues;
             }
         } else {
-            match call(number).map(|c| c.access) {
+            match call(number) {
                 None => response.flags = continues,
-                Some(Access::Exec) => {
-                    if link.ask(&request) == Verdict::Refuse {
+                Some(c) if matches!(c.access, Access::Exec) => {
+                    if ask_naming(link, &request, c) == Verdict::Refuse {
                         response.error = -libc::EACCES;
                     } else {
                         response.flags = continues;
                     }
                 }
-                Some(_) => {
+                Some(c) => {
                     // SAFETY: the same call with the same arguments the plugin's thread
                     // made, from a thread of the same process (same memory, descriptors,
                     // working directory and Landlock domain); the kernel checks them as it
@@ -449,7 +474,7 @@ fn supervise(fd: RawFd, link: &NamingLink, room: Option<&Room>) {
                         }
                         Err(error) => {
                             if matches!(error, libc::EACCES | libc::EPERM | libc::EXDEV) {
-                                link.ask(&request);
+                                ask_naming(link, &request, c);
                             }
                             response.error = -error;
                         }
