@@ -48,9 +48,23 @@
 //!
 //! The supervisor allocates nothing while it answers (a plugin thread may hold the memory
 //! allocator's lock while it opens a file, and does while it calls `mmap` or `brk` inside
-//! `malloc`, or `fork`); naming a refusal (reading the path, resolving it, the report)
+//! `malloc`, or `fork`); naming a refusal (resolving the path, checking it, the report)
 //! happens on a second thread (`naming`), which the supervisor waits for at most a second
-//! before it answers anyway. A limit is named by that thread too, without allocating (the
+//! before it answers anyway. So that a refusal is named however late that thread comes to
+//! it (a loaded machine, or a wait for the allocator's lock), the supervisor first captures
+//! what the call names while it still waits (`captured`: its paths, for a relative one the
+//! folder it is relative to, read by `getcwd` or `readlink` of `/proc/self/fd/N`, and an
+//! open's flags) into one of a few slots made ahead, and hands the slot over with the call:
+//! the naming thread works from that alone, even after the call was answered, its memory
+//! reused or its descriptor closed. A late report reaches the host after the call returned.
+//! With every slot taken (more refusals waiting to be named than slots), the naming thread
+//! reads the call's memory itself and names the refusal only if the call still waits; one it
+//! cannot name is counted and said on the child's stderr (`pi-hooks sandbox: a refusal went
+//! unnamed (...)`). An `execve` waits for its verdict; one that comes after the supervisor
+//! gave up (and let the call run) is still reported, saying so. A path the C library opens
+//! while it holds the allocator's lock (`/proc/sys/vm/overcommit_memory`, from `malloc`'s
+//! `shrink_heap`) is known from its captured bytes, not named and not waited for. A limit
+//! is named by that thread too, without allocating (the
 //! words and the line are written on the stack, the line sent only if the refusals' lock is
 //! free, else as any refusal), and the supervisor waits for it at most 100 ms: a plugin that
 //! gives up at once (`abort()` when `malloc` fails) is still reported with its refusal, and
@@ -62,7 +76,10 @@
 //!   notified call waits with it (with `memoryMiB`, every `mmap` too). While the supervisor
 //!   waits for a refusal to be named, a thread's `mmap` inside `malloc` waits too; should
 //!   the naming thread need that thread's allocator lock, both wait until the supervisor
-//!   gives up (a second) and answers.
+//!   gives up (a second) and answers; the refusal is then named late.
+//! - A refusal whose path could not be captured (no slot free) and whose call was answered
+//!   before the naming thread read it is not named (it is said on stderr). A relative path
+//!   whose folder could not be read is named as the call gave it.
 //! - Not named: a new thread past the process bound (threads count, only new processes are
 //!   checked); a fork that another thread's fork overtook between the probe and the call;
 //!   a `PROT_NONE` reservation (the C library reserves 128 MiB per new arena so, and falls

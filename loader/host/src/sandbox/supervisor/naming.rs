@@ -234,6 +234,7 @@ pub fn start_naming(namer: Namer) -> std::io::Result<NamingLink> {
                         namer.name_limit(limit);
                         Verdict::Proceed
                     }
+                    // The slot is freed at the arm's end, before the verdict is written.
                     None => match captured {
                         Some(slot) => namer.name_captured(words[0], words[1] as i64, &slot),
                         None => namer.name(words[0], words[1] as i64, &args),
@@ -582,6 +583,125 @@ fn resolve(dir: i32, path: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A notification of the call `number` with `args`, as RECV fills it.
+    fn request(id: u64, number: i64, args: [u64; 6]) -> libc::seccomp_notif {
+        // SAFETY: seccomp_notif is plain data; all-zero is a valid value.
+        let mut request: libc::seccomp_notif = unsafe { std::mem::zeroed() };
+        request.id = id;
+        request.data.nr = number as i32;
+        request.data.args = args;
+        request
+    }
+
+    /// Waits (up to 10 s) for a reported refusal whose reason holds `words`.
+    fn reported(words: &str) -> Option<String> {
+        let deadline = Instant::now() + std::time::Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Some(reason) = crate::sandbox::report::pending_reasons()
+                .into_iter()
+                .find(|r| r.contains(words))
+            {
+                return Some(reason);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        None
+    }
+
+    /// The naming thread comes to a refusal after its call was answered (here: no call
+    /// waits at all, no listener), its memory reused: from what was captured, it is still
+    /// named; without a capture it cannot be, and says so.
+    #[test]
+    fn a_refusal_captured_is_named_however_late_and_an_execve_too() {
+        let grant = Grant {
+            plugin: "late".into(),
+            source: "test".into(),
+            read: vec!["/usr".into()],
+            write: Vec::new(),
+            network: false,
+            exec: vec!["git".into()],
+            exec_paths: Vec::new(),
+            memory_mib: None,
+        };
+        let link = start_naming(Namer {
+            grant: grant.clone(),
+            prepared: crate::sandbox::report::Prepared::new(&grant),
+            reach: grant.clone(),
+        })
+        .unwrap();
+        let open = call(libc::SYS_openat).unwrap();
+        let mut path = b"late-named/secret\0".to_vec();
+        let args = [
+            libc::AT_FDCWD as u64,
+            path.as_ptr() as u64,
+            libc::O_RDONLY as u64,
+            0,
+            0,
+            0,
+        ];
+        let mut slot = POOL.claim().unwrap();
+        assert!(super::super::captured::capture(&mut slot, open, &args));
+        // The call's memory changes before the naming thread reads it.
+        path.fill(b'x');
+        let asked = request(1, libc::SYS_openat, args);
+        assert_eq!(link.ask(&asked, Some(slot)), Verdict::Proceed);
+        let cwd = std::env::current_dir().unwrap();
+        let reason = reported("late-named/secret").expect("the refusal was not named");
+        assert!(
+            reason.starts_with(&format!(
+                "read of {}/late-named/secret denied",
+                cwd.display()
+            )),
+            "{reason}"
+        );
+        // Every slot is free again.
+        let all: Vec<_> = (0..SLOTS).map_while(|_| POOL.claim()).collect();
+        assert_eq!(all.len(), SLOTS);
+        drop(all);
+
+        // Without a capture, the call must still wait: it does not, so nothing is named.
+        let before = UNNAMED.load(Ordering::Relaxed);
+        let uncaptured = b"/uncaptured/secret\0";
+        let args = [
+            libc::AT_FDCWD as u64,
+            uncaptured.as_ptr() as u64,
+            0,
+            0,
+            0,
+            0,
+        ];
+        assert_eq!(
+            link.ask(&request(2, libc::SYS_openat, args), None),
+            Verdict::Proceed
+        );
+        let deadline = Instant::now() + std::time::Duration::from_secs(10);
+        while UNNAMED.load(Ordering::Relaxed) == before && Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(UNNAMED.load(Ordering::Relaxed) > before);
+        assert!(
+            !crate::sandbox::report::pending_reasons()
+                .iter()
+                .any(|r| r.contains("/uncaptured/secret"))
+        );
+
+        // An execve decided after its call went ahead is refused and says so.
+        let exec = call(libc::SYS_execve).unwrap();
+        let program = b"/bin/sh\0";
+        let args = [program.as_ptr() as u64, 0, 0, 0, 0, 0];
+        let mut slot = POOL.claim().unwrap();
+        assert!(super::super::captured::capture(&mut slot, exec, &args));
+        assert_eq!(
+            link.ask(&request(3, libc::SYS_execve, args), Some(slot)),
+            Verdict::Refuse
+        );
+        let reason = reported("exec of \"/bin/sh\"").unwrap();
+        assert!(
+            reason.ends_with("(exec: git) (decided too late to stop it: the call went ahead)"),
+            "{reason}"
+        );
+    }
 
     #[test]
     fn reads_paths_and_resolves_them() {
