@@ -655,10 +655,17 @@ mod tests {
             )),
             "{reason}"
         );
-        // Every slot is free again.
-        let all: Vec<_> = (0..SLOTS).map_while(|_| POOL.claim()).collect();
-        assert_eq!(all.len(), SLOTS);
-        drop(all);
+        // Every slot is free again (the naming thread frees it right after the report).
+        let deadline = Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let all: Vec<_> = (0..SLOTS).map_while(|_| POOL.claim()).collect();
+            if all.len() == SLOTS {
+                break;
+            }
+            assert!(Instant::now() < deadline, "a slot was not freed");
+            drop(all);
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
 
         // Without a capture, the call must still wait: it does not, so nothing is named.
         let before = UNNAMED.load(Ordering::Relaxed);
@@ -692,10 +699,13 @@ mod tests {
         let args = [program.as_ptr() as u64, 0, 0, 0, 0, 0];
         let mut slot = POOL.claim().unwrap();
         assert!(super::super::captured::capture(&mut slot, exec, &args));
-        assert_eq!(
-            link.ask(&request(3, libc::SYS_execve, args), Some(slot)),
-            Verdict::Refuse
-        );
+        let asked = Instant::now();
+        let verdict = link.ask(&request(3, libc::SYS_execve, args), Some(slot));
+        // Refused, unless the naming thread took longer than the supervisor waits (a loaded
+        // machine): then it went ahead, and is reported all the same.
+        if asked.elapsed() < NAMING_WAIT {
+            assert_eq!(verdict, Verdict::Refuse);
+        }
         let reason = reported("exec of \"/bin/sh\"").unwrap();
         assert!(
             reason.ends_with("(exec: git) (decided too late to stop it: the call went ahead)"),
