@@ -20,7 +20,7 @@ pub const PATH_MAX: usize = 4096;
 
 /// How many refusals can wait to be named at once (more fall back to reading the call's
 /// memory later, see `super::naming`).
-pub const SLOTS: usize = 4;
+pub const SLOTS: usize = 8;
 
 /// The slots the supervisor captures into.
 pub static POOL: Pool<SLOTS> = Pool::new();
