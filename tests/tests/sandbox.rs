@@ -310,7 +310,19 @@ fn without_the_grant_every_attack_is_refused_and_named_and_the_session_goes_on()
         world.sandbox.project().display()
     );
     // One for the constructor, one for the `read` attack.
-    assert_eq!(run.reports_with(&read_denied), 2, "{:?}", run.errors);
+    assert_eq!(
+        run.reports_with(&read_denied),
+        2,
+        "{:?}\n{}",
+        run.errors,
+        run.stderr()
+    );
+    // None went unnamed (the child would say so on stderr).
+    assert!(
+        !run.stderr().contains("refusal went unnamed"),
+        "{}",
+        run.stderr()
+    );
     // The report reached the host before the refused call returned to the plugin.
     let reported = run.position(|l| {
         l["type"] == "extension_error" && l["error"].as_str().unwrap().contains(&write_denied)
@@ -693,6 +705,11 @@ fn the_host_refuses_a_session_switch_outside_the_grant() {
         run.stderr()
     );
     run.report("sandbox denied read: read of");
+    assert!(
+        !run.stderr().contains("refusal went unnamed"),
+        "{}",
+        run.stderr()
+    );
     assert!(
         run.errors.iter().any(|e| e["event"] == "switch_session"
             && e["error"]

@@ -30,11 +30,14 @@ const MAX_PENDING: usize = 100;
 struct Sink {
     out: Option<LineWriter>,
     pending: Vec<Value>,
+    /// Refusals not kept while the protocol was not up ([`MAX_PENDING`] were waiting).
+    dropped: usize,
 }
 
 static SINK: Mutex<Sink> = Mutex::new(Sink {
     out: None,
     pending: Vec::new(),
+    dropped: 0,
 });
 
 /// Sends a `denied` notification for `action` (`exec`, `socket`, `ptrace`, ...) with the
@@ -55,7 +58,7 @@ pub fn denied(action: &str, reason: &str, grant: &Grant) {
     match &sink.out {
         Some(out) => out.line(&line),
         None if sink.pending.len() < MAX_PENDING => sink.pending.push(line),
-        None => {}
+        None => sink.dropped += 1,
     }
 }
 
@@ -180,7 +183,25 @@ pub fn send_to(out: LineWriter) {
         line["params"]["atLoad"] = true.into();
         out.line(&line);
     }
+    if sink.dropped > 0 {
+        // The child's stderr reaches the host's.
+        eprintln!(
+            "pi-hooks sandbox: {} more refusals made while the plugin loaded were not reported (at most {MAX_PENDING} are kept until the host connects)",
+            sink.dropped
+        );
+        sink.dropped = 0;
+    }
     sink.out = Some(out);
+}
+
+/// The reasons of the refusals waiting for the protocol (for tests of what reports them).
+#[cfg(test)]
+pub fn pending_reasons() -> Vec<String> {
+    let sink = SINK.lock().unwrap_or_else(|e| e.into_inner());
+    sink.pending
+        .iter()
+        .filter_map(|line| line["params"]["reason"].as_str().map(str::to_owned))
+        .collect()
 }
 
 /// The words of a `denied` notification's report.

@@ -48,9 +48,23 @@
 //!
 //! The supervisor allocates nothing while it answers (a plugin thread may hold the memory
 //! allocator's lock while it opens a file, and does while it calls `mmap` or `brk` inside
-//! `malloc`, or `fork`); naming a refusal (reading the path, resolving it, the report)
+//! `malloc`, or `fork`); naming a refusal (resolving the path, checking it, the report)
 //! happens on a second thread (`naming`), which the supervisor waits for at most a second
-//! before it answers anyway. A limit is named by that thread too, without allocating (the
+//! before it answers anyway. So that a refusal is named however late that thread comes to
+//! it (a loaded machine, or a wait for the allocator's lock), the supervisor first captures
+//! what the call names while it still waits (`captured`: its paths, for a relative one the
+//! folder it is relative to, read by `getcwd` or `readlink` of `/proc/self/fd/N`, and an
+//! open's flags) into one of a few slots made ahead, and hands the slot over with the call:
+//! the naming thread works from that alone, even after the call was answered, its memory
+//! reused or its descriptor closed. A late report reaches the host after the call returned.
+//! With every slot taken (more refusals waiting to be named than slots), the naming thread
+//! reads the call's memory itself and names the refusal only if the call still waits; one it
+//! cannot name is counted and said on the child's stderr (`pi-hooks sandbox: a refusal went
+//! unnamed (...)`). An `execve` waits for its verdict; one that comes after the supervisor
+//! gave up (and let the call run) is still reported, saying so. A path the C library opens
+//! while it holds the allocator's lock (`/proc/sys/vm/overcommit_memory`, from `malloc`'s
+//! `shrink_heap`) is known from its captured bytes, not named and not waited for. A limit
+//! is named by that thread too, without allocating (the
 //! words and the line are written on the stack, the line sent only if the refusals' lock is
 //! free, else as any refusal), and the supervisor waits for it at most 100 ms: a plugin that
 //! gives up at once (`abort()` when `malloc` fails) is still reported with its refusal, and
@@ -62,7 +76,10 @@
 //!   notified call waits with it (with `memoryMiB`, every `mmap` too). While the supervisor
 //!   waits for a refusal to be named, a thread's `mmap` inside `malloc` waits too; should
 //!   the naming thread need that thread's allocator lock, both wait until the supervisor
-//!   gives up (a second) and answers.
+//!   gives up (a second) and answers; the refusal is then named late.
+//! - A refusal whose path could not be captured (no slot free) and whose call was answered
+//!   before the naming thread read it is not named (it is said on stderr). A relative path
+//!   whose folder could not be read is named as the call gave it.
 //! - Not named: a new thread past the process bound (threads count, only new processes are
 //!   checked); a fork that another thread's fork overtook between the probe and the call;
 //!   a `PROT_NONE` reservation (the C library reserves 128 MiB per new arena so, and falls
@@ -86,6 +103,7 @@
 //!   a `mkdir` then fails with `EEXIST`.
 
 mod calls;
+mod captured;
 mod memory;
 mod naming;
 mod processes;
@@ -96,10 +114,11 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
 use super::Grant;
-use calls::{Access, CALLS, call, returns_descriptor};
+use calls::{Access, CALLS, Call, call, returns_descriptor};
+use captured::{POOL, capture, opened_under_allocator_lock};
 pub use memory::Room;
 use memory::{Burst, MEMORY_CALLS, MemoryCall, memory_call, refused_size};
-use naming::{Limit, Namer, NamingLink, Verdict, start_naming};
+use naming::{Limit, NO_SLOT, Namer, NamingLink, Verdict, start_naming};
 use processes::{PROCESS_CALLS, new_process_refused, starts_process};
 
 /// `seccomp_data.arch` of this machine's own system calls (`AUDIT_ARCH_X86_64`:
@@ -368,6 +387,29 @@ unsafe fn make_again(number: i64, a: &[u64; 6]) -> Result<i64, i32> {
     if result < 0 { Err(errno()) } else { Ok(result) }
 }
 
+/// Has the naming thread name the refusal of (or decide) the notified `call` of `request`,
+/// which still waits: what it names is captured first, into a free slot of [`POOL`], so
+/// that it is named however late the naming thread comes to it; with no slot free, the
+/// naming thread reads it itself (if the call still waits then; counted in [`NO_SLOT`]).
+/// A path the C library opens while it holds the allocator's lock is not named, and not
+/// waited for. Allocates nothing.
+fn ask_naming(link: &NamingLink, request: &libc::seccomp_notif, call: &Call) -> Verdict {
+    let args = &request.data.args;
+    if opened_under_allocator_lock(call, args) {
+        return Verdict::Proceed;
+    }
+    let captured = match POOL.claim() {
+        // A path that cannot be read (no NUL within PATH_MAX) is left to the naming thread,
+        // which finds the same.
+        Some(mut slot) => capture(&mut slot, call, args).then_some(slot),
+        None => {
+            NO_SLOT.fetch_add(1, Ordering::Relaxed);
+            None
+        }
+    };
+    link.ask(request, captured)
+}
+
 /// The supervisor's loop: takes each notification and answers it (see the module's text).
 fn supervise(fd: RawFd, link: &NamingLink, room: Option<&Room>) {
     // SAFETY: getpid has no preconditions.
@@ -428,16 +470,16 @@ fn supervise(fd: RawFd, link: &NamingLink, room: Option<&Room>) {
                 response.flags = continues;
             }
         } else {
-            match call(number).map(|c| c.access) {
+            match call(number) {
                 None => response.flags = continues,
-                Some(Access::Exec) => {
-                    if link.ask(&request) == Verdict::Refuse {
+                Some(c) if matches!(c.access, Access::Exec) => {
+                    if ask_naming(link, &request, c) == Verdict::Refuse {
                         response.error = -libc::EACCES;
                     } else {
                         response.flags = continues;
                     }
                 }
-                Some(_) => {
+                Some(c) => {
                     // SAFETY: the same call with the same arguments the plugin's thread
                     // made, from a thread of the same process (same memory, descriptors,
                     // working directory and Landlock domain); the kernel checks them as it
@@ -449,7 +491,7 @@ fn supervise(fd: RawFd, link: &NamingLink, room: Option<&Room>) {
                         }
                         Err(error) => {
                             if matches!(error, libc::EACCES | libc::EPERM | libc::EXDEV) {
-                                link.ask(&request);
+                                ask_naming(link, &request, c);
                             }
                             response.error = -error;
                         }

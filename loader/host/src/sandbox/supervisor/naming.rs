@@ -1,6 +1,10 @@
 //! Naming a refusal, on a thread of its own ([`start_naming`]): the supervisor passes it the
-//! call ([`NamingLink::ask`]); it reads the paths from the process's memory, resolves them,
-//! checks them against the grant and reports the refusal (or decides an `execve`). It also
+//! call ([`NamingLink::ask`]) with what the call named, captured while it waited
+//! (`super::captured`); it resolves the paths, checks them against the grant and reports the
+//! refusal (or decides an `execve`), however late it comes to it. When no capture slot was
+//! free, it reads the paths from the process's memory itself, and names the refusal only if
+//! the call still waits (what it read was that call's); one it cannot name so is counted
+//! and said on stderr (`say_unnamed`). It also
 //! names the limits the supervisor met ([`NamingLink::name_limit`]: an allocation past
 //! `memoryMiB`, a process past the bound on processes) without allocating, since the
 //! refused thread may hold the memory allocator's locks.
@@ -9,16 +13,30 @@ use std::fmt::Write as _;
 use std::io::Read;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use super::calls::{Access, OpenFlags, call};
+use super::captured::{Captured, PATH_MAX, POOL, SLOTS, Slot};
 use super::memory::Size;
 use super::{LISTENER, NAMING_WAIT, block_signals};
 use crate::sandbox::Grant;
 
-/// The longest path read from the plugin's memory (`PATH_MAX`).
-const PATH_MAX: usize = 4096;
+/// Refusals found with every capture slot taken (named the old way, from the call's memory).
+pub static NO_SLOT: AtomicU64 = AtomicU64::new(0);
+
+/// Refusals that went unnamed: the naming thread came to one (without its capture) after its
+/// call was answered, or could not be passed one at all (its queue was full).
+static UNNAMED: AtomicU64 = AtomicU64::new(0);
+
+/// Says on stderr that a refusal went unnamed, and why.
+fn say_unnamed(why: &str) {
+    let count = UNNAMED.fetch_add(1, Ordering::Relaxed) + 1;
+    eprintln!(
+        "pi-hooks sandbox: a refusal went unnamed ({why}; {count} so far, {} found no capture slot free)",
+        NO_SLOT.load(Ordering::Relaxed)
+    );
+}
 
 /// What the naming thread says of a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,8 +47,12 @@ pub enum Verdict {
     Refuse,
 }
 
-/// One call passed to the naming thread: id, number, six arguments.
-const JOB_WORDS: usize = 8;
+/// One call passed to the naming thread: id, number, six arguments, the capture slot's index
+/// ([`NO_CAPTURE`] without one).
+const JOB_WORDS: usize = 9;
+
+/// A job's slot index when nothing was captured.
+const NO_CAPTURE: u64 = u64::MAX;
 
 /// A limit the supervisor met, passed as a job whose "number" is negative.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,9 +93,16 @@ pub struct NamingLink {
 }
 
 impl NamingLink {
-    /// Passes a call to the naming thread and waits at most [`NAMING_WAIT`] for its
-    /// verdict; without one, [`Verdict::Proceed`].
-    pub fn ask(&self, request: &libc::seccomp_notif) -> Verdict {
+    /// Passes a call to the naming thread, with what it named (`captured`; without, the
+    /// naming thread reads it from memory, if the call still waits), and waits at most
+    /// [`NAMING_WAIT`] for its verdict; without one, [`Verdict::Proceed`] (a refusal is still
+    /// named, later).
+    pub fn ask(
+        &self,
+        request: &libc::seccomp_notif,
+        captured: Option<Slot<'static, SLOTS>>,
+    ) -> Verdict {
+        let slot = captured.map_or(NO_CAPTURE, |slot| slot.hand() as u64);
         let words = [
             request.id,
             i64::from(request.data.nr) as u64,
@@ -83,6 +112,7 @@ impl NamingLink {
             request.data.args[3],
             request.data.args[4],
             request.data.args[5],
+            slot,
         ];
         self.send_job(words, NAMING_WAIT)
     }
@@ -95,7 +125,8 @@ impl NamingLink {
     /// grow its buffer), so the allocator's lock the refused thread holds does not hold it.
     pub fn name_limit(&self, id: u64, limit: Limit) {
         let (number, argument) = limit.encode();
-        self.send_job([id, number as u64, argument, 0, 0, 0, 0, 0], LIMIT_WAIT);
+        let job = [id, number as u64, argument, 0, 0, 0, 0, 0, NO_CAPTURE];
+        self.send_job(job, LIMIT_WAIT);
     }
 
     /// Writes one job and waits at most `wait` for its answer.
@@ -108,6 +139,12 @@ impl NamingLink {
         // SAFETY: write(2) of a local buffer; a pipe write under PIPE_BUF is atomic.
         let wrote = unsafe { libc::write(self.jobs.as_raw_fd(), job.as_ptr().cast(), job.len()) };
         if wrote != job.len() as isize {
+            // The naming thread never saw it: the slot is the supervisor's again (freed).
+            if let Ok(index) = usize::try_from(words[8]) {
+                drop(POOL.take(index));
+            }
+            // Counted only: saying it here could allocate.
+            UNNAMED.fetch_add(1, Ordering::Relaxed);
             return Verdict::Proceed;
         }
         let deadline = Instant::now() + wait;
@@ -191,12 +228,17 @@ pub fn start_naming(namer: Namer) -> std::io::Result<NamingLink> {
                 }
                 let mut args = [0u64; 6];
                 args.copy_from_slice(&words[2..8]);
+                let captured = usize::try_from(words[8]).ok().and_then(|i| POOL.take(i));
                 let verdict = match Limit::decode(words[1] as i64, args[0]) {
                     Some(limit) => {
                         namer.name_limit(limit);
                         Verdict::Proceed
                     }
-                    None => namer.name(words[0], words[1] as i64, &args),
+                    // The slot is freed at the arm's end, before the verdict is written.
+                    None => match captured {
+                        Some(slot) => namer.name_captured(words[0], words[1] as i64, &slot),
+                        None => namer.name(words[0], words[1] as i64, &args),
+                    },
                 };
                 let mut answer = [0u8; VERDICT_BYTES];
                 answer[..8].copy_from_slice(&words[0].to_ne_bytes());
@@ -247,8 +289,44 @@ impl Namer {
         }
     }
 
+    /// Names the refusal of the call `id`, `number`, from what the supervisor captured
+    /// while it waited (or decides an `execve`), reporting it when the grant explains it.
+    /// The call may have been answered meanwhile: what was captured was still its.
+    fn name_captured(&self, id: u64, number: i64, slot: &Slot<'static, SLOTS>) -> Verdict {
+        use std::os::unix::ffi::OsStrExt;
+        let Some(call) = call(number) else {
+            return Verdict::Proceed;
+        };
+        let captured: &Captured = slot.captured();
+        let mut paths = Vec::new();
+        let mut by_descriptor = false;
+        for path in captured.paths() {
+            let text = Path::new(std::ffi::OsStr::from_bytes(path.text()));
+            by_descriptor |= text.as_os_str().is_empty();
+            let base = path
+                .base()
+                .map(|b| Path::new(std::ffi::OsStr::from_bytes(b)));
+            let Some(resolved) = resolve_against(base, text) else {
+                // A relative path whose folder could not be read: named as given.
+                paths.push(text.to_path_buf());
+                continue;
+            };
+            paths.push(resolved);
+        }
+        let flags = match call.access {
+            Access::Open(_) => captured.flags(),
+            _ => Some(0),
+        };
+        let Some(flags) = flags else {
+            say_unnamed("the flags of an openat2 could not be read");
+            return Verdict::Proceed;
+        };
+        self.judge(call.access, &paths, by_descriptor, flags, Some(id))
+    }
+
     /// Names the refusal of the call `id`, `number` with `args` (or decides an `execve`),
-    /// reporting it when the grant explains it.
+    /// reading its paths from memory now (no capture slot was free), reporting it when the
+    /// grant explains it and the call still waits.
     fn name(&self, id: u64, number: i64, args: &[u64; 6]) -> Verdict {
         let Some(call) = call(number) else {
             return Verdict::Proceed;
@@ -258,11 +336,17 @@ impl Namer {
         let mut by_descriptor = false;
         for (dir, path) in call.paths {
             let Some(text) = read_path(args[*path]) else {
+                if still_waiting(id) {
+                    say_unnamed("its path could not be read");
+                }
                 return Verdict::Proceed;
             };
             by_descriptor |= text.as_os_str().is_empty();
             let dir = dir.map(|d| args[d] as i32).unwrap_or(libc::AT_FDCWD);
             let Some(resolved) = resolve(dir, &text) else {
+                if still_waiting(id) {
+                    say_unnamed("the folder its path is relative to could not be read");
+                }
                 return Verdict::Proceed;
             };
             paths.push(resolved);
@@ -273,28 +357,38 @@ impl Namer {
         };
         // What was read belongs to a call still waiting (its thread may have been killed
         // meanwhile).
-        let listener = LISTENER.load(Ordering::Acquire);
-        if listener < 0 {
-            return Verdict::Proceed;
-        }
-        // SAFETY: ID_VALID reads the u64 passed, a local.
-        let valid = unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_ID_VALID, &id) };
-        if valid != 0 {
+        if !still_waiting(id) {
+            say_unnamed("its call was answered before the naming thread could read it");
             return Verdict::Proceed;
         }
         let Some(flags) = flags else {
+            say_unnamed("the flags of an openat2 could not be read");
             return Verdict::Proceed;
         };
-        match call.access {
-            Access::Exec => self.name_exec(&paths[0], by_descriptor),
+        self.judge(call.access, &paths, by_descriptor, flags, None)
+    }
+
+    /// Reports the refusal of a call asking for `access` to `paths` (`flags`: an open's),
+    /// or decides an `execve`. `late_check`: the call's id, to tell whether an `execve`
+    /// refused here was already let through (the supervisor waited no longer).
+    fn judge(
+        &self,
+        access: Access,
+        paths: &[PathBuf],
+        by_descriptor: bool,
+        flags: i32,
+        late_check: Option<u64>,
+    ) -> Verdict {
+        match access {
+            Access::Exec => self.name_exec(&paths[0], by_descriptor, late_check),
             Access::Open(_) => {
                 let write = flags & libc::O_ACCMODE != libc::O_RDONLY
                     || flags & (libc::O_CREAT | libc::O_TRUNC) != 0;
-                self.name_change(if write { "write" } else { "read" }, &paths, write);
+                self.name_change(if write { "write" } else { "read" }, paths, write);
                 Verdict::Proceed
             }
             Access::Change(verb) => {
-                self.name_change(verb, &paths, true);
+                self.name_change(verb, paths, true);
                 Verdict::Proceed
             }
         }
@@ -303,12 +397,17 @@ impl Namer {
     /// A program the grant does not name is refused and reported; a path where nothing is
     /// is left to the kernel (`ENOENT`). A program run from a descriptor is refused unless
     /// that descriptor's file is a granted one (a `memfd`, which Landlock lets run, is not).
-    fn name_exec(&self, program: &Path, by_descriptor: bool) -> Verdict {
+    /// `late_check`: the call's id; if it no longer waits, the supervisor let it through
+    /// before this verdict, and the report says so.
+    fn name_exec(&self, program: &Path, by_descriptor: bool, late_check: Option<u64>) -> Verdict {
         let missing = !by_descriptor && std::fs::metadata(program).is_err();
         if missing || self.grant.allows_program(program) {
             return Verdict::Proceed;
         }
-        let reason = crate::sandbox::exec_refusal(&program.display().to_string(), &self.grant);
+        let mut reason = crate::sandbox::exec_refusal(&program.display().to_string(), &self.grant);
+        if late_check.is_some_and(|id| !still_waiting(id)) {
+            reason.push_str(" (decided too late to stop it: the call went ahead)");
+        }
         crate::sandbox::report::denied("execve", &reason, &self.grant);
         Verdict::Refuse
     }
@@ -444,6 +543,26 @@ fn read_path(address: u64) -> Option<PathBuf> {
     None
 }
 
+/// Whether the notified call `id` still waits for its answer.
+fn still_waiting(id: u64) -> bool {
+    let listener = LISTENER.load(Ordering::Acquire);
+    // SAFETY: ID_VALID reads the u64 passed, a local.
+    listener >= 0 && unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_ID_VALID, &id) } == 0
+}
+
+/// `path` made absolute against `base` (the folder it is relative to, captured; `None` for
+/// a relative path: unknown). An empty path names `base` itself. `.` and `..` are taken out.
+fn resolve_against(base: Option<&Path>, path: &Path) -> Option<PathBuf> {
+    if path.is_absolute() {
+        return Some(crate::sandbox::grant::normalize(path));
+    }
+    let base = base?;
+    if path.as_os_str().is_empty() {
+        return Some(base.to_path_buf());
+    }
+    Some(crate::sandbox::grant::normalize(&base.join(path)))
+}
+
 /// `path` made absolute against the folder descriptor `dir` (`AT_FDCWD`: the working
 /// directory); an empty path names `dir` itself (`AT_EMPTY_PATH`). `.` and `..` are taken out.
 fn resolve(dir: i32, path: &Path) -> Option<PathBuf> {
@@ -464,6 +583,135 @@ fn resolve(dir: i32, path: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A notification of the call `number` with `args`, as RECV fills it.
+    fn request(id: u64, number: i64, args: [u64; 6]) -> libc::seccomp_notif {
+        // SAFETY: seccomp_notif is plain data; all-zero is a valid value.
+        let mut request: libc::seccomp_notif = unsafe { std::mem::zeroed() };
+        request.id = id;
+        request.data.nr = number as i32;
+        request.data.args = args;
+        request
+    }
+
+    /// Waits (up to 10 s) for a reported refusal whose reason holds `words`.
+    fn reported(words: &str) -> Option<String> {
+        let deadline = Instant::now() + std::time::Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Some(reason) = crate::sandbox::report::pending_reasons()
+                .into_iter()
+                .find(|r| r.contains(words))
+            {
+                return Some(reason);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        None
+    }
+
+    /// The naming thread comes to a refusal after its call was answered (here: no call
+    /// waits at all, no listener), its memory reused: from what was captured, it is still
+    /// named; without a capture it cannot be, and says so.
+    #[test]
+    fn a_refusal_captured_is_named_however_late_and_an_execve_too() {
+        let grant = Grant {
+            plugin: "late".into(),
+            source: "test".into(),
+            read: vec!["/usr".into()],
+            write: Vec::new(),
+            network: false,
+            exec: vec!["git".into()],
+            exec_paths: Vec::new(),
+            memory_mib: None,
+        };
+        let link = start_naming(Namer {
+            grant: grant.clone(),
+            prepared: crate::sandbox::report::Prepared::new(&grant),
+            reach: grant.clone(),
+        })
+        .unwrap();
+        let open = call(libc::SYS_openat).unwrap();
+        let mut path = b"late-named/secret\0".to_vec();
+        let args = [
+            libc::AT_FDCWD as u64,
+            path.as_ptr() as u64,
+            libc::O_RDONLY as u64,
+            0,
+            0,
+            0,
+        ];
+        let mut slot = POOL.claim().unwrap();
+        assert!(super::super::captured::capture(&mut slot, open, &args));
+        // The call's memory changes before the naming thread reads it.
+        path.fill(b'x');
+        let asked = request(1, libc::SYS_openat, args);
+        assert_eq!(link.ask(&asked, Some(slot)), Verdict::Proceed);
+        let cwd = std::env::current_dir().unwrap();
+        let reason = reported("late-named/secret").expect("the refusal was not named");
+        assert!(
+            reason.starts_with(&format!(
+                "read of {}/late-named/secret denied",
+                cwd.display()
+            )),
+            "{reason}"
+        );
+        // Every slot is free again (the naming thread frees it right after the report).
+        let deadline = Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let all: Vec<_> = (0..SLOTS).map_while(|_| POOL.claim()).collect();
+            if all.len() == SLOTS {
+                break;
+            }
+            assert!(Instant::now() < deadline, "a slot was not freed");
+            drop(all);
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+
+        // Without a capture, the call must still wait: it does not, so nothing is named.
+        let before = UNNAMED.load(Ordering::Relaxed);
+        let uncaptured = b"/uncaptured/secret\0";
+        let args = [
+            libc::AT_FDCWD as u64,
+            uncaptured.as_ptr() as u64,
+            0,
+            0,
+            0,
+            0,
+        ];
+        assert_eq!(
+            link.ask(&request(2, libc::SYS_openat, args), None),
+            Verdict::Proceed
+        );
+        let deadline = Instant::now() + std::time::Duration::from_secs(10);
+        while UNNAMED.load(Ordering::Relaxed) == before && Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(UNNAMED.load(Ordering::Relaxed) > before);
+        assert!(
+            !crate::sandbox::report::pending_reasons()
+                .iter()
+                .any(|r| r.contains("/uncaptured/secret"))
+        );
+
+        // An execve decided after its call went ahead is refused and says so.
+        let exec = call(libc::SYS_execve).unwrap();
+        let program = b"/bin/sh\0";
+        let args = [program.as_ptr() as u64, 0, 0, 0, 0, 0];
+        let mut slot = POOL.claim().unwrap();
+        assert!(super::super::captured::capture(&mut slot, exec, &args));
+        let asked = Instant::now();
+        let verdict = link.ask(&request(3, libc::SYS_execve, args), Some(slot));
+        // Refused, unless the naming thread took longer than the supervisor waits (a loaded
+        // machine): then it went ahead, and is reported all the same.
+        if asked.elapsed() < NAMING_WAIT {
+            assert_eq!(verdict, Verdict::Refuse);
+        }
+        let reason = reported("exec of \"/bin/sh\"").unwrap();
+        assert!(
+            reason.ends_with("(exec: git) (decided too late to stop it: the call went ahead)"),
+            "{reason}"
+        );
+    }
 
     #[test]
     fn reads_paths_and_resolves_them() {
