@@ -33,7 +33,7 @@ static UNNAMED: AtomicU64 = AtomicU64::new(0);
 fn say_unnamed(why: &str) {
     let count = UNNAMED.fetch_add(1, Ordering::Relaxed) + 1;
     eprintln!(
-        "pi-hooks sandbox: a refusal went unnamed ({why}; {count} so far, {} found no capture slot free)",
+        "pi-hooks: sandbox: a refusal went unnamed ({why}; {count} so far, {} found no capture slot free)",
         NO_SLOT.load(Ordering::Relaxed)
     );
 }
