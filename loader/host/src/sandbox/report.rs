@@ -186,7 +186,7 @@ pub fn send_to(out: LineWriter) {
     if sink.dropped > 0 {
         // The child's stderr reaches the host's.
         eprintln!(
-            "pi-hooks sandbox: {} more refusals made while the plugin loaded were not reported (at most {MAX_PENDING} are kept until the host connects)",
+            "pi-hooks: sandbox: {} more refusals made while the plugin loaded were not reported (at most {MAX_PENDING} are kept until the host connects)",
             sink.dropped
         );
         sink.dropped = 0;
