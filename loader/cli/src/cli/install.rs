@@ -177,44 +177,32 @@ fn accept_pi_installed(
     let signer = verify_signature(&package, &what).map_err(CommandError::failed)?;
     let key = signer.as_ref().map(|s| s.public_key.clone());
     let seen = first_seen::read(store, name);
+    let flag = if args.local { " -l" } else { "" };
     let mut changes = Vec::new();
     if let Some(seen) = &seen {
-        if seen.signer.is_some() && seen.signer != key {
+        let found = first_seen::Changes::between(seen, &package, key.as_deref());
+        if let Some(change) = found.signer(&what) {
             if !args.accept_new_signer {
                 return Err(CommandError::failed(format!(
-                    "{what} {}, not by the key {} pinned when pi-hooks first loaded version {}; to accept the new signer: `pi-hooks update {name}{} --accept-new-signer`",
-                    key.as_deref().map_or("is unsigned".to_owned(), |k| format!(
-                        "is signed by key {k}"
-                    )),
-                    seen.signer.as_deref().unwrap_or_default(),
-                    seen.version,
-                    if args.local { " -l" } else { "" }
+                    "{}; to accept the new signer: `pi-hooks update {name}{flag} --accept-new-signer`",
+                    escape(&change)
                 )));
             }
             changes.push("its new signer".to_owned());
         }
-        let more = pi_hooks_host::sandbox::grant::asks_for_more(
-            seen.capabilities.as_ref(),
-            package.manifest.capabilities.as_ref(),
-        );
-        if !more.is_empty() {
+        if let Some(change) = found.capabilities(&what) {
             if !args.grant {
                 return Err(CommandError::failed(format!(
-                    "{what} asks for more than you granted {} {}: {}; to grant it: `pi-hooks update {name}{} --grant`",
-                    seen.name,
-                    seen.version,
-                    escape(&more.join("; ")),
-                    if args.local { " -l" } else { "" }
+                    "{}; to grant it: `pi-hooks update {name}{flag} --grant`",
+                    escape(&change)
                 )));
             }
-            changes.push(format!("more capabilities ({})", more.join("; ")));
+            changes.push("more capabilities".to_owned());
         }
     }
     first_seen::accept(store, &package, key.as_deref()).map_err(CommandError::failed)?;
     let mut text = format!(
-        "{} {} (installed by pi, {}): accepted{}
-  capabilities:
-",
+        "{} {} (installed by pi, {}): accepted{}\n  capabilities:\n",
         escape(&package.name),
         escape(&package.version),
         escape(&source),
@@ -225,15 +213,10 @@ fn accept_pi_installed(
         }
     );
     for line in Capabilities::describe(package.manifest.capabilities.as_ref()) {
-        text.push_str(&format!(
-            "    {}
-",
-            escape(&line)
-        ));
+        text.push_str(&format!("    {}\n", escape(&line)));
     }
     text.push_str(
-        "  pi updates its files (`pi update`); pi-hooks loads it from the next start or /reload
-",
+        "  pi updates its files (`pi update`); pi-hooks loads it from the next start or /reload\n",
     );
     Ok(text)
 }

@@ -91,25 +91,16 @@ pub fn check(
         super::store::Scope::User => "",
         super::store::Scope::Project => " -l",
     };
-    if let Some(pinned) = &seen.signer
-        && signer != Some(pinned.as_str())
-    {
+    let changes = Changes::between(&seen, package, signer);
+    if let Some(change) = changes.signer(what) {
         return Err(format!(
-            "{what} {}, not by the key {pinned} pinned when pi-hooks first loaded version {}; it was not loaded. If its publisher changed keys: `pi-hooks update {}{flag} --accept-new-signer`",
-            signer.map_or("is unsigned".to_owned(), |s| format!(
-                "is signed by key {s}"
-            )),
-            seen.version,
+            "{change}; it was not loaded. If its publisher changed keys: `pi-hooks update {}{flag} --accept-new-signer`",
             package.name
         ));
     }
-    let more = crate::sandbox::grant::asks_for_more(seen.capabilities.as_ref(), declared.as_ref());
-    if !more.is_empty() {
+    if let Some(change) = changes.capabilities(what) {
         return Err(format!(
-            "{what} asks for more than you granted {} {}: {}; it was not loaded. To grant it: `pi-hooks update {}{flag} --grant`",
-            seen.name,
-            seen.version,
-            more.join("; "),
+            "{change}; it was not loaded. To grant it: `pi-hooks update {}{flag} --grant`",
             package.name
         ));
     }
@@ -125,6 +116,55 @@ pub fn check(
         );
     }
     Ok(declared)
+}
+
+/// How a package differs from what was accepted of it.
+pub struct Changes<'a> {
+    seen: &'a Seen,
+    /// Its signer's key now.
+    signer: Option<&'a str>,
+    /// What it asks for beyond the grant, one line per capability.
+    more: Vec<String>,
+}
+
+impl<'a> Changes<'a> {
+    /// Compares `package`, signed by `signer`, with `seen`.
+    pub fn between(seen: &'a Seen, package: &PackageJson, signer: Option<&'a str>) -> Self {
+        Changes {
+            seen,
+            signer,
+            more: crate::sandbox::grant::asks_for_more(
+                seen.capabilities.as_ref(),
+                package.manifest.capabilities.as_ref(),
+            ),
+        }
+    }
+
+    /// `what` was signed by another key than the one pinned (or is unsigned now), in words.
+    pub fn signer(&self, what: &str) -> Option<String> {
+        let pinned = self.seen.signer.as_deref()?;
+        (self.signer != Some(pinned)).then(|| {
+            format!(
+                "{what} {}, not by the key {pinned} pinned when pi-hooks first loaded version {}",
+                self.signer.map_or("is unsigned".to_owned(), |s| format!(
+                    "is signed by key {s}"
+                )),
+                self.seen.version
+            )
+        })
+    }
+
+    /// `what` asks for more than was granted, in words.
+    pub fn capabilities(&self, what: &str) -> Option<String> {
+        (!self.more.is_empty()).then(|| {
+            format!(
+                "{what} asks for more than you granted {} {}: {}",
+                self.seen.name,
+                self.seen.version,
+                self.more.join("; ")
+            )
+        })
+    }
 }
 
 /// `pi-hooks update NAME --grant` / `--accept-new-signer` for a package pi installed:
