@@ -165,6 +165,11 @@ pub fn compile_c_text(dir: &Path, name: &str, code: &str, extra: &[&str]) -> Pat
     )
 }
 
+/// `-I` of `tests/fixtures/`, for C test plugins that include a fixture's header.
+pub fn fixtures_include() -> String {
+    format!("-I{}", workspace_root().join("tests/fixtures").display())
+}
+
 /// A C plugin from `tests/fixtures/<name>.c`, compiled into `dir`.
 pub fn c_fixture(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
     c_fixture_as(dir, name, name, extra)

@@ -24,6 +24,15 @@ pub struct Registry {
 }
 
 impl Registry {
+    /// [`Registry::start`], with pi-hooks' own npm packages ([`pi_hooks_packages`]) published.
+    pub fn with_pi_hooks() -> Registry {
+        let registry = Registry::start();
+        for tgz in pi_hooks_packages() {
+            registry.publish(&tgz);
+        }
+        registry
+    }
+
     /// Starts verdaccio with a fresh storage, open to anyone (no uplinks: every package it
     /// serves was published by the test) and waits until it answers.
     pub fn start() -> Registry {
@@ -421,4 +430,10 @@ pub fn git(dir: &Path, args: &[&str]) {
         .output()
         .unwrap();
     assert!(output.status.success(), "git {args:?}: {output:?}");
+}
+
+/// The `packages` list of a settings file.
+pub fn settings_packages(settings: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(settings).expect("read the settings file");
+    serde_json::from_str::<serde_json::Value>(&text).expect("settings JSON")["packages"].clone()
 }

@@ -36,22 +36,7 @@ static PiStatus on_end(void *ud, const PiValue *event, PiContext *ctx, PiResult 
 }
 
 /* /look: a user message with a text and an image. */
-static PiStatus look(void *ud, PiStr args, PiContext *ctx) {
-    const PiValueApi *v = host->values;
-    PiValue *content = v->new_array(), *text = v->new_object(), *image = v->new_object();
-    PiStatus status;
-    (void)ud; (void)args; (void)ctx;
-    v->set(text, pi_str("type"), v->new_string(pi_str("text")));
-    v->set(text, pi_str("text"), v->new_string(pi_str("what is in the picture?")));
-    v->set(image, pi_str("type"), v->new_string(pi_str("image")));
-    v->set(image, pi_str("data"), v->new_string(pi_str("iVBORw0KGgo=")));
-    v->set(image, pi_str("mimeType"), v->new_string(pi_str("image/png")));
-    v->push(content, text);
-    v->push(content, image);
-    status = host->actions->send_user_message_content(self, content, PI_DELIVER_DEFAULT);
-    v->free(content);
-    return status;
-}
+#include "look_command.h"
 
 /* /bad: content that is not text and image blocks is refused. */
 static PiStatus bad(void *ud, PiStr args, PiContext *ctx) {
@@ -108,9 +93,12 @@ enum Lang {
 
 fn start_in(sandbox: &Sandbox, turns: serde_json::Value, lang: Lang) -> RpcClient {
     let plugin = match lang {
-        Lang::C | Lang::CIsolated => {
-            compile_c_text(&sandbox.lib(), "abort_and_images", PLUGIN, &["-pedantic"])
-        }
+        Lang::C | Lang::CIsolated => compile_c_text(
+            &sandbox.lib(),
+            "abort_and_images",
+            PLUGIN,
+            &["-pedantic", &pi_hooks_tests::fixtures_include()],
+        ),
         Lang::Cpp => pi_hooks_tests::compile_cpp_text(&sandbox.lib(), "abort_cpp", CPP_PLUGIN),
         Lang::Rust => pi_hooks_tests::rust_plugin("fixture-rust-abort"),
     };

@@ -32,22 +32,8 @@ static PiStatus on_input(void *ud, const PiValue *event, PiContext *ctx, PiResul
     return host->ui->notify(ctx, pi_str(line), PI_NOTIFY_INFO);
 }
 
-static PiStatus look(void *ud, PiStr args, PiContext *ctx) {
-    const PiValueApi *v = host->values;
-    PiValue *content = v->new_array(), *text = v->new_object(), *image = v->new_object();
-    PiStatus status;
-    (void)ud; (void)args; (void)ctx;
-    v->set(text, pi_str("type"), v->new_string(pi_str("text")));
-    v->set(text, pi_str("text"), v->new_string(pi_str("what is in the picture?")));
-    v->set(image, pi_str("type"), v->new_string(pi_str("image")));
-    v->set(image, pi_str("data"), v->new_string(pi_str("iVBORw0KGgo=")));
-    v->set(image, pi_str("mimeType"), v->new_string(pi_str("image/png")));
-    v->push(content, text);
-    v->push(content, image);
-    status = host->actions->send_user_message_content(self, content, PI_DELIVER_DEFAULT);
-    v->free(content);
-    return status;
-}
+/* /look: a user message with a text and an image. */
+#include "look_command.h"
 
 static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
     PiStatus status;
@@ -99,7 +85,12 @@ fn images_both_ways(client: &mut RpcClient) {
 #[test]
 fn images_cross_an_isolated_plugin_s_serve_child() {
     let sandbox = Sandbox::new();
-    let plugin = compile_c_text(&sandbox.lib(), "image_reader", PLUGIN, &["-pedantic"]);
+    let plugin = compile_c_text(
+        &sandbox.lib(),
+        "image_reader",
+        PLUGIN,
+        &["-pedantic", &pi_hooks_tests::fixtures_include()],
+    );
     let script = sandbox.script(&json!({"turns": [{"text": "a gif"}, {"text": "a png"}]}));
     let mut command = sandbox.command(&["rpc", "--isolate", "--no-session", "--no-hooks"]);
     command.arg("--script").arg(&script).arg("-e").arg(&plugin);
@@ -114,7 +105,12 @@ fn images_cross_the_bridge_in_the_real_pi() {
     let sandbox = Sandbox::new();
     let server = FakeOpenAi::start(|_| Reply::Text("a picture".into()));
     prepare(&sandbox, &server);
-    let plugin = compile_c_text(&sandbox.lib(), "image_reader", PLUGIN, &["-pedantic"]);
+    let plugin = compile_c_text(
+        &sandbox.lib(),
+        "image_reader",
+        PLUGIN,
+        &["-pedantic", &pi_hooks_tests::fixtures_include()],
+    );
     sandbox.install(
         &plugin,
         &sandbox.agent_dir().join("extensions"),

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use pi_hooks_tests::npm::{GitDaemon, PiUser, Registry, git, pack_as, pi_hooks_packages};
+use pi_hooks_tests::npm::{GitDaemon, PiUser, Registry, git, pack_as, settings_packages};
 use pi_hooks_tests::packages::{edit_package_json, unpack};
 use pi_hooks_tests::{Sandbox, protected_paths_plugin, rust_plugin};
 use serde_json::{Value, json};
@@ -43,11 +43,6 @@ fn pi_hooks_packages_listed(user: &PiUser) -> Vec<(String, String)> {
         .collect()
 }
 
-fn settings_packages(settings: &Path) -> Value {
-    let text = std::fs::read_to_string(settings).unwrap();
-    serde_json::from_str::<Value>(&text).unwrap()["packages"].clone()
-}
-
 /// The version in a package tarball's package.json.
 fn version_of(tgz: &Path) -> String {
     let dir = tempfile::tempdir().unwrap();
@@ -69,10 +64,7 @@ fn edited(tgz: &Path, dir: &Path, change: impl FnOnce(&mut Value)) -> PathBuf {
 #[test]
 fn pi_hooks_install_npm_and_pi_agree() {
     let sandbox = Sandbox::new();
-    let registry = Registry::start();
-    for tgz in pi_hooks_packages() {
-        registry.publish(&tgz);
-    }
+    let registry = Registry::with_pi_hooks();
     let dist = sandbox.root().join("dist");
     let gate = pack_as(
         &sandbox,
@@ -174,10 +166,7 @@ fn pi_hooks_install_npm_and_pi_agree() {
 #[test]
 fn a_platform_without_a_binary_is_refused_by_name() {
     let sandbox = Sandbox::new();
-    let registry = Registry::start();
-    for tgz in pi_hooks_packages() {
-        registry.publish(&tgz);
-    }
+    let registry = Registry::with_pi_hooks();
     // A native package with a library for linux-arm64-gnu only.
     let gate = pack_as(
         &sandbox,
@@ -237,10 +226,7 @@ fn a_platform_without_a_binary_is_refused_by_name() {
 #[test]
 fn pi_hooks_install_git_clones_where_pi_does() {
     let sandbox = Sandbox::new();
-    let registry = Registry::start();
-    for tgz in pi_hooks_packages() {
-        registry.publish(&tgz);
-    }
+    let registry = Registry::with_pi_hooks();
     let gate = pack_as(
         &sandbox,
         &rust_plugin("permission-gate"),

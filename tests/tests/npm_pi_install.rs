@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use pi_hooks_tests::fake_openai::{FakeOpenAi, Reply, after_tool, last_user_text, tool_call};
 use pi_hooks_tests::npm::{
-    GitDaemon, PiUser, Registry, git, pack_as, pi_hooks_packages, serve_children,
+    GitDaemon, PiUser, Registry, git, pack_as, serve_children, settings_packages,
 };
 use pi_hooks_tests::packages::unpack;
 use pi_hooks_tests::rpc_client::RpcClient;
@@ -43,10 +43,7 @@ struct Published {
 }
 
 fn publish(sandbox: &Sandbox) -> Published {
-    let registry = Registry::start();
-    for tgz in pi_hooks_packages() {
-        registry.publish(&tgz);
-    }
+    let registry = Registry::with_pi_hooks();
     let dist = sandbox.root().join("dist");
     let permission_gate = pack_as(
         sandbox,
@@ -74,11 +71,6 @@ fn write_models(sandbox: &Sandbox, server: &FakeOpenAi) {
         server.models_json().to_string(),
     )
     .unwrap();
-}
-
-fn settings_packages(settings: &Path) -> Value {
-    let text = std::fs::read_to_string(settings).unwrap();
-    serde_json::from_str::<Value>(&text).unwrap()["packages"].clone()
 }
 
 /// rm -rf: permission-gate asks with pi's select dialog, "No" blocks it.

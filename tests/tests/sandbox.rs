@@ -150,6 +150,18 @@ fn run_with(
     let mut command = world.sandbox.command(&args);
     adjust(&mut command);
     let output = pi_hooks_tests::output_within(command, std::time::Duration::from_secs(60));
+    let run = read_run(output);
+    assert!(
+        run.output.status.success(),
+        "the session did not go on: {}",
+        run.stderr()
+    );
+    run
+}
+
+/// What a `run --mode json` showed: each attack's outcome (the reason its call was blocked,
+/// by the attack's first word), the calls that ran, the extension errors.
+fn read_run(output: Output) -> Run {
     let lines: Vec<Value> = String::from_utf8_lossy(&output.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
@@ -190,19 +202,13 @@ fn run_with(
         .filter(|l| l["type"] == "extension_error")
         .cloned()
         .collect();
-    let run = Run {
+    Run {
         output,
         outcomes,
         errors,
         ran,
         lines,
-    };
-    assert!(
-        run.output.status.success(),
-        "the session did not go on: {}",
-        run.stderr()
-    );
-    run
+    }
 }
 
 /// Held by the tests that fork many processes: `RLIMIT_NPROC` counts every process of the
@@ -808,47 +814,7 @@ fn run_package(world: &World, prompts: &[&str]) -> Run {
         world.script.to_str().unwrap(),
     ];
     args.extend_from_slice(prompts);
-    let output = world.sandbox.run(&args);
-    let lines: Vec<Value> = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
-    let mut commands = HashMap::new();
-    let mut outcomes = HashMap::new();
-    for line in &lines {
-        match line["type"].as_str() {
-            Some("tool_execution_start") => {
-                commands.insert(
-                    line["toolCallId"].as_str().unwrap().to_owned(),
-                    line["args"]["command"].as_str().unwrap_or("").to_owned(),
-                );
-            }
-            Some("tool_execution_end") => {
-                let command: String = commands[line["toolCallId"].as_str().unwrap()].clone();
-                let attack = command.trim_start_matches("echo ").to_owned();
-                outcomes.insert(
-                    attack,
-                    line["result"]["content"][0]["text"]
-                        .as_str()
-                        .unwrap_or("")
-                        .to_owned(),
-                );
-            }
-            _ => {}
-        }
-    }
-    let errors = lines
-        .iter()
-        .filter(|l| l["type"] == "extension_error")
-        .cloned()
-        .collect();
-    Run {
-        output,
-        outcomes,
-        errors,
-        ran: Vec::new(),
-        lines,
-    }
+    read_run(world.sandbox.run(&args))
 }
 
 fn list_sandbox_state(world: &World) -> Value {

@@ -16,6 +16,7 @@ use pi_hooks_host::plugin::{LoadedPlugin, Runs};
 /// The JSON description of one loaded plugin.
 pub fn plugin_json(plugin: &LoadedPlugin) -> Value {
     let r = plugin.registrations();
+    let runs = plugin.runs();
     json!({
         "path": plugin.path,
         "name": plugin.name(),
@@ -32,8 +33,8 @@ pub fn plugin_json(plugin: &LoadedPlugin) -> Value {
         "flags": r.flags,
         "shortcuts": r.shortcuts,
         "warnings": plugin.warnings,
-        "runs": plugin.runs().key(),
-        "grant": match plugin.runs() {
+        "runs": runs.key(),
+        "grant": match &runs {
             Runs::Confined(grant) => json!({"summary": grant.summary(), "source": grant.source}),
             _ => Value::Null,
         },
