@@ -60,6 +60,7 @@ pub use services::{HostServices, SessionOp, UiService};
 
 pub mod guards;
 pub mod host_api;
+pub mod identity;
 pub mod isolate;
 pub mod library;
 pub mod lifecycle;
