@@ -123,3 +123,16 @@ pub fn user_settings(sandbox: &Sandbox) -> Value {
 pub fn installed_dir(sandbox: &Sandbox, name: &str) -> PathBuf {
     sandbox.agent_dir().join("pi-hooks/packages").join(name)
 }
+
+/// The install record pi-hooks keeps of package `name` for the user (under the agent
+/// directory: `pi-hooks/records/user/install/<name with / as +>.json`).
+pub fn install_record(sandbox: &Sandbox, name: &str) -> Value {
+    let path = sandbox
+        .agent_dir()
+        .join("pi-hooks/records/user/install")
+        .join(format!("{}.json", name.replace('/', "+")));
+    serde_json::from_slice(
+        &std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+    )
+    .unwrap()
+}

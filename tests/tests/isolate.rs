@@ -641,7 +641,7 @@ fn list_shows_where_each_plugin_runs_and_a_confined_one_s_grant() {
     let settings = sandbox.agent_dir().join("settings.json");
     std::fs::write(
         &settings,
-        json!({"isolate": ["alone"], "sandbox": {"boxed": {"read": ["${cwd}"], "memoryMiB": 64}}})
+        json!({"isolate": ["alone"], "sandbox": {"./extensions/libboxed.so": {"read": ["${cwd}"], "memoryMiB": 64}}})
             .to_string(),
     )
     .unwrap();

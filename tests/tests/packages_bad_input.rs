@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use pi_hooks_host::packages::platform::host_platform;
 use pi_hooks_tests::packages::{
-    RawEntry, edit_package_json, installed_dir, keygen, ok, pack, raw_tgz, refused, unpack,
-    user_settings,
+    RawEntry, edit_package_json, install_record, installed_dir, keygen, ok, pack, raw_tgz, refused,
+    unpack, user_settings,
 };
 use pi_hooks_tests::{Sandbox, c_example_plugin, loaded_names};
 use serde_json::Value;
@@ -293,11 +293,7 @@ fn an_install_that_fails_halfway_keeps_the_old_version_and_the_settings() {
     assert!(error.contains("`packages` in"), "{error}");
     assert!(error.contains("Nothing was changed"), "{error}");
     assert_eq!(std::fs::read(&settings_path).unwrap(), before);
-    let record: Value = serde_json::from_slice(
-        &std::fs::read(installed_dir(&sandbox, "protected-paths").join(".pi-hooks-install.json"))
-            .unwrap(),
-    )
-    .unwrap();
+    let record = install_record(&sandbox, "protected-paths");
     assert_eq!(record["version"], "0.1.0");
     assert!(library_file(&installed_dir(&sandbox, "protected-paths")).is_file());
 }

@@ -35,6 +35,13 @@ struct World {
     listener: TcpListener,
 }
 
+impl World {
+    /// The `sandbox` key of the hostile library: its path (a bare name would name a package).
+    fn key(&self) -> String {
+        self.hostile.display().to_string()
+    }
+}
+
 fn world() -> World {
     let sandbox = Sandbox::new();
     let hostile = c_fixture_as(&sandbox.lib(), "sandbox_hostile", "libhostile", &[]);
@@ -235,7 +242,7 @@ fn port(world: &World) -> String {
 #[test]
 fn without_the_grant_every_attack_is_refused_and_named_and_the_session_goes_on() {
     let world = world();
-    let settings = json!({"sandbox": {"hostile": {"read": ["${cwd}"], "memoryMiB": 64}}});
+    let settings = json!({"sandbox": {(world.key()): {"read": ["${cwd}"], "memoryMiB": 64}}});
     let connect = port(&world);
     let run = run(
         &world,
@@ -433,7 +440,7 @@ fn without_the_grant_every_attack_is_refused_and_named_and_the_session_goes_on()
 fn with_the_matching_grant_each_succeeds_but_the_host_stays_out_of_reach() {
     let _forks = FORKS.lock().unwrap_or_else(|e| e.into_inner());
     let world = world();
-    let settings = json!({"sandbox": {"hostile": {
+    let settings = json!({"sandbox": {(world.key()): {
         "read": ["~/.ssh"],
         "write": ["${home}/out"],
         "network": true,
@@ -501,7 +508,7 @@ fn with_the_matching_grant_each_succeeds_but_the_host_stays_out_of_reach() {
 #[test]
 fn with_exec_granted_an_execve_of_another_program_is_refused_and_named() {
     let world = world();
-    let settings = json!({"sandbox": {"hostile": {"exec": ["true"]}}});
+    let settings = json!({"sandbox": {(world.key()): {"exec": ["true"]}}});
     let run = run(
         &world,
         &settings,
@@ -542,7 +549,7 @@ fn with_exec_granted_an_execve_of_another_program_is_refused_and_named() {
 fn with_exec_granted_a_fork_past_the_bound_on_processes_is_refused_and_named() {
     let _forks = FORKS.lock().unwrap_or_else(|e| e.into_inner());
     let world = world();
-    let settings = json!({"sandbox": {"hostile": {"exec": ["sh"]}}});
+    let settings = json!({"sandbox": {(world.key()): {"exec": ["sh"]}}});
     // RLIMIT_NPROC binds nobody as root: there the run is made as the user `nobody`, who is
     // handed the test's files.
     use std::os::unix::fs::MetadataExt;
@@ -595,7 +602,7 @@ fn with_exec_granted_a_fork_past_the_bound_on_processes_is_refused_and_named() {
 #[test]
 fn a_crash_right_after_a_refused_allocation_is_reported_with_it_and_the_call_fails_closed() {
     let world = world();
-    let settings = json!({"sandbox": {"hostile": {"memoryMiB": 64}}});
+    let settings = json!({"sandbox": {(world.key()): {"memoryMiB": 64}}});
     let run = run(&world, &settings, &[], &["oom 256", "after"]);
     let crash = run
         .errors
@@ -646,7 +653,7 @@ fn a_kill_by_the_kernel_is_reported_like_a_crash_and_the_call_fails_closed() {
     let world = world();
     let run = run(
         &world,
-        &json!({"sandbox": {"hostile": {}}}),
+        &json!({"sandbox": {(world.key()): {}}}),
         &[],
         &["sigsys", "read"],
     );
@@ -683,7 +690,7 @@ fn the_host_refuses_a_session_switch_outside_the_grant() {
     let inside = world.sandbox.home().join("out/next.jsonl");
     let run = run(
         &world,
-        &json!({"sandbox": {"hostile": {"write": ["${home}/out"]}}}),
+        &json!({"sandbox": {(world.key()): {"write": ["${home}/out"]}}}),
         &["--session", session.to_str().unwrap()],
         &[
             &format!("/switch {}", outside.display()),
@@ -732,7 +739,7 @@ fn a_grant_that_cannot_be_used_is_refused_naming_the_entry() {
     let world = world();
     std::fs::write(
         world.sandbox.agent_dir().join("settings.json"),
-        json!({"sandbox": {"hostile": {"read": ["${secrets}/x"]}}}).to_string(),
+        json!({"sandbox": {(world.key()): {"read": ["${secrets}/x"]}}}).to_string(),
     )
     .unwrap();
     let report = world
@@ -766,7 +773,7 @@ fn a_grant_that_cannot_be_used_is_refused_naming_the_entry() {
     );
     std::fs::write(
         world.sandbox.agent_dir().join("settings.json"),
-        json!({"sandbox": {"hostile": {"net": true}}}).to_string(),
+        json!({"sandbox": {(world.key()): {"net": true}}}).to_string(),
     )
     .unwrap();
     let output = world

@@ -23,7 +23,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use criterion::Criterion;
-use pi_hooks_host::packages::store::{InstallRecord, RECORD_FILE};
+use pi_hooks_host::packages::records::{Kind, RecordKey, Records};
+use pi_hooks_host::packages::store::{InstallRecord, Scope};
 use pi_hooks_host::packages::verify::sha256_hex;
 use pi_hooks_host::plugin_files::discover::{DiscoveryOptions, discover};
 
@@ -50,8 +51,9 @@ fn record(name: &str, library: &str, sha256: &str, source: &str) -> InstallRecor
     }
 }
 
-fn with_packages(agent: &Path) {
+fn with_packages(agent: &Path, cwd: &Path) {
     let store = agent.join("pi-hooks/packages");
+    let records = Records::of(Scope::User, agent, cwd);
     let mut sources = Vec::new();
     for i in 0..PACKAGES {
         let name = format!("plugin-{i}");
@@ -62,11 +64,9 @@ fn with_packages(agent: &Path) {
         std::fs::write(dir.join(&library), &bytes).unwrap();
         let source = dir.display().to_string();
         let r = record(&name, &library, &sha256_hex(&bytes), &source);
-        std::fs::write(
-            dir.join(RECORD_FILE),
-            serde_json::to_string_pretty(&r).unwrap(),
-        )
-        .unwrap();
+        records
+            .write(Kind::Install, &RecordKey::package_named(&name).unwrap(), &r)
+            .unwrap();
         sources.push(source);
     }
     std::fs::write(
@@ -76,7 +76,7 @@ fn with_packages(agent: &Path) {
     .unwrap();
 }
 
-fn with_npm_packages(agent: &Path) {
+fn with_npm_packages(agent: &Path, _cwd: &Path) {
     use pi_hooks_host::packages::manifest::{Library, Manifest, PluginMeta, package_json};
     let root = agent.join("npm-global/lib/node_modules");
     let abi = format!(
@@ -131,7 +131,7 @@ fn with_npm_packages(agent: &Path) {
     .unwrap();
 }
 
-fn with_hooks_folder(agent: &Path) {
+fn with_hooks_folder(agent: &Path, _cwd: &Path) {
     let hooks = agent.join("hooks");
     std::fs::create_dir_all(&hooks).unwrap();
     for i in 0..PACKAGES {
@@ -149,6 +149,7 @@ fn verify_group(c: &mut Criterion, root: &Path) {
     use pi_hooks_host::library::read_plugin_file;
     use pi_hooks_host::packages::verified::matches_pin;
     let dir = root.join("verify");
+    let records = Records::of(Scope::User, &root.join("agent"), root);
     std::fs::create_dir_all(&dir).unwrap();
     let libraries: Vec<(std::path::PathBuf, String)> = (0..PACKAGES)
         .map(|i| {
@@ -161,7 +162,12 @@ fn verify_group(c: &mut Criterion, root: &Path) {
     // Records are written only for files whose last change is two seconds old.
     std::thread::sleep(Duration::from_millis(2100));
     for (path, pin) in &libraries {
-        assert!(matches_pin(path, &read_plugin_file(path).unwrap(), pin));
+        assert!(matches_pin(
+            &records,
+            path,
+            &read_plugin_file(path).unwrap(),
+            pin
+        ));
     }
     let mut group = c.benchmark_group("packages/verify-10x1MiB");
     group.bench_function("read", |b| {
@@ -181,7 +187,12 @@ fn verify_group(c: &mut Criterion, root: &Path) {
     group.bench_function("recorded", |b| {
         b.iter(|| {
             for (path, pin) in &libraries {
-                assert!(matches_pin(path, &read_plugin_file(path).unwrap(), pin));
+                assert!(matches_pin(
+                    &records,
+                    path,
+                    &read_plugin_file(path).unwrap(),
+                    pin
+                ));
             }
         })
     });
@@ -198,13 +209,13 @@ fn main() {
     std::fs::create_dir_all(&cwd).unwrap();
     let mut group = c.benchmark_group("packages/discover");
     for (label, setup) in [
-        ("10-packages", with_packages as fn(&Path)),
+        ("10-packages", with_packages as fn(&Path, &Path)),
         ("10-npm-packages", with_npm_packages),
         ("10-in-hooks-folder", with_hooks_folder),
     ] {
         let agent = root.path().join(label);
         std::fs::create_dir_all(&agent).unwrap();
-        setup(&agent);
+        setup(&agent, &cwd);
         let options = DiscoveryOptions {
             cwd: cwd.clone(),
             agent_dir: agent,

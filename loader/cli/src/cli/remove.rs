@@ -61,9 +61,9 @@ pub(super) fn remove(args: RemoveArgs) -> Result<ExitCode, CommandError> {
     if !in_store {
         match PiSource::parse(&listed.source) {
             PiSource::Npm { name, .. } => npm_uninstall(&agent, &cwd, scope, &name)?,
-            PiSource::Git { .. } => std::fs::remove_dir_all(&listed.folder).map_err(|e| {
-                CommandError::failed(format!("cannot remove {}: {e}", listed.folder.display()))
-            })?,
+            PiSource::Git { host, path, .. } => {
+                remove_clone(&agent, &cwd, scope, &host, &path).map_err(CommandError::failed)?
+            }
             // A local folder is the user's own: only its entry goes, as with pi.
             PiSource::Local { .. } => {}
         }
@@ -94,6 +94,37 @@ pub(super) fn remove(args: RemoveArgs) -> Result<ExitCode, CommandError> {
         store.settings.display()
     ))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Removes the git clone of `host`/`path` where pi keeps it for `scope` (`<agentDir>/git/...`
+/// or `<cwd>/.pi/git/...`), and only there: each folder on the way is opened without
+/// following a link, so a link a cloned repository planted leads nowhere.
+fn remove_clone(
+    agent: &Path,
+    cwd: &Path,
+    scope: Scope,
+    host: &str,
+    path: &str,
+) -> Result<(), String> {
+    use pi_hooks_host::plugin_files::beneath::Beneath;
+    let (root, mut relative) = match scope {
+        Scope::User => (agent, std::path::PathBuf::from("git")),
+        Scope::Project => (cwd, Path::new(".pi").join("git")),
+    };
+    relative.push(host);
+    relative.push(path);
+    let last = relative
+        .file_name()
+        .and_then(|n| n.to_str())
+        .map(str::to_owned)
+        .ok_or_else(|| format!("{} is not a clone's folder", relative.display()))?;
+    let Some(parent) = relative.parent() else {
+        return Ok(());
+    };
+    match Beneath::open(root, false)?.dir(parent, false)? {
+        Some(folder) => folder.remove(&last),
+        None => Ok(()),
+    }
 }
 
 /// `npm uninstall` of `name` where pi installed it for `scope`.

@@ -470,8 +470,17 @@ pub enum Loaded {
 }
 
 /// Files whose bytes must have a given SHA-256 to load here (resolved path, hex, and the
-/// package that recorded it, if any), set with [`pin_sha256`] or [`pin_package_sha256`].
-type Pin = (PathBuf, String, Option<String>);
+/// package that recorded it with the records its verification is kept in, if any), set with
+/// [`pin_sha256`] or [`pin_package_sha256`].
+type Pin = (PathBuf, String, Option<PinnedPackage>);
+
+/// The package a pin belongs to: its name, and the records (under the agent directory) that
+/// keep when its library's bytes last matched.
+#[derive(Clone)]
+struct PinnedPackage {
+    name: String,
+    records: crate::packages::records::Records,
+}
 static PINS: std::sync::RwLock<Vec<Pin>> = std::sync::RwLock::new(Vec::new());
 
 /// From now on, `path` loads in this process only if the bytes read have the SHA-256 `sha256`
@@ -483,12 +492,25 @@ pub fn pin_sha256(path: &Path, sha256: &str) {
 }
 
 /// [`pin_sha256`] for the library of an installed package: a mismatch names the package and
-/// says how to reinstall it.
-pub fn pin_package_sha256(path: &Path, sha256: &str, package: &str) {
-    pin(path, sha256, Some(package.to_owned()));
+/// says how to reinstall it; `records` keep when its bytes last matched (so an unchanged
+/// file is not hashed at every start, `crate::packages::verified`).
+pub fn pin_package_sha256(
+    path: &Path,
+    sha256: &str,
+    package: &str,
+    records: &crate::packages::records::Records,
+) {
+    pin(
+        path,
+        sha256,
+        Some(PinnedPackage {
+            name: package.to_owned(),
+            records: records.clone(),
+        }),
+    );
 }
 
-fn pin(path: &Path, sha256: &str, package: Option<String>) {
+fn pin(path: &Path, sha256: &str, package: Option<PinnedPackage>) {
     let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let mut pins = PINS.write().unwrap_or_else(|e| e.into_inner());
     pins.retain(|(p, _, _)| *p != path);
@@ -496,7 +518,7 @@ fn pin(path: &Path, sha256: &str, package: Option<String>) {
 }
 
 /// The pin of `path`, if one was set.
-fn pinned(path: &Path) -> Option<(String, Option<String>)> {
+fn pinned(path: &Path) -> Option<(String, Option<PinnedPackage>)> {
     let pins = PINS.read().unwrap_or_else(|e| e.into_inner());
     if pins.is_empty() {
         return None;
@@ -546,11 +568,13 @@ fn load_timed(
     let file = read_plugin_file(path)?;
     if let Some((pin, package)) = pinned(path)
         && !match &package {
-            Some(_) => crate::packages::verified::matches_pin(path, &file, &pin),
+            Some(package) => {
+                crate::packages::verified::matches_pin(&package.records, path, &file, &pin)
+            }
             None => file.sha256() == pin,
         }
     {
-        return Err(match package {
+        return Err(match package.map(|p| p.name) {
             Some(package) => format!(
                 "the library of package {package} does not match the SHA-256 recorded when it was installed ({} now, {pin} recorded); it was not loaded. Reinstall the package (`pi-hooks update {package}`) or remove it",
                 file.sha256()

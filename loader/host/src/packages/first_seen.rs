@@ -4,17 +4,17 @@
 //! install record does for a package pi-hooks installed.
 //!
 //! The first load records the package's version, signer and declared capabilities (the user
-//! accepted them by installing it with pi) in `<store>/../seen/<name>.json`. A later version
+//! accepted them by installing it with pi) under the agent directory (`seen/` of the scope's
+//! [`super::records::Records`]), never in the project or beside the package. A later version
 //! (after `pi update`) loads only when it is signed by the same key and asks for nothing more
 //! than that record grants; otherwise it is refused with what changed and the command that
 //! accepts it (`pi-hooks update NAME --grant` / `--accept-new-signer`, [`accept`]), and pi's
 //! other plugins load as usual.
 
-use std::path::PathBuf;
-
 use serde::{Deserialize, Serialize};
 
 use super::manifest::{Capabilities, PackageJson};
+use super::records::{Kind, RecordKey};
 use super::store::Store;
 
 /// What was seen of one package, and so accepted.
@@ -31,35 +31,30 @@ pub struct Seen {
     pub capabilities: Option<Capabilities>,
 }
 
-/// Where the record of package `name` of `store`'s scope is.
-pub fn path(store: &Store, name: &str) -> PathBuf {
-    let base = store.dir.parent().unwrap_or(&store.dir);
-    base.join("seen")
-        .join(format!("{}.json", name.replace('/', "+")))
-}
-
 /// The record of `name`, if pi-hooks has loaded it before.
 pub fn read(store: &Store, name: &str) -> Option<Seen> {
-    let bytes = crate::plugin_files::files::read_regular(&path(store, name), 1 << 20).ok()?;
-    serde_json::from_slice(&bytes).ok()
+    let key = RecordKey::package_named(name)?;
+    store
+        .records
+        .read::<Seen>(Kind::Seen, &key)
+        .filter(|seen| seen.name == name)
 }
 
 /// Writes the record of `seen` (atomically: a reader sees the old one or the new one).
 pub fn write(store: &Store, seen: &Seen) -> Result<(), String> {
-    let target = path(store, &seen.name);
-    let dir = target.parent().unwrap_or(&store.dir).to_path_buf();
     let fail = |e: &dyn std::fmt::Display| {
         format!(
             "cannot record what pi-hooks accepted of package {} in {}: {e}",
-            seen.name,
-            target.display()
+            crate::guards::display::escape(&seen.name),
+            store.records.folder(Kind::Seen).display()
         )
     };
-    std::fs::create_dir_all(&dir).map_err(|e| fail(&e))?;
-    let mut file = tempfile::NamedTempFile::new_in(&dir).map_err(|e| fail(&e))?;
-    serde_json::to_writer_pretty(&mut file, seen).map_err(|e| fail(&e))?;
-    file.persist(&target).map_err(|e| fail(&e.error))?;
-    Ok(())
+    let key = RecordKey::package_named(&seen.name)
+        .ok_or_else(|| fail(&"it is not a valid package name"))?;
+    store
+        .records
+        .write(Kind::Seen, &key, seen)
+        .map_err(|e| fail(&e))
 }
 
 /// Checks `package` (signed by `signer`, described as `what` in messages) against what was

@@ -80,8 +80,11 @@ pub fn listed_packages(
     let mut out = Vec::new();
     for source in sources {
         let record = records.iter().find(|r| r.source == source).cloned();
+        // In the store, unless an install killed halfway left its folder aside (the store
+        // mends it at its next change): then the entry loads as pi loads it.
         if let Some(record) = &record
             && record.location.is_none()
+            && store.package_dir(&record.name).is_dir()
         {
             out.push(Ok(ListedPackage {
                 folder: store.package_dir(&record.name),

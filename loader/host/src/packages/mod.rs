@@ -19,6 +19,7 @@ pub mod installed;
 pub mod manifest;
 pub mod pi_sources;
 pub mod platform;
+pub mod records;
 pub mod store;
 pub mod verified;
 pub mod verify;

@@ -301,18 +301,14 @@ fn cached_global_root(agent_dir: &Path, npm: &NpmCommand) -> Option<PathBuf> {
 }
 
 /// Keeps `root` as `npm`'s `npm root -g` (best effort: a cache that cannot be written is
-/// asked again next time).
+/// asked again next time). Written under the agent directory without following a link.
 fn keep_global_root(agent_dir: &Path, npm: &NpmCommand, root: &Path) {
-    let file = global_root_cache(agent_dir);
-    let Some(dir) = file.parent() else { return };
     let text = serde_json::json!({ "npmCommand": npm.0, "root": root }).to_string();
-    let _ignored = std::fs::create_dir_all(dir)
-        .and_then(|()| tempfile::NamedTempFile::new_in(dir))
-        .and_then(|mut temp| {
-            use std::io::Write;
-            temp.write_all(text.as_bytes())?;
-            temp.persist(&file).map_err(|e| e.error)?;
-            Ok(())
+    let _ignored = crate::plugin_files::beneath::Beneath::open(agent_dir, true)
+        .and_then(|agent| agent.dir(Path::new("pi-hooks"), true))
+        .and_then(|folder| match folder {
+            Some(folder) => folder.write_file("npm-root.json", text.as_bytes(), 0o600),
+            None => Ok(()),
         });
 }
 

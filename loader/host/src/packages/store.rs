@@ -4,13 +4,15 @@
 //! A package installed for the user from a `.tgz` or a folder lives in
 //! `<agentDir>/pi-hooks/packages/<name>/`, one for the project in
 //! `<cwd>/.pi/pi-hooks/packages/<name>/`; one from npm or git lives where pi puts those
-//! ([`super::pi_sources`]) and that folder holds only its record (naming the package's
-//! folder). Beside its files,
-//! `.pi-hooks-install.json` records what was verified at install (source, version, signer,
-//! the chosen library and its SHA-256, capabilities). Every load verifies the library against
-//! that SHA-256 again. Changes happen under a lock (`.lock` in the store folder) and each
-//! write is atomic (a temporary file or folder, then a rename), so two installs at once, or
-//! an install interrupted halfway, never leave a half-written package or settings file.
+//! ([`super::pi_sources`]). What was verified at install (source, version, signer, the chosen
+//! library and its SHA-256, the capabilities accepted) is an install record under the agent
+//! directory ([`super::records`]), never in the package's folder or the project: a file a
+//! repository (or a confined plugin that may write there) controls is data checked against
+//! the record, never the record. Every load verifies the library against that SHA-256
+//! again. Changes happen under a lock (`.lock` in the store folder), each write is atomic (a
+//! temporary file or folder, then a rename), and nothing between the store's root (the agent
+//! directory, or the project's folder) and a package's folder may be a symbolic link: the
+//! store is opened one folder at a time without following links ([`Beneath`]).
 
 use std::path::{Path, PathBuf};
 
@@ -18,8 +20,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::manifest::{Capabilities, Registers};
+use super::records::{Kind, RecordKey, Records};
+use crate::plugin_files::beneath::Beneath;
 
-/// The file in an installed package's folder that records its install.
+/// The file in which an older pi-hooks recorded an install, beside the package's files (in
+/// the user's store only is it still read; records now live in [`Records`]).
 pub const RECORD_FILE: &str = ".pi-hooks-install.json";
 
 /// For whom a package is installed.
@@ -32,7 +37,7 @@ pub enum Scope {
     Project,
 }
 
-/// Where a scope keeps its packages and its settings.
+/// Where a scope keeps its packages, their records and its settings.
 #[derive(Debug, Clone)]
 pub struct Store {
     /// The scope.
@@ -41,22 +46,37 @@ pub struct Store {
     pub dir: PathBuf,
     /// The `settings.json` whose `packages` lists them.
     pub settings: PathBuf,
+    /// What decides what its packages may do (under the agent directory).
+    pub records: Records,
+    /// The folder `dir` lies beneath (the agent directory, or the project's folder): nothing
+    /// between the two may be a symbolic link.
+    root: PathBuf,
+    /// `dir` relative to `root`.
+    relative: PathBuf,
 }
 
 impl Store {
     /// The store of `scope`.
     pub fn new(scope: Scope, agent_dir: &Path, cwd: &Path) -> Store {
-        match scope {
-            Scope::User => Store {
-                scope,
-                dir: agent_dir.join("pi-hooks").join("packages"),
-                settings: agent_dir.join("settings.json"),
-            },
-            Scope::Project => Store {
-                scope,
-                dir: cwd.join(".pi").join("pi-hooks").join("packages"),
-                settings: cwd.join(".pi").join("settings.json"),
-            },
+        let (root, relative, settings) = match scope {
+            Scope::User => (
+                agent_dir.to_path_buf(),
+                Path::new("pi-hooks").join("packages"),
+                agent_dir.join("settings.json"),
+            ),
+            Scope::Project => (
+                cwd.to_path_buf(),
+                Path::new(".pi").join("pi-hooks").join("packages"),
+                cwd.join(".pi").join("settings.json"),
+            ),
+        };
+        Store {
+            scope,
+            dir: root.join(&relative),
+            settings,
+            records: Records::of(scope, agent_dir, cwd),
+            root,
+            relative,
         }
     }
 
@@ -65,43 +85,47 @@ impl Store {
         self.dir.join(folder_name(name))
     }
 
+    /// The store's folder, opened (and made when `create`) with no symbolic link between
+    /// its root and it; `Ok(None)` when it does not exist and `create` is false.
+    fn folder(&self, create: bool) -> Result<Option<Beneath>, String> {
+        if !create && !self.dir.is_dir() {
+            return Ok(None);
+        }
+        Beneath::open(&self.root, false)?.dir(&self.relative, create)
+    }
+
+    fn folder_made(&self) -> Result<Beneath, String> {
+        self.folder(true)?
+            .ok_or_else(|| format!("cannot create {}", self.dir.display()))
+    }
+
     /// Takes the store's lock (blocking until another install or removal is done).
     pub fn lock(&self) -> Result<StoreLock, String> {
-        std::fs::create_dir_all(&self.dir)
-            .map_err(|e| format!("cannot create {}: {e}", self.dir.display()))?;
-        let path = self.dir.join(".lock");
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| format!("cannot open the lock {}: {e}", path.display()))?;
+        let folder = self.folder_made()?;
+        let file = folder.lock_file(".lock")?;
         #[cfg(unix)]
         rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
-            .map_err(|e| format!("cannot lock {}: {e}", path.display()))?;
-        self.recover();
+            .map_err(|e| format!("cannot lock {}: {e}", self.dir.join(".lock").display()))?;
+        self.recover(&folder);
         Ok(StoreLock { _file: file })
     }
 
     /// Mends what an install killed halfway left (call with the lock held): a version moved
     /// aside (`.old-NAME-PID`) whose replacement never arrived goes back in place, and
-    /// staging folders and versions already replaced are removed.
-    fn recover(&self) {
-        let Ok(entries) = std::fs::read_dir(&self.dir) else {
-            return;
-        };
-        for entry in entries.filter_map(Result::ok) {
-            let file_name = entry.file_name().to_string_lossy().into_owned();
-            if file_name.starts_with(".staging-") {
-                let _ = std::fs::remove_dir_all(entry.path());
-            } else if let Some(rest) = file_name.strip_prefix(".old-")
-                && let Some((name, _pid)) = rest.rsplit_once('-')
+    /// staging folders and versions already replaced are removed. Links are removed, never
+    /// followed.
+    fn recover(&self, folder: &Beneath) {
+        let names = folder.names();
+        for name in &names {
+            if name.starts_with(".staging-") {
+                let _ = folder.remove(name);
+            } else if let Some(rest) = name.strip_prefix(".old-")
+                && let Some((package, _pid)) = rest.rsplit_once('-')
             {
-                let target = self.dir.join(name);
-                if target.exists() {
-                    let _ = std::fs::remove_dir_all(entry.path());
+                if names.iter().any(|n| n == package) || !is_package_folder(package) {
+                    let _ = folder.remove(name);
                 } else {
-                    let _ = std::fs::rename(entry.path(), target);
+                    let _ = folder.rename(name, package);
                 }
             }
         }
@@ -109,8 +133,7 @@ impl Store {
 
     /// A fresh, empty staging folder inside the store (dropped when the guard is).
     pub fn staging(&self) -> Result<tempfile::TempDir, String> {
-        std::fs::create_dir_all(&self.dir)
-            .map_err(|e| format!("cannot create {}: {e}", self.dir.display()))?;
+        self.folder_made()?;
         tempfile::Builder::new()
             .prefix(".staging-")
             .tempdir_in(&self.dir)
@@ -124,21 +147,52 @@ impl Store {
 
     /// Every installed package's record, by name.
     pub fn installed(&self) -> Vec<InstallRecord> {
-        let Ok(entries) = std::fs::read_dir(&self.dir) else {
-            return Vec::new();
-        };
-        let mut records: Vec<InstallRecord> = entries
-            .filter_map(Result::ok)
-            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-            .filter_map(|e| read_record(&e.path()).ok())
-            .collect();
+        let mut records: Vec<InstallRecord> = self.records.all(Kind::Install);
+        if self.scope == Scope::User {
+            // Installed before records moved to `records/`: the record beside the package,
+            // in the user's own store.
+            let known: Vec<String> = records.iter().map(|r| r.name.clone()).collect();
+            if let Ok(Some(folder)) = self.folder(false) {
+                for name in folder.names() {
+                    if let Some(record) = self.legacy_record(&name)
+                        && !known.contains(&record.name)
+                    {
+                        records.push(record);
+                    }
+                }
+            }
+        }
         records.sort_by(|a, b| a.name.cmp(&b.name));
         records
     }
 
     /// The record of package `name`, if it is installed.
     pub fn record(&self, name: &str) -> Option<InstallRecord> {
-        read_record(&self.package_dir(name)).ok()
+        let key = RecordKey::package_named(name)?;
+        self.records
+            .read::<InstallRecord>(Kind::Install, &key)
+            .filter(|r| r.name == name)
+            .or_else(|| {
+                (self.scope == Scope::User)
+                    .then(|| self.legacy_record(&folder_name(name)))
+                    .flatten()
+                    .filter(|r| r.name == name)
+            })
+    }
+
+    /// A record an older pi-hooks kept beside a package in the user's store.
+    fn legacy_record(&self, folder: &str) -> Option<InstallRecord> {
+        if !is_package_folder(folder) {
+            return None;
+        }
+        let package = self
+            .folder(false)
+            .ok()??
+            .dir(Path::new(folder), false)
+            .ok()??;
+        let bytes = package.read_file(RECORD_FILE, 1 << 20).ok()?;
+        let record: InstallRecord = serde_json::from_slice(&bytes).ok()?;
+        (folder_name(&record.name) == folder).then_some(record)
     }
 
     /// Puts the verified package in `staging` in place of `name`'s current version (if any),
@@ -146,33 +200,50 @@ impl Store {
     /// the lock held. The old version is removed only after the new one is in place; the
     /// settings are written last, atomically.
     pub fn commit(&self, staging: tempfile::TempDir, record: &InstallRecord) -> Result<(), String> {
-        let text = serde_json::to_string_pretty(record).unwrap_or_default();
-        std::fs::write(staging.path().join(RECORD_FILE), text)
-            .map_err(|e| format!("cannot write the install record: {e}"))?;
-        let target = self.package_dir(&record.name);
+        let key = RecordKey::package_named(&record.name).ok_or_else(|| {
+            format!(
+                "{:?} is not a valid package name",
+                crate::guards::display::escape(&record.name)
+            )
+        })?;
+        let folder = self.folder_made()?;
+        let target = folder_name(&record.name);
         let staged = staging.keep();
-        let old = if target.exists() {
-            let old = self.dir.join(format!(
-                ".old-{}-{}",
-                folder_name(&record.name),
-                std::process::id()
-            ));
-            let _ = std::fs::remove_dir_all(&old);
-            std::fs::rename(&target, &old)
+        let staged_name = staged
+            .file_name()
+            .and_then(|n| n.to_str())
+            .map(str::to_owned)
+            .unwrap_or_default();
+        // A record of an older pi-hooks inside the package folder is never taken from it.
+        let _ = Beneath::open(&staged, false).and_then(|s| s.remove(RECORD_FILE));
+        let old_name = format!(".old-{target}-{}", std::process::id());
+        let had_old = folder.names().iter().any(|n| *n == target);
+        if had_old {
+            let _ = folder.remove(&old_name);
+            folder
+                .rename(&target, &old_name)
                 .map_err(|e| format!("cannot move the installed version aside: {e}"))?;
-            Some(old)
-        } else {
-            None
-        };
-        if let Err(e) = std::fs::rename(&staged, &target) {
-            if let Some(old) = &old {
-                let _ = std::fs::rename(old, &target);
+        }
+        let restore = |folder: &Beneath| {
+            let _ = folder.remove(&target);
+            if had_old {
+                let _ = folder.rename(&old_name, &target);
             }
-            let _ = std::fs::remove_dir_all(&staged);
+        };
+        if let Err(e) = folder.rename(&staged_name, &target) {
+            if had_old {
+                let _ = folder.rename(&old_name, &target);
+            }
+            let _ = folder.remove(&staged_name);
             return Err(format!(
                 "cannot put the package in place at {}: {e}",
-                target.display()
+                self.dir.join(&target).display()
             ));
+        }
+        let previous = self.records.read::<InstallRecord>(Kind::Install, &key);
+        if let Err(e) = self.records.write(Kind::Install, &key, record) {
+            restore(&folder);
+            return Err(format!("cannot write the install record: {e}"));
         }
         if let Err(e) = update_settings_packages(&self.settings, |list| {
             let source = Value::String(record.source.clone());
@@ -186,20 +257,22 @@ impl Store {
                 list.push(source);
             }
         }) {
-            // Put the old version back: the settings were not changed.
-            let _ = std::fs::remove_dir_all(&target);
-            if let Some(old) = &old {
-                let _ = std::fs::rename(old, &target);
-            }
+            // Put the old version and its record back: the settings were not changed.
+            restore(&folder);
+            let _ = match &previous {
+                Some(previous) => self.records.write(Kind::Install, &key, previous),
+                None => self.records.remove(Kind::Install, &key),
+            };
             return Err(e);
         }
-        if let Some(old) = old {
-            let _ = std::fs::remove_dir_all(old);
+        if had_old {
+            let _ = folder.remove(&old_name);
         }
         Ok(())
     }
 
-    /// Removes package `name`: its entry in `packages`, then its folder. Call with the lock
+    /// Removes package `name`: its entry in `packages`, its folder in this store (only
+    /// there: a package kept elsewhere keeps its files), then its record. Call with the lock
     /// held. `Ok(None)` when it is not installed.
     pub fn remove(&self, name: &str) -> Result<Option<InstallRecord>, String> {
         let Some(record) = self.record(name) else {
@@ -208,11 +281,21 @@ impl Store {
         update_settings_packages(&self.settings, |list| {
             list.retain(|entry| entry_source(entry) != Some(record.source.as_str()));
         })?;
-        let dir = self.package_dir(name);
-        std::fs::remove_dir_all(&dir)
-            .map_err(|e| format!("cannot remove {}: {e}", dir.display()))?;
+        if let Some(folder) = self.folder(false)? {
+            folder.remove(&folder_name(name))?;
+        }
+        if let Some(key) = RecordKey::package_named(name) {
+            self.records.remove(Kind::Install, &key)?;
+        }
         Ok(Some(record))
     }
+}
+
+/// Whether `name` can be a package's folder in a store (a valid package name's folder
+/// name), so that nothing else there is taken for one.
+fn is_package_folder(name: &str) -> bool {
+    crate::identity::PackageName::parse(&name.replacen('+', "/", 1))
+        .is_ok_and(|n| n.folder_name() == name)
 }
 
 /// Held while a store changes.
@@ -259,12 +342,6 @@ pub struct InstallRecord {
     /// A different source this install replaces in `packages` (an update from elsewhere).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replaces_source: Option<String>,
-}
-
-fn read_record(dir: &Path) -> Result<InstallRecord, String> {
-    let bytes = crate::plugin_files::files::read_regular(&dir.join(RECORD_FILE), 1 << 20)
-        .map_err(|e| e.to_string())?;
-    serde_json::from_slice(&bytes).map_err(|e| e.to_string())
 }
 
 /// The folder name of a package: its name with `/` (npm scopes) made `+`.

@@ -1,6 +1,9 @@
 //! The record that an installed library's bytes were hashed and matched their package: the
 //! file's identity ([`FileIdentity`]: device, inode, size, mtime, ctime) at that moment and the
-//! SHA-256, beside the library as `<library>.verified`.
+//! SHA-256, kept under the agent directory (`verified/` of the scope's [`Records`], keyed by
+//! the library's canonical path), where nothing that can write the library can write it: a
+//! cloned repository holds only the package's files, and a confined plugin's grant never
+//! reaches the agent directory beyond its own `${data}`.
 //!
 //! Every load of a package's library checks it against the SHA-256 recorded at install. When
 //! the file's identity, read before and after its bytes, equals the one recorded the last time
@@ -12,11 +15,12 @@
 //! could leave the ctime unchanged), so a file changed after install is always hashed, and
 //! refused when it does not match.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use super::records::{Kind, RecordKey, Records};
 use crate::library::PluginFile;
 use crate::plugin_files::files::FileIdentity;
 
@@ -29,28 +33,20 @@ struct Record {
     identity: FileIdentity,
 }
 
-fn record_path(library: &Path) -> PathBuf {
-    let mut name = library.as_os_str().to_owned();
-    name.push(".verified");
-    PathBuf::from(name)
-}
-
-/// Whether `file` (read from `library`) has the SHA-256 `pinned`: from the record when the
-/// file is unchanged since its bytes last matched, else by hashing them (and recording the
-/// match when the file is settled).
-pub fn matches_pin(library: &Path, file: &PluginFile, pinned: &str) -> bool {
-    let path = record_path(library);
+/// Whether `file` (read from `library`) has the SHA-256 `pinned`: from the record in
+/// `records` when the file is unchanged since its bytes last matched, else by hashing them
+/// (and recording the match when the file is settled).
+pub fn matches_pin(records: &Records, library: &Path, file: &PluginFile, pinned: &str) -> bool {
+    let key = RecordKey::library(library);
     if let Some(identity) = file.identity {
-        let recorded = std::fs::read(&path)
-            .ok()
-            .and_then(|bytes| serde_json::from_slice::<Record>(&bytes).ok());
+        let recorded = records.read::<Record>(Kind::Verified, &key);
         if recorded.is_some_and(|r| r.identity == identity && r.sha256 == pinned) {
             file.assume_sha256(pinned);
             return true;
         }
     }
     if file.sha256() != pinned {
-        let _ = std::fs::remove_file(&path);
+        let _ = records.remove(Kind::Verified, &key);
         return false;
     }
     if let Some(identity) = file.identity.filter(settled) {
@@ -58,13 +54,8 @@ pub fn matches_pin(library: &Path, file: &PluginFile, pinned: &str) -> bool {
             sha256: pinned.to_owned(),
             identity,
         };
-        if let Ok(json) = serde_json::to_vec(&record) {
-            // Written whole or not at all; a failure only means hashing again next time.
-            let temp = path.with_extension("verified.partial");
-            if std::fs::write(&temp, json).is_ok() {
-                let _ = std::fs::rename(&temp, &path);
-            }
-        }
+        // Written whole or not at all; a failure only means hashing again next time.
+        let _ = records.write(Kind::Verified, &key, &record);
     }
     true
 }
@@ -88,27 +79,34 @@ mod tests {
     #[test]
     fn a_settled_file_is_hashed_once_and_a_changed_one_again() {
         let dir = tempfile::tempdir().unwrap();
+        let agent = tempfile::tempdir().unwrap();
+        let records = Records::of(super::super::store::Scope::User, agent.path(), dir.path());
+        let record_path = |library: &Path| {
+            records
+                .folder(Kind::Verified)
+                .join(RecordKey::library(library).file_name())
+        };
         let library = dir.path().join("libx.so");
         std::fs::write(&library, b"library bytes").unwrap();
         let pin = crate::plugin_files::trust::sha256_hex(b"library bytes");
         // Fresh: hashed, not recorded.
         let file = read(&library);
-        assert!(matches_pin(&library, &file, &pin));
+        assert!(matches_pin(&records, &library, &file, &pin));
         assert!(!record_path(&library).exists());
         // Settled: hashed and recorded; the next read takes the record.
         std::thread::sleep(SETTLED + Duration::from_millis(100));
-        assert!(matches_pin(&library, &read(&library), &pin));
+        assert!(matches_pin(&records, &library, &read(&library), &pin));
         assert!(record_path(&library).exists());
         let file = read(&library);
-        assert!(matches_pin(&library, &file, &pin));
+        assert!(matches_pin(&records, &library, &file, &pin));
         // The record stands for the hash: bytes with the recorded identity are not hashed.
         let mut stand_in = PluginFile::new(library.clone(), b"other bytes".to_vec());
         stand_in.identity = file.identity;
-        assert!(matches_pin(&library, &stand_in, &pin));
+        assert!(matches_pin(&records, &library, &stand_in, &pin));
         // Changed (same size): the identity differs, the hash is computed and refuses it.
         std::fs::write(&library, b"LIBRARY bytes").unwrap();
         let file = read(&library);
-        assert!(!matches_pin(&library, &file, &pin));
+        assert!(!matches_pin(&records, &library, &file, &pin));
         assert!(
             !record_path(&library).exists(),
             "a mismatch drops the record"

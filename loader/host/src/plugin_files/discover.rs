@@ -169,6 +169,7 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
                             &plugin.library,
                             &plugin.sha256,
                             &plugin.name,
+                            &store.records,
                         );
                         // Its capabilities become its grant (`crate::sandbox`).
                         crate::sandbox::note_package(

@@ -3,6 +3,7 @@
 //! `settings.json` ([`settings`]) and the trust store that pins project plugins to their
 //! SHA-256 ([`trust`]).
 
+pub mod beneath;
 pub mod discover;
 pub mod files;
 pub mod paths;

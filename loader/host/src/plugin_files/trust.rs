@@ -3,7 +3,6 @@
 //! (`<agentDir>/trusted-plugins.json`), never in the project, pinned to the file's SHA-256.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -116,27 +115,21 @@ impl TrustStore {
         self.file.plugins.remove(&key(canonical)).is_some()
     }
 
-    /// Writes the store atomically (temporary file, then rename), readable by the user only.
+    /// Writes the store atomically (temporary file, then rename), readable by the user only;
+    /// a link in its place is replaced, never written through.
     pub fn save(&self) -> Result<(), String> {
-        let fail =
-            |e: std::io::Error| format!("cannot write trust store {}: {e}", self.path.display());
+        let fail = |e: String| format!("cannot write trust store {}: {e}", self.path.display());
         let dir = self.path.parent().unwrap_or_else(|| Path::new("."));
-        std::fs::create_dir_all(dir).map_err(fail)?;
-        let tmp = self
+        let name = self
             .path
-            .with_extension(format!("json.tmp-{}", std::process::id()));
-        let mut text =
-            serde_json::to_string_pretty(&self.file).map_err(|e| fail(std::io::Error::other(e)))?;
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("trusted-plugins.json");
+        let mut text = serde_json::to_string_pretty(&self.file).map_err(|e| fail(e.to_string()))?;
         text.push('\n');
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let mut out = options.open(&tmp).map_err(fail)?;
-        out.write_all(text.as_bytes())
-            .and_then(|()| out.sync_all())
-            .map_err(fail)?;
-        std::fs::rename(&tmp, &self.path).map_err(fail)
+        crate::plugin_files::beneath::Beneath::open(dir, true)
+            .and_then(|folder| folder.write_file(name, text.as_bytes(), 0o600))
+            .map_err(fail)
     }
 }
 

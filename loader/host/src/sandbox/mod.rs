@@ -5,9 +5,11 @@
 //! Where grants come from ([`note_discovery`], [`note_package`]): an installed package's
 //! capabilities as the user accepted them at install (recorded beside its library; a
 //! package is confined by default, `"sandbox": {"<package>": false}` in the user's
-//! settings.json opts it out), and for a plain library the user's settings.json:
-//! `"sandbox": {"<plugin>": {"read": [...], "write": [...], "network": false, "exec": [...],
-//! "memoryMiB": 256}}`. A project's settings cannot grant or opt out anything.
+//! settings.json opts it out), and for a plain library the user's settings.json, keyed by the
+//! library's path: `"sandbox": {"~/.pi/agent/hooks/libgate.so": {"read": [...], "write":
+//! [...], "network": false, "exec": [...], "memoryMiB": 256}}`. A key names one identity
+//! ([`crate::identity`]): a package by its name, a library by its path, never one for the
+//! other. A project's settings cannot grant or opt out anything.
 //!
 //! The host resolves the grant ([`grant::Grant::resolve`]) and hands it to the child
 //! (`serve --sandbox JSON`); the child confines itself ([`confine`]) before it opens the
@@ -46,14 +48,26 @@ pub use grant::Grant;
 /// One entry of a settings file's `sandbox` object.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SettingsGrant {
-    /// The key: a plugin's name or file name (matched as `isolate` entries are), or a
-    /// package's name.
+    /// The key: a package's name (`gate`, `@acme/gate`), or a plain library's path
+    /// (`~/.pi/agent/hooks/libgate.so`, `/abs/libgate.so`, `./hooks/libgate.so` relative to
+    /// the settings file's folder). Each names one plugin identity
+    /// ([`crate::identity::PluginIdentity`]): a package name never matches a library, a path
+    /// never a package.
     pub name: String,
     /// The grant; `None` for `false`: run this package unconfined.
     pub capabilities: Option<Capabilities>,
 }
 
 impl SettingsGrant {
+    /// Whether a `sandbox` key names a library by its path (it holds a `/`, or starts with
+    /// `~` or `.`) rather than a package by its name.
+    pub fn names_a_path(key: &str) -> bool {
+        key.contains('/') && !key.starts_with('@')
+            || key.starts_with('~')
+            || key.starts_with('.')
+            || key.starts_with('/')
+    }
+
     /// Reads a `sandbox` value: an object of grants (or `false` for a package to run
     /// unconfined). `Err` names the entry and what to write instead.
     pub fn list_from_settings_value(value: &Value) -> Result<Vec<SettingsGrant>, String> {
@@ -64,6 +78,14 @@ impl SettingsGrant {
         };
         map.iter()
             .map(|(name, grant)| {
+                if !SettingsGrant::names_a_path(name)
+                    && let Err(e) = crate::identity::PackageName::parse(name)
+                {
+                    return Err(format!(
+                        "`sandbox` key {:?} names neither a package nor a library: {e}. A key is a package's name (such as \"@acme/gate\") or a plain library's path (such as \"~/.pi/agent/hooks/libgate.so\"); fix the settings file",
+                        crate::guards::display::escape(name)
+                    ));
+                }
                 let capabilities = match grant {
                     Value::Bool(false) => None,
                     Value::Object(_) => Some(
@@ -168,9 +190,15 @@ pub fn confinement(path: &Path) -> Result<Confinement, String> {
     if let Some((settings_path, entries)) = &registry.settings {
         let base = settings_path.parent().unwrap_or_else(|| Path::new("."));
         let canonical = std::fs::canonicalize(path).ok();
+        // One identity per plugin: a package is named by its package name only, a plain
+        // library by its path only; a file stem never names a package, nor a package name
+        // a library.
         let entry = entries.iter().find(|e| match package {
-            Some((_, name, ..)) if *name == e.name => true,
-            _ => crate::isolate::entry_matches(&e.name, base, path, canonical.as_deref()),
+            Some((_, name, ..)) => *name == e.name,
+            None => {
+                SettingsGrant::names_a_path(&e.name)
+                    && crate::isolate::entry_matches(&e.name, base, path, canonical.as_deref())
+            }
         });
         if let Some(entry) = entry {
             return match &entry.capabilities {
@@ -178,7 +206,10 @@ pub fn confinement(path: &Path) -> Result<Confinement, String> {
                 None => Ok(Confinement::Unconfined),
                 Some(capabilities) => Grant::resolve(
                     capabilities,
-                    &entry.name,
+                    &match package {
+                        Some((_, name, ..)) => name.clone(),
+                        None => library_shown_name(path),
+                    },
                     &settings_path.display().to_string(),
                     &folders,
                 )
@@ -197,6 +228,16 @@ pub fn confinement(path: &Path) -> Result<Confinement, String> {
         )
         .map(Confinement::Confined),
     }
+}
+
+/// What a plain library's grant calls it in messages: its file name without `lib` and the
+/// suffix (`libgate.so` is `gate`).
+fn library_shown_name(path: &Path) -> String {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    stem.strip_prefix("lib").unwrap_or(&stem).to_owned()
 }
 
 /// How an installed package runs, for `list`.
