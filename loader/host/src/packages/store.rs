@@ -217,7 +217,7 @@ impl Store {
         // A record of an older pi-hooks inside the package folder is never taken from it.
         let _ = Beneath::open(&staged, false).and_then(|s| s.remove(RECORD_FILE));
         let old_name = format!(".old-{target}-{}", std::process::id());
-        let had_old = folder.names().iter().any(|n| *n == target);
+        let had_old = folder.names().contains(&target);
         if had_old {
             let _ = folder.remove(&old_name);
             folder
