@@ -127,6 +127,7 @@ pub fn load_candidates(options: &DiscoveryOptions) -> (LoadReport, Vec<Candidate
         None
     };
     let cache = cache_dir(&options.agent_dir);
+    note_packages(&discovery.candidates);
     crate::isolate::note_discovery(&options.cwd, &report.settings);
     crate::sandbox::note_discovery(&options.cwd, &options.agent_dir, &report.settings);
     let (limit, _) = crate::plugin_files::settings::timeouts(&report.settings);
@@ -229,6 +230,26 @@ pub fn load_candidates(options: &DiscoveryOptions) -> (LoadReport, Vec<Candidate
         }
     }
     (report, outcomes)
+}
+
+/// Pins each installed package's library to the SHA-256 its install record (or manifest)
+/// gives, and hands its accepted capabilities to the sandbox as its grant: what the
+/// candidates of a discovery say about packages, before any of them is read.
+pub fn note_packages(candidates: &[crate::plugin_files::discover::Candidate]) {
+    for package in candidates.iter().filter_map(|c| c.package.as_ref()) {
+        pin_package_sha256(
+            &package.library,
+            &package.sha256,
+            &package.name,
+            &package.records,
+        );
+        crate::sandbox::note_package(
+            &package.library,
+            &package.name,
+            &package.version,
+            package.capabilities.as_ref(),
+        );
+    }
 }
 
 /// Discovers and loads every plugin.

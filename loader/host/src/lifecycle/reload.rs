@@ -385,6 +385,7 @@ impl Runner {
             still_running: None,
         };
         let discovery = discover(options);
+        crate::lifecycle::load::note_packages(&discovery.candidates);
         let order: Vec<PathBuf> = discovery
             .candidates
             .iter()

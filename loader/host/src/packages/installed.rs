@@ -32,6 +32,8 @@ pub struct PackagePlugin {
     /// Its capabilities: those the user accepted when pi-hooks installed it, else those its
     /// manifest declares (a package pi installed); `None`: it declares none.
     pub capabilities: Option<super::manifest::Capabilities>,
+    /// The records of its scope (where the check of its library's bytes is kept).
+    pub records: super::records::Records,
 }
 
 /// A native package a scope's `packages` lists.
@@ -148,6 +150,7 @@ fn plugin_of(listed: &ListedPackage, store: &Store) -> Option<Listed> {
             sha256: record.sha256.clone(),
             version: record.version.clone(),
             capabilities: record.capabilities.clone(),
+            records: store.records.clone(),
         }));
     };
     let json = listed.folder.join("package.json");
@@ -186,6 +189,7 @@ fn plugin_of(listed: &ListedPackage, store: &Store) -> Option<Listed> {
                 Some(record) => record.capabilities.clone(),
                 None => seen_grant.flatten(),
             },
+            records: store.records.clone(),
         }),
         Err(e) => Err((json, e)),
     })

@@ -69,6 +69,10 @@ pub struct Candidate {
     pub problem: Option<String>,
     /// Device and inode (Unix), when the file exists: what duplicates are recognised by.
     pub identity: Option<(u64, u64)>,
+    /// The installed package whose library this is: what its bytes must be and what it was
+    /// granted (`None` for a plain library). Discovery only reports it; the load pins and
+    /// places it (`crate::lifecycle::load::note_packages`).
+    pub package: Option<crate::packages::installed::PackagePlugin>,
 }
 
 /// A problem with a plugin source that is not a candidate (a broken settings file).
@@ -154,7 +158,8 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
     if !options.no_discovery {
         // Installed packages, in pi's order: the project's, then the user's, wherever pi or
         // pi-hooks put them. Each library loads only with the SHA-256 recorded at its install
-        // (pi-hooks' store) or its manifest's (pi's npm and git folders).
+        // (pi-hooks' store) or its manifest's (pi's npm and git folders): the candidate
+        // carries them, and the load pins them.
         use crate::packages::installed::package_plugins;
         use crate::packages::store::{Scope, Store};
         for (scope, origin) in [
@@ -165,20 +170,9 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
             for listed in package_plugins(&store, &options.agent_dir, &options.cwd) {
                 match listed {
                     Ok(plugin) => {
-                        crate::lifecycle::load::pin_package_sha256(
-                            &plugin.library,
-                            &plugin.sha256,
-                            &plugin.name,
-                            &store.records,
-                        );
-                        // Its capabilities become its grant (`crate::sandbox`).
-                        crate::sandbox::note_package(
-                            &plugin.library,
-                            &plugin.name,
-                            &plugin.version,
-                            plugin.capabilities.as_ref(),
-                        );
-                        raw.push(check_file(plugin.library, origin));
+                        let mut candidate = check_file(plugin.library.clone(), origin);
+                        candidate.package = Some(plugin);
+                        raw.push(candidate);
                     }
                     Err((path, error)) => found.errors.push(SourceError {
                         path: path.display().to_string(),
@@ -273,6 +267,7 @@ fn scan_dir(dir: &Path, origin: Origin, named: bool, out: &mut Vec<Candidate>) {
                 origin,
                 problem: Some(format!("cannot read plugin folder: {e}")),
                 identity: None,
+                package: None,
             });
             return;
         }
@@ -294,6 +289,7 @@ fn scan_dir(dir: &Path, origin: Origin, named: bool, out: &mut Vec<Candidate>) {
                     path,
                     origin,
                     identity: None,
+                    package: None,
                 });
             }
             continue;
@@ -311,6 +307,7 @@ fn scan_dir(dir: &Path, origin: Origin, named: bool, out: &mut Vec<Candidate>) {
                 "the folder holds no .{LIBRARY_SUFFIX} plugin library; name a library file or a folder that has some"
             )),
             identity: None,
+            package: None,
         });
     }
 }
@@ -351,6 +348,7 @@ fn check_file_with(
         origin,
         problem,
         identity,
+        package: None,
     }
 }
 
