@@ -782,7 +782,10 @@ fn a_grant_that_cannot_be_used_is_refused_naming_the_entry() {
     let stderr = String::from_utf8_lossy(&output.stdout).into_owned()
         + &String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("`sandbox.hostile` is not a grant (unknown field `net`"),
+        stderr.contains(&format!(
+            "`sandbox.{}` is not a grant (unknown field `net`",
+            world.key()
+        )),
         "{stderr}"
     );
 }
