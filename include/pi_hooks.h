@@ -2005,6 +2005,15 @@ typedef const struct PiPluginDescriptor *(*PiEntryFn)(void);
  */
 #define PI_STR_LIT(literal) { (literal), sizeof(literal) - 1 }
 
+/**
+ * Whether the host's table `table` (a pointer to a `type`, such as `host->actions`, a
+ * `PiActionsApi`) has the entry `field`. An entry appended in a later ABI minor (marked
+ * "(ABI 1.N)") is there only on a host of that minor or newer; a plugin checks before it
+ * calls one: `if (PI_HOOKS_HAS(PiActionsApi, host->actions, identity)) ...`.
+ */
+#define PI_HOOKS_HAS(type, table, field) \
+    ((size_t)(table)->struct_size >= offsetof(type, field) + sizeof((table)->field))
+
 /** A PiStr over a NUL-terminated string (not copied; the terminator is not counted).
  *  NULL gives {NULL, 0}. */
 static inline PiStr pi_str(const char *s) {

@@ -111,6 +111,27 @@ pub fn ensure_data_dir(dir: &Path) -> Result<(), String> {
     let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
         return Err(format!("{} is not a folder a plugin can own", shown()));
     };
+    let refused = |e: rustix::io::Errno| {
+        if e == rustix::io::Errno::LOOP || e == rustix::io::Errno::NOTDIR {
+            format!(
+                "{} is not a folder (a symlink or a file is in its place; it was not followed): remove it",
+                shown()
+            )
+        } else {
+            format!("cannot open {}: {e}", shown())
+        }
+    };
+    // There already (the usual case, and the only one a confined plugin's child sees: its
+    // host made it, and the child may not read the parent).
+    match rustix::fs::open(
+        dir,
+        OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(_) => return Ok(()),
+        Err(rustix::io::Errno::NOENT) => {}
+        Err(e) => return Err(refused(e)),
+    }
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
@@ -131,21 +152,6 @@ pub fn ensure_data_dir(dir: &Path) -> Result<(), String> {
             Mode::empty(),
         )
     };
-    let refused = |e: rustix::io::Errno| {
-        if e == rustix::io::Errno::LOOP || e == rustix::io::Errno::NOTDIR {
-            format!(
-                "{} is not a folder (a symlink or a file is in its place; it was not followed): remove it",
-                shown()
-            )
-        } else {
-            format!("cannot open {}: {e}", shown())
-        }
-    };
-    match open_own() {
-        Ok(_) => return Ok(()),
-        Err(rustix::io::Errno::NOENT) => {}
-        Err(e) => return Err(refused(e)),
-    }
     match rustix::fs::mkdirat(&parent_fd, name, Mode::from_raw_mode(0o700)) {
         Ok(()) | Err(rustix::io::Errno::EXIST) => {}
         Err(e) => return Err(format!("cannot create {}: {e}", shown())),
