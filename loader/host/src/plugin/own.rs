@@ -232,6 +232,72 @@ mod tests {
         assert!(ensure_data_dir(&file).is_err());
     }
 
+    /// The Rust SDK asks through the host's real tables, in `init` and after: the identity
+    /// assigned before the load holds from `init` on, and `set_identity` changes the answer.
+    #[test]
+    fn a_rust_plugin_asks_who_it_is_through_the_sdk() {
+        use pi_hooks_abi::ffi::{PiHostApi, PiPlugin, PiPluginDescriptor, PiStatus};
+        use pi_hooks_abi::sdk::{self, Identity, PluginHandle};
+        use std::sync::OnceLock;
+
+        static IN_INIT: Mutex<Option<(Identity, PathBuf)>> = Mutex::new(None);
+        static HANDLE: OnceLock<PluginHandle> = OnceLock::new();
+        unsafe extern "C" fn init(host: *const PiHostApi, plugin: *mut PiPlugin) -> PiStatus {
+            // SAFETY: called by the host as a plugin's init, with its table and handle.
+            unsafe {
+                sdk::run_init(host, plugin, |pi| {
+                    let handle = pi.handle();
+                    *IN_INIT.lock().unwrap() = Some((handle.identity()?, handle.data_dir()?));
+                    let _ = HANDLE.set(handle);
+                    Ok(())
+                })
+            }
+        }
+
+        let root = tempfile::tempdir().unwrap();
+        let path = root.path().join("libgate.so");
+        let data = root.path().join("agent/pi-hooks/data/package.@acme+gate");
+        let gate = PluginIdentity::Package(PackageName::parse("@acme/gate").unwrap());
+        assign(&path, gate, Some(data.clone()));
+        let descriptor = PiPluginDescriptor {
+            init: Some(init),
+            ..crate::isolate::proxy::descriptor()
+        };
+        let library = crate::library::OpenedLibrary::in_process(
+            descriptor,
+            "gate".into(),
+            "1.0.0".into(),
+            String::new(),
+            path.clone(),
+        );
+        let plugin = crate::plugin::LoadedPlugin::init(
+            library,
+            path.display().to_string(),
+            crate::plugin_files::discover::Origin::Cli,
+            crate::plugin_files::trust::TrustState::NotRequired,
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            IN_INIT.lock().unwrap().clone(),
+            Some((Identity::Package("@acme/gate".into()), data.clone()))
+        );
+        assert!(data.is_dir(), "data_dir did not make the folder");
+        let handle = *HANDLE.get().unwrap();
+        assert_eq!(
+            handle.identity().unwrap().to_string(),
+            "package:@acme/gate"
+        );
+        plugin.set_identity(PluginIdentity::Library("/p/libgate.so".into()));
+        assert_eq!(
+            handle.identity().unwrap(),
+            Identity::Library("/p/libgate.so".into())
+        );
+        assert_eq!(plugin.identity(), PluginIdentity::Library("/p/libgate.so".into()));
+        plugin.retire();
+        assert!(handle.identity().is_err(), "a retired plugin was answered");
+    }
+
     #[test]
     fn handed_out_text_stays_put() {
         let kept = HandedOut::default();
