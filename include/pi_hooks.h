@@ -24,7 +24,8 @@
  *     host->results   build the result of a handler, command or tool (PiResultApi)
  *     host->registry  register handlers, commands, tools, renderers, flags, shortcuts
  *                     (during init only) and cleanups                (PiRegistryApi)
- *     host->actions   messages, session entries, exec, timers, active tools, flags, log
+ *     host->actions   messages, session entries, exec, timers, active tools, flags, log,
+ *                     who the plugin is and its own folder (identity, data_dir; ABI 1.6)
  *                                                                     (PiActionsApi)
  *     host->context   the context of one call: cwd, mode, session, set_error (PiContextApi)
  *     host->ui        dialogs, notifications, status, widgets, editor (PiUiApi)

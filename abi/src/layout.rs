@@ -192,7 +192,10 @@ mod tests {
         );
         assert_eq!(three.value_api, AbiSizes::CURRENT.value_api);
         let four = AbiSizes::for_minor(4).expect("minor 4");
-        assert_eq!(four.actions_api as usize, offset_of!(PiActionsApi, identity));
+        assert_eq!(
+            four.actions_api as usize,
+            offset_of!(PiActionsApi, identity)
+        );
         assert_eq!(four.context_api, AbiSizes::CURRENT.context_api);
         // Minor 5 added a status code only.
         assert_eq!(AbiSizes::for_minor(5), Some(four));

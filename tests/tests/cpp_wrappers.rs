@@ -236,12 +236,19 @@ fn a_cpp_plugin_asks_who_it_is() {
         "library:{}",
         std::fs::canonicalize(&plugin).unwrap().display()
     );
-    assert!(text.contains(&format!("init={id} id={id} data=")), "{text}\n{stderr}");
+    assert!(
+        text.contains(&format!("init={id} id={id} data=")),
+        "{text}\n{stderr}"
+    );
     let data = text.split(" data=").nth(1).unwrap().trim_end();
     let data = std::path::Path::new(data);
     assert!(data.is_dir(), "{text}");
     assert!(
-        data.starts_with(std::fs::canonicalize(s.agent_dir()).unwrap().join("pi-hooks/data")),
+        data.starts_with(
+            std::fs::canonicalize(s.agent_dir())
+                .unwrap()
+                .join("pi-hooks/data")
+        ),
         "{text}"
     );
 }

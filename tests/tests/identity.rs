@@ -18,7 +18,12 @@ fn answer(sandbox: &Sandbox, plugin: &Path, extra: &[&str]) -> String {
         {"text": "done"}
     ]}));
     let mut command = sandbox.command(&["run", "--mode", "json", "--no-session", "--script"]);
-    command.arg(&script).arg("--hook").arg(plugin).args(extra).arg("go");
+    command
+        .arg(&script)
+        .arg("--hook")
+        .arg(plugin)
+        .args(extra)
+        .arg("go");
     let output = output_within(command, Duration::from_secs(60));
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(output.status.success(), "{stderr}");
@@ -75,9 +80,13 @@ fn a_plain_library_is_its_canonical_path_in_process_and_isolated() {
         assert_eq!(init, id, "{extra:?}: init saw another identity");
         assert_eq!(null, PI_ERR_INVALID_ARG.to_string(), "{extra:?}");
         let data = PathBuf::from(data);
-        let folder = data
-            .strip_prefix(&data_root)
-            .unwrap_or_else(|_| panic!("{extra:?}: {} is not under {}", data.display(), data_root.display()));
+        let folder = data.strip_prefix(&data_root).unwrap_or_else(|_| {
+            panic!(
+                "{extra:?}: {} is not under {}",
+                data.display(),
+                data_root.display()
+            )
+        });
         let folder = folder.to_str().unwrap();
         assert!(folder.starts_with("library.libidentity."), "{folder}");
         assert!(!folder.contains('/'), "{folder}");
@@ -97,7 +106,10 @@ fn a_plain_library_is_its_canonical_path_in_process_and_isolated() {
     let [_, id, data, _] = fields(&answer(&sandbox, &other, &[]));
     assert_eq!(
         id,
-        format!("library:{}", std::fs::canonicalize(&other).unwrap().display())
+        format!(
+            "library:{}",
+            std::fs::canonicalize(&other).unwrap().display()
+        )
     );
     assert_ne!(PathBuf::from(data), answers[0].1);
 }
@@ -116,7 +128,11 @@ fn a_symlink_in_place_of_the_folder_is_refused() {
     std::os::unix::fs::symlink(&target, &folder).unwrap();
     let [_, id, data, _] = fields(&answer(&sandbox, &plugin, &[]));
     assert!(id.starts_with("library:"), "{id}");
-    assert_eq!(data, format!("error {}", pi_hooks_abi::ffi::PI_ERR), "{data}");
+    assert_eq!(
+        data,
+        format!("error {}", pi_hooks_abi::ffi::PI_ERR),
+        "{data}"
+    );
     assert!(std::fs::read_dir(&target).unwrap().next().is_none());
 }
 
@@ -148,5 +164,8 @@ fn a_confined_plugin_has_its_grants_data_folder() {
     let [_, id, data, _] = fields(&answer(&sandbox, &plugin, &[]));
     assert_eq!(id, in_process[1]);
     assert_eq!(data, format!("error {PI_ERR_DENIED}"));
-    assert!(!expected.exists(), "the folder was made for a grant without ${{data}}");
+    assert!(
+        !expected.exists(),
+        "the folder was made for a grant without ${{data}}"
+    );
 }

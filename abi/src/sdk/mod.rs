@@ -49,8 +49,8 @@ pub enum Notify {
 /// Everything a plugin usually needs: `use pi_hooks_abi::sdk::prelude::*;`.
 pub mod prelude {
     pub use super::{
-        Context, Error, Identity, IntoReply, Notify, PluginHandle, Registrar, Reply, Result, Shared,
-        ToolCall, ToolCallDecision, ToolSpec, Ui, Value,
+        Context, Error, Identity, IntoReply, Notify, PluginHandle, Registrar, Reply, Result,
+        Shared, ToolCall, ToolCallDecision, ToolSpec, Ui, Value,
     };
     /// `serde_json::Value`, owned JSON (the payload [`Value`] is a borrowed view).
     pub use serde_json::Value as Json;

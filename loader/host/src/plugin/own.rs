@@ -69,7 +69,9 @@ pub fn assigned(path: &Path) -> Option<Own> {
         return None;
     }
     let path = canonical(path);
-    all.iter().find(|(p, _)| *p == path).map(|(_, own)| own.clone())
+    all.iter()
+        .find(|(p, _)| *p == path)
+        .map(|(_, own)| own.clone())
 }
 
 /// `package:<name>` or `library:<canonical path>`: what `identity` hands the plugin, and
@@ -284,16 +286,16 @@ mod tests {
         );
         assert!(data.is_dir(), "data_dir did not make the folder");
         let handle = *HANDLE.get().unwrap();
-        assert_eq!(
-            handle.identity().unwrap().to_string(),
-            "package:@acme/gate"
-        );
+        assert_eq!(handle.identity().unwrap().to_string(), "package:@acme/gate");
         plugin.set_identity(PluginIdentity::Library("/p/libgate.so".into()));
         assert_eq!(
             handle.identity().unwrap(),
             Identity::Library("/p/libgate.so".into())
         );
-        assert_eq!(plugin.identity(), PluginIdentity::Library("/p/libgate.so".into()));
+        assert_eq!(
+            plugin.identity(),
+            PluginIdentity::Library("/p/libgate.so".into())
+        );
         plugin.retire();
         assert!(handle.identity().is_err(), "a retired plugin was answered");
     }

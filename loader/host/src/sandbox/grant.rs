@@ -356,7 +356,10 @@ mod tests {
         let package = Grant::resolve(&data, "gate", &gate(), "s", &folders).unwrap();
         let library = PluginIdentity::Library("/p/gate".into());
         let library = Grant::resolve(&data, "gate", &library, "s", &folders).unwrap();
-        assert_eq!(package.data, agent.path().join("pi-hooks/data/package.gate"));
+        assert_eq!(
+            package.data,
+            agent.path().join("pi-hooks/data/package.gate")
+        );
         assert!(package.data.is_dir() && library.data.is_dir());
         assert_ne!(package.data, library.data);
         assert_eq!(package.read, vec![package.data.join("x")]);
