@@ -24,7 +24,8 @@
  *     host->results   build the result of a handler, command or tool (PiResultApi)
  *     host->registry  register handlers, commands, tools, renderers, flags, shortcuts
  *                     (during init only) and cleanups                (PiRegistryApi)
- *     host->actions   messages, session entries, exec, timers, active tools, flags, log
+ *     host->actions   messages, session entries, exec, timers, active tools, flags, log,
+ *                     who the plugin is and its own folder (identity, data_dir; ABI 1.6)
  *                                                                     (PiActionsApi)
  *     host->context   the context of one call: cwd, mode, session, set_error (PiContextApi)
  *     host->ui        dialogs, notifications, status, widgets, editor (PiUiApi)
@@ -527,9 +528,10 @@
  * appended `PiValueApi::replace_text` and gave `PiExecRequest`'s reserved field its use as
  * `flags` (`PI_EXEC_CANCEL_ON_ABORT`); minor 4 appended `PiContextApi::is_aborted` and
  * `PiActionsApi::send_user_message_content` and `exec_cancel`; minor 5 added the status
- * `PI_ERR_DENIED` (a confined plugin's grant refused an action).
+ * `PI_ERR_DENIED` (a confined plugin's grant refused an action); minor 6 appended
+ * `PiActionsApi::identity` and `data_dir` (who the plugin is, and its own folder).
  */
-#define PI_HOOKS_ABI_MINOR 5
+#define PI_HOOKS_ABI_MINOR 6
 
 /**
  * An opaque context, valid until the handler, command, tool, timer or callback it was given
@@ -666,7 +668,7 @@ typedef PiStatus (*PiBusHandler)(void *user_data, struct PiStr channel, const st
 
 /**
  * Actions. Each takes the plugin handle from `init`. During `init` only `log`, `get_flag`,
- * `events_emit` and `events_on` work; the others answer `PI_ERR_UNAVAILABLE`, as they do in a
+ * `events_emit`, `events_on`, `identity` and `data_dir` work; the others answer `PI_ERR_UNAVAILABLE`, as they do in a
  * mode that lacks the service.
  * Actions that lead to events (`send_user_message`, a triggered turn) are queued and run after
  * the current handler returns: a plugin never re-enters itself.
@@ -829,6 +831,33 @@ typedef struct PiActionsApi {
      * handler sees `context->is_aborted`). Programs started after it are not affected.
      */
     PiStatus (*exec_cancel)(struct PiPlugin *plugin);
+    /**
+     * (ABI 1.6) Who this plugin is, as everything the host keys by plugin knows it (its
+     * grant, its `${data}` folder, its records): `*out` receives `package:<name>` for the
+     * plugin of an installed package (its package name, `package:@acme/gate`, however it was
+     * installed) or `library:<path>` for a plain library file (its canonical path,
+     * `library:/home/u/plugins/libgate.so`). The text before the first `:` tells which;
+     * nothing else starts either way. The string is borrowed from the host,
+     * NUL-terminated, and stays valid and unchanged until the plugin is unloaded (do not free
+     * it). Works during `init` too, and from any thread. `PI_ERR_INVALID_ARG` for a NULL
+     * `out`, `PI_ERR_UTF8` for a library path that is not UTF-8 (`*out` untouched).
+     * A plugin built for an older minor checks `struct_size` (or `host->abi_minor >= 6`)
+     * first.
+     */
+    PiStatus (*identity)(struct PiPlugin *plugin, struct PiStr *out);
+    /**
+     * (ABI 1.6) This plugin's own folder, the absolute path `${data}` stands for in its
+     * grant: `<agentDir>/pi-hooks/data/<one component for its identity>`, the same folder
+     * in process, isolated (`--isolate`) and confined, and for a package the same however
+     * it was installed. The host creates it on the first ask (mode 0700; a symlink, or
+     * anything but a folder, in its place is refused with `PI_ERR`, not followed).
+     * `*out` is borrowed as `identity`'s (NUL-terminated, valid until the plugin is
+     * unloaded, not to be freed). Works during `init` too. `PI_ERR_INVALID_ARG` for a NULL
+     * `out`; `PI_ERR_DENIED` for a confined plugin whose grant lets it neither read nor
+     * write `${data}` (nothing is created); `PI_ERR` when the folder cannot be created
+     * (the host logs why); `PI_ERR_UTF8` for a path that is not UTF-8.
+     */
+    PiStatus (*data_dir)(struct PiPlugin *plugin, struct PiStr *out);
 } PiActionsApi;
 
 /**
@@ -1943,7 +1972,7 @@ typedef const struct PiPluginDescriptor *(*PiEntryFn)(void);
  * (pi_hooks_abi::layout::LAYOUT_FINGERPRINT). PI_HOOKS_DESCRIPTOR puts it in the descriptor,
  * so that the host refuses a plugin built against an edited header of the same version.
  */
-#define PI_HOOKS_LAYOUT_FINGERPRINT 0x3ca6bea364d9256bULL
+#define PI_HOOKS_LAYOUT_FINGERPRINT 0x57decafe3b1e531eULL
 
 /** The name of the entry symbol every v1 plugin exports (see PI_HOOKS_PLUGIN). */
 #define PI_HOOKS_ENTRY_SYMBOL "pi_hooks_plugin_v1"
@@ -1976,6 +2005,15 @@ typedef const struct PiPluginDescriptor *(*PiEntryFn)(void);
  * (its length is taken with sizeof). In C, `(PiStr)PI_STR_LIT("x")` is an expression.
  */
 #define PI_STR_LIT(literal) { (literal), sizeof(literal) - 1 }
+
+/**
+ * Whether the host's table `table` (a pointer to a `type`, such as `host->actions`, a
+ * `PiActionsApi`) has the entry `field`. An entry appended in a later ABI minor (marked
+ * "(ABI 1.N)") is there only on a host of that minor or newer; a plugin checks before it
+ * calls one: `if (PI_HOOKS_HAS(PiActionsApi, host->actions, identity)) ...`.
+ */
+#define PI_HOOKS_HAS(type, table, field) \
+    ((size_t)(table)->struct_size >= offsetof(type, field) + sizeof((table)->field))
 
 /** A PiStr over a NUL-terminated string (not copied; the terminator is not counted).
  *  NULL gives {NULL, 0}. */

@@ -121,6 +121,18 @@ inline const PiValueApi *values(bool builders = false) {
 
 template <class>
 inline constexpr bool always_false = false;
+
+/// actions->identity or actions->data_dir (ABI 1.6) of `plugin`: the host's string, valid
+/// until the plugin is unloaded. Throws Error (PI_ERR_UNAVAILABLE on an older host).
+inline std::string_view own_text(const PiHostApi *host, PiPlugin *plugin, bool data_dir) {
+    const PiActionsApi *a = host->actions;
+    if (!(data_dir ? PI_HOOKS_HAS(PiActionsApi, a, data_dir) : PI_HOOKS_HAS(PiActionsApi, a, identity)))
+        throw Error(PI_ERR_UNAVAILABLE, "pi_hooks: identity and data_dir need a host of ABI 1.6 or newer");
+    PiStr out{};
+    check(data_dir ? a->data_dir(plugin, &out) : a->identity(plugin, &out),
+          data_dir ? "data_dir" : "identity");
+    return std::string_view(out.ptr, out.len);
+}
 }  // namespace detail
 
 /// A read-only view of a host value; cheap to copy. Borrowed: valid as long as the PiValue it
@@ -497,6 +509,16 @@ public:
             return false;
         return host_->context->is_aborted(raw_);
     }
+    /// Who this plugin is: "package:<name>" or "library:<canonical path>" (ABI 1.6; throws
+    /// Error on an older host). Valid until the plugin is unloaded.
+    std::string_view identity() const {
+        return detail::own_text(host_, host_->context->plugin(raw_), false);
+    }
+    /// This plugin's own folder (`${data}`), created 0700 on the first ask (ABI 1.6; throws
+    /// Error on an older host, PI_ERR_DENIED when a confined plugin's grant names no ${data}).
+    std::string_view data_dir() const {
+        return detail::own_text(host_, host_->context->plugin(raw_), true);
+    }
     /// A notification (PI_NOTIFY_INFO, _WARNING or _ERROR); dropped where there is no UI.
     void notify(std::string_view message, uint32_t level = PI_NOTIFY_INFO) const {
         check(host_->ui->notify(raw_, Str(message), level), "notify");
@@ -619,6 +641,10 @@ public:
     void log(uint32_t level, std::string_view message) const {
         host_->actions->log(raw_, level, Str(message));
     }
+    /// Who this plugin is, already during setup (see Context::identity).
+    std::string_view identity() const { return detail::own_text(host_, raw_, false); }
+    /// This plugin's own folder, already during setup (see Context::data_dir).
+    std::string_view data_dir() const { return detail::own_text(host_, raw_, true); }
 
 private:
     const PiHostApi *host_;

@@ -19,6 +19,7 @@ pub const RELEASED_FINGERPRINTS: &[u64] = &[
     0x2ea6_12d6_d2e3_4df2,
     0xf44a_4416_3cdc_81dc,
     0x3ca6_bea3_64d9_256b,
+    0x57de_cafe_3b1e_531e,
 ];
 
 /// Sizes of the boundary structs at one ABI minor, on this target.
@@ -63,12 +64,18 @@ impl AbiSizes {
         const POINTER: u32 = size_of::<unsafe extern "C" fn()>() as u32;
         /// What minor 2 appended to `PiValueApi`: `new_object` to `json_quote`.
         const VALUE_BUILDERS: u32 = 11 * POINTER;
-        // Minor 3: the current tables less minor 4's `PiContextApi::is_aborted` and
-        // `PiActionsApi::send_user_message_content` and `exec_cancel`.
-        let minor_3 = AbiSizes {
-            context_api: Self::CURRENT.context_api - POINTER,
+        // Minors 4 and 5 (5 added only the status `PI_ERR_DENIED`): the current tables
+        // less minor 6's `PiActionsApi::identity` and `data_dir`.
+        let minor_5 = AbiSizes {
             actions_api: Self::CURRENT.actions_api - 2 * POINTER,
             ..Self::CURRENT
+        };
+        // Minor 3: minor 4 less its `PiContextApi::is_aborted` and
+        // `PiActionsApi::send_user_message_content` and `exec_cancel`.
+        let minor_3 = AbiSizes {
+            context_api: minor_5.context_api - POINTER,
+            actions_api: minor_5.actions_api - 2 * POINTER,
+            ..minor_5
         };
         // Minor 2: minor 3 less its `PiValueApi::replace_text`.
         let minor_2 = AbiSizes {
@@ -91,8 +98,8 @@ impl AbiSizes {
             1 => Some(minor_1),
             2 => Some(minor_2),
             3 => Some(minor_3),
-            // Minor 5 added only the status `PI_ERR_DENIED`: the tables are minor 4's.
-            4 | 5 => Some(Self::CURRENT),
+            4 | 5 => Some(minor_5),
+            6 => Some(Self::CURRENT),
             _ => None,
         }
     }
@@ -184,10 +191,16 @@ mod tests {
             offset_of!(PiActionsApi, send_user_message_content)
         );
         assert_eq!(three.value_api, AbiSizes::CURRENT.value_api);
-        assert_eq!(AbiSizes::for_minor(4), Some(AbiSizes::CURRENT));
+        let four = AbiSizes::for_minor(4).expect("minor 4");
+        assert_eq!(
+            four.actions_api as usize,
+            offset_of!(PiActionsApi, identity)
+        );
+        assert_eq!(four.context_api, AbiSizes::CURRENT.context_api);
         // Minor 5 added a status code only.
-        assert_eq!(AbiSizes::for_minor(5), Some(AbiSizes::CURRENT));
-        assert_eq!(AbiSizes::for_minor(6), None);
+        assert_eq!(AbiSizes::for_minor(5), Some(four));
+        assert_eq!(AbiSizes::for_minor(6), Some(AbiSizes::CURRENT));
+        assert_eq!(AbiSizes::for_minor(7), None);
     }
 
     #[test]

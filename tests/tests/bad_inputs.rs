@@ -461,9 +461,10 @@ fn abi_minor_newer_than_host() {
 
 /// Plugins built against the headers of ABI 1.0 (before `PiActionsApi::set_model` was
 /// appended), 1.1 (before the value builders and `PiResultApi::set_from_value`) and 1.2
-/// (before `PiValueApi::replace_text`) and 1.3 (before `PiContextApi::is_aborted` and
-/// `PiActionsApi::send_user_message_content`) declare the older, smaller tables and their
-/// minor's fingerprint: they still load.
+/// (before `PiValueApi::replace_text`), 1.3 (before `PiContextApi::is_aborted` and
+/// `PiActionsApi::send_user_message_content`) and 1.5 (before `PiActionsApi::identity` and
+/// `data_dir`) declare the older, smaller tables and their minor's fingerprint: they still
+/// load.
 #[test]
 fn a_plugin_of_an_older_minor_loads() {
     let (sandbox, hooks) = sandbox_with_good();
@@ -478,20 +479,24 @@ fn a_plugin_of_an_older_minor_loads() {
             ),
             format!("-DPLUGIN_NAME=\"{name}\""),
         ];
-        // 1.4 appended is_aborted, send_user_message_content and exec_cancel; 1.3 replace_text; 1.2 the
-        // 11 value builders and set_from_value; 1.1 set_model.
-        flags.push(format!("-DCONTEXT_API_SIZE_DELTA=-{pointer}"));
+        // 1.6 appended identity and data_dir; 1.4 is_aborted, send_user_message_content and
+        // exec_cancel; 1.3 replace_text; 1.2 the 11 value builders and set_from_value; 1.1
+        // set_model.
+        if minor <= 3 {
+            flags.push(format!("-DCONTEXT_API_SIZE_DELTA=-{pointer}"));
+        }
         if minor <= 1 {
             flags.push(format!("-DVALUE_API_SIZE_DELTA=-{}", 12 * pointer));
             flags.push(format!("-DRESULT_API_SIZE_DELTA=-{pointer}"));
         } else if minor == 2 {
             flags.push(format!("-DVALUE_API_SIZE_DELTA=-{pointer}"));
         }
-        if minor == 0 {
-            flags.push(format!("-DACTIONS_API_SIZE_DELTA=-{}", 3 * pointer));
-        } else {
-            flags.push(format!("-DACTIONS_API_SIZE_DELTA=-{}", 2 * pointer));
-        }
+        let actions = match minor {
+            0 => 5,
+            1..=3 => 4,
+            _ => 2,
+        };
+        flags.push(format!("-DACTIONS_API_SIZE_DELTA=-{}", actions * pointer));
         flags
     };
     for (minor, name) in [
@@ -499,6 +504,7 @@ fn a_plugin_of_an_older_minor_loads() {
         (1, "minor-one"),
         (2, "minor-two"),
         (3, "minor-three"),
+        (5, "minor-five"),
     ] {
         let flags = minor_flags(minor, name);
         let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
@@ -512,6 +518,7 @@ fn a_plugin_of_an_older_minor_loads() {
     listing.expect_error_count(0);
     listing.expect_loaded(&[
         "good",
+        "minor-five",
         "minor-one",
         "minor-three",
         "minor-two",

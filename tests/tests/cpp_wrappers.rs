@@ -191,3 +191,64 @@ fn a_tool_call_handler_rewrites_the_tools_input() {
         assert_eq!(start["args"]["command"], "say hello", "isolate {isolate}");
     }
 }
+
+const WHO: &str = r#"
+#include <string>
+#include "pi_hooks.hpp"
+using namespace pi_hooks;
+
+static std::string at_setup;
+
+static void setup(Plugin &pi) {
+    at_setup = std::string(pi.identity());
+    pi.on("tool_call", [](Value, Context &ctx, Result &result) {
+        std::string reason = "init=" + at_setup + " id=" + std::string(ctx.identity()) +
+                             " data=" + std::string(ctx.data_dir());
+        result.set("block", true).set("reason", reason);
+    });
+}
+
+PI_HOOKS_CPP_PLUGIN("cpp-who", "1.0.0", "Tells who it is", setup);
+"#;
+
+/// `Plugin::identity` (during setup), `Context::identity` and `Context::data_dir` (ABI 1.6):
+/// a plain library is its canonical path, its folder is made under the agent directory.
+#[test]
+fn a_cpp_plugin_asks_who_it_is() {
+    let s = Sandbox::new();
+    let plugin = compile_cpp_text(&s.lib(), "libcpp_who", WHO);
+    let script = s.script(&json!({"turns": [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "echo hi"}}]},
+        {"text": "done"}
+    ]}));
+    let mut command = s.command(&["run", "--mode", "json", "--no-session", "--script"]);
+    command.arg(&script).arg("--hook").arg(&plugin).arg("go");
+    let output = output_within(command, Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{stderr}");
+    let events = json_lines(&output);
+    let end = events
+        .iter()
+        .find(|e| e["type"] == "tool_execution_end")
+        .expect("a tool end");
+    let text = end["result"]["content"][0]["text"].as_str().unwrap_or("");
+    let id = format!(
+        "library:{}",
+        std::fs::canonicalize(&plugin).unwrap().display()
+    );
+    assert!(
+        text.contains(&format!("init={id} id={id} data=")),
+        "{text}\n{stderr}"
+    );
+    let data = text.split(" data=").nth(1).unwrap().trim_end();
+    let data = std::path::Path::new(data);
+    assert!(data.is_dir(), "{text}");
+    assert!(
+        data.starts_with(
+            std::fs::canonicalize(s.agent_dir())
+                .unwrap()
+                .join("pi-hooks/data")
+        ),
+        "{text}"
+    );
+}

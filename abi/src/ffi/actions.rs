@@ -67,7 +67,7 @@ pub type PiBusHandler =
     unsafe extern "C" fn(user_data: *mut c_void, channel: PiStr, data: *const PiValue) -> PiStatus;
 
 /// Actions. Each takes the plugin handle from `init`. During `init` only `log`, `get_flag`,
-/// `events_emit` and `events_on` work; the others answer `PI_ERR_UNAVAILABLE`, as they do in a
+/// `events_emit`, `events_on`, `identity` and `data_dir` work; the others answer `PI_ERR_UNAVAILABLE`, as they do in a
 /// mode that lacks the service.
 /// Actions that lead to events (`send_user_message`, a triggered turn) are queued and run after
 /// the current handler returns: a plugin never re-enters itself.
@@ -215,4 +215,29 @@ pub struct PiActionsApi {
     /// thread of the plugin (one it started, say, to stop a long handler's program when the
     /// handler sees `context->is_aborted`). Programs started after it are not affected.
     pub exec_cancel: unsafe extern "C" fn(plugin: *mut PiPlugin) -> PiStatus,
+
+    // ---- ABI 1.6
+    /// (ABI 1.6) Who this plugin is, as everything the host keys by plugin knows it (its
+    /// grant, its `${data}` folder, its records): `*out` receives `package:<name>` for the
+    /// plugin of an installed package (its package name, `package:@acme/gate`, however it was
+    /// installed) or `library:<path>` for a plain library file (its canonical path,
+    /// `library:/home/u/plugins/libgate.so`). The text before the first `:` tells which;
+    /// nothing else starts either way. The string is borrowed from the host,
+    /// NUL-terminated, and stays valid and unchanged until the plugin is unloaded (do not free
+    /// it). Works during `init` too, and from any thread. `PI_ERR_INVALID_ARG` for a NULL
+    /// `out`, `PI_ERR_UTF8` for a library path that is not UTF-8 (`*out` untouched).
+    /// A plugin built for an older minor checks `struct_size` (or `host->abi_minor >= 6`)
+    /// first.
+    pub identity: unsafe extern "C" fn(plugin: *mut PiPlugin, out: *mut PiStr) -> PiStatus,
+    /// (ABI 1.6) This plugin's own folder, the absolute path `${data}` stands for in its
+    /// grant: `<agentDir>/pi-hooks/data/<one component for its identity>`, the same folder
+    /// in process, isolated (`--isolate`) and confined, and for a package the same however
+    /// it was installed. The host creates it on the first ask (mode 0700; a symlink, or
+    /// anything but a folder, in its place is refused with `PI_ERR`, not followed).
+    /// `*out` is borrowed as `identity`'s (NUL-terminated, valid until the plugin is
+    /// unloaded, not to be freed). Works during `init` too. `PI_ERR_INVALID_ARG` for a NULL
+    /// `out`; `PI_ERR_DENIED` for a confined plugin whose grant lets it neither read nor
+    /// write `${data}` (nothing is created); `PI_ERR` when the folder cannot be created
+    /// (the host logs why); `PI_ERR_UTF8` for a path that is not UTF-8.
+    pub data_dir: unsafe extern "C" fn(plugin: *mut PiPlugin, out: *mut PiStr) -> PiStatus,
 }

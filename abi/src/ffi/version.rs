@@ -14,5 +14,6 @@ pub const PI_HOOKS_ABI_MAJOR: u32 = 1;
 /// appended `PiValueApi::replace_text` and gave `PiExecRequest`'s reserved field its use as
 /// `flags` (`PI_EXEC_CANCEL_ON_ABORT`); minor 4 appended `PiContextApi::is_aborted` and
 /// `PiActionsApi::send_user_message_content` and `exec_cancel`; minor 5 added the status
-/// `PI_ERR_DENIED` (a confined plugin's grant refused an action).
-pub const PI_HOOKS_ABI_MINOR: u32 = 5;
+/// `PI_ERR_DENIED` (a confined plugin's grant refused an action); minor 6 appended
+/// `PiActionsApi::identity` and `data_dir` (who the plugin is, and its own folder).
+pub const PI_HOOKS_ABI_MINOR: u32 = 6;

@@ -51,6 +51,16 @@ impl<'a> Context<'a> {
         }
     }
 
+    /// Who this plugin is ([`PluginHandle::identity`]).
+    pub fn identity(&self) -> Result<super::Identity> {
+        self.plugin().identity()
+    }
+
+    /// This plugin's own folder, `${data}` ([`PluginHandle::data_dir`]).
+    pub fn data_dir(&self) -> Result<std::path::PathBuf> {
+        self.plugin().data_dir()
+    }
+
     /// The session's working directory.
     pub fn cwd(&self) -> &'a str {
         // SAFETY: valid context; the string lives as long as the context.

@@ -37,6 +37,37 @@ pub struct ExecOutput {
     pub killed: bool,
 }
 
+/// Who a plugin is ([`PluginHandle::identity`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Identity {
+    /// The plugin of an installed package, by its package name (`@acme/gate`).
+    Package(String),
+    /// A plain library file, by its canonical path.
+    Library(std::path::PathBuf),
+}
+
+impl Identity {
+    /// Reads the host's text: `package:<name>` or `library:<path>`.
+    pub fn parse(text: &str) -> Option<Identity> {
+        if let Some(name) = text.strip_prefix("package:") {
+            return (!name.is_empty()).then(|| Identity::Package(name.to_owned()));
+        }
+        text.strip_prefix("library:")
+            .filter(|path| path.starts_with('/') || std::path::Path::new(path).is_absolute())
+            .map(|path| Identity::Library(path.into()))
+    }
+}
+
+impl std::fmt::Display for Identity {
+    /// The host's text: `package:@acme/gate` or `library:/abs/libgate.so`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Identity::Package(name) => write!(f, "package:{name}"),
+            Identity::Library(path) => write!(f, "library:{}", path.display()),
+        }
+    }
+}
+
 /// The handle of this plugin instance. Cheap to copy, and usable from any thread until the
 /// plugin is retired: keep it in closures that run later (timers, spawned threads).
 #[derive(Clone, Copy)]
@@ -154,6 +185,58 @@ impl PluginHandle {
         }
         // SAFETY: valid handle; the host's table has the entry (its size was checked).
         check(unsafe { (actions.exec_cancel)(self.raw) }, "exec_cancel")
+    }
+
+    /// Who this plugin is, as the host keys its grant, `${data}` and records: its package
+    /// (by name) or the library file it was loaded from (by canonical path). Works in `init`
+    /// too ([`Registrar::handle`](super::Registrar::handle)). Needs a host of ABI 1.6 or later
+    /// (an older host gives `PI_ERR_UNAVAILABLE`).
+    pub fn identity(&self) -> Result<Identity> {
+        let text = self.own_text(
+            std::mem::offset_of!(PiActionsApi, identity),
+            |a| a.identity,
+            "identity",
+        )?;
+        Identity::parse(&text).ok_or_else(|| {
+            Error::msg(format!(
+                "identity: the host answered {text:?}, which is no identity"
+            ))
+        })
+    }
+
+    /// This plugin's own folder (`${data}` in its grant), which the host creates on the
+    /// first ask (mode 0700): the same in process, isolated and confined. A confined plugin
+    /// whose grant names no `${data}` gets `PI_ERR_DENIED`. Needs a host of ABI 1.6 or later
+    /// (an older host gives `PI_ERR_UNAVAILABLE`).
+    pub fn data_dir(&self) -> Result<std::path::PathBuf> {
+        self.own_text(
+            std::mem::offset_of!(PiActionsApi, data_dir),
+            |a| a.data_dir,
+            "data_dir",
+        )
+        .map(std::path::PathBuf::from)
+    }
+
+    /// Calls `identity` or `data_dir` (at `offset` in the table) and copies its answer.
+    fn own_text(
+        &self,
+        offset: usize,
+        entry: impl FnOnce(&PiActionsApi) -> unsafe extern "C" fn(*mut PiPlugin, *mut PiStr) -> PiStatus,
+        what: &str,
+    ) -> Result<String> {
+        let actions = self.actions();
+        if (actions.struct_size as usize) < offset + std::mem::size_of::<unsafe extern "C" fn()>() {
+            return Err(Error::status(PI_ERR_UNAVAILABLE, what));
+        }
+        let mut out = PiStr {
+            ptr: std::ptr::null(),
+            len: 0,
+        };
+        // SAFETY: valid handle; the host's table has the entry (its size was checked); `out`
+        // is a live out-pointer.
+        check(unsafe { entry(actions)(self.raw, &mut out) }, what)?;
+        // SAFETY: on PI_OK the host wrote a string it keeps until the plugin is unloaded.
+        Ok(unsafe { from_pi_str(out) }.to_owned())
     }
 
     /// Appends a `custom` session entry with `data` serialised as JSON.
@@ -382,4 +465,27 @@ where
     // SAFETY: the host passes a context valid for this call.
     let ctx = unsafe { Context::from_raw(bound.handle.host, ctx) };
     guard(|m| ctx.set_error(m), || (bound.f)(&ctx))
+}
+
+#[cfg(test)]
+mod identity_tests {
+    use super::Identity;
+
+    #[test]
+    fn the_hosts_text_reads_back() {
+        assert_eq!(
+            Identity::parse("package:@acme/gate"),
+            Some(Identity::Package("@acme/gate".into()))
+        );
+        assert_eq!(
+            Identity::parse("library:/p/libgate.so"),
+            Some(Identity::Library("/p/libgate.so".into()))
+        );
+        for bad in ["package:", "library:rel.so", "gate", "lib:/x"] {
+            assert_eq!(Identity::parse(bad), None, "{bad}");
+        }
+        for text in ["package:@acme/gate", "library:/p/libgate.so"] {
+            assert_eq!(Identity::parse(text).unwrap().to_string(), text);
+        }
+    }
 }

@@ -21,7 +21,7 @@ pub use context::{Context, Ui};
 pub use descriptor::{StaticDescriptor, run_init};
 pub use error::{Error, Result, status_name};
 pub use events::ToolCall;
-pub use handle::{ExecOutput, LogLevel, PluginHandle};
+pub use handle::{ExecOutput, Identity, LogLevel, PluginHandle};
 pub use registrar::{Completion, Registrar, ToolSpec};
 pub use reply::{IntoReply, Reply, ToolCallDecision};
 pub use shared::Shared;
@@ -49,8 +49,8 @@ pub enum Notify {
 /// Everything a plugin usually needs: `use pi_hooks_abi::sdk::prelude::*;`.
 pub mod prelude {
     pub use super::{
-        Context, Error, IntoReply, Notify, PluginHandle, Registrar, Reply, Result, Shared,
-        ToolCall, ToolCallDecision, ToolSpec, Ui, Value,
+        Context, Error, Identity, IntoReply, Notify, PluginHandle, Registrar, Reply, Result,
+        Shared, ToolCall, ToolCallDecision, ToolSpec, Ui, Value,
     };
     /// `serde_json::Value`, owned JSON (the payload [`Value`] is a borrowed view).
     pub use serde_json::Value as Json;

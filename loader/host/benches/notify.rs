@@ -48,6 +48,7 @@ mod linux {
             exec: Vec::new(),
             exec_paths: Vec::new(),
             memory_mib: Some(MEMORY_MIB),
+            data: std::path::PathBuf::new(),
         }
     }
 

@@ -108,6 +108,14 @@ enum Command {
         /// --hook file is opened (`--isolate` does for a plugin with a grant).
         #[arg(long = "sandbox", value_name = "GRANT", hide = true)]
         sandbox: Option<String>,
+        /// Who the one --hook plugin is (`package:<name>` or `library:<path>`): what its
+        /// `identity` answers (`--isolate` passes the identity the host gave it).
+        #[arg(long = "identity", value_name = "IDENTITY", hide = true)]
+        identity: Option<String>,
+        /// The one --hook plugin's own folder, what its `data_dir` answers (`--isolate`
+        /// passes the folder it has in the host).
+        #[arg(long = "data-dir", value_name = "DIR", hide = true)]
+        data_dir: Option<std::path::PathBuf>,
     },
     /// Create a plugin project that builds as generated: one handler, a test, a README with
     /// the dev loop (Rust: a cdylib crate; C and C++: a Makefile and a CMakeLists.txt).
@@ -341,6 +349,8 @@ pub fn main() -> ExitCode {
                 protocol_fd,
                 ring_fd,
                 sandbox,
+                identity,
+                data_dir,
             },
             _,
         ) => run::serve(
@@ -349,6 +359,7 @@ pub fn main() -> ExitCode {
             protocol_fd,
             ring_fd,
             sandbox.as_deref(),
+            (identity.as_deref(), data_dir),
         ),
         (Command::Bridge { action }, _) => bridge::bridge(action),
         (Command::DemoModel(args), _) => demo_model::demo_model(args),

@@ -536,13 +536,16 @@ pub(super) fn rpc(args: RpcArgs, flags: &PluginFlags) -> Result<ExitCode, Comman
 /// `pi-hooks serve`: loads the plugins as the other modes do (load problems on stderr) and
 /// serves them until stdin closes. `pin`: the SHA-256 the --hook files must have;
 /// `protocol_fd`: where the protocol goes instead of stdout (before anything loads);
-/// `ring_fd`: the shared-memory rings the messages go through after the hello (Linux).
+/// `ring_fd`: the shared-memory rings the messages go through after the hello (Linux);
+/// `own`: the one --hook plugin's identity and folder, as the host that started this child
+/// gave them (`--identity`, `--data-dir`).
 pub(super) fn serve(
     sources: &Sources,
     pin: Option<&str>,
     protocol_fd: Option<i32>,
     ring_fd: Option<i32>,
     sandbox: Option<&str>,
+    own: (Option<&str>, Option<std::path::PathBuf>),
 ) -> Result<ExitCode, CommandError> {
     let protocol = match protocol_fd {
         #[cfg(unix)]
@@ -576,6 +579,9 @@ pub(super) fn serve(
             );
         }
     }
+    if own.0.is_some() || own.1.is_some() {
+        assign_own(own, &options)?;
+    }
     match sandbox {
         Some(grant) => confine_serve(grant, &options)?,
         // The serve a client starts (the pi bridge, an editor), not an isolated plugin's
@@ -601,6 +607,35 @@ pub(super) fn serve(
     };
     let code = pi_hooks_host::serve::run(setup);
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+/// `serve --identity ID --data-dir DIR` (an isolated plugin's child): the one --hook plugin
+/// is `ID` with its folder at `DIR`, as in the host that started this child.
+fn assign_own(
+    (identity, data_dir): (Option<&str>, Option<std::path::PathBuf>),
+    options: &pi_hooks_host::plugin_files::discover::DiscoveryOptions,
+) -> Result<(), CommandError> {
+    let [hook] = options.explicit.as_slice() else {
+        return Err(CommandError::usage(
+            "--identity and --data-dir name one plugin's: give exactly one --hook",
+        ));
+    };
+    let plugin = pi_hooks_host::plugin_files::paths::resolve(hook, &options.cwd);
+    let identity = match identity {
+        Some(text) => pi_hooks_host::plugin::own::parse_tagged(text)
+            .map_err(|e| CommandError::usage(format!("--identity: {e}")))?,
+        None => pi_hooks_host::identity::PluginIdentity::library(&plugin),
+    };
+    if let Some(dir) = &data_dir
+        && !dir.is_absolute()
+    {
+        return Err(CommandError::usage(format!(
+            "--data-dir {}: give an absolute path",
+            escape(&dir.display().to_string())
+        )));
+    }
+    pi_hooks_host::plugin::own::assign(&plugin, identity, data_dir);
+    Ok(())
 }
 
 /// `serve --sandbox GRANT` (an isolated plugin's child, `pi_hooks_host::sandbox`): confines

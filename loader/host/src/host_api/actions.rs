@@ -1,4 +1,5 @@
-//! `PiActionsApi`: actions on the session. `log` and `get_flag` work from `init` on; `exec`
+//! `PiActionsApi`: actions on the session. `log`, `get_flag`, `identity` and `data_dir` work
+//! from `init` on; `exec`
 //! and the timers (`loader/host/src/services/exec.rs`, `loader/host/src/services/timers.rs`) once the plugin is active;
 //! the session services answer `PI_ERR_UNAVAILABLE` until a mode provides them.
 
@@ -607,6 +608,75 @@ unsafe extern "C" fn set_model(
     })
 }
 
+/// Hands `text` to the plugin in `*out`, borrowed from its state (alive until the process
+/// ends, see `crate::plugin::own::HandedOut`).
+fn hand_out(state: &PluginState, text: &str, out: *mut PiStr) -> PiStatus {
+    let Some((ptr, len)) = state.hand_out(text) else {
+        return PI_ERR;
+    };
+    // SAFETY: `out` is a non-NULL out-pointer from the plugin (ABI contract, checked by the
+    // callers).
+    unsafe { out.write(PiStr { ptr, len }) };
+    PI_OK
+}
+
+unsafe extern "C" fn identity(plugin: *mut PiPlugin, out: *mut PiStr) -> PiStatus {
+    with_plugin(plugin, |state| {
+        if out.is_null() {
+            return PI_ERR_INVALID_ARG;
+        }
+        match crate::plugin::own::tagged(&state.own().identity) {
+            Some(text) => hand_out(state, &text, out),
+            None => PI_ERR_UTF8,
+        }
+    })
+}
+
+unsafe extern "C" fn data_dir(plugin: *mut PiPlugin, out: *mut PiStr) -> PiStatus {
+    with_plugin(plugin, |state| {
+        if out.is_null() {
+            return PI_ERR_INVALID_ARG;
+        }
+        let dir = match state.own().data_dir() {
+            Ok(dir) => dir,
+            Err(why) => {
+                crate::observe::diagnostics::warn(&format!(
+                    "plugin {}: data_dir: {why}",
+                    crate::guards::display::escape(&state.name)
+                ));
+                return PI_ERR;
+            }
+        };
+        // A confined plugin (this process is its `serve` child) has the folder its grant
+        // names, which the host made when it resolved the grant; one its grant keeps out
+        // of the folder gets nothing.
+        if let Some(grant) = crate::sandbox::applied()
+            && !grant.allows_path(&dir, false)
+        {
+            let reason = format!(
+                "data_dir of {} denied: the grant of plugin {} ({}) names no ${{data}} ({})",
+                dir.display(),
+                grant.plugin,
+                grant.source,
+                grant.summary()
+            );
+            crate::sandbox::report::denied("data_dir", &reason, grant);
+            return PI_ERR_DENIED;
+        }
+        let Some(text) = dir.to_str() else {
+            return PI_ERR_UTF8;
+        };
+        if let Err(why) = crate::plugin::own::ensure_data_dir(&dir) {
+            crate::observe::diagnostics::warn(&format!(
+                "plugin {}: data_dir: {why}",
+                crate::guards::display::escape(&state.name)
+            ));
+            return PI_ERR;
+        }
+        hand_out(state, text, out)
+    })
+}
+
 /// The host's `PiActionsApi`.
 pub static ACTIONS_API: PiActionsApi = PiActionsApi {
     struct_size: size_of::<PiActionsApi>() as u32,
@@ -630,4 +700,6 @@ pub static ACTIONS_API: PiActionsApi = PiActionsApi {
     set_model,
     send_user_message_content,
     exec_cancel,
+    identity,
+    data_dir,
 };

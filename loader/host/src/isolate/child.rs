@@ -67,6 +67,12 @@ pub struct Launch {
     /// The grant the child confines itself to before it loads the plugin
     /// (`crate::sandbox`), if the plugin has one.
     pub sandbox: Option<crate::sandbox::Grant>,
+    /// Who the plugin is (`crate::plugin::own::tagged`), so that it answers `identity` as it
+    /// would in process (`serve --identity`); `None`: the library it is loaded from.
+    pub identity: Option<String>,
+    /// Its own folder (`serve --data-dir`): `${data}` of its grant, or the one it would
+    /// have in process.
+    pub data_dir: Option<PathBuf>,
 }
 
 impl Launch {
@@ -85,6 +91,12 @@ impl Launch {
         ];
         if transport == Transport::Ring {
             args.extend(["--ring-fd".into(), RING_FD.to_string().into()]);
+        }
+        if let Some(identity) = &self.identity {
+            args.extend(["--identity".into(), identity.into()]);
+        }
+        if let Some(dir) = &self.data_dir {
+            args.extend(["--data-dir".into(), dir.clone().into_os_string()]);
         }
         if let Some(grant) = &self.sandbox {
             let json = serde_json::to_string(grant).unwrap_or_default();

@@ -262,12 +262,21 @@ pub fn load(file: &PluginFile, origin: Origin, trust: TrustState) -> Result<Load
         }
         _ => None,
     };
+    // The child answers `identity` and `data_dir` as the plugin would in process; a
+    // confined one's folder is its grant's `${data}`.
+    let own = crate::plugin::own::Own::of(&file.path);
+    let data_dir = match &sandbox {
+        Some(grant) if !grant.data.as_os_str().is_empty() => Some(grant.data.clone()),
+        _ => own.data_dir().ok(),
+    };
     let launch = child::Launch {
         program: serve_program()?,
         plugin: file.path.clone(),
         sha256: file.sha256().to_owned(),
         cwd,
         sandbox,
+        identity: crate::plugin::own::tagged(&own.identity),
+        data_dir,
     };
     let hello_limit = selection
         .hook_timeout

@@ -196,7 +196,7 @@ fn proxies() -> MutexGuard<'static, Option<rustc_hash::FxHashMap<u32, Weak<Proxy
 
 /// The descriptor of every proxy: the host's ABI, no name (the name comes from the child),
 /// `proxy_init` as init.
-fn descriptor() -> PiPluginDescriptor {
+pub(crate) fn descriptor() -> PiPluginDescriptor {
     let sizes = AbiSizes::CURRENT;
     let empty = PiStr {
         ptr: std::ptr::null(),

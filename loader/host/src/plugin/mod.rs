@@ -4,6 +4,7 @@
 
 pub mod call;
 pub mod event_names;
+pub mod own;
 pub mod registrations;
 pub mod state;
 
@@ -17,6 +18,7 @@ use crate::guards::exception_barrier;
 use crate::host_api;
 use crate::host_api::context::CallScope;
 use crate::host_api::value::HostValue;
+use crate::identity::PluginIdentity;
 use crate::library::OpenedLibrary;
 use crate::plugin::call::{HandlerOutcome, call_handler};
 use crate::plugin::registrations::{EventHandler, Registrations};
@@ -197,6 +199,30 @@ impl LoadedPlugin {
             "{}.{}",
             self.library.descriptor.abi_major, self.library.descriptor.abi_minor
         )
+    }
+
+    /// Who the plugin is (its package, or the library file it was loaded from): what
+    /// `identity` answers it and what its grant, `${data}` and records are keyed by. From
+    /// [`own::assign`] for its file when the loader assigned one before the load, else
+    /// [`PluginIdentity::library`] of its path.
+    pub fn identity(&self) -> PluginIdentity {
+        self.state.own().identity
+    }
+
+    /// Makes the plugin `identity` from now on (`identity` and `data_dir` answer for it;
+    /// its folder becomes `identity`'s under the agent directory). For the identity to
+    /// hold during the plugin's `init` too, and in the child of an isolated or confined
+    /// plugin, assign it before the load instead ([`own::assign`]).
+    pub fn set_identity(&self, identity: PluginIdentity) {
+        self.state.set_own(own::Own {
+            identity,
+            data_dir: None,
+        });
+    }
+
+    /// The plugin's own folder (`${data}`), as `data_dir` answers it (not created here).
+    pub fn data_dir(&self) -> Result<std::path::PathBuf, String> {
+        self.state.own().data_dir()
     }
 
     /// Where its code runs: in the host's process, in a child of its own (isolated), or in

@@ -50,6 +50,10 @@ pub struct PluginState {
     /// Cancels the programs this plugin's `exec` calls run now (`exec_cancel`); replaced by
     /// a fresh token at each cancel, so later calls are not affected.
     exec_cancel: Mutex<crate::services::CancelToken>,
+    /// Who the plugin is and where its folder is (`identity`, `data_dir`).
+    own: RwLock<crate::plugin::own::Own>,
+    /// The texts `identity` and `data_dir` handed out, alive as long as this state.
+    handed_out: crate::plugin::own::HandedOut,
 }
 
 impl PluginState {
@@ -87,8 +91,6 @@ impl PluginState {
             slot,
             calls: CallSlot::default(),
             waiting_idle: std::sync::atomic::AtomicBool::new(false),
-            name,
-            path,
             phase: AtomicU8::new(Phase::Init as u8),
             registrations: Mutex::new(Registrations::default()),
             cleanups: Mutex::new(Vec::new()),
@@ -96,7 +98,27 @@ impl PluginState {
             init_error: Mutex::new(None),
             services: RwLock::new(None),
             exec_cancel: Mutex::new(crate::services::CancelToken::new()),
+            own: RwLock::new(crate::plugin::own::Own::of(std::path::Path::new(&path))),
+            handed_out: crate::plugin::own::HandedOut::default(),
+            name,
+            path,
         }
+    }
+
+    /// Who the plugin is and where its folder is.
+    pub fn own(&self) -> crate::plugin::own::Own {
+        self.own.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Changes who the plugin is (and its folder) from now on.
+    pub fn set_own(&self, own: crate::plugin::own::Own) {
+        *self.own.write().unwrap_or_else(|e| e.into_inner()) = own;
+    }
+
+    /// A NUL-terminated copy of `text` that lives as long as this state (see
+    /// `crate::plugin::own::HandedOut`).
+    pub fn hand_out(&self, text: &str) -> Option<(*const std::os::raw::c_char, usize)> {
+        self.handed_out.keep(text)
     }
 
     /// Takes the call lock, waiting at most `limit` for a call in progress to return.

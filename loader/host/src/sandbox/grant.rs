@@ -11,6 +11,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::identity::PluginIdentity;
 use crate::packages::manifest::Capabilities;
 
 /// The folders a grant's variables stand for.
@@ -22,7 +23,7 @@ pub struct Folders {
     pub home: PathBuf,
     /// `${tmp}`: the system's temporary folder.
     pub tmp: PathBuf,
-    /// The agent directory; `${data}` is `<agentDir>/pi-hooks/data/<plugin>`.
+    /// The agent directory; `${data}` is `<agentDir>/pi-hooks/data/<identity's folder name>`.
     pub agent_dir: PathBuf,
 }
 
@@ -47,18 +48,25 @@ pub struct Grant {
     pub exec_paths: Vec<PathBuf>,
     /// Address space it may add beyond what its `serve` process held at start, MiB.
     pub memory_mib: Option<u64>,
+    /// The folder `${data}` stands for: the plugin's own
+    /// ([`crate::identity::PluginIdentity::data_dir`]), what its `data_dir` answers.
+    #[serde(default)]
+    pub data: PathBuf,
 }
 
 impl Grant {
-    /// Resolves `capabilities` for `plugin`. `Err` names the entry that cannot be used and
-    /// what to write instead.
+    /// Resolves `capabilities` for the plugin `identity`, named `plugin` in messages (a
+    /// package's name, a settings key). `${data}` is `identity`'s own folder
+    /// ([`PluginIdentity::data_dir`] under `folders.agent_dir`), so no two identities share
+    /// one. `Err` names the entry that cannot be used and what to write instead.
     pub fn resolve(
         capabilities: &Capabilities,
         plugin: &str,
+        identity: &PluginIdentity,
         source: &str,
         folders: &Folders,
     ) -> Result<Grant, String> {
-        let data = data_dir(&folders.agent_dir, plugin);
+        let data = identity.data_dir(&folders.agent_dir);
         let expand_all = |key: &str, entries: &[String]| -> Result<Vec<PathBuf>, String> {
             entries
                 .iter()
@@ -93,8 +101,14 @@ impl Grant {
         if capabilities.write.iter().any(|w| w.contains("${data}"))
             || capabilities.read.iter().any(|r| r.contains("${data}"))
         {
-            // The plugin's own folder exists before it starts, so a rule can name it.
-            let _ = std::fs::create_dir_all(&data);
+            // The plugin's own folder exists before it starts, so a rule can name it
+            // (mode 0700, a symlink in its place refused; its `data_dir` then fails).
+            if let Err(why) = crate::plugin::own::ensure_data_dir(&data) {
+                eprintln!(
+                    "pi-hooks: warning: {source}: ${{data}} of {plugin}: {}",
+                    crate::guards::display::escape(&why)
+                );
+            }
         }
         Ok(Grant {
             plugin: plugin.to_owned(),
@@ -105,6 +119,7 @@ impl Grant {
             exec: capabilities.exec.clone(),
             exec_paths,
             memory_mib: capabilities.memory_mib,
+            data,
         })
     }
 
@@ -162,21 +177,6 @@ impl Grant {
         };
         inside(&self.write) || (!write && inside(&self.read))
     }
-}
-
-/// `<agentDir>/pi-hooks/data/<plugin>`: the folder `${data}` names.
-pub fn data_dir(agent_dir: &Path, plugin: &str) -> PathBuf {
-    let safe: String = plugin
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.@".contains(c) {
-                c
-            } else {
-                '+'
-            }
-        })
-        .collect();
-    agent_dir.join("pi-hooks").join("data").join(safe)
 }
 
 /// Expands the variables and a leading `~/` of one entry; the result must be absolute.
@@ -307,6 +307,10 @@ mod tests {
         }
     }
 
+    fn gate() -> PluginIdentity {
+        PluginIdentity::Package(crate::identity::PackageName::parse("gate").unwrap())
+    }
+
     #[test]
     fn expands_variables_and_names_a_bad_entry() {
         let caps = Capabilities {
@@ -314,7 +318,7 @@ mod tests {
             write: vec!["${data}".into(), "${tmp}/x/../y".into()],
             ..Capabilities::default()
         };
-        let grant = Grant::resolve(&caps, "gate", "test", &folders()).unwrap();
+        let grant = Grant::resolve(&caps, "gate", &gate(), "test", &folders()).unwrap();
         assert_eq!(
             grant.read,
             vec![PathBuf::from("/work/p/src"), PathBuf::from("/home/u/notes")]
@@ -322,7 +326,7 @@ mod tests {
         assert_eq!(
             grant.write,
             vec![
-                PathBuf::from("/home/u/.pi/agent/pi-hooks/data/gate"),
+                PathBuf::from("/home/u/.pi/agent/pi-hooks/data/package.gate"),
                 PathBuf::from("/tmp/y")
             ]
         );
@@ -330,15 +334,35 @@ mod tests {
             read: vec!["${work}/x".into()],
             ..Capabilities::default()
         };
-        let e = Grant::resolve(&bad, "gate", "settings.json", &folders()).unwrap_err();
+        let e = Grant::resolve(&bad, "gate", &gate(), "settings.json", &folders()).unwrap_err();
         assert!(e.contains("unknown variable ${work}"), "{e}");
         assert!(e.contains("settings.json"), "{e}");
         let relative = Capabilities {
             write: vec!["out".into()],
             ..Capabilities::default()
         };
-        let e = Grant::resolve(&relative, "gate", "s", &folders()).unwrap_err();
+        let e = Grant::resolve(&relative, "gate", &gate(), "s", &folders()).unwrap_err();
         assert!(e.contains("not an absolute path"), "{e}");
+        // `${data}` is the identity's folder: a library named like a package gets its own.
+        let data = Capabilities {
+            read: vec!["${data}/x".into()],
+            ..Capabilities::default()
+        };
+        let agent = tempfile::tempdir().unwrap();
+        let folders = Folders {
+            agent_dir: agent.path().to_owned(),
+            ..folders()
+        };
+        let package = Grant::resolve(&data, "gate", &gate(), "s", &folders).unwrap();
+        let library = PluginIdentity::Library("/p/gate".into());
+        let library = Grant::resolve(&data, "gate", &library, "s", &folders).unwrap();
+        assert_eq!(
+            package.data,
+            agent.path().join("pi-hooks/data/package.gate")
+        );
+        assert!(package.data.is_dir() && library.data.is_dir());
+        assert_ne!(package.data, library.data);
+        assert_eq!(package.read, vec![package.data.join("x")]);
     }
 
     #[test]
@@ -352,6 +376,7 @@ mod tests {
             exec: vec![],
             exec_paths: vec![],
             memory_mib: None,
+            data: PathBuf::new(),
         };
         assert!(grant.allows_path(Path::new("/nowhere-r/a/f"), false));
         assert!(!grant.allows_path(Path::new("/nowhere-r/a/f"), true));

@@ -161,6 +161,15 @@ pub fn note_package(
     version: &str,
     capabilities: Option<&Capabilities>,
 ) {
+    // The package's plugin is its package, from its init on (a name npm's rules refuse
+    // leaves it the library it is: a folder of its own either way).
+    if let Ok(package) = crate::identity::PackageName::parse(name) {
+        crate::plugin::own::assign(
+            library,
+            crate::identity::PluginIdentity::Package(package),
+            None,
+        );
+    }
     update(|r| {
         r.packages.retain(|(known, ..)| known != library);
         r.packages.push((
@@ -187,6 +196,7 @@ pub fn confinement(path: &Path) -> Result<Confinement, String> {
         .packages
         .iter()
         .find(|(library, ..)| library == path);
+    let identity = crate::plugin::own::Own::of(path).identity;
     if let Some((settings_path, entries)) = &registry.settings {
         let base = settings_path.parent().unwrap_or_else(|| Path::new("."));
         let canonical = std::fs::canonicalize(path).ok();
@@ -210,6 +220,7 @@ pub fn confinement(path: &Path) -> Result<Confinement, String> {
                         Some((_, name, ..)) => name.clone(),
                         None => library_shown_name(path),
                     },
+                    &identity,
                     &settings_path.display().to_string(),
                     &folders,
                 )
@@ -223,6 +234,7 @@ pub fn confinement(path: &Path) -> Result<Confinement, String> {
         Some((_, name, version, Some(capabilities))) => Grant::resolve(
             capabilities,
             name,
+            &identity,
             &format!("package {name} {version}"),
             &folders,
         )

@@ -254,6 +254,7 @@ mod tests {
             exec: vec!["git".into()],
             exec_paths: Vec::new(),
             memory_mib: Some(64),
+            data: std::path::PathBuf::new(),
         };
         let prepared = Prepared::new(&grant);
         let mut buffer = [0u8; LINE_MAX];

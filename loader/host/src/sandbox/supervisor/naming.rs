@@ -623,6 +623,7 @@ mod tests {
             exec: vec!["git".into()],
             exec_paths: Vec::new(),
             memory_mib: None,
+            data: PathBuf::new(),
         };
         let link = start_naming(Namer {
             grant: grant.clone(),
