@@ -269,7 +269,20 @@ enum Source {
 }
 
 fn parse_source(source: &str) -> Result<Source, CommandError> {
-    if let PiSource::Npm { spec, pinned, .. } = PiSource::parse(source) {
+    if let PiSource::Npm { spec, pinned, name } = PiSource::parse(source) {
+        // The spec reaches npm as one argument: one starting with `-` would be an option.
+        if spec.starts_with('-') {
+            return Err(CommandError::failed(format!(
+                "{}: an npm spec cannot start with `-`; give a package name (`npm:NAME[@VERSION]`)",
+                escape(source)
+            )));
+        }
+        pi_hooks_host::identity::PackageName::parse(&name).map_err(|e| {
+            CommandError::failed(format!(
+                "{}: {e}; give a package name (`npm:NAME[@VERSION]`)",
+                escape(source)
+            ))
+        })?;
         return Ok(Source::Npm { spec, pinned });
     }
     let git = source.strip_prefix("git:").map(str::to_owned).or_else(|| {
@@ -287,6 +300,14 @@ fn parse_source(source: &str) -> Result<Source, CommandError> {
             }
             _ => (url, None),
         };
+        // The URL and the ref reach git as arguments: one starting with `-` would be an option
+        // (`--upload-pack=...` runs a program), so it is refused before git runs.
+        if url.starts_with('-') || reference.as_deref().is_some_and(|r| r.starts_with('-')) {
+            return Err(CommandError::failed(format!(
+                "{}: a git URL or ref cannot start with `-`; give a repository URL (`git:host/path[@ref]`, `https://...`)",
+                escape(source)
+            )));
+        }
         // pi's shorthand (`github.com/user/repo`) is https.
         let url = if url.contains("://") || url.starts_with('/') || url.contains('@') {
             url
@@ -368,9 +389,11 @@ fn install_from(
             }
             .map_err(|e| fail(format!("cannot clone: {e}")))?;
             let repo = clone.path().join("repo");
+            // The source after `--`: never an option of git's; `ext::` (a command as a
+            // transport) never allowed whatever the user's git configuration says.
             let output = std::process::Command::new("git")
                 .env("GIT_TERMINAL_PROMPT", "0")
-                .args(["clone", "--quiet"])
+                .args(["-c", "protocol.ext.allow=never", "clone", "--quiet", "--"])
                 .arg(url)
                 .arg(&repo)
                 .stdin(std::process::Stdio::null())
@@ -378,7 +401,7 @@ fn install_from(
                 .map_err(|e| fail(format!("cannot run git: {e}; is git installed?")))?;
             let output = match reference {
                 Some(reference) if output.status.success() => std::process::Command::new("git")
-                    .args(["checkout", "--quiet", reference])
+                    .args(["checkout", "--quiet", "--end-of-options", reference])
                     .current_dir(&repo)
                     .stdin(std::process::Stdio::null())
                     .output()
@@ -501,8 +524,10 @@ fn install_from(
             {
                 source_entry = listed;
             }
-            let folder = npm_install(&npm_command()?, spec, store.scope).map_err(fail)?;
-            check_installed(&folder, &package, &what).map_err(fail)?;
+            let folder = npm_install(&npm_command()?, spec, store.scope, |folder| {
+                check_installed(folder, &package, &what)
+            })
+            .map_err(fail)?;
             // The store keeps only the record: the files are where npm put them.
             drop(staging);
             (store.staging().map_err(fail)?, Some(folder))
@@ -594,13 +619,26 @@ fn npm_pack(npm: &NpmCommand, spec: &str) -> Result<tempfile::NamedTempFile, Str
 }
 
 /// Installs `spec` with npm where pi does (`npm install -g SPEC`; for a project `npm install
-/// SPEC --prefix <cwd>/.pi/npm`, in an npm project pi would make) and returns its folder.
-fn npm_install(npm: &NpmCommand, spec: &str, scope: Scope) -> Result<PathBuf, String> {
+/// SPEC --prefix <cwd>/.pi/npm`, in an npm project pi would make), with lifecycle scripts
+/// off (the package's and its dependencies': nothing of a package runs at install), and
+/// returns its folder once `check` accepts what npm put there. When npm fails or `check`
+/// refuses, what npm put there is removed if it was not there before.
+fn npm_install(
+    npm: &NpmCommand,
+    spec: &str,
+    scope: Scope,
+    check: impl FnOnce(&Path) -> Result<(), String>,
+) -> Result<PathBuf, String> {
     let cwd = current_dir();
+    let agent = agent_dir()?;
+    let source = PiSource::parse(&format!("npm:{spec}"));
+    let target = install_dir(&source, scope, &agent, &cwd, npm)?;
+    let target_existed = target.exists();
+    let root = pi_hooks_host::packages::pi_sources::project_npm_root(&cwd);
+    let root_existed = root.exists();
     let mut command = match scope {
-        Scope::User => npm.command(&["install", "-g", spec]),
+        Scope::User => npm.command(&["install", "-g", spec, "--ignore-scripts"]),
         Scope::Project => {
-            let root = pi_hooks_host::packages::pi_sources::project_npm_root(&cwd);
             std::fs::create_dir_all(&root)
                 .map_err(|e| format!("cannot create {}: {e}", root.display()))?;
             let ignore = root.join(".gitignore");
@@ -616,7 +654,7 @@ fn npm_install(npm: &NpmCommand, spec: &str, scope: Scope) -> Result<PathBuf, St
                 )
                 .map_err(|e| format!("cannot write {}: {e}", json.display()))?;
             }
-            let mut command = npm.command(&["install", spec, "--prefix"]);
+            let mut command = npm.command(&["install", spec, "--ignore-scripts", "--prefix"]);
             command.arg(&root);
             command
         }
@@ -625,27 +663,62 @@ fn npm_install(npm: &NpmCommand, spec: &str, scope: Scope) -> Result<PathBuf, St
         .current_dir(&cwd)
         .stdin(std::process::Stdio::null())
         .output()
-        .map_err(|e| format!("cannot run `{} install {spec}`: {e}", npm.shown()))?;
-    if !output.status.success() {
-        return Err(format!(
-            "`{} install {spec}` failed ({}): {}; nothing was recorded",
+        .map_err(|e| format!("cannot run `{} install {spec}`: {e}", npm.shown()));
+    let result = match output {
+        Err(e) => Err(e),
+        Ok(output) if !output.status.success() => Err(format!(
+            "`{} install {spec}` failed ({}): {}; nothing was installed",
             npm.shown(),
             output.status,
             escape(String::from_utf8_lossy(&output.stderr).trim())
-        ));
+        )),
+        Ok(_) => check(&target).map(|()| target.clone()),
+    };
+    if result.is_err() {
+        if scope == Scope::Project && !root_existed {
+            // The npm project was made for this install: all of it goes.
+            let _ = std::fs::remove_dir_all(&root);
+        } else if !target_existed {
+            undo_npm_install(npm, &source, scope, &root, &cwd, &target);
+        }
     }
-    let agent = agent_dir()?;
-    install_dir(
-        &PiSource::parse(&format!("npm:{spec}")),
-        scope,
-        &agent,
-        &cwd,
-        npm,
-    )
+    result
+}
+
+/// Takes out what a failed `npm install` put in place of a package that was not installed
+/// (npm's own uninstall, scripts off, then whatever is left of its folder).
+fn undo_npm_install(
+    npm: &NpmCommand,
+    source: &PiSource,
+    scope: Scope,
+    root: &Path,
+    cwd: &Path,
+    target: &Path,
+) {
+    let PiSource::Npm { name, .. } = source else {
+        return;
+    };
+    let mut command = match scope {
+        Scope::User => npm.command(&["uninstall", "-g", name, "--ignore-scripts"]),
+        Scope::Project => {
+            let mut command = npm.command(&["uninstall", name, "--ignore-scripts", "--prefix"]);
+            command.arg(root);
+            command
+        }
+    };
+    let _ = command
+        .current_dir(cwd)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+    if std::fs::symlink_metadata(target).is_ok_and(|m| m.is_dir()) {
+        let _ = std::fs::remove_dir_all(target);
+    }
 }
 
 /// Moves a verified clone to `target` (replacing what was there) and runs npm's install in
-/// it as pi does after a clone (`npm install --omit=dev`), so the package's dependency on
+/// it as pi does after a clone (`npm install --omit=dev`, with lifecycle scripts off), so the package's dependency on
 /// the `pi-hooks` npm package (the bridge) is there for pi.
 fn put_clone_in_place(clone: &Path, target: &Path, npm: &NpmCommand) -> Result<(), String> {
     if target.exists() {
@@ -661,10 +734,11 @@ fn put_clone_in_place(clone: &Path, target: &Path, npm: &NpmCommand) -> Result<(
         std::fs::rename(clone, target)
             .map_err(|e| format!("cannot put the clone at {}: {e}", target.display()))?;
     }
+    // Lifecycle scripts off: neither the package's nor its dependencies' run.
     let args: &[&str] = if npm.0 == ["npm"] {
-        &["install", "--omit=dev"]
+        &["install", "--ignore-scripts", "--omit=dev"]
     } else {
-        &["install"]
+        &["install", "--ignore-scripts"]
     };
     let output = npm
         .command(args)
