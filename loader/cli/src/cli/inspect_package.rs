@@ -74,7 +74,7 @@ pub(super) fn inspect_package(path: &Path, json: bool) -> Result<ExitCode, Comma
         let r = &manifest.plugin.registers;
         let mut text = format!(
             "Package {} {} (nothing of it was run)\n  description: {}\n  signed: {}\n  needs pi-hooks {} or newer\n  registers: events [{}], commands [{}], tools [{}], flags [{}], shortcuts [{}]\n  libraries:\n",
-            escape(&package.name),
+            escape(package.name.as_str()),
             escape(&package.version),
             escape(&manifest.plugin.description),
             signer

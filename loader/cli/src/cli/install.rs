@@ -166,7 +166,7 @@ fn accept_pi_installed(
         .into_iter()
         .flatten()
         .filter(|l| l.record.is_none())
-        .find_map(|l| Some((l.source, l.package.filter(|p| p.name == name)?)))
+        .find_map(|l| Some((l.source, l.package.filter(|p| p.name.as_str() == name)?)))
         .ok_or_else(|| {
             CommandError::failed(format!(
                 "no package {} is installed{scope}; `pi-hooks list` shows them",
@@ -203,7 +203,7 @@ fn accept_pi_installed(
     first_seen::accept(store, &package, key.as_deref()).map_err(CommandError::failed)?;
     let mut text = format!(
         "{} {} (installed by pi, {}): accepted{}\n  capabilities:\n",
-        escape(&package.name),
+        escape(package.name.as_str()),
         escape(&package.version),
         escape(&source),
         if changes.is_empty() {
@@ -437,7 +437,9 @@ fn install_from(
     let package = parse_package_json(&json_bytes).map_err(|e| fail(format!("{shown}: {e}")))?;
     let what = format!("package {} {} ({shown})", package.name, package.version);
     let signer = verify_signature(&package, &what).map_err(fail)?;
-    let installed = previous.cloned().or_else(|| store.record(&package.name));
+    let installed = previous
+        .cloned()
+        .or_else(|| store.record(package.name.as_str()));
     if let Some(old) = &installed
         && old.signer.is_some()
         && old.signer != signer.as_ref().map(|s| s.public_key.clone())
@@ -460,7 +462,7 @@ fn install_from(
     let manifest = &package.manifest;
     let mut summary = format!(
         "{} {}: {}\n  library: {} (ABI {}, sha256 {})\n  signed: {}\n  capabilities:\n",
-        escape(&package.name),
+        escape(package.name.as_str()),
         escape(&package.version),
         escape(&manifest.plugin.description),
         chosen.platform,
@@ -507,7 +509,7 @@ fn install_from(
             "{what} was not installed: its capabilities were not accepted (headless: pass --yes to accept them)"
         )));
     }
-    let package_dir = store.package_dir(&package.name);
+    let package_dir = store.package_dir(package.name.as_str());
     let mut source_entry = recorded_source.unwrap_or_else(|| package_dir.display().to_string());
     let (staging, location) = match &parsed {
         Source::Npm { spec, .. } => {
@@ -543,7 +545,7 @@ fn install_from(
         },
     };
     let record = InstallRecord {
-        name: package.name.clone(),
+        name: package.name.to_string(),
         version: package.version.clone(),
         location,
         replaces_source: installed
@@ -886,7 +888,7 @@ pub(super) fn installed_packages(agent: &Path, cwd: &Path) -> Vec<(Scope, Instal
                     )
                     .ok();
                     InstallRecord {
-                        name: package.name.clone(),
+                        name: package.name.to_string(),
                         version: package.version.clone(),
                         pinned: PiSource::parse(&listed.source).pinned(),
                         origin: record
