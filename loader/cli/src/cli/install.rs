@@ -75,8 +75,8 @@ pub(super) fn install(args: InstallArgs) -> Result<ExitCode, CommandError> {
     let record = install_from(&store, &args.source, None, choices)?;
     let mut text = format!(
         "Installed {} {} ({}) from {}\n",
-        record.name,
-        record.version,
+        escape(&record.name),
+        escape(&record.version),
         match store.scope {
             Scope::User => "for you",
             Scope::Project => "for this project",
@@ -87,7 +87,9 @@ pub(super) fn install(args: InstallArgs) -> Result<ExitCode, CommandError> {
         let library = store.package_dir(&record.name).join(&record.library);
         text.push_str(&format!(
             "  pending trust, as every project plugin: `pi-hooks trust {}` to load it\n",
-            pi_hooks_host::lifecycle::load::shell_quote(&library.display().to_string())
+            escape(&pi_hooks_host::lifecycle::load::shell_quote(
+                &library.display().to_string()
+            ))
         ));
     }
     write_stdout(&text)?;
@@ -134,8 +136,8 @@ pub(super) fn update(args: UpdateArgs) -> Result<ExitCode, CommandError> {
         if record.pinned {
             text.push_str(&format!(
                 "{} {}: pinned by its source {} (a version or ref), left as it is\n",
-                record.name,
-                record.version,
+                escape(&record.name),
+                escape(&record.version),
                 escape(&record.source)
             ));
             continue;
@@ -143,7 +145,9 @@ pub(super) fn update(args: UpdateArgs) -> Result<ExitCode, CommandError> {
         let new = install_from(&store, &record.origin, Some(&record), choices)?;
         text.push_str(&format!(
             "{}: {} -> {}\n",
-            new.name, record.version, new.version
+            escape(&new.name),
+            escape(&record.version),
+            escape(&new.version)
         ));
     }
     write_stdout(&text)?;
@@ -173,7 +177,12 @@ fn accept_pi_installed(
                 escape(name)
             ))
         })?;
-    let what = format!("package {} {} ({source})", package.name, package.version);
+    let what = format!(
+        "package {} {} ({})",
+        escape(package.name.as_str()),
+        escape(&package.version),
+        escape(&source)
+    );
     let signer = verify_signature(&package, &what).map_err(CommandError::failed)?;
     let key = signer.as_ref().map(|s| s.public_key.clone());
     let seen = first_seen::read(store, name);
@@ -184,8 +193,9 @@ fn accept_pi_installed(
         if let Some(change) = found.signer(&what) {
             if !args.accept_new_signer {
                 return Err(CommandError::failed(format!(
-                    "{}; to accept the new signer: `pi-hooks update {name}{flag} --accept-new-signer`",
-                    escape(&change)
+                    "{}; to accept the new signer: `pi-hooks update {}{flag} --accept-new-signer`",
+                    escape(&change),
+                    escape(name)
                 )));
             }
             changes.push("its new signer".to_owned());
@@ -193,8 +203,9 @@ fn accept_pi_installed(
         if let Some(change) = found.capabilities(&what) {
             if !args.grant {
                 return Err(CommandError::failed(format!(
-                    "{}; to grant it: `pi-hooks update {name}{flag} --grant`",
-                    escape(&change)
+                    "{}; to grant it: `pi-hooks update {}{flag} --grant`",
+                    escape(&change),
+                    escape(name)
                 )));
             }
             changes.push("more capabilities".to_owned());
@@ -435,7 +446,11 @@ fn install_from(
     )
     .map_err(|e| fail(format!("{shown}: package.json {e}")))?;
     let package = parse_package_json(&json_bytes).map_err(|e| fail(format!("{shown}: {e}")))?;
-    let what = format!("package {} {} ({shown})", package.name, package.version);
+    let what = format!(
+        "package {} {} ({shown})",
+        escape(package.name.as_str()),
+        escape(&package.version)
+    );
     let signer = verify_signature(&package, &what).map_err(fail)?;
     let installed = previous
         .cloned()
@@ -448,9 +463,10 @@ fn install_from(
             format!("is signed by key {}", s.public_key)
         });
         let question = format!(
-            "{what} {now}, and the installed version {} was signed by key {} (pinned at its first install)",
-            old.version,
-            old.signer.as_deref().unwrap_or_default()
+            "{what} {}, and the installed version {} was signed by key {} (pinned at its first install)",
+            escape(&now),
+            escape(&old.version),
+            escape(old.signer.as_deref().unwrap_or_default())
         );
         if !choices.accept_new_signer && !confirm(&format!("{question}. Accept the new signer?")) {
             return Err(fail(format!(
@@ -465,19 +481,22 @@ fn install_from(
         escape(package.name.as_str()),
         escape(&package.version),
         escape(&manifest.plugin.description),
-        chosen.platform,
-        chosen.library.abi,
-        chosen.library.sha256,
-        signer
-            .as_ref()
-            .map_or("no".to_owned(), |s| format!("by key {}", s.public_key))
+        escape(&chosen.platform),
+        escape(&chosen.library.abi),
+        escape(&chosen.library.sha256),
+        signer.as_ref().map_or("no".to_owned(), |s| format!(
+            "by key {}",
+            escape(&s.public_key)
+        ))
     );
     for line in Capabilities::describe(manifest.capabilities.as_ref()) {
         summary.push_str(&format!("    {}\n", escape(&line)));
     }
-    summary.push_str(
-        "  (accepted capabilities are its grant: on Linux it runs isolated and confined to them)",
-    );
+    summary.push_str(if manifest.capabilities.is_some() {
+        "  (accepted capabilities are its grant: on Linux it runs isolated and confined to them)"
+    } else {
+        "  (it declares no capabilities: accepted, it runs unconfined, with everything your user can do)"
+    });
     write_stderr(&summary);
     if let Some(old) = &installed {
         let more = pi_hooks_host::sandbox::grant::asks_for_more(
@@ -493,7 +512,7 @@ fn install_from(
             );
             if !choices.grant && !confirm(&format!("{question}. Grant it?")) {
                 let command = if previous.is_some() {
-                    format!("pi-hooks update {} --grant", old.name)
+                    format!("pi-hooks update {} --grant", escape(&old.name))
                 } else {
                     format!("pi-hooks install {source} --grant")
                 };
@@ -581,6 +600,7 @@ fn npm_command() -> Result<NpmCommand, CommandError> {
 
 /// Fetches the tarball of `spec` with `npm pack` (nothing of it runs), in a temporary folder.
 fn npm_pack(npm: &NpmCommand, spec: &str) -> Result<tempfile::NamedTempFile, String> {
+    let shown_spec = escape(spec);
     let download =
         tempfile::tempdir().map_err(|e| format!("cannot make a download folder: {e}"))?;
     let output = npm
@@ -589,11 +609,11 @@ fn npm_pack(npm: &NpmCommand, spec: &str) -> Result<tempfile::NamedTempFile, Str
         .current_dir(download.path())
         .stdin(std::process::Stdio::null())
         .output()
-        .map_err(|e| format!("cannot run `{} pack {spec}`: {e}; install node and npm, or set `npmCommand` in settings.json", npm.shown()))?;
+        .map_err(|e| format!("cannot run `{} pack {shown_spec}`: {e}; install node and npm, or set `npmCommand` in settings.json", npm.shown()))?;
     let stderr = String::from_utf8_lossy(&output.stderr);
     if !output.status.success() {
         return Err(format!(
-            "npm could not fetch {spec} (`{} pack {spec}`, {}): {}",
+            "npm could not fetch {shown_spec} (`{} pack {shown_spec}`, {}): {}",
             npm.shown(),
             output.status,
             escape(stderr.trim())
@@ -602,7 +622,7 @@ fn npm_pack(npm: &NpmCommand, spec: &str) -> Result<tempfile::NamedTempFile, Str
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
     let Some(filename) = report[0]["filename"].as_str() else {
         return Err(format!(
-            "`{} pack {spec} --json` did not say which file it wrote: {}",
+            "`{} pack {shown_spec} --json` did not say which file it wrote: {}",
             npm.shown(),
             escape(String::from_utf8_lossy(&output.stdout).trim())
         ));
@@ -631,6 +651,7 @@ fn npm_install(
     scope: Scope,
     check: impl FnOnce(&Path) -> Result<(), String>,
 ) -> Result<PathBuf, String> {
+    let shown_spec = escape(spec);
     let cwd = current_dir();
     let agent = agent_dir()?;
     let source = PiSource::parse(&format!("npm:{spec}"));
@@ -665,11 +686,11 @@ fn npm_install(
         .current_dir(&cwd)
         .stdin(std::process::Stdio::null())
         .output()
-        .map_err(|e| format!("cannot run `{} install {spec}`: {e}", npm.shown()));
+        .map_err(|e| format!("cannot run `{} install {shown_spec}`: {e}", npm.shown()));
     let result = match output {
         Err(e) => Err(e),
         Ok(output) if !output.status.success() => Err(format!(
-            "`{} install {spec}` failed ({}): {}; nothing was installed",
+            "`{} install {shown_spec}` failed ({}): {}; nothing was installed",
             npm.shown(),
             output.status,
             escape(String::from_utf8_lossy(&output.stderr).trim())
@@ -785,7 +806,8 @@ fn check_installed(
     if installed.signed_bytes != verified.signed_bytes || installed.version != verified.version {
         return Err(format!(
             "{what}: npm installed {} {}, not the package that was checked (the registry changed in between?); run the install again",
-            installed.name, installed.version
+            escape(installed.name.as_str()),
+            escape(&installed.version)
         ));
     }
     choose_library(&installed, folder, host_platform(), what).map(|_| ())
@@ -822,7 +844,7 @@ fn copy_folder(from: &Path, to: &Path, limits: Limits, what: &str) -> Result<(),
             let rel = relative.join(&name);
             let kind = entry
                 .file_type()
-                .map_err(|e| format!("{what}: {}: {e}", rel.display()))?;
+                .map_err(|e| format!("{what}: {}: {e}", escape(&rel.display().to_string())))?;
             count += 1;
             if count > limits.entries {
                 return Err(format!(
@@ -838,7 +860,7 @@ fn copy_folder(from: &Path, to: &Path, limits: Limits, what: &str) -> Result<(),
                 if size > limits.entry_bytes {
                     return Err(format!(
                         "{what}: {} is {size} bytes, over the limit of {} per file; nothing was installed",
-                        rel.display(),
+                        escape(&rel.display().to_string()),
                         limits.entry_bytes
                     ));
                 }
@@ -849,12 +871,16 @@ fn copy_folder(from: &Path, to: &Path, limits: Limits, what: &str) -> Result<(),
                         limits.package_bytes
                     ));
                 }
-                std::fs::copy(entry.path(), to.join(&rel))
-                    .map_err(|e| format!("{what}: cannot copy {}: {e}", rel.display()))?;
+                std::fs::copy(entry.path(), to.join(&rel)).map_err(|e| {
+                    format!(
+                        "{what}: cannot copy {}: {e}",
+                        escape(&rel.display().to_string())
+                    )
+                })?;
             } else {
                 return Err(format!(
                     "{what}: {} is a link or a special file; packages hold only regular files and folders, nothing was installed",
-                    rel.display()
+                    escape(&rel.display().to_string())
                 ));
             }
         }
@@ -958,14 +984,16 @@ pub(super) fn packages_text(packages: &[(Scope, InstallRecord)]) -> String {
             },
             escape(&r.source),
             if r.pinned { " (pinned)" } else { "" },
-            r.signer.as_deref().unwrap_or("unsigned"),
+            escape(r.signer.as_deref().unwrap_or("unsigned")),
         ));
         for line in Capabilities::describe(r.capabilities.as_ref()) {
             out.push_str(&format!("    capabilities: {}\n", escape(&line)));
         }
         out.push_str(&format!(
             "    sandbox: {}\n",
-            pi_hooks_host::sandbox::package_state(&r.name, r.capabilities.as_ref()).describe()
+            escape(
+                &pi_hooks_host::sandbox::package_state(&r.name, r.capabilities.as_ref()).describe()
+            )
         ));
     }
     out

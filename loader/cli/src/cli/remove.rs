@@ -88,8 +88,8 @@ pub(super) fn remove(args: RemoveArgs) -> Result<ExitCode, CommandError> {
     );
     write_stdout(&format!(
         "Removed {} {} (and its entry {} in {})\n",
-        args.name,
-        version,
+        escape(&args.name),
+        escape(&version),
         escape(&listed.source),
         store.settings.display()
     ))?;

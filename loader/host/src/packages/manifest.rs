@@ -479,6 +479,9 @@ pub fn package_json(manifest: &Manifest, name: &str, signature: Option<(&str, &s
 
 /// A path inside a package: relative, `/`-separated, no `..`, no empty parts.
 pub fn check_relative(path: &str) -> Result<(), String> {
+    if path.chars().any(char::is_control) {
+        return Err("has a control character".to_owned());
+    }
     if path.is_empty() || path.starts_with('/') || path.contains('\\') || path.contains(':') {
         return Err("is not a relative path inside the package".to_owned());
     }
