@@ -110,7 +110,7 @@ pub(super) fn pack(args: PackArgs) -> Result<ExitCode, CommandError> {
             Some(info) if info.name == plugin.name => {}
             Some(info) => {
                 return Err(CommandError::failed(format!(
-                    "{} is the plugin {:?}, not {:?} as the {host} library is; give builds of one plugin",
+                    "{} is the plugin \"{}\", not \"{}\" as the {host} library is; give builds of one plugin",
                     path.display(),
                     escape(&info.name),
                     escape(&plugin.name)

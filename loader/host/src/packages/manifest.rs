@@ -147,7 +147,7 @@ impl Capabilities {
                 .map(|entry| {
                     normalize_entry(entry).map_err(|e| {
                         format!(
-                            "`capabilities.{key}` entry {:?} {e}",
+                            "`capabilities.{key}` entry \"{}\" {e}",
                             crate::guards::display::escape(entry)
                         )
                     })
@@ -160,7 +160,7 @@ impl Capabilities {
             .map(|program| {
                 check_program(program).map_err(|e| {
                     format!(
-                        "`capabilities.exec` entry {:?} {e}",
+                        "`capabilities.exec` entry \"{}\" {e}",
                         crate::guards::display::escape(program)
                     )
                 })
@@ -217,6 +217,12 @@ pub fn normalize_entry(entry: &str) -> Result<String, String> {
     if entry.chars().any(char::is_control) {
         return Err("holds a control character; name a path".to_owned());
     }
+    if entry.contains(['*', '?', '[']) {
+        return Err(
+            "has a glob (`*`, `?` or `[`); name the folder itself: a folder grants everything beneath it"
+                .to_owned(),
+        );
+    }
     let (start, rest) = if let Some(rest) = entry.strip_prefix('/') {
         ("/", rest)
     } else if entry == "~" || entry.starts_with("~/") {
@@ -241,12 +247,6 @@ pub fn normalize_entry(entry: &str) -> Result<String, String> {
         return Err(format!(
             "has a variable after its start; a variable can only start a path ({HOW})"
         ));
-    }
-    if rest.contains(['*', '?', '[']) {
-        return Err(
-            "has a glob (`*`, `?` or `[`); name the folder itself: a folder grants everything beneath it"
-                .to_owned(),
-        );
     }
     let mut parts: Vec<&str> = Vec::new();
     for part in rest.split('/') {
@@ -366,7 +366,7 @@ pub fn parse_package_json(bytes: &[u8]) -> Result<PackageJson, String> {
         .map_err(|e| format!("package.json's `name`: {e}; repack the package"))?;
     check_semver(&version).map_err(|e| {
         format!(
-            "package.json's `version` {:?} {e}; repack the package",
+            "package.json's `version` \"{}\" {e}; repack the package",
             escape(&version)
         )
     })?;
@@ -394,14 +394,14 @@ pub fn parse_package_json(bytes: &[u8]) -> Result<PackageJson, String> {
     for (platform, library) in &manifest.libraries {
         if !super::platform::PLATFORMS.contains(&platform.as_str()) {
             return Err(format!(
-                "package.json's `{PACKAGE_KEY}.manifest.libraries` has the key {:?}, which is not a platform name (they are {}); repack the package",
+                "package.json's `{PACKAGE_KEY}.manifest.libraries` has the key \"{}\", which is not a platform name (they are {}); repack the package",
                 escape(platform),
                 super::platform::PLATFORMS.join(", ")
             ));
         }
         check_relative(&library.path).map_err(|e| {
             format!(
-                "the {platform} library path {:?} {e}; repack the package",
+                "the {platform} library path \"{}\" {e}; repack the package",
                 escape(&library.path)
             )
         })?;
@@ -412,14 +412,14 @@ pub fn parse_package_json(bytes: &[u8]) -> Result<PackageJson, String> {
         }
         check_abi(&library.abi).map_err(|e| {
             format!(
-                "the {platform} library's abi {:?} {e}; repack the package",
+                "the {platform} library's abi \"{}\" {e}; repack the package",
                 escape(&library.abi)
             )
         })?;
     }
     check_semver(&manifest.min_host_version).map_err(|e| {
         format!(
-            "minHostVersion {:?} {e}; repack the package",
+            "minHostVersion \"{}\" {e}; repack the package",
             escape(&manifest.min_host_version)
         )
     })?;

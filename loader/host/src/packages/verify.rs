@@ -156,7 +156,7 @@ pub fn choose_library(
     // one the library could load as any plugin.
     let Some(info) = &file.info else {
         return Err(format!(
-            "{what}: its library {} exports no {} block, so which plugin it is cannot be checked against the manifest's {:?} before it runs; ask its publisher to build it with PI_HOOKS_PLUGIN (or PI_HOOKS_PLUGIN_INFO, or the Rust SDK's plugin macro) and repack it",
+            "{what}: its library {} exports no {} block, so which plugin it is cannot be checked against the manifest's \"{}\" before it runs; ask its publisher to build it with PI_HOOKS_PLUGIN (or PI_HOOKS_PLUGIN_INFO, or the Rust SDK's plugin macro) and repack it",
             escape(&library.path),
             pi_hooks_abi::INFO_SYMBOL,
             escape(&manifest.plugin.name)
@@ -164,7 +164,7 @@ pub fn choose_library(
     };
     if info.name != manifest.plugin.name {
         return Err(format!(
-            "{what}: its library {} is the plugin {:?}, but the manifest names {:?}; the package was assembled wrongly, ask its publisher",
+            "{what}: its library {} is the plugin \"{}\", but the manifest names \"{}\"; the package was assembled wrongly, ask its publisher",
             escape(&library.path),
             escape(&info.name),
             escape(&manifest.plugin.name)
