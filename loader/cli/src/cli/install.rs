@@ -991,9 +991,7 @@ pub(super) fn packages_text(packages: &[(Scope, InstallRecord)]) -> String {
         }
         out.push_str(&format!(
             "    sandbox: {}\n",
-            escape(
-                &pi_hooks_host::sandbox::package_state(&r.name, r.capabilities.as_ref()).describe()
-            )
+            pi_hooks_host::sandbox::package_state(&r.name, r.capabilities.as_ref()).describe()
         ));
     }
     out
