@@ -321,3 +321,134 @@ fn a_project_s_npm_command_is_not_run_to_find_packages() {
     assert!(user_marker.exists(), "the user's npmCommand was not run");
     assert!(!project_marker.exists());
 }
+
+/// No package code runs at install: a native package with `preinstall`, `install` and
+/// `postinstall` scripts, whose dependency has a `postinstall` too, installed with `pi-hooks
+/// install npm:` (for the user and for a project) and removed again: none of the scripts
+/// ran. The same package installed with plain `npm install -g` runs them (the scripts work).
+/// A failed install leaves nothing of npm's behind.
+#[test]
+fn pi_hooks_install_npm_runs_no_lifecycle_scripts() {
+    let sandbox = Sandbox::new();
+    let registry = Registry::start();
+    let markers = sandbox.root().join("markers");
+    std::fs::create_dir_all(&markers).unwrap();
+    let touch = |name: &str| format!("touch '{}'", markers.join(name).display());
+    let dependency = sandbox.root().join("scripted-dep");
+    std::fs::create_dir_all(&dependency).unwrap();
+    std::fs::write(
+        dependency.join("package.json"),
+        json!({
+            "name": "scripted-dep",
+            "version": "1.0.0",
+            "scripts": { "postinstall": touch("dependency-postinstall") },
+        })
+        .to_string(),
+    )
+    .unwrap();
+    registry.publish(&dependency);
+    let packed = pack_as(
+        &sandbox,
+        &protected_paths_plugin(&sandbox.lib()),
+        "@acme/scripted",
+        &sandbox.root().join("dist"),
+    );
+    // The scripts and the dependencies sit outside the signed manifest. (No dependency on
+    // the `pi-hooks` npm package: this registry does not serve it.)
+    let scripted = edited(&packed, &sandbox.root().join("scripted"), |json| {
+        json["scripts"] = json!({
+            "preinstall": touch("preinstall"),
+            "install": touch("install"),
+            "postinstall": touch("postinstall"),
+            "preuninstall": touch("preuninstall"),
+        });
+        json["dependencies"] = json!({ "scripted-dep": "1.0.0" });
+    });
+    registry.publish(&scripted);
+    let broken = edited(&packed, &sandbox.root().join("broken"), |json| {
+        json["name"] = "@acme/broken".into();
+        json["dependencies"] = json!({ "not-published-anywhere": "1.0.0" });
+    });
+    registry.publish(&broken);
+    let user = PiUser::new(&sandbox, &registry);
+    let pi_hooks = |args: &[&str]| {
+        let mut command = user.command(pi_hooks_tests::pi_hooks_bin());
+        command.args(args);
+        command
+    };
+    let ran = || -> Vec<String> {
+        std::fs::read_dir(&markers)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+
+    ok(&mut pi_hooks(&["install", "npm:@acme/scripted", "--yes"]));
+    let installed = user.npm_global_root().join("@acme/scripted");
+    assert!(installed.join("package.json").is_file());
+    assert!(
+        installed
+            .join("node_modules/scripted-dep/package.json")
+            .is_file()
+    );
+    assert_eq!(ran(), Vec::<String>::new(), "scripts ran at install");
+    ok(&mut pi_hooks(&[
+        "install",
+        "npm:@acme/scripted",
+        "-l",
+        "--yes",
+    ]));
+    assert!(
+        sandbox
+            .project()
+            .join(".pi/npm/node_modules/@acme/scripted/package.json")
+            .is_file()
+    );
+    assert_eq!(
+        ran(),
+        Vec::<String>::new(),
+        "scripts ran at a project install"
+    );
+    ok(&mut pi_hooks(&["remove", "@acme/scripted"]));
+    ok(&mut pi_hooks(&["remove", "@acme/scripted", "-l"]));
+    assert!(!installed.exists());
+    assert_eq!(ran(), Vec::<String>::new(), "scripts ran at removal");
+
+    // A failed install (a dependency no registry serves): nothing of npm's is left, for the
+    // user or in the project, and nothing is recorded.
+    let project_npm = sandbox.project().join(".pi/npm");
+    std::fs::remove_dir_all(&project_npm).unwrap();
+    for args in [
+        &["install", "npm:@acme/broken", "--yes"][..],
+        &["install", "npm:@acme/broken", "-l", "--yes"],
+    ] {
+        let output = pi_hooks(args).output().unwrap();
+        assert!(!output.status.success(), "{output:?}");
+        let error = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            error.contains("install @acme/broken") && error.contains("nothing was installed"),
+            "{error}"
+        );
+    }
+    assert!(!user.npm_global_root().join("@acme/broken").exists());
+    assert!(!project_npm.exists(), "npm's project was left behind");
+    let settings =
+        std::fs::read_to_string(sandbox.agent_dir().join("settings.json")).unwrap_or_default();
+    assert!(!settings.contains("broken"), "{settings}");
+
+    // The control: npm itself, scripts on, runs them all.
+    ok(user
+        .command("npm")
+        .args(["install", "-g", "@acme/scripted"]));
+    let mut all = ran();
+    all.sort();
+    assert_eq!(
+        all,
+        [
+            "dependency-postinstall",
+            "install",
+            "postinstall",
+            "preinstall"
+        ]
+    );
+}

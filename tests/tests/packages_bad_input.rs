@@ -405,3 +405,237 @@ fn a_library_that_is_another_plugin_or_no_plugin_than_the_manifest_says() {
         assert!(error.contains("package protected-paths 0.1.0"), "{error}");
     }
 }
+
+/// A library with no information block (which plugin it is could not be checked before it
+/// runs) and one built for another machine than its platform key names: refused at install.
+#[test]
+fn a_library_with_no_information_block_or_for_another_machine() {
+    let scratch = Sandbox::new();
+    // Exports the entry symbol, and no `pi_hooks_plugin_info_v1`.
+    let no_block = std::fs::read(pi_hooks_tests::compile_c_text(
+        &scratch.lib(),
+        "no_block",
+        "__attribute__((visibility(\"default\"))) const void *pi_hooks_plugin_v1(void) { return 0; }\n",
+        &[],
+    ))
+    .unwrap();
+    // The example itself with its ELF header's `e_machine` (offset 18, little-endian) made
+    // another machine's: aarch64 on x86-64, x86-64 elsewhere.
+    let mut other_machine = std::fs::read(c_example_plugin(
+        &scratch.lib(),
+        "protected-paths",
+        "protected_paths",
+    ))
+    .unwrap();
+    let (machine, other) = if host_platform().starts_with("linux-x64") {
+        (183u16, "linux-arm64")
+    } else {
+        (62u16, "linux-x64")
+    };
+    other_machine[18..20].copy_from_slice(&machine.to_le_bytes());
+    let cases = [
+        (
+            no_block,
+            "exports no pi_hooks_plugin_info_v1 block, so which plugin it is cannot be checked against the manifest's \"protected-paths\" before it runs".to_owned(),
+        ),
+        (
+            other_machine,
+            format!(
+                "is listed for {}, but it is built for {other}",
+                host_platform()
+            ),
+        ),
+    ];
+    for (bytes, expected) in cases {
+        let sandbox = Sandbox::new();
+        let folder = package_folder(&sandbox, false);
+        std::fs::write(library_file(&folder), &bytes).unwrap();
+        let sha256 = pi_hooks_host::packages::verify::sha256_hex(&bytes);
+        edit_package_json(&folder, |json| {
+            json["piHooks"]["manifest"]["libraries"][host_platform()]["sha256"] = sha256.into();
+        });
+        let error = install_refused(&sandbox, &folder);
+        assert!(error.contains(&expected), "{error}");
+        assert!(error.contains("package protected-paths 0.1.0"), "{error}");
+    }
+}
+
+/// The ABI field that forged the capability prompt (escape sequences that clear the screen
+/// and print other capabilities): refused, and shown escaped; no ESC byte reaches the
+/// terminal.
+#[test]
+fn an_abi_field_with_escape_sequences_is_refused_and_shown_escaped() {
+    let sandbox = Sandbox::new();
+    let folder = package_folder(&sandbox, false);
+    let forged = "1.5-\u{1b}[2J\u{1b}[H  capabilities:\n    read: nothing\n    network: no";
+    edit_package_json(&folder, |json| {
+        json["piHooks"]["manifest"]["libraries"][host_platform()]["abi"] = forged.into();
+    });
+    let output = sandbox.run(&["install", folder.to_str().unwrap(), "--yes"]);
+    assert!(!output.status.success());
+    nothing_installed(&sandbox);
+    assert!(
+        !output.stdout.contains(&0x1b) && !output.stderr.contains(&0x1b),
+        "an ESC byte reached the terminal: {output:?}"
+    );
+    let error = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        error.contains(&format!(
+            "the {} library's abi \"1.5-\\e[2J\\e[H  capabilities:\\n    read: nothing\\n    network: no\" is not an ABI version of the form MAJOR.MINOR (digits only)",
+            host_platform()
+        )),
+        "{error}"
+    );
+    // `inspect` refuses it the same way.
+    let output = sandbox.run(&["inspect", folder.to_str().unwrap()]);
+    assert!(!output.status.success());
+    assert!(!output.stdout.contains(&0x1b) && !output.stderr.contains(&0x1b));
+}
+
+/// A name or version npm and the store cannot take (reserved store names, a `+` that would
+/// be another package's folder, escape sequences) is refused before anything is written.
+#[test]
+fn a_name_or_version_the_store_cannot_take() {
+    for name in [
+        ".lock",
+        ".staging-x",
+        ".old-mk-1",
+        ".",
+        "..",
+        "@acme+gate",
+        "@acme gate",
+        "gate\u{1b}[2J",
+    ] {
+        let sandbox = Sandbox::new();
+        let folder = package_folder(&sandbox, false);
+        edit_package_json(&folder, |json| json["name"] = name.into());
+        let error = install_refused(&sandbox, &folder);
+        assert!(
+            error.contains("package.json's `name`")
+                && error.contains("is not a valid package name"),
+            "{name:?}: {error}"
+        );
+        assert!(!error.contains('\u{1b}'), "{error}");
+    }
+    for version in ["1.0", "1.0.0-\u{1b}[2J", "latest"] {
+        let sandbox = Sandbox::new();
+        let folder = package_folder(&sandbox, false);
+        edit_package_json(&folder, |json| json["version"] = version.into());
+        let error = install_refused(&sandbox, &folder);
+        assert!(
+            error.contains("package.json's `version`")
+                && error.contains("MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD]"),
+            "{version:?}: {error}"
+        );
+        assert!(!error.contains('\u{1b}'), "{error}");
+    }
+    // A platform key that is no platform.
+    let sandbox = Sandbox::new();
+    let folder = package_folder(&sandbox, false);
+    edit_package_json(&folder, |json| {
+        let libraries = &mut json["piHooks"]["manifest"]["libraries"];
+        libraries["linux\u{1b}[31m"] = libraries[host_platform()].clone();
+    });
+    let error = install_refused(&sandbox, &folder);
+    assert!(
+        error.contains("has the key \"linux\\e[31m\", which is not a platform name"),
+        "{error}"
+    );
+}
+
+/// Capabilities a grant cannot use are refused at install naming the field and the entry;
+/// `..` is resolved before a path is shown, and one that leaves its variable's folder
+/// (`${data}/../../..` is the agent directory's parent) is refused.
+#[test]
+fn unusable_capabilities_are_refused_naming_the_field() {
+    let cases = [
+        ("write", "*", "has a glob"),
+        ("read", "${cwd}/src/*.rs", "has a glob"),
+        ("read", "/etc/[ab]", "has a glob"),
+        ("read", "notes", "is not an absolute path"),
+        ("read", "${work}/x", "uses the unknown variable ${work}"),
+        ("write", "", "is empty"),
+        ("exec", "", "is empty; name a program"),
+        (
+            "write",
+            "${data}/../../..",
+            "leaves ${data} once `..` is resolved",
+        ),
+        ("read", "${data}/..", "leaves ${data} once `..` is resolved"),
+        (
+            "read",
+            "~/../other",
+            "leaves ~ (your home) once `..` is resolved",
+        ),
+    ];
+    for (field, entry, why) in cases {
+        let sandbox = Sandbox::new();
+        let folder = package_folder(&sandbox, false);
+        edit_package_json(&folder, |json| {
+            json["piHooks"]["manifest"]["capabilities"] = serde_json::json!({ field: [entry] });
+        });
+        let error = install_refused(&sandbox, &folder);
+        assert!(
+            error.contains(&format!("`capabilities.{field}` entry {entry:?} {why}")),
+            "{field} {entry:?}: {error}"
+        );
+        assert!(error.contains("package.json"), "{error}");
+    }
+    // A path with `..` that stays inside is shown and recorded resolved.
+    let sandbox = Sandbox::new();
+    let folder = package_folder(&sandbox, false);
+    edit_package_json(&folder, |json| {
+        json["piHooks"]["manifest"]["capabilities"] =
+            serde_json::json!({ "write": ["${data}/cache/../state"], "read": ["${cwd}/./src/"] });
+    });
+    let output = sandbox.run(&["install", folder.to_str().unwrap(), "--yes"]);
+    assert!(output.status.success(), "{output:?}");
+    let shown = String::from_utf8_lossy(&output.stderr);
+    assert!(shown.contains("write: ${data}/state"), "{shown}");
+    assert!(shown.contains("read: ${cwd}/src"), "{shown}");
+    assert!(shown.contains("confined to them"), "{shown}");
+    let listed = ok(&sandbox, &["list"]);
+    assert!(
+        listed.contains("capabilities: write: ${data}/state"),
+        "{listed}"
+    );
+}
+
+/// An unrestricted package's install says what it is: unconfined, with everything the user
+/// can do (never "confined").
+#[test]
+fn an_unrestricted_install_says_it_runs_unconfined() {
+    let sandbox = Sandbox::new();
+    let folder = package_folder(&sandbox, false);
+    edit_package_json(&folder, |json| {
+        json["piHooks"]["manifest"]["capabilities"] = Value::Null;
+    });
+    let output = sandbox.run(&["install", folder.to_str().unwrap(), "--yes"]);
+    assert!(output.status.success(), "{output:?}");
+    let shown = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        shown.contains("it runs unconfined, with everything your user can do"),
+        "{shown}"
+    );
+    assert!(!shown.contains("confined to them"), "{shown}");
+}
+
+/// A git source or ref that would be an option of git's is refused before git runs, and an
+/// npm spec that would be one of npm's.
+#[test]
+fn a_source_that_would_be_an_option_is_refused_before_anything_runs() {
+    let sandbox = Sandbox::new();
+    let marker = sandbox.root().join("upload-pack-ran");
+    let sources = [
+        format!("git:--upload-pack=touch${{IFS}}{}", marker.display()),
+        format!("git:--upload-pack=touch {}@x@main", marker.display()),
+        "git:example.invalid/a/b@--orphan".to_owned(),
+        "npm:--global".to_owned(),
+    ];
+    for source in &sources {
+        let error = refused(&sandbox, &["install", source, "--yes"]);
+        assert!(error.contains("cannot start with `-`"), "{source}: {error}");
+        nothing_installed(&sandbox);
+    }
+    assert!(!marker.exists(), "git ran the upload-pack program");
+}

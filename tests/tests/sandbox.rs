@@ -768,7 +768,9 @@ fn a_grant_that_cannot_be_used_is_refused_naming_the_entry() {
     ]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("`read` entry \"${secrets}/x\" of hostile: unknown variable ${secrets}"),
+        stderr.contains(
+            "hostile's `capabilities.read` entry \"${secrets}/x\" uses the unknown variable ${secrets}"
+        ),
         "{stderr}"
     );
     std::fs::write(

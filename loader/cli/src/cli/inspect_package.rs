@@ -74,12 +74,13 @@ pub(super) fn inspect_package(path: &Path, json: bool) -> Result<ExitCode, Comma
         let r = &manifest.plugin.registers;
         let mut text = format!(
             "Package {} {} (nothing of it was run)\n  description: {}\n  signed: {}\n  needs pi-hooks {} or newer\n  registers: events [{}], commands [{}], tools [{}], flags [{}], shortcuts [{}]\n  libraries:\n",
-            escape(&package.name),
+            escape(package.name.as_str()),
             escape(&package.version),
             escape(&manifest.plugin.description),
-            signer
-                .as_ref()
-                .map_or("no".to_owned(), |s| format!("by key {}", s.public_key)),
+            signer.as_ref().map_or("no".to_owned(), |s| format!(
+                "by key {}",
+                escape(&s.public_key)
+            )),
             escape(&manifest.min_host_version),
             escape(&r.events.join(", ")),
             escape(&r.commands.join(", ")),
@@ -90,9 +91,9 @@ pub(super) fn inspect_package(path: &Path, json: bool) -> Result<ExitCode, Comma
         for l in &libraries {
             text.push_str(&format!(
                 "    {} {} (ABI {}, sha256 {}){}\n",
-                l["platform"].as_str().unwrap_or_default(),
+                escape(l["platform"].as_str().unwrap_or_default()),
                 escape(l["path"].as_str().unwrap_or_default()),
-                l["abi"].as_str().unwrap_or_default(),
+                escape(l["abi"].as_str().unwrap_or_default()),
                 if l["sha256Matches"] == true {
                     "matches"
                 } else {
@@ -105,7 +106,9 @@ pub(super) fn inspect_package(path: &Path, json: bool) -> Result<ExitCode, Comma
                 },
             ));
         }
-        text.push_str("  capabilities (declared; not yet enforced):\n");
+        text.push_str(
+            "  capabilities (declared; once accepted at install they are its grant, enforced on Linux):\n",
+        );
         for line in Capabilities::describe(manifest.capabilities.as_ref()) {
             text.push_str(&format!("    {}\n", escape(&line)));
         }

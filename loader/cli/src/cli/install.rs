@@ -75,8 +75,8 @@ pub(super) fn install(args: InstallArgs) -> Result<ExitCode, CommandError> {
     let record = install_from(&store, &args.source, None, choices)?;
     let mut text = format!(
         "Installed {} {} ({}) from {}\n",
-        record.name,
-        record.version,
+        escape(&record.name),
+        escape(&record.version),
         match store.scope {
             Scope::User => "for you",
             Scope::Project => "for this project",
@@ -87,7 +87,9 @@ pub(super) fn install(args: InstallArgs) -> Result<ExitCode, CommandError> {
         let library = store.package_dir(&record.name).join(&record.library);
         text.push_str(&format!(
             "  pending trust, as every project plugin: `pi-hooks trust {}` to load it\n",
-            pi_hooks_host::lifecycle::load::shell_quote(&library.display().to_string())
+            escape(&pi_hooks_host::lifecycle::load::shell_quote(
+                &library.display().to_string()
+            ))
         ));
     }
     write_stdout(&text)?;
@@ -134,8 +136,8 @@ pub(super) fn update(args: UpdateArgs) -> Result<ExitCode, CommandError> {
         if record.pinned {
             text.push_str(&format!(
                 "{} {}: pinned by its source {} (a version or ref), left as it is\n",
-                record.name,
-                record.version,
+                escape(&record.name),
+                escape(&record.version),
                 escape(&record.source)
             ));
             continue;
@@ -143,7 +145,9 @@ pub(super) fn update(args: UpdateArgs) -> Result<ExitCode, CommandError> {
         let new = install_from(&store, &record.origin, Some(&record), choices)?;
         text.push_str(&format!(
             "{}: {} -> {}\n",
-            new.name, record.version, new.version
+            escape(&new.name),
+            escape(&record.version),
+            escape(&new.version)
         ));
     }
     write_stdout(&text)?;
@@ -166,14 +170,19 @@ fn accept_pi_installed(
         .into_iter()
         .flatten()
         .filter(|l| l.record.is_none())
-        .find_map(|l| Some((l.source, l.package.filter(|p| p.name == name)?)))
+        .find_map(|l| Some((l.source, l.package.filter(|p| p.name.as_str() == name)?)))
         .ok_or_else(|| {
             CommandError::failed(format!(
                 "no package {} is installed{scope}; `pi-hooks list` shows them",
                 escape(name)
             ))
         })?;
-    let what = format!("package {} {} ({source})", package.name, package.version);
+    let what = format!(
+        "package {} {} ({})",
+        escape(package.name.as_str()),
+        escape(&package.version),
+        escape(&source)
+    );
     let signer = verify_signature(&package, &what).map_err(CommandError::failed)?;
     let key = signer.as_ref().map(|s| s.public_key.clone());
     let seen = first_seen::read(store, name);
@@ -184,8 +193,9 @@ fn accept_pi_installed(
         if let Some(change) = found.signer(&what) {
             if !args.accept_new_signer {
                 return Err(CommandError::failed(format!(
-                    "{}; to accept the new signer: `pi-hooks update {name}{flag} --accept-new-signer`",
-                    escape(&change)
+                    "{}; to accept the new signer: `pi-hooks update {}{flag} --accept-new-signer`",
+                    escape(&change),
+                    escape(name)
                 )));
             }
             changes.push("its new signer".to_owned());
@@ -193,8 +203,9 @@ fn accept_pi_installed(
         if let Some(change) = found.capabilities(&what) {
             if !args.grant {
                 return Err(CommandError::failed(format!(
-                    "{}; to grant it: `pi-hooks update {name}{flag} --grant`",
-                    escape(&change)
+                    "{}; to grant it: `pi-hooks update {}{flag} --grant`",
+                    escape(&change),
+                    escape(name)
                 )));
             }
             changes.push("more capabilities".to_owned());
@@ -203,7 +214,7 @@ fn accept_pi_installed(
     first_seen::accept(store, &package, key.as_deref()).map_err(CommandError::failed)?;
     let mut text = format!(
         "{} {} (installed by pi, {}): accepted{}\n  capabilities:\n",
-        escape(&package.name),
+        escape(package.name.as_str()),
         escape(&package.version),
         escape(&source),
         if changes.is_empty() {
@@ -269,7 +280,20 @@ enum Source {
 }
 
 fn parse_source(source: &str) -> Result<Source, CommandError> {
-    if let PiSource::Npm { spec, pinned, .. } = PiSource::parse(source) {
+    if let PiSource::Npm { spec, pinned, name } = PiSource::parse(source) {
+        // The spec reaches npm as one argument: one starting with `-` would be an option.
+        if spec.starts_with('-') {
+            return Err(CommandError::failed(format!(
+                "{}: an npm spec cannot start with `-`; give a package name (`npm:NAME[@VERSION]`)",
+                escape(source)
+            )));
+        }
+        pi_hooks_host::identity::PackageName::parse(&name).map_err(|e| {
+            CommandError::failed(format!(
+                "{}: {e}; give a package name (`npm:NAME[@VERSION]`)",
+                escape(source)
+            ))
+        })?;
         return Ok(Source::Npm { spec, pinned });
     }
     let git = source.strip_prefix("git:").map(str::to_owned).or_else(|| {
@@ -287,6 +311,14 @@ fn parse_source(source: &str) -> Result<Source, CommandError> {
             }
             _ => (url, None),
         };
+        // The URL and the ref reach git as arguments: one starting with `-` would be an option
+        // (`--upload-pack=...` runs a program), so it is refused before git runs.
+        if url.starts_with('-') || reference.as_deref().is_some_and(|r| r.starts_with('-')) {
+            return Err(CommandError::failed(format!(
+                "{}: a git URL or ref cannot start with `-`; give a repository URL (`git:host/path[@ref]`, `https://...`)",
+                escape(source)
+            )));
+        }
         // pi's shorthand (`github.com/user/repo`) is https.
         let url = if url.contains("://") || url.starts_with('/') || url.contains('@') {
             url
@@ -368,9 +400,11 @@ fn install_from(
             }
             .map_err(|e| fail(format!("cannot clone: {e}")))?;
             let repo = clone.path().join("repo");
+            // The source after `--`: never an option of git's; `ext::` (a command as a
+            // transport) never allowed whatever the user's git configuration says.
             let output = std::process::Command::new("git")
                 .env("GIT_TERMINAL_PROMPT", "0")
-                .args(["clone", "--quiet"])
+                .args(["-c", "protocol.ext.allow=never", "clone", "--quiet", "--"])
                 .arg(url)
                 .arg(&repo)
                 .stdin(std::process::Stdio::null())
@@ -378,7 +412,7 @@ fn install_from(
                 .map_err(|e| fail(format!("cannot run git: {e}; is git installed?")))?;
             let output = match reference {
                 Some(reference) if output.status.success() => std::process::Command::new("git")
-                    .args(["checkout", "--quiet", reference])
+                    .args(["checkout", "--quiet", "--end-of-options", reference])
                     .current_dir(&repo)
                     .stdin(std::process::Stdio::null())
                     .output()
@@ -412,9 +446,15 @@ fn install_from(
     )
     .map_err(|e| fail(format!("{shown}: package.json {e}")))?;
     let package = parse_package_json(&json_bytes).map_err(|e| fail(format!("{shown}: {e}")))?;
-    let what = format!("package {} {} ({shown})", package.name, package.version);
+    let what = format!(
+        "package {} {} ({shown})",
+        escape(package.name.as_str()),
+        escape(&package.version)
+    );
     let signer = verify_signature(&package, &what).map_err(fail)?;
-    let installed = previous.cloned().or_else(|| store.record(&package.name));
+    let installed = previous
+        .cloned()
+        .or_else(|| store.record(package.name.as_str()));
     if let Some(old) = &installed
         && old.signer.is_some()
         && old.signer != signer.as_ref().map(|s| s.public_key.clone())
@@ -423,9 +463,10 @@ fn install_from(
             format!("is signed by key {}", s.public_key)
         });
         let question = format!(
-            "{what} {now}, and the installed version {} was signed by key {} (pinned at its first install)",
-            old.version,
-            old.signer.as_deref().unwrap_or_default()
+            "{what} {}, and the installed version {} was signed by key {} (pinned at its first install)",
+            escape(&now),
+            escape(&old.version),
+            escape(old.signer.as_deref().unwrap_or_default())
         );
         if !choices.accept_new_signer && !confirm(&format!("{question}. Accept the new signer?")) {
             return Err(fail(format!(
@@ -437,22 +478,25 @@ fn install_from(
     let manifest = &package.manifest;
     let mut summary = format!(
         "{} {}: {}\n  library: {} (ABI {}, sha256 {})\n  signed: {}\n  capabilities:\n",
-        escape(&package.name),
+        escape(package.name.as_str()),
         escape(&package.version),
         escape(&manifest.plugin.description),
-        chosen.platform,
-        chosen.library.abi,
-        chosen.library.sha256,
-        signer
-            .as_ref()
-            .map_or("no".to_owned(), |s| format!("by key {}", s.public_key))
+        escape(&chosen.platform),
+        escape(&chosen.library.abi),
+        escape(&chosen.library.sha256),
+        signer.as_ref().map_or("no".to_owned(), |s| format!(
+            "by key {}",
+            escape(&s.public_key)
+        ))
     );
     for line in Capabilities::describe(manifest.capabilities.as_ref()) {
         summary.push_str(&format!("    {}\n", escape(&line)));
     }
-    summary.push_str(
-        "  (accepted capabilities are its grant: on Linux it runs isolated and confined to them)",
-    );
+    summary.push_str(if manifest.capabilities.is_some() {
+        "  (accepted capabilities are its grant: on Linux it runs isolated and confined to them)"
+    } else {
+        "  (it declares no capabilities: accepted, it runs unconfined, with everything your user can do)"
+    });
     write_stderr(&summary);
     if let Some(old) = &installed {
         let more = pi_hooks_host::sandbox::grant::asks_for_more(
@@ -468,7 +512,7 @@ fn install_from(
             );
             if !choices.grant && !confirm(&format!("{question}. Grant it?")) {
                 let command = if previous.is_some() {
-                    format!("pi-hooks update {} --grant", old.name)
+                    format!("pi-hooks update {} --grant", escape(&old.name))
                 } else {
                     format!("pi-hooks install {source} --grant")
                 };
@@ -484,7 +528,7 @@ fn install_from(
             "{what} was not installed: its capabilities were not accepted (headless: pass --yes to accept them)"
         )));
     }
-    let package_dir = store.package_dir(&package.name);
+    let package_dir = store.package_dir(package.name.as_str());
     let mut source_entry = recorded_source.unwrap_or_else(|| package_dir.display().to_string());
     let (staging, location) = match &parsed {
         Source::Npm { spec, .. } => {
@@ -501,8 +545,10 @@ fn install_from(
             {
                 source_entry = listed;
             }
-            let folder = npm_install(&npm_command()?, spec, store.scope).map_err(fail)?;
-            check_installed(&folder, &package, &what).map_err(fail)?;
+            let folder = npm_install(&npm_command()?, spec, store.scope, |folder| {
+                check_installed(folder, &package, &what)
+            })
+            .map_err(fail)?;
             // The store keeps only the record: the files are where npm put them.
             drop(staging);
             (store.staging().map_err(fail)?, Some(folder))
@@ -518,7 +564,7 @@ fn install_from(
         },
     };
     let record = InstallRecord {
-        name: package.name.clone(),
+        name: package.name.to_string(),
         version: package.version.clone(),
         location,
         replaces_source: installed
@@ -554,6 +600,7 @@ fn npm_command() -> Result<NpmCommand, CommandError> {
 
 /// Fetches the tarball of `spec` with `npm pack` (nothing of it runs), in a temporary folder.
 fn npm_pack(npm: &NpmCommand, spec: &str) -> Result<tempfile::NamedTempFile, String> {
+    let shown_spec = escape(spec);
     let download =
         tempfile::tempdir().map_err(|e| format!("cannot make a download folder: {e}"))?;
     let output = npm
@@ -562,11 +609,11 @@ fn npm_pack(npm: &NpmCommand, spec: &str) -> Result<tempfile::NamedTempFile, Str
         .current_dir(download.path())
         .stdin(std::process::Stdio::null())
         .output()
-        .map_err(|e| format!("cannot run `{} pack {spec}`: {e}; install node and npm, or set `npmCommand` in settings.json", npm.shown()))?;
+        .map_err(|e| format!("cannot run `{} pack {shown_spec}`: {e}; install node and npm, or set `npmCommand` in settings.json", npm.shown()))?;
     let stderr = String::from_utf8_lossy(&output.stderr);
     if !output.status.success() {
         return Err(format!(
-            "npm could not fetch {spec} (`{} pack {spec}`, {}): {}",
+            "npm could not fetch {shown_spec} (`{} pack {shown_spec}`, {}): {}",
             npm.shown(),
             output.status,
             escape(stderr.trim())
@@ -575,7 +622,7 @@ fn npm_pack(npm: &NpmCommand, spec: &str) -> Result<tempfile::NamedTempFile, Str
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
     let Some(filename) = report[0]["filename"].as_str() else {
         return Err(format!(
-            "`{} pack {spec} --json` did not say which file it wrote: {}",
+            "`{} pack {shown_spec} --json` did not say which file it wrote: {}",
             npm.shown(),
             escape(String::from_utf8_lossy(&output.stdout).trim())
         ));
@@ -594,13 +641,27 @@ fn npm_pack(npm: &NpmCommand, spec: &str) -> Result<tempfile::NamedTempFile, Str
 }
 
 /// Installs `spec` with npm where pi does (`npm install -g SPEC`; for a project `npm install
-/// SPEC --prefix <cwd>/.pi/npm`, in an npm project pi would make) and returns its folder.
-fn npm_install(npm: &NpmCommand, spec: &str, scope: Scope) -> Result<PathBuf, String> {
+/// SPEC --prefix <cwd>/.pi/npm`, in an npm project pi would make), with lifecycle scripts
+/// off (the package's and its dependencies': nothing of a package runs at install), and
+/// returns its folder once `check` accepts what npm put there. When npm fails or `check`
+/// refuses, what npm put there is removed if it was not there before.
+fn npm_install(
+    npm: &NpmCommand,
+    spec: &str,
+    scope: Scope,
+    check: impl FnOnce(&Path) -> Result<(), String>,
+) -> Result<PathBuf, String> {
+    let shown_spec = escape(spec);
     let cwd = current_dir();
+    let agent = agent_dir()?;
+    let source = PiSource::parse(&format!("npm:{spec}"));
+    let target = install_dir(&source, scope, &agent, &cwd, npm)?;
+    let target_existed = target.exists();
+    let root = pi_hooks_host::packages::pi_sources::project_npm_root(&cwd);
+    let root_existed = root.exists();
     let mut command = match scope {
-        Scope::User => npm.command(&["install", "-g", spec]),
+        Scope::User => npm.command(&["install", "-g", spec, "--ignore-scripts"]),
         Scope::Project => {
-            let root = pi_hooks_host::packages::pi_sources::project_npm_root(&cwd);
             std::fs::create_dir_all(&root)
                 .map_err(|e| format!("cannot create {}: {e}", root.display()))?;
             let ignore = root.join(".gitignore");
@@ -616,7 +677,7 @@ fn npm_install(npm: &NpmCommand, spec: &str, scope: Scope) -> Result<PathBuf, St
                 )
                 .map_err(|e| format!("cannot write {}: {e}", json.display()))?;
             }
-            let mut command = npm.command(&["install", spec, "--prefix"]);
+            let mut command = npm.command(&["install", spec, "--ignore-scripts", "--prefix"]);
             command.arg(&root);
             command
         }
@@ -625,27 +686,62 @@ fn npm_install(npm: &NpmCommand, spec: &str, scope: Scope) -> Result<PathBuf, St
         .current_dir(&cwd)
         .stdin(std::process::Stdio::null())
         .output()
-        .map_err(|e| format!("cannot run `{} install {spec}`: {e}", npm.shown()))?;
-    if !output.status.success() {
-        return Err(format!(
-            "`{} install {spec}` failed ({}): {}; nothing was recorded",
+        .map_err(|e| format!("cannot run `{} install {shown_spec}`: {e}", npm.shown()));
+    let result = match output {
+        Err(e) => Err(e),
+        Ok(output) if !output.status.success() => Err(format!(
+            "`{} install {shown_spec}` failed ({}): {}; nothing was installed",
             npm.shown(),
             output.status,
             escape(String::from_utf8_lossy(&output.stderr).trim())
-        ));
+        )),
+        Ok(_) => check(&target).map(|()| target.clone()),
+    };
+    if result.is_err() {
+        if scope == Scope::Project && !root_existed {
+            // The npm project was made for this install: all of it goes.
+            let _ = std::fs::remove_dir_all(&root);
+        } else if !target_existed {
+            undo_npm_install(npm, &source, scope, &root, &cwd, &target);
+        }
     }
-    let agent = agent_dir()?;
-    install_dir(
-        &PiSource::parse(&format!("npm:{spec}")),
-        scope,
-        &agent,
-        &cwd,
-        npm,
-    )
+    result
+}
+
+/// Takes out what a failed `npm install` put in place of a package that was not installed
+/// (npm's own uninstall, scripts off, then whatever is left of its folder).
+fn undo_npm_install(
+    npm: &NpmCommand,
+    source: &PiSource,
+    scope: Scope,
+    root: &Path,
+    cwd: &Path,
+    target: &Path,
+) {
+    let PiSource::Npm { name, .. } = source else {
+        return;
+    };
+    let mut command = match scope {
+        Scope::User => npm.command(&["uninstall", "-g", name, "--ignore-scripts"]),
+        Scope::Project => {
+            let mut command = npm.command(&["uninstall", name, "--ignore-scripts", "--prefix"]);
+            command.arg(root);
+            command
+        }
+    };
+    let _ = command
+        .current_dir(cwd)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+    if std::fs::symlink_metadata(target).is_ok_and(|m| m.is_dir()) {
+        let _ = std::fs::remove_dir_all(target);
+    }
 }
 
 /// Moves a verified clone to `target` (replacing what was there) and runs npm's install in
-/// it as pi does after a clone (`npm install --omit=dev`), so the package's dependency on
+/// it as pi does after a clone (`npm install --omit=dev`, with lifecycle scripts off), so the package's dependency on
 /// the `pi-hooks` npm package (the bridge) is there for pi.
 fn put_clone_in_place(clone: &Path, target: &Path, npm: &NpmCommand) -> Result<(), String> {
     if target.exists() {
@@ -661,10 +757,11 @@ fn put_clone_in_place(clone: &Path, target: &Path, npm: &NpmCommand) -> Result<(
         std::fs::rename(clone, target)
             .map_err(|e| format!("cannot put the clone at {}: {e}", target.display()))?;
     }
+    // Lifecycle scripts off: neither the package's nor its dependencies' run.
     let args: &[&str] = if npm.0 == ["npm"] {
-        &["install", "--omit=dev"]
+        &["install", "--ignore-scripts", "--omit=dev"]
     } else {
-        &["install"]
+        &["install", "--ignore-scripts"]
     };
     let output = npm
         .command(args)
@@ -709,7 +806,8 @@ fn check_installed(
     if installed.signed_bytes != verified.signed_bytes || installed.version != verified.version {
         return Err(format!(
             "{what}: npm installed {} {}, not the package that was checked (the registry changed in between?); run the install again",
-            installed.name, installed.version
+            escape(installed.name.as_str()),
+            escape(&installed.version)
         ));
     }
     choose_library(&installed, folder, host_platform(), what).map(|_| ())
@@ -746,7 +844,7 @@ fn copy_folder(from: &Path, to: &Path, limits: Limits, what: &str) -> Result<(),
             let rel = relative.join(&name);
             let kind = entry
                 .file_type()
-                .map_err(|e| format!("{what}: {}: {e}", rel.display()))?;
+                .map_err(|e| format!("{what}: {}: {e}", escape(&rel.display().to_string())))?;
             count += 1;
             if count > limits.entries {
                 return Err(format!(
@@ -762,7 +860,7 @@ fn copy_folder(from: &Path, to: &Path, limits: Limits, what: &str) -> Result<(),
                 if size > limits.entry_bytes {
                     return Err(format!(
                         "{what}: {} is {size} bytes, over the limit of {} per file; nothing was installed",
-                        rel.display(),
+                        escape(&rel.display().to_string()),
                         limits.entry_bytes
                     ));
                 }
@@ -773,12 +871,16 @@ fn copy_folder(from: &Path, to: &Path, limits: Limits, what: &str) -> Result<(),
                         limits.package_bytes
                     ));
                 }
-                std::fs::copy(entry.path(), to.join(&rel))
-                    .map_err(|e| format!("{what}: cannot copy {}: {e}", rel.display()))?;
+                std::fs::copy(entry.path(), to.join(&rel)).map_err(|e| {
+                    format!(
+                        "{what}: cannot copy {}: {e}",
+                        escape(&rel.display().to_string())
+                    )
+                })?;
             } else {
                 return Err(format!(
                     "{what}: {} is a link or a special file; packages hold only regular files and folders, nothing was installed",
-                    rel.display()
+                    escape(&rel.display().to_string())
                 ));
             }
         }
@@ -812,7 +914,7 @@ pub(super) fn installed_packages(agent: &Path, cwd: &Path) -> Vec<(Scope, Instal
                     )
                     .ok();
                     InstallRecord {
-                        name: package.name.clone(),
+                        name: package.name.to_string(),
                         version: package.version.clone(),
                         pinned: PiSource::parse(&listed.source).pinned(),
                         origin: record
@@ -882,7 +984,7 @@ pub(super) fn packages_text(packages: &[(Scope, InstallRecord)]) -> String {
             },
             escape(&r.source),
             if r.pinned { " (pinned)" } else { "" },
-            r.signer.as_deref().unwrap_or("unsigned"),
+            escape(r.signer.as_deref().unwrap_or("unsigned")),
         ));
         for line in Capabilities::describe(r.capabilities.as_ref()) {
             out.push_str(&format!("    capabilities: {}\n", escape(&line)));

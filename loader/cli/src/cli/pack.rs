@@ -14,6 +14,7 @@ use std::process::ExitCode;
 use serde_json::Value;
 
 use super::{CommandError, write_stdout};
+use pi_hooks_host::guards::display::escape;
 use pi_hooks_host::packages::manifest::{
     Capabilities, Library, Manifest, PI_EXTENSION, PluginMeta, Registers, package_json,
 };
@@ -100,6 +101,29 @@ pub(super) fn pack(args: PackArgs) -> Result<ExitCode, CommandError> {
     let mut libraries = BTreeMap::new();
     let mut files = Vec::new();
     for (path, platform, bytes) in read {
+        // An installer checks which plugin a library is from its information block, before
+        // anything of it runs: each library must carry one naming this plugin.
+        let info = pi_hooks_host::library::info::read_file_info(&bytes)
+            .map_err(|e| CommandError::failed(format!("{} {e}", path.display())))?
+            .info;
+        match info {
+            Some(info) if info.name == plugin.name => {}
+            Some(info) => {
+                return Err(CommandError::failed(format!(
+                    "{} is the plugin \"{}\", not \"{}\" as the {host} library is; give builds of one plugin",
+                    path.display(),
+                    escape(&info.name),
+                    escape(&plugin.name)
+                )));
+            }
+            None => {
+                return Err(CommandError::failed(format!(
+                    "{} exports no {} block, so an installer cannot check which plugin it is before it runs; build it with PI_HOOKS_PLUGIN (or PI_HOOKS_PLUGIN_INFO, or the Rust SDK's plugin macro)",
+                    path.display(),
+                    pi_hooks_abi::INFO_SYMBOL
+                )));
+            }
+        }
         let file_name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -121,11 +145,15 @@ pub(super) fn pack(args: PackArgs) -> Result<ExitCode, CommandError> {
             let bytes = std::fs::read(file).map_err(|e| {
                 CommandError::failed(format!("cannot read {}: {e}", file.display()))
             })?;
-            Some(serde_json::from_slice::<Capabilities>(&bytes).map_err(|e| {
+            let capabilities = serde_json::from_slice::<Capabilities>(&bytes).map_err(|e| {
                 CommandError::failed(format!(
                     "{} is not a capabilities object ({e}); see `pi-hooks pack --help`",
                     file.display()
                 ))
+            })?;
+            // Signed as an installer shows them: normalised, or refused naming the entry.
+            Some(capabilities.checked().map_err(|e| {
+                CommandError::failed(format!("{}: its {e}; fix it", file.display()))
             })?)
         }
     };
@@ -153,6 +181,12 @@ pub(super) fn pack(args: PackArgs) -> Result<ExitCode, CommandError> {
         signature.as_ref().map(|(s, k)| (s.as_str(), k.as_str())),
     );
     let json_text = serde_json::to_string_pretty(&json).unwrap_or_default() + "\n";
+    // What an installer reads, read here first: a package it would refuse is not written.
+    pi_hooks_host::packages::manifest::parse_package_json(json_text.as_bytes()).map_err(|e| {
+        CommandError::failed(format!(
+            "the package would be refused at install: {e} (the plugin's name and version come from its descriptor; the npm name from --name)"
+        ))
+    })?;
     let out_dir = args.out.unwrap_or_else(|| PathBuf::from("."));
     std::fs::create_dir_all(&out_dir)
         .map_err(|e| CommandError::failed(format!("cannot create {}: {e}", out_dir.display())))?;

@@ -88,8 +88,8 @@ pub(super) fn remove(args: RemoveArgs) -> Result<ExitCode, CommandError> {
     );
     write_stdout(&format!(
         "Removed {} {} (and its entry {} in {})\n",
-        args.name,
-        version,
+        escape(&args.name),
+        escape(&version),
         escape(&listed.source),
         store.settings.display()
     ))?;
@@ -131,9 +131,10 @@ fn remove_clone(
 fn npm_uninstall(agent: &Path, cwd: &Path, scope: Scope, name: &str) -> Result<(), CommandError> {
     let npm = NpmCommand::from_settings(agent, cwd).map_err(CommandError::failed)?;
     let mut command = match scope {
-        Scope::User => npm.command(&["uninstall", "-g", name]),
+        // Lifecycle scripts off, as at install.
+        Scope::User => npm.command(&["uninstall", "-g", name, "--ignore-scripts"]),
         Scope::Project => {
-            let mut command = npm.command(&["uninstall", name, "--prefix"]);
+            let mut command = npm.command(&["uninstall", name, "--ignore-scripts", "--prefix"]);
             command.arg(project_npm_root(cwd));
             command
         }

@@ -68,9 +68,9 @@ pub fn check(
     what: &str,
 ) -> Result<Option<Capabilities>, String> {
     let declared = package.manifest.capabilities.clone();
-    let Some(seen) = read(store, &package.name) else {
+    let Some(seen) = read(store, package.name.as_str()) else {
         let first = Seen {
-            name: package.name.clone(),
+            name: package.name.to_string(),
             version: package.version.clone(),
             signer: signer.map(str::to_owned),
             capabilities: declared.clone(),
@@ -168,7 +168,7 @@ pub fn accept(store: &Store, package: &PackageJson, signer: Option<&str>) -> Res
     write(
         store,
         &Seen {
-            name: package.name.clone(),
+            name: package.name.to_string(),
             version: package.version.clone(),
             signer: signer.map(str::to_owned),
             capabilities: package.manifest.capabilities.clone(),

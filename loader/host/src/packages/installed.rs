@@ -181,7 +181,7 @@ fn plugin_of(listed: &ListedPackage, store: &Store) -> Option<Listed> {
     });
     Some(match checked {
         Ok(library) => Ok(PackagePlugin {
-            name: package.name.clone(),
+            name: package.name.to_string(),
             library: listed.folder.join(&library.path),
             sha256: library.sha256,
             version: package.version.clone(),

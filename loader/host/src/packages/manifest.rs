@@ -30,7 +30,7 @@ pub const PACKAGE_KEY: &str = "piHooks";
 #[derive(Debug, Clone)]
 pub struct PackageJson {
     /// npm's `name`.
-    pub name: String,
+    pub name: crate::identity::PackageName,
     /// npm's `version`.
     pub version: String,
     /// The manifest.
@@ -107,9 +107,10 @@ pub struct Library {
     pub abi: String,
 }
 
-/// What a plugin declares it needs. Paths may hold `${cwd}`, `${home}`, `${tmp}` and
-/// `${data}` (a folder of the plugin's own). Carried, shown and recorded; enforcement is a
-/// later issue (the sandbox).
+/// What a plugin declares it needs. A path starts with `${cwd}`, `${home}`, `${tmp}`,
+/// `${data}` (a folder of the plugin's own), `~/` or `/` ([`Capabilities::checked`] says
+/// which entries can be used). Shown at install, recorded, and enforced as the plugin's grant
+/// (`crate::sandbox::grant`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Capabilities {
@@ -131,6 +132,49 @@ pub struct Capabilities {
 }
 
 impl Capabilities {
+    /// The same capabilities with every path normalised (`.`, `..` and empty parts taken
+    /// out, lexically), or an error naming the field and the entry that cannot be used: a
+    /// path that does not start with `${cwd}`, `${home}`, `${tmp}`, `${data}`, `~/` or `/`,
+    /// one with a glob (`*`, `?`, `[`), another `${...}` variable or a control character,
+    /// one that leaves its variable's folder once `..` is resolved (`${data}/..` would be the
+    /// agent directory), an empty entry or an empty `exec` program. Applied where a package
+    /// is read ([`parse_package_json`]) and where a grant is resolved
+    /// (`crate::sandbox::grant::Grant::resolve`).
+    pub fn checked(&self) -> Result<Capabilities, String> {
+        let paths = |key: &str, entries: &[String]| -> Result<Vec<String>, String> {
+            entries
+                .iter()
+                .map(|entry| {
+                    normalize_entry(entry).map_err(|e| {
+                        format!(
+                            "`capabilities.{key}` entry \"{}\" {e}",
+                            crate::guards::display::escape(entry)
+                        )
+                    })
+                })
+                .collect()
+        };
+        let exec = self
+            .exec
+            .iter()
+            .map(|program| {
+                check_program(program).map_err(|e| {
+                    format!(
+                        "`capabilities.exec` entry \"{}\" {e}",
+                        crate::guards::display::escape(program)
+                    )
+                })
+            })
+            .collect::<Result<Vec<String>, String>>()?;
+        Ok(Capabilities {
+            read: paths("read", &self.read)?,
+            write: paths("write", &self.write)?,
+            network: self.network,
+            exec,
+            memory_mib: self.memory_mib,
+        })
+    }
+
     /// Lines that say what is asked for (for the install prompt and `list`).
     pub fn describe(capabilities: Option<&Capabilities>) -> Vec<String> {
         let Some(c) = capabilities else {
@@ -159,8 +203,152 @@ impl Capabilities {
     }
 }
 
-/// Reads `package.json` bytes; the error says what is wrong and what to do.
+/// The variables a capability path may start with.
+pub const PATH_VARIABLES: [&str; 4] = ["${cwd}", "${home}", "${tmp}", "${data}"];
+
+/// One path of `read` or `write` (or an `exec` program given by path), normalised: its start
+/// (`${cwd}`, `${home}`, `${tmp}`, `${data}`, `~` or `/`) as written, then its parts with
+/// `.`, `..` and empty parts resolved lexically. The error says why it cannot be used.
+pub fn normalize_entry(entry: &str) -> Result<String, String> {
+    const HOW: &str = "start it with ${cwd}, ${home}, ${tmp}, ${data}, ~/ or /";
+    if entry.trim().is_empty() {
+        return Err("is empty; name a path".to_owned());
+    }
+    if entry.chars().any(char::is_control) {
+        return Err("holds a control character; name a path".to_owned());
+    }
+    if entry.contains(['*', '?', '[']) {
+        return Err(
+            "has a glob (`*`, `?` or `[`); name the folder itself: a folder grants everything beneath it"
+                .to_owned(),
+        );
+    }
+    let (start, rest) = if let Some(rest) = entry.strip_prefix('/') {
+        ("/", rest)
+    } else if entry == "~" || entry.starts_with("~/") {
+        ("~", &entry[1..])
+    } else if let Some(variable) = PATH_VARIABLES.iter().find(|v| entry.starts_with(**v)) {
+        let rest = &entry[variable.len()..];
+        if !rest.is_empty() && !rest.starts_with('/') {
+            return Err(format!(
+                "has text right after {variable}; write {variable}/... ({HOW})"
+            ));
+        }
+        (*variable, rest)
+    } else if let Some(after) = entry.strip_prefix("${") {
+        let name = after.split('}').next().unwrap_or_default();
+        return Err(format!(
+            "uses the unknown variable ${{{name}}}; the variables are ${{cwd}}, ${{home}}, ${{tmp}} and ${{data}} ({HOW})"
+        ));
+    } else {
+        return Err(format!("is not an absolute path; {HOW}"));
+    };
+    if rest.contains("${") {
+        return Err(format!(
+            "has a variable after its start; a variable can only start a path ({HOW})"
+        ));
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for part in rest.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    if start == "/" {
+                        // `/..` is `/`.
+                        continue;
+                    }
+                    return Err(format!(
+                        "leaves {} once `..` is resolved; name a path inside it",
+                        if start == "~" { "~ (your home)" } else { start }
+                    ));
+                }
+            }
+            part => parts.push(part),
+        }
+    }
+    let joined = parts.join("/");
+    Ok(match (start, joined.is_empty()) {
+        ("/", _) => format!("/{joined}"),
+        (start, true) => start.to_owned(),
+        (start, false) => format!("{start}/{joined}"),
+    })
+}
+
+/// One `exec` program: a name looked up on `PATH` (no `/`, no glob, not `.` or `..`), or a
+/// path ([`normalize_entry`]) when it has a `/` or starts with `$` or `~`.
+pub fn check_program(program: &str) -> Result<String, String> {
+    if program.trim().is_empty() {
+        return Err("is empty; name a program (such as \"git\")".to_owned());
+    }
+    if program.contains('/') || program.starts_with('$') || program.starts_with('~') {
+        return normalize_entry(program);
+    }
+    if program.chars().any(char::is_control) || program.contains(['*', '?', '[']) {
+        return Err(
+            "is not a program name (a glob or a control character); name one program (such as \"git\")"
+                .to_owned(),
+        );
+    }
+    if program == "." || program == ".." {
+        return Err("is not a program; name one (such as \"git\")".to_owned());
+    }
+    Ok(program.to_owned())
+}
+
+/// A plain semantic version: `MAJOR.MINOR.PATCH` (digits), then optionally `-PRERELEASE`
+/// and `+BUILD` of dot-separated ASCII letters, digits and `-`.
+pub fn check_semver(text: &str) -> Result<(), String> {
+    let bad = || "is not a version of the form MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD]".to_owned();
+    if text.len() > 256 {
+        return Err(bad());
+    }
+    let (rest, build) = match text.split_once('+') {
+        Some((rest, build)) => (rest, Some(build)),
+        None => (text, None),
+    };
+    let (core, pre) = match rest.split_once('-') {
+        Some((core, pre)) => (core, Some(pre)),
+        None => (rest, None),
+    };
+    let numbers: Vec<&str> = core.split('.').collect();
+    let number = |n: &&str| !n.is_empty() && n.len() <= 20 && n.bytes().all(|b| b.is_ascii_digit());
+    let identifiers = |s: &str| {
+        s.split('.').all(|part| {
+            !part.is_empty() && part.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
+    };
+    if numbers.len() != 3
+        || !numbers.iter().all(number)
+        || pre.is_some_and(|p| !identifiers(p))
+        || build.is_some_and(|b| !identifiers(b))
+    {
+        return Err(bad());
+    }
+    Ok(())
+}
+
+/// An ABI version: exactly `MAJOR.MINOR`, digits only.
+pub fn check_abi(text: &str) -> Result<(), String> {
+    match text.split_once('.') {
+        Some((major, minor))
+            if [major, minor].iter().all(|n| {
+                !n.is_empty() && n.len() <= 9 && n.bytes().all(|b| b.is_ascii_digit())
+            }) =>
+        {
+            Ok(())
+        }
+        _ => Err("is not an ABI version of the form MAJOR.MINOR (digits only)".to_owned()),
+    }
+}
+
+/// Reads `package.json` bytes; the error says what is wrong and what to do. What the package
+/// says is checked here, once: its npm name ([`crate::identity::PackageName::parse`]), its
+/// version ([`check_semver`]), its libraries' platform keys
+/// ([`super::platform::PLATFORMS`]), paths, SHA-256s and ABIs ([`check_abi`]), its
+/// `minHostVersion`, and its capabilities, normalised ([`Capabilities::checked`]).
 pub fn parse_package_json(bytes: &[u8]) -> Result<PackageJson, String> {
+    use crate::guards::display::escape;
     let value: Value = serde_json::from_slice(bytes)
         .map_err(|e| format!("package.json is not valid JSON ({e}); repack the package"))?;
     let Value::Object(map) = value else {
@@ -174,14 +362,25 @@ pub fn parse_package_json(bytes: &[u8]) -> Result<PackageJson, String> {
             .ok_or_else(|| format!("package.json has no `{key}` string; repack the package"))
     };
     let (name, version) = (text("name")?, text("version")?);
+    let name = crate::identity::PackageName::parse(&name)
+        .map_err(|e| format!("package.json's `name`: {e}; repack the package"))?;
+    check_semver(&version).map_err(|e| {
+        format!(
+            "package.json's `version` \"{}\" {e}; repack the package",
+            escape(&version)
+        )
+    })?;
     let ours = map.get(PACKAGE_KEY).and_then(Value::as_object).ok_or_else(|| {
         format!("package.json has no `{PACKAGE_KEY}` object, so it is not a pi-hooks package (pack one with `pi-hooks pack`)")
     })?;
     let manifest_value = ours.get("manifest").ok_or_else(|| {
         format!("package.json's `{PACKAGE_KEY}` has no `manifest`; repack the package")
     })?;
-    let manifest: Manifest = serde_json::from_value(manifest_value.clone()).map_err(|e| {
-        format!("package.json's `{PACKAGE_KEY}.manifest` is not valid ({e}); repack the package")
+    let mut manifest: Manifest = serde_json::from_value(manifest_value.clone()).map_err(|e| {
+        format!(
+            "package.json's `{PACKAGE_KEY}.manifest` is not valid ({}); repack the package",
+            escape(&e.to_string())
+        )
     })?;
     let signature = match ours.get("signature") {
         None | Some(Value::Null) => None,
@@ -193,10 +392,17 @@ pub fn parse_package_json(bytes: &[u8]) -> Result<PackageJson, String> {
         }
     };
     for (platform, library) in &manifest.libraries {
+        if !super::platform::PLATFORMS.contains(&platform.as_str()) {
+            return Err(format!(
+                "package.json's `{PACKAGE_KEY}.manifest.libraries` has the key \"{}\", which is not a platform name (they are {}); repack the package",
+                escape(platform),
+                super::platform::PLATFORMS.join(", ")
+            ));
+        }
         check_relative(&library.path).map_err(|e| {
             format!(
-                "the {platform} library path {:?} {e}; repack the package",
-                library.path
+                "the {platform} library path \"{}\" {e}; repack the package",
+                escape(&library.path)
             )
         })?;
         if library.sha256.len() != 64 || !library.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -204,11 +410,25 @@ pub fn parse_package_json(bytes: &[u8]) -> Result<PackageJson, String> {
                 "the {platform} library's sha256 is not 64 hex digits; repack the package"
             ));
         }
-        parse_version(&library.abi, 2)
-            .map_err(|e| format!("the {platform} library's abi {:?} {e}", library.abi))?;
+        check_abi(&library.abi).map_err(|e| {
+            format!(
+                "the {platform} library's abi \"{}\" {e}; repack the package",
+                escape(&library.abi)
+            )
+        })?;
     }
-    parse_version(&manifest.min_host_version, 3)
-        .map_err(|e| format!("minHostVersion {:?} {e}", manifest.min_host_version))?;
+    check_semver(&manifest.min_host_version).map_err(|e| {
+        format!(
+            "minHostVersion \"{}\" {e}; repack the package",
+            escape(&manifest.min_host_version)
+        )
+    })?;
+    if let Some(capabilities) = &manifest.capabilities {
+        let checked = capabilities
+            .checked()
+            .map_err(|e| format!("package.json's {e}; ask the package's publisher to fix it"))?;
+        manifest.capabilities = Some(checked);
+    }
     let public_key = ours
         .get("publicKey")
         .and_then(Value::as_str)
@@ -259,6 +479,9 @@ pub fn package_json(manifest: &Manifest, name: &str, signature: Option<(&str, &s
 
 /// A path inside a package: relative, `/`-separated, no `..`, no empty parts.
 pub fn check_relative(path: &str) -> Result<(), String> {
+    if path.chars().any(char::is_control) {
+        return Err("has a control character".to_owned());
+    }
     if path.is_empty() || path.starts_with('/') || path.contains('\\') || path.contains(':') {
         return Err("is not a relative path inside the package".to_owned());
     }
@@ -334,5 +557,122 @@ mod tests {
         assert!(check_relative("/abs").is_err());
         assert_eq!(parse_version("1.2.3-beta", 3).unwrap(), vec![1, 2, 3]);
         assert!(parse_version("1.x", 2).is_err());
+    }
+
+    fn manifest_json() -> Value {
+        let mut libraries = BTreeMap::new();
+        libraries.insert(
+            "linux-x64-gnu".to_owned(),
+            Library {
+                path: "lib/a.so".into(),
+                sha256: "a".repeat(64),
+                abi: "1.3".into(),
+            },
+        );
+        let manifest = Manifest {
+            plugin: PluginMeta {
+                name: "p".into(),
+                version: "1.0.0".into(),
+                description: String::new(),
+                registers: Registers::default(),
+            },
+            libraries,
+            capabilities: Some(Capabilities::default()),
+            min_host_version: "0.1.0".into(),
+        };
+        package_json(&manifest, "gate", None)
+    }
+
+    fn refused(change: impl FnOnce(&mut Value)) -> String {
+        let mut json = manifest_json();
+        change(&mut json);
+        let e = parse_package_json(&serde_json::to_vec(&json).unwrap()).unwrap_err();
+        assert!(!e.contains('\u{1b}'), "{e}");
+        e
+    }
+
+    #[test]
+    fn what_a_package_says_is_checked() {
+        for name in [
+            ".lock",
+            ".staging-x",
+            ".old-mk-1",
+            ".",
+            "..",
+            "@acme+gate",
+            "@acme gate",
+        ] {
+            let e = refused(|j| j["name"] = name.into());
+            assert!(
+                e.contains("`name`") && e.contains("not a valid package name"),
+                "{e}"
+            );
+        }
+        for version in ["1.0", "1.0.0-\u{1b}[2J", "v1.0.0", "1.0.0-", "1.0.0+a b"] {
+            let e = refused(|j| j["version"] = version.into());
+            assert!(e.contains("`version`"), "{e}");
+        }
+        for abi in ["1.5-\u{1b}[2Jx", "1", "1.5.0", "1.x", "1.+5"] {
+            let e = refused(|j| {
+                j["piHooks"]["manifest"]["libraries"]["linux-x64-gnu"]["abi"] = abi.into()
+            });
+            assert!(e.contains("MAJOR.MINOR (digits only)"), "{e}");
+        }
+        let e = refused(|j| {
+            let libraries = &mut j["piHooks"]["manifest"]["libraries"];
+            libraries["linux-\u{1b}[31m"] = libraries["linux-x64-gnu"].clone();
+        });
+        assert!(e.contains("not a platform name"), "{e}");
+        let e = refused(|j| {
+            j["piHooks"]["manifest"]["capabilities"]["write"] =
+                serde_json::json!(["${data}/../../.."]);
+        });
+        assert!(
+            e.contains("`capabilities.write` entry \"${data}/../../..\" leaves ${data}"),
+            "{e}"
+        );
+        for good in ["1.0.0", "0.1.0-beta.1", "1.2.3+build-5", "10.20.30-rc.1+x"] {
+            let mut json = manifest_json();
+            json["version"] = good.into();
+            parse_package_json(&serde_json::to_vec(&json).unwrap()).unwrap();
+        }
+    }
+
+    #[test]
+    fn capability_paths_are_normalised() {
+        for (entry, normal) in [
+            ("${cwd}", "${cwd}"),
+            ("${cwd}/", "${cwd}"),
+            ("${data}/x/../y", "${data}/y"),
+            ("${home}//a/./b", "${home}/a/b"),
+            ("~/notes/..", "~"),
+            ("~", "~"),
+            ("/usr/../etc", "/etc"),
+            ("/..", "/"),
+        ] {
+            assert_eq!(normalize_entry(entry).unwrap(), normal, "{entry}");
+        }
+        for entry in [
+            "out",
+            "./x",
+            "${work}/x",
+            "${cwd}x",
+            "${data}/..",
+            "${tmp}/a/../..",
+            "~/../other",
+            "/a/*",
+            "/a/b?",
+            "/a/[ab]",
+            "",
+            "  ",
+            "/a\nb",
+        ] {
+            assert!(normalize_entry(entry).is_err(), "{entry:?} was accepted");
+        }
+        assert_eq!(check_program("git").unwrap(), "git");
+        assert_eq!(check_program("/usr/bin/../bin/jq").unwrap(), "/usr/bin/jq");
+        for program in ["", " ", "bin/jq", "g*t", ".."] {
+            assert!(check_program(program).is_err(), "{program:?} was accepted");
+        }
     }
 }

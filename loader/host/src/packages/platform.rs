@@ -6,6 +6,18 @@
 
 use object::{Architecture, BinaryFormat, Object};
 
+/// Every platform name a package's `libraries` may use.
+pub const PLATFORMS: [&str; 8] = [
+    "linux-x64-gnu",
+    "linux-x64-musl",
+    "linux-arm64-gnu",
+    "linux-arm64-musl",
+    "darwin-arm64",
+    "darwin-x64",
+    "win32-x64",
+    "win32-arm64",
+];
+
 /// The platform this host was built for.
 pub fn host_platform() -> &'static str {
     if cfg!(all(

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::manifest::{Library, PackageJson, parse_version};
+use crate::guards::display::escape;
 
 /// The SHA-256 of `bytes`, lower-case hex (the trust store's).
 pub use crate::plugin_files::trust::sha256_hex;
@@ -68,12 +69,16 @@ pub fn check_library(package: &PackageJson, platform: &str, what: &str) -> Resul
     if needs > host {
         return Err(format!(
             "{what} needs pi-hooks {} or newer, and this is pi-hooks {}; update pi-hooks first",
-            manifest.min_host_version,
+            escape(&manifest.min_host_version),
             super::HOST_VERSION
         ));
     }
     let Some(library) = manifest.libraries.get(platform) else {
-        let there: Vec<&str> = manifest.libraries.keys().map(String::as_str).collect();
+        let there: Vec<String> = manifest
+            .libraries
+            .keys()
+            .map(|k| escape(k).into_owned())
+            .collect();
         return Err(format!(
             "{what} has no library for this platform ({platform}); it has: {}. Ask its publisher for a {platform} build",
             if there.is_empty() {
@@ -91,8 +96,8 @@ pub fn check_library(package: &PackageJson, platform: &str, what: &str) -> Resul
     if abi.first() != Some(&major) || abi.get(1).copied().unwrap_or(0) > minor {
         return Err(format!(
             "{what}: its {platform} library {} was built for ABI {}, and this host speaks ABI {major}.{minor}; {}",
-            library.path,
-            library.abi,
+            escape(&library.path),
+            escape(&library.abi),
             if abi.first() > Some(&major) || abi.get(1).copied().unwrap_or(0) > minor {
                 "update pi-hooks"
             } else {
@@ -113,22 +118,32 @@ pub fn choose_library(
     let library = check_library(package, platform, what)?;
     let path = root.join(&library.path);
     let bytes = crate::plugin_files::files::read_regular(&path, super::archive::MAX_ENTRY_BYTES)
-        .map_err(|e| format!("{what}: its library {} {e}", library.path))?;
+        .map_err(|e| format!("{what}: its library {} {e}", escape(&library.path)))?;
     let actual = sha256_hex(&bytes);
     if actual != library.sha256.to_ascii_lowercase() {
         return Err(format!(
             "{what}: the bytes of its library {} do not match the manifest's SHA-256 ({actual}, the manifest says {}); the package is damaged or was tampered with. Do not install it; get it again from its publisher",
-            library.path, library.sha256
+            escape(&library.path),
+            library.sha256
+        ));
+    }
+    // The machine it was built for, read from its header: the one its key names.
+    let built_for = super::platform::library_platform(&bytes)
+        .map_err(|e| format!("{what}: its library {} {e}", escape(&library.path)))?;
+    if built_for != platform {
+        return Err(format!(
+            "{what}: its library {} is listed for {platform}, but it is built for {built_for}; the package was assembled wrongly, ask its publisher for a {platform} build",
+            escape(&library.path)
         ));
     }
     // What the library says of itself, read from its bytes (nothing of it runs): a plugin at
     // all, the plugin the manifest names, for an ABI this host speaks.
     let file = crate::library::info::read_file_info(&bytes)
-        .map_err(|e| format!("{what}: its library {} {e}", library.path))?;
+        .map_err(|e| format!("{what}: its library {} {e}", escape(&library.path)))?;
     if !file.has_entry {
         return Err(format!(
             "{what}: its library {} does not export {} and is not a pi-hooks plugin; the package was assembled wrongly, ask its publisher",
-            library.path,
+            escape(&library.path),
             pi_hooks_abi::ENTRY_SYMBOL
         ));
     }
@@ -137,21 +152,31 @@ pub fn choose_library(
         pi_hooks_abi::ffi::version::PI_HOOKS_ABI_MAJOR as u64,
         pi_hooks_abi::ffi::version::PI_HOOKS_ABI_MINOR as u64,
     );
-    if let Some(info) = &file.info {
-        if info.name != manifest.plugin.name {
-            return Err(format!(
-                "{what}: its library {} is the plugin {:?}, but the manifest names {:?}; the package was assembled wrongly, ask its publisher",
-                library.path, info.name, manifest.plugin.name
-            ));
-        }
-        if info.abi_major as u64 != major || info.abi_minor as u64 > minor {
-            return Err(format!(
-                "{what}: its library {} was built for ABI {} (the manifest says {}), and this host speaks ABI {major}.{minor}; update pi-hooks or ask its publisher to rebuild it",
-                library.path,
-                info.abi(),
-                library.abi
-            ));
-        }
+    // The block is what says, before anything runs, which plugin the library is: without
+    // one the library could load as any plugin.
+    let Some(info) = &file.info else {
+        return Err(format!(
+            "{what}: its library {} exports no {} block, so which plugin it is cannot be checked against the manifest's \"{}\" before it runs; ask its publisher to build it with PI_HOOKS_PLUGIN (or PI_HOOKS_PLUGIN_INFO, or the Rust SDK's plugin macro) and repack it",
+            escape(&library.path),
+            pi_hooks_abi::INFO_SYMBOL,
+            escape(&manifest.plugin.name)
+        ));
+    };
+    if info.name != manifest.plugin.name {
+        return Err(format!(
+            "{what}: its library {} is the plugin \"{}\", but the manifest names \"{}\"; the package was assembled wrongly, ask its publisher",
+            escape(&library.path),
+            escape(&info.name),
+            escape(&manifest.plugin.name)
+        ));
+    }
+    if info.abi_major as u64 != major || info.abi_minor as u64 > minor {
+        return Err(format!(
+            "{what}: its library {} was built for ABI {} (the manifest says {}), and this host speaks ABI {major}.{minor}; update pi-hooks or ask its publisher to rebuild it",
+            escape(&library.path),
+            escape(&info.abi()),
+            escape(&library.abi)
+        ));
     }
     Ok(Chosen {
         platform: platform.to_owned(),

@@ -66,6 +66,11 @@ impl Grant {
         source: &str,
         folders: &Folders,
     ) -> Result<Grant, String> {
+        // The rules of a package's capabilities at install hold here too, whoever wrote them
+        // (a package pi installed, a record, the user's `sandbox` settings).
+        let capabilities = &capabilities
+            .checked()
+            .map_err(|e| format!("{source}: {plugin}'s {e}"))?;
         let data = identity.data_dir(&folders.agent_dir);
         let expand_all = |key: &str, entries: &[String]| -> Result<Vec<PathBuf>, String> {
             entries
@@ -336,7 +341,32 @@ mod tests {
         };
         let e = Grant::resolve(&bad, "gate", &gate(), "settings.json", &folders()).unwrap_err();
         assert!(e.contains("unknown variable ${work}"), "{e}");
+        assert!(e.contains("`capabilities.read` entry"), "{e}");
         assert!(e.contains("settings.json"), "{e}");
+        for (entry, why) in [
+            ("${data}/../../..", "leaves ${data}"),
+            ("${data}/..", "leaves ${data}"),
+            ("~/..", "leaves ~"),
+            ("${cwd}/*.rs", "glob"),
+            ("", "is empty"),
+            ("${home}/${tmp}", "a variable can only start"),
+        ] {
+            let caps = Capabilities {
+                write: vec![entry.into()],
+                ..Capabilities::default()
+            };
+            let e = Grant::resolve(&caps, "gate", &gate(), "s", &folders()).unwrap_err();
+            assert!(
+                e.contains(why) && e.contains("`capabilities.write`"),
+                "{entry}: {e}"
+            );
+        }
+        let empty = Capabilities {
+            exec: vec![" ".into()],
+            ..Capabilities::default()
+        };
+        let e = Grant::resolve(&empty, "gate", &gate(), "s", &folders()).unwrap_err();
+        assert!(e.contains("`capabilities.exec` entry"), "{e}");
         let relative = Capabilities {
             write: vec!["out".into()],
             ..Capabilities::default()
