@@ -391,11 +391,26 @@ fn install_from(
                 _ => None,
             };
             let clone = match target.as_ref().and_then(|t| t.parent()) {
-                Some(parent) => std::fs::create_dir_all(parent).and_then(|()| {
+                Some(parent) => {
+                    // Where pi keeps clones (`<agentDir>/git`, `.pi/git`): no link on the way.
+                    let root = match store.scope {
+                        Scope::User => agent_dir().map_err(CommandError::setup)?,
+                        Scope::Project => current_dir(),
+                    };
+                    let relative = parent.strip_prefix(&root).map_err(|_| {
+                        fail(format!(
+                            "the clone's folder {} is not under {}",
+                            parent.display(),
+                            root.display()
+                        ))
+                    })?;
+                    pi_hooks_host::plugin_files::beneath::Beneath::open(&root, true)
+                        .and_then(|root| root.dir(relative, true))
+                        .map_err(fail)?;
                     tempfile::Builder::new()
                         .prefix(".pi-hooks-clone-")
                         .tempdir_in(parent)
-                }),
+                }
                 None => tempfile::tempdir(),
             }
             .map_err(|e| fail(format!("cannot clone: {e}")))?;
@@ -662,20 +677,28 @@ fn npm_install(
     let mut command = match scope {
         Scope::User => npm.command(&["install", "-g", spec, "--ignore-scripts"]),
         Scope::Project => {
-            std::fs::create_dir_all(&root)
-                .map_err(|e| format!("cannot create {}: {e}", root.display()))?;
-            let ignore = root.join(".gitignore");
-            if !ignore.exists() {
-                std::fs::write(&ignore, "*\n!.gitignore\n")
-                    .map_err(|e| format!("cannot write {}: {e}", ignore.display()))?;
-            }
-            let json = root.join("package.json");
-            if !json.exists() {
-                std::fs::write(
-                    &json,
+            // The npm project pi keeps a project's packages in, made as pi makes it; nothing
+            // on the way (`.pi`, `.pi/npm`, its `node_modules`) may be a link a cloned
+            // repository planted, and its files are written without following one.
+            use pi_hooks_host::plugin_files::beneath::Beneath;
+            let folder = Beneath::open(&cwd, false)?
+                .dir(Path::new(".pi/npm"), true)?
+                .ok_or_else(|| format!("cannot create {}", root.display()))?;
+            folder.dir(Path::new("node_modules"), false)?;
+            for (name, text) in [
+                (".gitignore", "*\n!.gitignore\n"),
+                (
+                    "package.json",
                     "{\n  \"name\": \"pi-extensions\",\n  \"private\": true\n}",
-                )
-                .map_err(|e| format!("cannot write {}: {e}", json.display()))?;
+                ),
+            ] {
+                match folder.read_file(name, 1 << 20) {
+                    Err(pi_hooks_host::plugin_files::files::ReadError::NotFound) => {
+                        folder.write_file(name, text.as_bytes(), 0o644)?
+                    }
+                    Ok(_) => {}
+                    Err(e) => return Err(format!("{}: {e}", root.join(name).display())),
+                }
             }
             let mut command = npm.command(&["install", spec, "--ignore-scripts", "--prefix"]);
             command.arg(&root);
