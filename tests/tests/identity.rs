@@ -149,7 +149,7 @@ fn a_confined_plugin_has_its_grants_data_folder() {
     std::fs::remove_dir(&expected).unwrap();
     std::fs::write(
         &settings,
-        json!({"sandbox": {"identity": {"write": ["${data}"]}}}).to_string(),
+        json!({"sandbox": {(plugin.display().to_string()): {"write": ["${data}"]}}}).to_string(),
     )
     .unwrap();
     let confined = fields(&answer(&sandbox, &plugin, &[]));
@@ -158,7 +158,7 @@ fn a_confined_plugin_has_its_grants_data_folder() {
     std::fs::remove_dir(&expected).unwrap();
     std::fs::write(
         &settings,
-        json!({"sandbox": {"identity": {"read": ["${cwd}"]}}}).to_string(),
+        json!({"sandbox": {(plugin.display().to_string()): {"read": ["${cwd}"]}}}).to_string(),
     )
     .unwrap();
     let [_, id, data, _] = fields(&answer(&sandbox, &plugin, &[]));
