@@ -847,3 +847,22 @@ fn remove_l_of_a_git_package_whose_clone_folder_is_a_link_removes_the_link_at_mo
     refused(&s, &["remove", "-l", "mk"]);
     assert_unchanged("the user's clone", &before, &snapshot(&clone));
 }
+
+#[test]
+fn a_project_settings_file_linked_to_the_users_is_not_written_through_by_install_or_remove() {
+    let s = Sandbox::new();
+    let settings = s.agent_dir().join("settings.json");
+    let text = "{\"theme\": \"dark\", \"big\": 123456789012345678901234567890}\n";
+    std::fs::write(&settings, text).unwrap();
+    symlink(&settings, &s.project().join(".pi/settings.json"));
+    let tgz = packed(&s, &example(&s), "mk", None);
+
+    // Written through, the project's package would be listed in the user's settings: a
+    // user package, loaded without trust.
+    let _ = s.run(&["install", "-l", tgz.to_str().unwrap(), "--yes"]);
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), text);
+    let report = list_json(&s);
+    assert_eq!(report["plugins"], json!([]), "{report:#}");
+    let _ = s.run(&["remove", "-l", "mk"]);
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), text);
+}
