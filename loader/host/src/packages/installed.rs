@@ -161,6 +161,10 @@ fn plugin_of(listed: &ListedPackage, store: &Store) -> Option<Listed> {
     // A package pi installed: what pi-hooks first saw of it is what the user accepted.
     let mut seen_grant = None;
     let checked = super::verify::verify_signature(package, &what).and_then(|signer| {
+        if store.scope == Scope::Project {
+            let library = super::verify::check_library(package, host_platform(), &what)?;
+            own_files(store, &listed.folder, &library.path, &what)?;
+        }
         if listed.record.is_none() {
             let key = signer.as_ref().map(|s| s.public_key.as_str());
             seen_grant = Some(super::first_seen::check(store, package, key, &what)?);
@@ -193,6 +197,35 @@ fn plugin_of(listed: &ListedPackage, store: &Store) -> Option<Listed> {
         }),
         Err(e) => Err((json, e)),
     })
+}
+
+/// A project's package read from its `package.json` uses only its own files: its folder is
+/// not in pi-hooks' store (a package there loads only through the entry pi-hooks recorded),
+/// and its library is not a link leading out of its folder. Either would let a repository
+/// pair a library the user trusted (trust is kept by file) with a grant of its choosing:
+/// the store's package listed again under another source with its `capabilities` removed, or
+/// a package of its own whose library links to a trusted one.
+fn own_files(store: &Store, folder: &Path, library: &str, what: &str) -> Result<(), String> {
+    let Ok(canonical) = std::fs::canonicalize(folder) else {
+        return Ok(());
+    };
+    if let Ok(pi_hooks_store) = std::fs::canonicalize(&store.dir)
+        && canonical.starts_with(&pi_hooks_store)
+    {
+        return Err(format!(
+            "{what}: its folder {} is in pi-hooks' store, where a package loads only through the entry `pi-hooks install` recorded; it was not loaded. Remove this entry from the project's settings.json (`pi-hooks install -l` installs a package for the project)",
+            crate::guards::display::escape(&folder.display().to_string())
+        ));
+    }
+    let path = folder.join(library);
+    match std::fs::canonicalize(&path) {
+        Ok(resolved) if !resolved.starts_with(&canonical) => Err(format!(
+            "{what}: its library {} leads out of the package's folder (to {}); it was not loaded. A project package's library must be a file of its own",
+            crate::guards::display::escape(&path.display().to_string()),
+            crate::guards::display::escape(&resolved.display().to_string())
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The scopes in pi's order for packages: the project's, then the user's.
