@@ -148,7 +148,6 @@ mod imp {
         /// Reads the regular file `name` of this folder (a link, FIFO or device is refused
         /// without blocking), at most `limit` bytes.
         pub fn read_file(&self, name: &str, limit: u64) -> Result<Vec<u8>, ReadError> {
-            use std::io::Read;
             let name = component(name).map_err(|e| ReadError::Io(std::io::Error::other(e)))?;
             let fd = match rustix::fs::openat(
                 &self.fd,
@@ -171,14 +170,7 @@ mod imp {
             if meta.len() > limit {
                 return Err(ReadError::TooLarge { limit });
             }
-            let mut bytes = Vec::new();
-            file.take(limit + 1)
-                .read_to_end(&mut bytes)
-                .map_err(ReadError::Io)?;
-            if bytes.len() as u64 > limit {
-                return Err(ReadError::TooLarge { limit });
-            }
-            Ok(bytes)
+            crate::plugin_files::files::read_capped(&file, meta.len(), limit)
         }
 
         /// Removes `name` from this folder: a file or link itself, a folder with everything

@@ -128,7 +128,8 @@ pub fn read_regular_with_identity(
     Ok((bytes, identity))
 }
 
-fn read_capped(file: &File, expected: u64, limit: u64) -> Result<Vec<u8>, ReadError> {
+/// Reads `file` (of `expected` bytes by its metadata) to its end, refusing more than `limit`.
+pub(crate) fn read_capped(file: &File, expected: u64, limit: u64) -> Result<Vec<u8>, ReadError> {
     let mut bytes = Vec::with_capacity(usize::try_from(expected).unwrap_or(0));
     // One byte past the cap tells a file that grew while being read.
     file.take(limit + 1)
