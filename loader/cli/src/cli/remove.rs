@@ -10,7 +10,7 @@ use super::{CommandError, current_dir, write_stdout};
 use pi_hooks_host::guards::display::escape;
 use pi_hooks_host::packages::installed::listed_packages;
 use pi_hooks_host::packages::pi_sources::{NpmCommand, PiSource, project_npm_root};
-use pi_hooks_host::packages::store::{Scope, Store, entry_source, update_settings_packages};
+use pi_hooks_host::packages::store::{Scope, Store, entry_source};
 use pi_hooks_host::plugin_files::paths::agent_dir;
 
 /// The arguments of `pi-hooks remove`.
@@ -71,10 +71,11 @@ pub(super) fn remove(args: RemoveArgs) -> Result<ExitCode, CommandError> {
     if listed.record.is_some() {
         store.remove(&args.name).map_err(CommandError::failed)?;
     } else {
-        update_settings_packages(&store.settings, |list| {
-            list.retain(|entry| entry_source(entry) != Some(listed.source.as_str()));
-        })
-        .map_err(CommandError::failed)?;
+        store
+            .update_settings_packages(|list| {
+                list.retain(|entry| entry_source(entry) != Some(listed.source.as_str()));
+            })
+            .map_err(CommandError::failed)?;
     }
     let version = listed.package.as_ref().map_or_else(
         || {
