@@ -86,6 +86,12 @@ impl Store {
         update_packages(&self.settings, links, change)
     }
 
+    /// Whether `packages` can be recorded in this scope's settings file: `Err` (naming the
+    /// file, the line and column) when a change would be refused. Writes nothing.
+    pub fn check_settings(&self) -> Result<(), String> {
+        self.update_settings_packages(|_| {}).map(drop)
+    }
+
     /// Takes the store's lock (blocking until another install or removal is done).
     pub fn lock(&self) -> Result<StoreLock, String> {
         std::fs::create_dir_all(&self.dir)
