@@ -539,6 +539,7 @@ mod tests {
         }
     }
 
+    #[cfg(unix)]
     #[test]
     fn writes_through_a_user_link_and_refuses_a_project_link() {
         let dir = tempfile::tempdir().unwrap();
