@@ -281,8 +281,8 @@ fn an_install_that_fails_halfway_keeps_the_old_version_and_the_settings() {
     let sandbox = Sandbox::new();
     let folder = package_folder(&sandbox, false);
     ok(&sandbox, &["install", folder.to_str().unwrap(), "--yes"]);
-    // The new version is staged and put in place; then writing the settings fails (their
-    // `packages` is not a list), so the install is rolled back.
+    // Recording the new version in the settings would fail (their `packages` is not a list),
+    // so the update is refused, the old version and the settings left as they were.
     let settings_path = sandbox.agent_dir().join("settings.json");
     let mut settings = user_settings(&sandbox);
     settings["packages"] = serde_json::json!({"not": "a list"});
@@ -290,7 +290,10 @@ fn an_install_that_fails_halfway_keeps_the_old_version_and_the_settings() {
     let before = std::fs::read(&settings_path).unwrap();
     edit_package_json(&folder, |json| json["version"] = "0.2.0".into());
     let error = refused(&sandbox, &["update", "--yes"]);
-    assert!(error.contains("`packages` in"), "{error}");
+    assert!(
+        error.contains("settings.json:1:13: `packages` must be an array"),
+        "{error}"
+    );
     assert!(error.contains("Nothing was changed"), "{error}");
     assert_eq!(std::fs::read(&settings_path).unwrap(), before);
     let record = install_record(&sandbox, "protected-paths");

@@ -355,8 +355,12 @@ fn install_from(
     // One install or removal at a time per store: the lock is held until the settings are
     // written.
     let _lock = store.lock().map_err(fail)?;
-    let staging = store.staging().map_err(fail)?;
     let shown = escape(source);
+    // A settings file `packages` cannot be recorded in is said before anything is fetched.
+    store
+        .check_settings()
+        .map_err(|e| fail(format!("{shown} was not installed: {e}")))?;
+    let staging = store.staging().map_err(fail)?;
     // A git clone to put where pi keeps it, once accepted: (its folder, the target).
     let mut git_clone: Option<(tempfile::TempDir, PathBuf)> = None;
     let (recorded_source, pinned) = match &parsed {
@@ -607,10 +611,18 @@ fn install_from(
     Ok(record)
 }
 
-/// How npm is run for this project and user (`npmCommand` in settings.json, as pi does).
-fn npm_command() -> Result<NpmCommand, CommandError> {
+/// How npm is run for the user's commands: the `npmCommand` of the user's own settings.json
+/// (never a project's: a cloned repository's settings do not choose a program pi-hooks runs;
+/// said once on stderr when the project sets one).
+pub(super) fn npm_command() -> Result<NpmCommand, CommandError> {
+    static NOTICE: std::sync::Once = std::sync::Once::new();
     let agent = agent_dir().map_err(CommandError::setup)?;
-    NpmCommand::from_settings(&agent, &current_dir()).map_err(CommandError::failed)
+    NOTICE.call_once(|| {
+        if let Some(notice) = NpmCommand::ignored_in_project(&agent, &current_dir()) {
+            write_stderr(&format!("pi-hooks: {notice}"));
+        }
+    });
+    NpmCommand::from_user_settings(&agent).map_err(CommandError::failed)
 }
 
 /// Fetches the tarball of `spec` with `npm pack` (nothing of it runs), in a temporary folder.

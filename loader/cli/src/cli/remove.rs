@@ -1,6 +1,6 @@
 //! `pi-hooks remove NAME [-l]`: the package's entry in `packages` and its files go, the way pi
 //! removes them: a package in pi-hooks' store loses its folder, an `npm:` one is uninstalled
-//! with npm (`npmCommand` honoured), a git one loses its clone. A package pi installed is
+//! with npm (the user's `npmCommand` honoured, never a project's), a git one loses its clone. A package pi installed is
 //! removed the same way (found in `packages` by its name).
 
 use std::path::Path;
@@ -9,8 +9,8 @@ use std::process::ExitCode;
 use super::{CommandError, current_dir, write_stdout};
 use pi_hooks_host::guards::display::escape;
 use pi_hooks_host::packages::installed::listed_packages;
-use pi_hooks_host::packages::pi_sources::{NpmCommand, PiSource, project_npm_root};
-use pi_hooks_host::packages::store::{Scope, Store, entry_source, update_settings_packages};
+use pi_hooks_host::packages::pi_sources::{PiSource, project_npm_root};
+use pi_hooks_host::packages::store::{Scope, Store, entry_source};
 use pi_hooks_host::plugin_files::paths::agent_dir;
 
 /// The arguments of `pi-hooks remove`.
@@ -34,6 +34,10 @@ pub(super) fn remove(args: RemoveArgs) -> Result<ExitCode, CommandError> {
     };
     let store = Store::new(scope, &agent, &cwd);
     let _lock = store.lock().map_err(CommandError::failed)?;
+    // A settings file the entry cannot be removed from is said before anything is removed.
+    store
+        .check_settings()
+        .map_err(|e| CommandError::failed(format!("nothing was removed: {e}")))?;
     // The package as `packages` lists it: its entry and folder, by its name.
     let listed = listed_packages(&store, &agent, &cwd)
         .into_iter()
@@ -60,7 +64,7 @@ pub(super) fn remove(args: RemoveArgs) -> Result<ExitCode, CommandError> {
     let in_store = listed.record.as_ref().is_some_and(|r| r.location.is_none());
     if !in_store {
         match PiSource::parse(&listed.source) {
-            PiSource::Npm { name, .. } => npm_uninstall(&agent, &cwd, scope, &name)?,
+            PiSource::Npm { name, .. } => npm_uninstall(&cwd, scope, &name)?,
             PiSource::Git { host, path, .. } => {
                 remove_clone(&agent, &cwd, scope, &host, &path).map_err(CommandError::failed)?
             }
@@ -71,10 +75,11 @@ pub(super) fn remove(args: RemoveArgs) -> Result<ExitCode, CommandError> {
     if listed.record.is_some() {
         store.remove(&args.name).map_err(CommandError::failed)?;
     } else {
-        update_settings_packages(&store.settings, |list| {
-            list.retain(|entry| entry_source(entry) != Some(listed.source.as_str()));
-        })
-        .map_err(CommandError::failed)?;
+        store
+            .update_settings_packages(|list| {
+                list.retain(|entry| entry_source(entry) != Some(listed.source.as_str()));
+            })
+            .map_err(CommandError::failed)?;
     }
     let version = listed.package.as_ref().map_or_else(
         || {
@@ -128,8 +133,8 @@ fn remove_clone(
 }
 
 /// `npm uninstall` of `name` where pi installed it for `scope`.
-fn npm_uninstall(agent: &Path, cwd: &Path, scope: Scope, name: &str) -> Result<(), CommandError> {
-    let npm = NpmCommand::from_settings(agent, cwd).map_err(CommandError::failed)?;
+fn npm_uninstall(cwd: &Path, scope: Scope, name: &str) -> Result<(), CommandError> {
+    let npm = super::install::npm_command()?;
     let mut command = match scope {
         // Lifecycle scripts off, as at install.
         Scope::User => npm.command(&["uninstall", "-g", name, "--ignore-scripts"]),

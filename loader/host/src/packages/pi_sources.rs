@@ -181,25 +181,43 @@ fn split_ref(url: &str) -> (String, Option<String>) {
     }
 }
 
-/// How npm is run: the settings' `npmCommand` (project over user), else `npm`.
+/// How npm is run: the user's `npmCommand` (`<agentDir>/settings.json`), else `npm`.
+///
+/// A project's `npmCommand` (`<cwd>/.pi/settings.json`, which a cloned repository brings)
+/// would take effect only once the project is trusted, and pi-hooks has no trust decision for
+/// a project's settings: it is never run, for a user-scope command or a project's (`-l`).
+/// [`NpmCommand::ignored_in_project`] is the notice to show when a project sets one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NpmCommand(pub Vec<String>);
 
 impl NpmCommand {
-    /// The command the settings files name (the project's wins, as in pi's merged settings),
-    /// for what the user asks of npm in this project (`pi-hooks install`, `remove`).
-    pub fn from_settings(agent_dir: &Path, cwd: &Path) -> Result<NpmCommand, String> {
-        NpmCommand::from_files(&[
-            cwd.join(".pi").join("settings.json"),
-            agent_dir.join("settings.json"),
-        ])
-    }
-
-    /// The command the user's own settings name, for finding packages when a host starts: a
-    /// project's settings (a cloned repository's) do not choose a program pi-hooks runs
-    /// before anything of the project is trusted.
+    /// The command the user's own settings name: for what the user asks of npm
+    /// (`pi-hooks install`, `update`, `remove`, with or without `-l`) and for finding packages
+    /// when a host starts.
     pub fn from_user_settings(agent_dir: &Path) -> Result<NpmCommand, String> {
         NpmCommand::from_files(&[agent_dir.join("settings.json")])
+    }
+
+    /// The notice for a project whose `.pi/settings.json` sets `npmCommand`, which is not
+    /// used (`None` when it sets none).
+    pub fn ignored_in_project(agent_dir: &Path, cwd: &Path) -> Option<String> {
+        let file = cwd.join(".pi").join("settings.json");
+        let bytes = crate::plugin_files::files::read_regular(
+            &file,
+            crate::plugin_files::files::MAX_SETTINGS_BYTES,
+        )
+        .ok()?;
+        let value = serde_json::from_slice::<Value>(&bytes).ok()?;
+        match value.get("npmCommand") {
+            None | Some(Value::Null) => None,
+            Some(_) => Some(format!(
+                "`npmCommand` in {} ignored: set npmCommand in your own settings ({}); a project's settings do not choose a program pi-hooks runs",
+                crate::guards::display::escape(&file.display().to_string()),
+                crate::guards::display::escape(
+                    &agent_dir.join("settings.json").display().to_string()
+                )
+            )),
+        }
     }
 
     fn from_files(files: &[PathBuf]) -> Result<NpmCommand, String> {

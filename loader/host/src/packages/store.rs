@@ -99,6 +99,33 @@ impl Store {
             .ok_or_else(|| format!("cannot create {}", self.dir.display()))
     }
 
+    /// Changes the `packages` list of this scope's settings file with `change`, nothing else
+    /// in it ([`crate::plugin_files::settings_write`]). The user's file is written through a
+    /// symbolic link; the project's is refused when it or `.pi` is one (a cloned repository
+    /// could link it to the user's settings). `Ok(false)`: nothing to change.
+    pub fn update_settings_packages(
+        &self,
+        change: impl FnOnce(&mut Vec<Value>),
+    ) -> Result<bool, String> {
+        use crate::plugin_files::settings_write::{Links, update_packages};
+        let links = match self.scope {
+            Scope::User => Links::WriteThrough,
+            Scope::Project => Links::RefuseBelow(
+                self.settings
+                    .parent()
+                    .and_then(Path::parent)
+                    .unwrap_or_else(|| Path::new("/")),
+            ),
+        };
+        update_packages(&self.settings, links, change)
+    }
+
+    /// Whether `packages` can be recorded in this scope's settings file: `Err` (naming the
+    /// file, the line and column) when a change would be refused. Writes nothing.
+    pub fn check_settings(&self) -> Result<(), String> {
+        self.update_settings_packages(|_| {}).map(drop)
+    }
+
     /// Takes the store's lock (blocking until another install or removal is done).
     pub fn lock(&self) -> Result<StoreLock, String> {
         let folder = self.folder_made()?;
@@ -245,7 +272,7 @@ impl Store {
             restore(&folder);
             return Err(format!("cannot write the install record: {e}"));
         }
-        if let Err(e) = update_settings_packages(&self.settings, |list| {
+        if let Err(e) = self.update_settings_packages(|list| {
             let source = Value::String(record.source.clone());
             if let Some(previous) = &record.replaces_source {
                 list.retain(|entry| entry_source(entry) != Some(previous.as_str()));
@@ -278,7 +305,7 @@ impl Store {
         let Some(record) = self.record(name) else {
             return Ok(None);
         };
-        update_settings_packages(&self.settings, |list| {
+        self.update_settings_packages(|list| {
             list.retain(|entry| entry_source(entry) != Some(record.source.as_str()));
         })?;
         if let Some(folder) = self.folder(false)? {
@@ -380,60 +407,4 @@ pub fn settings_packages(settings: &Path) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// Changes the `packages` list of `settings` with `change`, keeping every other key as it
-/// was, and writes the file atomically (a temporary file beside it, then a rename). A
-/// settings file that is not a JSON object is left alone and reported.
-pub fn update_settings_packages(
-    settings: &Path,
-    change: impl FnOnce(&mut Vec<Value>),
-) -> Result<(), String> {
-    let mut map = match crate::plugin_files::files::read_regular(
-        settings,
-        crate::plugin_files::files::MAX_SETTINGS_BYTES,
-    ) {
-        Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
-            Ok(Value::Object(map)) => map,
-            _ => {
-                return Err(format!(
-                    "{} is not a JSON object, so `packages` cannot be recorded in it; fix the file. Nothing was changed",
-                    settings.display()
-                ));
-            }
-        },
-        Err(crate::plugin_files::files::ReadError::NotFound) => serde_json::Map::new(),
-        Err(e) => {
-            return Err(format!(
-                "settings file {} {e}; nothing was changed",
-                settings.display()
-            ));
-        }
-    };
-    let mut list = match map.remove("packages") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(list)) => list,
-        Some(_) => {
-            return Err(format!(
-                "`packages` in {} is not an array; fix the file. Nothing was changed",
-                settings.display()
-            ));
-        }
-    };
-    change(&mut list);
-    map.insert("packages".into(), Value::Array(list));
-    let text = serde_json::to_string_pretty(&Value::Object(map)).unwrap_or_default() + "\n";
-    let dir = settings.parent().unwrap_or_else(|| Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let mut temp = tempfile::Builder::new()
-        .prefix(".settings-")
-        .tempfile_in(dir)
-        .map_err(|e| format!("cannot write beside {}: {e}", settings.display()))?;
-    use std::io::Write;
-    temp.write_all(text.as_bytes())
-        .and_then(|()| temp.as_file().sync_all())
-        .map_err(|e| format!("cannot write beside {}: {e}", settings.display()))?;
-    temp.persist(settings)
-        .map_err(|e| format!("cannot replace {}: {}", settings.display(), e.error))?;
-    Ok(())
 }

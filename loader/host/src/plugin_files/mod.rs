@@ -1,11 +1,12 @@
 //! Which plugin files there are and whether they may run: discovery in pi's order
 //! ([`discover`]), path rules ([`paths`]), bounded reads of regular files ([`files`]),
-//! `settings.json` ([`settings`]) and the trust store that pins project plugins to their
-//! SHA-256 ([`trust`]).
+//! `settings.json` ([`settings`]; its one writer, [`settings_write`]) and the trust store
+//! that pins project plugins to their SHA-256 ([`trust`]).
 
 pub mod beneath;
 pub mod discover;
 pub mod files;
 pub mod paths;
 pub mod settings;
+pub mod settings_write;
 pub mod trust;

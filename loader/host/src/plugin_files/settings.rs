@@ -60,7 +60,11 @@ pub fn read_settings(path: &Path) -> Result<Option<Settings>, String> {
         }
     };
     let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
-        format!("settings file is not valid JSON ({e}); fix it or remove it. Plugins it lists were not loaded")
+        let at = crate::plugin_files::settings_write::json_error(&bytes, &e);
+        format!(
+            "settings file is not valid JSON at line {}, column {}: {}; fix it or remove it. Plugins it lists were not loaded",
+            at.line, at.column, at.message
+        )
     })?;
     let Value::Object(map) = value else {
         return Err(format!(
@@ -331,6 +335,15 @@ mod tests {
         );
         std::fs::write(&path, "{not json").unwrap();
         assert!(read_settings(&path).unwrap_err().contains("not valid JSON"));
+        std::fs::write(&path, "{\n  \"hooks\": [],\n  // mine\n}").unwrap();
+        let e = read_settings(&path).unwrap_err();
+        assert!(
+            e.contains("not valid JSON at line 3, column 3: Comments are not allowed"),
+            "{e}"
+        );
+        std::fs::write(&path, "{\"hooks\": [\"a.so\",]}").unwrap();
+        let e = read_settings(&path).unwrap_err();
+        assert!(e.contains("at line 1, column 18: Trailing commas"), "{e}");
     }
 
     #[test]
