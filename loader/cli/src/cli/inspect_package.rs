@@ -1,5 +1,5 @@
 //! `pi-hooks inspect PACKAGE` (a `.tgz` or a package folder): what the package declares,
-//! read from its `package.json` and checked (signature, every library's SHA-256), without
+//! read from its `package.json` and checked (its signature over every file, every library's SHA-256), without
 //! running any of its code.
 
 use std::path::Path;
@@ -40,7 +40,7 @@ pub(super) fn inspect_package(path: &Path, json: bool) -> Result<ExitCode, Comma
             .map_err(|e| fail(format!("{shown}: package.json {e}")))?;
     let package = parse_package_json(&bytes).map_err(|e| fail(format!("{shown}: {e}")))?;
     let what = format!("package {} {} ({shown})", package.name, package.version);
-    let signer = verify_signature(&package, &what).map_err(fail)?;
+    let signer = verify_signature(&package, &root, &what).map_err(fail)?;
     let manifest = &package.manifest;
     let libraries: Vec<serde_json::Value> = manifest
         .libraries
