@@ -722,7 +722,7 @@ fn check_installed(folder: &Path, staged: &Path, what: &str) -> Result<(), Strin
     use pi_hooks_host::packages::signature::package_files;
     let checked = package_files(staged, Limits::from_env(), what)?;
     let installed = package_files(folder, Limits::from_env(), what)
-        .map_err(|e| format!("npm installed it, but {e}"))?;
+        .map_err(|e| format!("{e} (in what npm installed, {})", folder.display()))?;
     if installed != checked {
         let differs: Vec<String> = checked
             .keys()

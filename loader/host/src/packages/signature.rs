@@ -106,7 +106,8 @@ pub fn package_files(root: &Path, limits: Limits, what: &str) -> Result<PackageF
             let name = entry.file_name();
             let Some(name) = name.to_str() else {
                 return Err(format!(
-                    "{what}: the file name {} in {prefix}/ is not UTF-8; a package's files have UTF-8 names. Do not use it; get it again from its publisher",
+                    "{what}: the file name {}{} is not UTF-8; a package's files have UTF-8 names. Do not use it; get it again from its publisher",
+                    escape(&prefix),
                     escape(&name.to_string_lossy())
                 ));
             };
