@@ -144,8 +144,22 @@ fn a_file_added_or_changed_after_signing_is_refused_by_name() {
         &folder,
         &["lib/extra/evil.js was added after it was signed (the signature does not cover it)"],
     );
-    // As signed, it installs.
+    // A bridge of the attacker's where pi-extension.js imports it from: in a package (not
+    // yet installed by npm) `node_modules/` is the package's own, and covered.
     std::fs::remove_dir_all(folder.join("lib/extra")).unwrap();
+    std::fs::create_dir_all(folder.join("node_modules/pi-hooks/bridge")).unwrap();
+    std::fs::write(
+        folder.join("node_modules/pi-hooks/bridge/index.ts"),
+        b"export default () => {}",
+    )
+    .unwrap();
+    refused_everywhere(
+        &sandbox,
+        &folder,
+        &["node_modules/pi-hooks/bridge/index.ts was added after it was signed"],
+    );
+    // As signed, it installs.
+    std::fs::remove_dir_all(folder.join("node_modules")).unwrap();
     ok(&sandbox, &["install", folder.to_str().unwrap(), "--yes"]);
 }
 

@@ -19,7 +19,7 @@ use pi_hooks_host::packages::manifest::{Capabilities, parse_package_json};
 use pi_hooks_host::packages::pi_sources::{NpmCommand, PiSource, install_dir};
 use pi_hooks_host::packages::platform::host_platform;
 use pi_hooks_host::packages::store::{InstallRecord, Scope, Store};
-use pi_hooks_host::packages::verify::{choose_library, verify_signature};
+use pi_hooks_host::packages::verify::{Layout, choose_library, verify_signature};
 use pi_hooks_host::plugin_files::paths::{agent_dir, resolve};
 
 /// The arguments of `pi-hooks install`.
@@ -192,7 +192,8 @@ fn accept_pi_installed(
             ))
         })?;
     let what = format!("package {} {} ({source})", package.name, package.version);
-    let signer = verify_signature(&package, &folder, &what).map_err(CommandError::failed)?;
+    let signer = verify_signature(&package, &folder, Layout::Installed, &what)
+        .map_err(CommandError::failed)?;
     let key = signer.as_ref().map(|s| s.public_key.clone());
     let seen = first_seen::read(store, name);
     let flag = if args.local { " -l" } else { "" };
@@ -435,7 +436,7 @@ fn install_from(
     .map_err(|e| fail(format!("{shown}: package.json {e}")))?;
     let package = parse_package_json(&json_bytes).map_err(|e| fail(format!("{shown}: {e}")))?;
     let what = format!("package {} {} ({shown})", package.name, package.version);
-    let signer = verify_signature(&package, staging.path(), &what).map_err(fail)?;
+    let signer = verify_signature(&package, staging.path(), Layout::Packed, &what).map_err(fail)?;
     let installed = previous.cloned().or_else(|| store.record(&package.name));
     if let Some(old) = &installed
         && old.signer.is_some()
@@ -720,8 +721,8 @@ fn put_clone_in_place(clone: &Path, target: &Path, npm: &NpmCommand) -> Result<(
 /// and library.
 fn check_installed(folder: &Path, staged: &Path, what: &str) -> Result<(), String> {
     use pi_hooks_host::packages::signature::package_files;
-    let checked = package_files(staged, Limits::from_env(), what)?;
-    let installed = package_files(folder, Limits::from_env(), what)
+    let checked = package_files(staged, Layout::Installed, Limits::from_env(), what)?;
+    let installed = package_files(folder, Layout::Installed, Limits::from_env(), what)
         .map_err(|e| format!("{e} (in what npm installed, {})", folder.display()))?;
     if installed != checked {
         let differs: Vec<String> = checked
@@ -908,9 +909,10 @@ pub(super) fn installed_packages(agent: &Path, cwd: &Path) -> Vec<(Scope, Instal
             let record = match (&listed.package, listed.record) {
                 (Some(package), record) => {
                     let what = format!("package {}", package.name);
-                    let signer = verify_signature(package, &listed.folder, &what)
-                        .ok()
-                        .flatten();
+                    let signer =
+                        verify_signature(package, &listed.folder, Layout::Installed, &what)
+                            .ok()
+                            .flatten();
                     let library = pi_hooks_host::packages::verify::check_library(
                         package,
                         host_platform(),

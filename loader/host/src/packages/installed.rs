@@ -156,7 +156,12 @@ fn plugin_of(listed: &ListedPackage, store: &Store) -> Option<Listed> {
     );
     // A package pi installed: what pi-hooks first saw of it is what the user accepted.
     let mut seen_grant = None;
-    let checked = super::verify::verify_signature(package, &listed.folder, &what).and_then(|signer| {
+    let checked = super::verify::verify_signature(
+        package,
+        &listed.folder,
+        super::signature::Layout::Installed,
+        &what,
+    ).and_then(|signer| {
         if listed.record.is_none() {
             let key = signer.as_ref().map(|s| s.public_key.as_str());
             seen_grant = Some(super::first_seen::check(store, package, key, &what)?);

@@ -11,8 +11,9 @@
 //! verifier can say which file differs).
 //!
 //! The verifier rebuilds the file list from the files actually present ([`package_files`]):
-//! a file added, removed or changed after signing is refused by name. In an installed
-//! package's folder what npm and git add that is not the package is passed over
+//! a file added, removed or changed after signing is refused by name. In an unpacked archive
+//! ([`Layout::Packed`]) every file counts; in an installed package's folder
+//! ([`Layout::Installed`]) what npm and git add that is not the package is passed over
 //! ([`NOT_THE_PACKAGE`]: `node_modules/`, where npm puts the package's dependencies, which the
 //! signature does not cover; `.git/`; the `package-lock.json` npm writes after a clone).
 //! Nothing here runs plugin code.
@@ -43,6 +44,17 @@ pub const NOT_THE_PACKAGE: [&str; 4] = [
     "package-lock.json",
     super::store::RECORD_FILE,
 ];
+
+/// Where a package's files are, which says what in its folder is the package.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// An unpacked archive (a `.tgz`, or what `install` copied of a folder or repository
+    /// before anything ran in it): every file but [`SIGNATURE_FILE`] is the package.
+    Packed,
+    /// A package's folder after npm or git installed it (or any folder given): the
+    /// [`NOT_THE_PACKAGE`] names at its top are passed over.
+    Installed,
+}
 
 /// The largest signature file read (the statement lists every file: 10,000 files fit).
 pub const MAX_SIGNATURE_BYTES: u64 = 4 << 20;
@@ -90,10 +102,16 @@ impl Statement {
 }
 
 /// The files of the package in the folder `root` with their SHA-256: every regular file
-/// below it, but [`SIGNATURE_FILE`] and the [`NOT_THE_PACKAGE`] names at the top. A link or
+/// below it, but [`SIGNATURE_FILE`] (and, for [`Layout::Installed`], the [`NOT_THE_PACKAGE`]
+/// names) at the top. A link or
 /// special file, a name that is not UTF-8, more than `limits.entries` files or folders, a file
 /// over `limits.entry_bytes` or all over `limits.package_bytes` is an error naming it.
-pub fn package_files(root: &Path, limits: Limits, what: &str) -> Result<PackageFiles, String> {
+pub fn package_files(
+    root: &Path,
+    layout: Layout,
+    limits: Limits,
+    what: &str,
+) -> Result<PackageFiles, String> {
     let mut files = PackageFiles::new();
     let (mut count, mut total) = (0usize, 0u64);
     let mut stack = vec![(PathBuf::new(), String::new())];
@@ -111,7 +129,10 @@ pub fn package_files(root: &Path, limits: Limits, what: &str) -> Result<PackageF
                     escape(&name.to_string_lossy())
                 ));
             };
-            if prefix.is_empty() && (name == SIGNATURE_FILE || NOT_THE_PACKAGE.contains(&name)) {
+            if prefix.is_empty()
+                && (name == SIGNATURE_FILE
+                    || layout == Layout::Installed && NOT_THE_PACKAGE.contains(&name))
+            {
                 continue;
             }
             let path = format!("{prefix}{name}");
@@ -232,7 +253,8 @@ pub fn check_statement(
     ))
 }
 
-/// Verifies the signature of `package`, whose folder is `root`: `Ok(None)` for an unsigned
+/// Verifies the signature of `package`, whose files are in `root` laid out as `layout` says:
+/// `Ok(None)` for an unsigned
 /// package (no [`SIGNATURE_FILE`], no `piHooks.publicKey`), `Ok(Some(signer))` when the
 /// signature verifies against the public key in its `package.json` and the statement it signs
 /// names the package's npm name and version and exactly the files in `root`
@@ -242,6 +264,7 @@ pub fn check_statement(
 pub fn verify_package(
     package: &PackageJson,
     root: &Path,
+    layout: Layout,
     what: &str,
 ) -> Result<Option<Signer>, String> {
     if package.old_signature {
@@ -271,8 +294,15 @@ pub fn verify_package(
         }
         (Some(signature), Some(key)) => (signature, key),
     };
-    let statement = open_signature(&signature, key, what)?;
-    let files = package_files(root, Limits::from_env(), what)?;
+    let mut statement = open_signature(&signature, key, what)?;
+    let files = package_files(root, layout, Limits::from_env(), what)?;
+    if layout == Layout::Installed {
+        // What npm and git put there in an installed folder replaces what was signed there.
+        statement.files.retain(|path, _| {
+            let top = path.split('/').next().unwrap_or_default();
+            !NOT_THE_PACKAGE.contains(&top)
+        });
+    }
     check_statement(&statement, &package.name, &package.version, &files, what)?;
     Ok(Some(Signer {
         public_key: key.trim().to_owned(),
@@ -307,7 +337,8 @@ mod tests {
                 ("lib/node_modules/x.js", b"covered"),
             ],
         );
-        let files = package_files(dir.path(), Limits::default(), "package mk").unwrap();
+        let installed = Layout::Installed;
+        let files = package_files(dir.path(), installed, Limits::default(), "package mk").unwrap();
         let names: Vec<&str> = files.keys().map(String::as_str).collect();
         assert_eq!(
             names,
@@ -319,17 +350,22 @@ mod tests {
             ]
         );
         assert_eq!(files["pi-extension.js"], sha256_hex(b"js"));
+        // In an archive, a node_modules/ of its own is part of the package.
+        let packed = package_files(dir.path(), Layout::Packed, Limits::default(), "mk").unwrap();
+        assert!(packed.contains_key("node_modules/dep/index.js"));
+        assert!(!packed.contains_key(SIGNATURE_FILE));
         #[cfg(unix)]
         {
             std::os::unix::fs::symlink("/etc/passwd", dir.path().join("lib/link")).unwrap();
-            let e = package_files(dir.path(), Limits::default(), "package mk").unwrap_err();
+            let e =
+                package_files(dir.path(), installed, Limits::default(), "package mk").unwrap_err();
             assert!(e.contains("lib/link is a link or a special file"), "{e}");
         }
         let limits = Limits {
             entries: 2,
             ..Limits::default()
         };
-        let e = package_files(dir.path(), limits, "package mk").unwrap_err();
+        let e = package_files(dir.path(), installed, limits, "package mk").unwrap_err();
         assert!(e.contains("more than 2 files"), "{e}");
     }
 

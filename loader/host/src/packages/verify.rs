@@ -9,19 +9,22 @@ use super::manifest::{Library, PackageJson, parse_version};
 /// The SHA-256 of `bytes`, lower-case hex (the trust store's).
 pub use crate::plugin_files::trust::sha256_hex;
 
-pub use super::signature::Signer;
+pub use super::signature::{Layout, Signer};
 
-/// Verifies the signature of `package`, whose files are in the folder `root`, if it has one:
-/// `Ok(None)` for an unsigned package, the signer when its `pi-hooks.sig` signs the package's
-/// npm name, version and every file in `root` (see [`super::signature::verify_package`]). An
-/// added, removed or changed file, or an old-format signature, is an error saying what to do.
-/// Whether that key is the one the user pinned is the installer's question.
+/// Verifies the signature of `package`, whose files are in `root` laid out as `layout` says
+/// (an unpacked archive, or an installed folder whose `node_modules/` is passed over), if it
+/// has one: `Ok(None)` for an unsigned package, the signer when its `pi-hooks.sig` signs the
+/// package's npm name, version and every file in `root` (see
+/// [`super::signature::verify_package`]). An added, removed or changed file, or an
+/// old-format signature, is an error saying what to do. Whether that key is the one the user
+/// pinned is the installer's question.
 pub fn verify_signature(
     package: &PackageJson,
     root: &Path,
+    layout: Layout,
     what: &str,
 ) -> Result<Option<Signer>, String> {
-    super::signature::verify_package(package, root, what)
+    super::signature::verify_package(package, root, layout, what)
 }
 
 /// The library of this package for `platform`, checked: its bytes (read from `root`) match
