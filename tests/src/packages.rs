@@ -136,3 +136,15 @@ pub fn install_record(sandbox: &Sandbox, name: &str) -> Value {
     )
     .unwrap()
 }
+
+/// Writes a package tarball of the folder `dir` (its files under `package/`), as a publisher
+/// would ship an edited package.
+pub fn tgz_of(dir: &Path, out: &Path) {
+    let file = std::fs::File::create(out).unwrap();
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+        file,
+        flate2::Compression::fast(),
+    ));
+    builder.append_dir_all("package", dir).unwrap();
+    builder.into_inner().unwrap().finish().unwrap();
+}

@@ -452,3 +452,62 @@ fn pi_hooks_install_npm_runs_no_lifecycle_scripts() {
         ]
     );
 }
+
+#[test]
+fn a_signed_package_installed_with_npm_verifies_at_each_load() {
+    let sandbox = Sandbox::new();
+    let registry = Registry::with_pi_hooks();
+    let key = pi_hooks_tests::packages::keygen(&sandbox, &sandbox.root().join("keys"));
+    let dist = sandbox.root().join("dist");
+    let packed = pi_hooks_tests::packages::ok(
+        &sandbox,
+        &[
+            "pack",
+            protected_paths_plugin(&sandbox.lib()).to_str().unwrap(),
+            "--name",
+            "@acme/signed-paths",
+            "--out",
+            dist.to_str().unwrap(),
+            "--sign",
+            key.to_str().unwrap(),
+        ],
+    );
+    let tgz = PathBuf::from(
+        packed
+            .lines()
+            .next()
+            .unwrap()
+            .rsplit(" -> ")
+            .next()
+            .unwrap(),
+    );
+    registry.publish(&tgz);
+    let user = PiUser::new(&sandbox, &registry);
+    user.pi_ok(&["install", "npm:pi-hooks"]);
+    // npm installs the package and its dependency (the pi-hooks npm package, in its
+    // node_modules/, which the signature does not cover): what npm installed is what was
+    // checked, and it loads.
+    ok(&mut user.pi_hooks(&["install", "npm:@acme/signed-paths", "--yes"]));
+    let folder = user.npm_global_root().join("@acme/signed-paths");
+    assert!(folder.join("pi-hooks.sig").is_file());
+    let list: Value =
+        serde_json::from_slice(&ok(&mut user.pi_hooks(&["list", "--json"])).stdout).unwrap();
+    assert_eq!(list["plugins"][0]["name"], "protected-paths", "{list}");
+    assert!(
+        list["packages"][0]["signer"]
+            .as_str()
+            .unwrap()
+            .starts_with("RW")
+    );
+    // A file added to npm's copy afterwards: refused at the next load, by name.
+    std::fs::write(folder.join("payload.js"), "evil").unwrap();
+    let list: Value =
+        serde_json::from_slice(&user.pi_hooks(&["list", "--json"]).output().unwrap().stdout)
+            .unwrap();
+    assert_eq!(list["plugins"], json!([]), "{list}");
+    let error = list["errors"][0]["error"].as_str().unwrap();
+    assert!(
+        error.contains("payload.js was added after it was signed"),
+        "{error}"
+    );
+}

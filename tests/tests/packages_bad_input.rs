@@ -103,7 +103,8 @@ fn a_manifest_that_does_not_match_its_signature() {
     let error = install_refused(&sandbox, &folder);
     assert!(error.contains("package protected-paths 0.1.0"), "{error}");
     assert!(
-        error.contains("its manifest does not match its signature"),
+        error
+            .contains("does not match its signature: package.json was changed after it was signed"),
         "{error}"
     );
     // The signed manifest as packed installs.

@@ -1,5 +1,5 @@
 //! `pi-hooks inspect PACKAGE` (a `.tgz` or a package folder): what the package declares,
-//! read from its `package.json` and checked (signature, every library's SHA-256), without
+//! read from its `package.json` and checked (its signature over every file, every library's SHA-256), without
 //! running any of its code.
 
 use std::path::Path;
@@ -12,7 +12,7 @@ use pi_hooks_host::guards::display::escape;
 use pi_hooks_host::packages::archive::{Limits, extract_tgz};
 use pi_hooks_host::packages::manifest::{Capabilities, parse_package_json};
 use pi_hooks_host::packages::platform::host_platform;
-use pi_hooks_host::packages::verify::{sha256_hex, verify_signature};
+use pi_hooks_host::packages::verify::{Layout, sha256_hex, verify_signature};
 
 /// Whether `path` is a package rather than a library: a `.tgz` / `.tar.gz` file, or a
 /// folder with a `package.json`.
@@ -40,7 +40,13 @@ pub(super) fn inspect_package(path: &Path, json: bool) -> Result<ExitCode, Comma
             .map_err(|e| fail(format!("{shown}: package.json {e}")))?;
     let package = parse_package_json(&bytes).map_err(|e| fail(format!("{shown}: {e}")))?;
     let what = format!("package {} {} ({shown})", package.name, package.version);
-    let signer = verify_signature(&package, &what).map_err(fail)?;
+    // A folder may be an installed package (npm's `node_modules/` is not the package).
+    let layout = if path.is_dir() {
+        Layout::Installed
+    } else {
+        Layout::Packed
+    };
+    let signer = verify_signature(&package, &root, layout, &what).map_err(fail)?;
     let manifest = &package.manifest;
     let libraries: Vec<serde_json::Value> = manifest
         .libraries

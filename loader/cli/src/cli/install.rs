@@ -19,7 +19,7 @@ use pi_hooks_host::packages::manifest::{Capabilities, parse_package_json};
 use pi_hooks_host::packages::pi_sources::{NpmCommand, PiSource, install_dir};
 use pi_hooks_host::packages::platform::host_platform;
 use pi_hooks_host::packages::store::{InstallRecord, Scope, Store};
-use pi_hooks_host::packages::verify::{choose_library, verify_signature};
+use pi_hooks_host::packages::verify::{Layout, choose_library, verify_signature};
 use pi_hooks_host::plugin_files::paths::{agent_dir, resolve};
 
 /// The arguments of `pi-hooks install`.
@@ -42,6 +42,16 @@ pub(super) struct InstallArgs {
     /// granted (without it, and without a yes at the prompt, it is refused).
     #[arg(long)]
     grant: bool,
+    /// Install a version lower than the one installed (without it, and without a yes at the
+    /// prompt, it is refused).
+    #[arg(long)]
+    allow_downgrade: bool,
+    /// Replace an installed unsigned package of the same name that came from another source
+    /// (another .tgz, folder, npm package or git repository); without it, and without a yes
+    /// at the prompt, it is refused. A signed package's signer is its identity instead (see
+    /// --accept-new-signer).
+    #[arg(long)]
+    replace: bool,
 }
 
 /// The arguments of `pi-hooks update`.
@@ -62,6 +72,10 @@ pub(super) struct UpdateArgs {
     /// without a yes at the prompt, an update that asks for more is refused).
     #[arg(long)]
     grant: bool,
+    /// Accept an update to a version lower than the one installed (see `install
+    /// --allow-downgrade`).
+    #[arg(long)]
+    allow_downgrade: bool,
 }
 
 /// `pi-hooks install`.
@@ -71,6 +85,8 @@ pub(super) fn install(args: InstallArgs) -> Result<ExitCode, CommandError> {
         yes: args.yes,
         accept_new_signer: args.accept_new_signer,
         grant: args.grant,
+        allow_downgrade: args.allow_downgrade,
+        replace: args.replace,
     };
     let record = install_from(&store, &args.source, None, choices)?;
     let mut text = format!(
@@ -103,6 +119,8 @@ pub(super) fn update(args: UpdateArgs) -> Result<ExitCode, CommandError> {
         yes: args.yes,
         accept_new_signer: args.accept_new_signer,
         grant: args.grant,
+        allow_downgrade: args.allow_downgrade,
+        replace: false,
     };
     let records = match &args.name {
         Some(name) if store.record(name).is_none() => {
@@ -166,11 +184,17 @@ fn accept_pi_installed(
     use pi_hooks_host::packages::{first_seen, installed::listed_packages};
     let scope = if args.local { " for this project" } else { "" };
     let agent = agent_dir().map_err(CommandError::setup)?;
-    let (source, package) = listed_packages(store, &agent, &current_dir())
+    let (source, folder, package) = listed_packages(store, &agent, &current_dir())
         .into_iter()
         .flatten()
         .filter(|l| l.record.is_none())
-        .find_map(|l| Some((l.source, l.package.filter(|p| p.name.as_str() == name)?)))
+        .find_map(|l| {
+            Some((
+                l.source,
+                l.folder,
+                l.package.filter(|p| p.name.as_str() == name)?,
+            ))
+        })
         .ok_or_else(|| {
             CommandError::failed(format!(
                 "no package {} is installed{scope}; `pi-hooks list` shows them",
@@ -183,7 +207,8 @@ fn accept_pi_installed(
         escape(&package.version),
         escape(&source)
     );
-    let signer = verify_signature(&package, &what).map_err(CommandError::failed)?;
+    let signer = verify_signature(&package, &folder, Layout::Installed, &what)
+        .map_err(CommandError::failed)?;
     let key = signer.as_ref().map(|s| s.public_key.clone());
     let seen = first_seen::read(store, name);
     let flag = if args.local { " -l" } else { "" };
@@ -255,6 +280,10 @@ struct Choices {
     accept_new_signer: bool,
     /// A new version may be granted more than the installed one.
     grant: bool,
+    /// A version lower than the installed one may be installed.
+    allow_downgrade: bool,
+    /// An unsigned package may replace an installed one of the same name from another source.
+    replace: bool,
 }
 
 fn store(local: bool) -> Result<Store, CommandError> {
@@ -470,7 +499,7 @@ fn install_from(
         escape(package.name.as_str()),
         escape(&package.version)
     );
-    let signer = verify_signature(&package, &what).map_err(fail)?;
+    let signer = verify_signature(&package, staging.path(), Layout::Packed, &what).map_err(fail)?;
     let installed = previous
         .cloned()
         .or_else(|| store.record(package.name.as_str()));
@@ -492,6 +521,9 @@ fn install_from(
                 "{question}; refused, nothing was changed. If the publisher changed keys, install with --accept-new-signer"
             )));
         }
+    }
+    if let Some(old) = &installed {
+        check_replacement(old, &package, source, previous.is_some(), choices).map_err(fail)?;
     }
     let chosen = choose_library(&package, staging.path(), host_platform(), &what).map_err(fail)?;
     let manifest = &package.manifest;
@@ -565,7 +597,7 @@ fn install_from(
                 source_entry = listed;
             }
             let folder = npm_install(&npm_command()?, spec, store.scope, |folder| {
-                check_installed(folder, &package, &what)
+                check_installed(folder, staging.path(), &what)
             })
             .map_err(fail)?;
             // The store keeps only the record: the files are where npm put them.
@@ -822,30 +854,108 @@ fn put_clone_in_place(clone: &Path, target: &Path, npm: &NpmCommand) -> Result<(
     Ok(())
 }
 
-/// Checks that what npm installed in `folder` is the package that was verified.
-fn check_installed(
-    folder: &Path,
-    verified: &pi_hooks_host::packages::manifest::PackageJson,
-    what: &str,
-) -> Result<(), String> {
-    let bytes =
-        pi_hooks_host::plugin_files::files::read_regular(&folder.join("package.json"), 1 << 20)
-            .map_err(|e| {
-                format!(
-                    "{what}: npm installed it, but {} {e}",
-                    folder.join("package.json").display()
-                )
-            })?;
-    let installed =
-        parse_package_json(&bytes).map_err(|e| format!("{what}: npm installed it, but {e}"))?;
-    if installed.signed_bytes != verified.signed_bytes || installed.version != verified.version {
+/// Checks that what npm installed in `folder` is the package that was verified in `staged`:
+/// the same files with the same bytes (npm's `node_modules/` aside), so the same signature
+/// and library.
+fn check_installed(folder: &Path, staged: &Path, what: &str) -> Result<(), String> {
+    use pi_hooks_host::packages::signature::package_files;
+    let checked = package_files(staged, Layout::Installed, Limits::from_env(), what)?;
+    let installed = package_files(folder, Layout::Installed, Limits::from_env(), what)
+        .map_err(|e| format!("{e} (in what npm installed, {})", folder.display()))?;
+    if installed != checked {
+        let differs: Vec<String> = checked
+            .keys()
+            .chain(installed.keys())
+            .filter(|path| checked.get(*path) != installed.get(*path))
+            .take(5)
+            .map(|path| escape(path).into_owned())
+            .collect();
         return Err(format!(
-            "{what}: npm installed {} {}, not the package that was checked (the registry changed in between?); run the install again",
-            escape(installed.name.as_str()),
-            escape(&installed.version)
+            "{what}: npm installed in {} files other than those that were checked ({}; the registry changed in between?); run the install again",
+            escape(&folder.display().to_string()),
+            escape(&differs.join(", "))
         ));
     }
-    choose_library(&installed, folder, host_platform(), what).map(|_| ())
+    Ok(())
+}
+
+/// What identifies where a package comes from, whatever its version or ref: `npm:NAME`,
+/// `git:URL`, or the file or folder's canonical path.
+fn source_identity(source: &str) -> String {
+    match parse_source(source) {
+        Ok(Source::Npm { .. }) => PiSource::parse(source).identity(&current_dir()),
+        Ok(Source::Git { url, .. }) => format!("git:{url}"),
+        _ => {
+            let path = resolve(source, &current_dir());
+            let path = std::fs::canonicalize(&path).unwrap_or(path);
+            format!("path:{}", path.display())
+        }
+    }
+}
+
+/// Whether `new` is a version lower than `old` (semver's order; a version that is not semver
+/// is compared by its numbers, and one that cannot be compared counts as lower).
+fn is_downgrade(old: &str, new: &str) -> bool {
+    use pi_hooks_host::packages::manifest::parse_version;
+    match (semver::Version::parse(old), semver::Version::parse(new)) {
+        (Ok(old), Ok(new)) => new < old,
+        _ => match (parse_version(old, 3), parse_version(new, 3)) {
+            (Ok(old), Ok(new)) => new < old,
+            _ => old != new,
+        },
+    }
+}
+
+/// The questions a package replacing the installed `old` raises beyond its signer (asked
+/// before): a version lower than the installed one (`--allow-downgrade`), and, for an
+/// installed package that was unsigned, another source than it came from (`--replace`; a
+/// signed one's identity is its signer). Headless without the flag: refused, nothing changed.
+fn check_replacement(
+    old: &InstallRecord,
+    package: &pi_hooks_host::packages::manifest::PackageJson,
+    source: &str,
+    update: bool,
+    choices: Choices,
+) -> Result<(), String> {
+    let command = |flag: &str| {
+        escape(&if update {
+            format!("pi-hooks update {} {flag}", old.name)
+        } else {
+            format!("pi-hooks install {source} {flag}")
+        })
+        .into_owned()
+    };
+    if is_downgrade(&old.version, &package.version) {
+        let question = format!(
+            "{} {} is installed, and this is the lower version {}",
+            escape(&old.name),
+            escape(&old.version),
+            escape(&package.version)
+        );
+        if !choices.allow_downgrade && !confirm(&format!("{question}. Install the lower version?"))
+        {
+            return Err(format!(
+                "{question}; refused, nothing was changed. To install the lower version: `{}`",
+                command("--allow-downgrade")
+            ));
+        }
+    }
+    if old.signer.is_none() && source_identity(&old.origin) != source_identity(source) {
+        let question = format!(
+            "{} {} is installed from {}, and this package of the same name comes from another source, {}",
+            escape(&old.name),
+            escape(&old.version),
+            escape(&old.origin),
+            escape(source)
+        );
+        if !choices.replace && !confirm(&format!("{question}. Replace it?")) {
+            return Err(format!(
+                "{question}; refused, nothing was changed. If this is the package you mean to use: `{}`",
+                command("--replace")
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Asks a yes/no question on the terminal; `false` without one.
@@ -941,7 +1051,10 @@ pub(super) fn installed_packages(agent: &Path, cwd: &Path) -> Vec<(Scope, Instal
             let record = match (&listed.package, listed.record) {
                 (Some(package), record) => {
                     let what = format!("package {}", package.name);
-                    let signer = verify_signature(package, &what).ok().flatten();
+                    let signer =
+                        verify_signature(package, &listed.folder, Layout::Installed, &what)
+                            .ok()
+                            .flatten();
                     let library = pi_hooks_host::packages::verify::check_library(
                         package,
                         host_platform(),

@@ -19,6 +19,7 @@ use pi_hooks_host::packages::manifest::{
     Capabilities, Library, Manifest, PI_EXTENSION, PluginMeta, Registers, package_json,
 };
 use pi_hooks_host::packages::platform::library_platform;
+use pi_hooks_host::packages::signature::{SIGNATURE_FILE, Statement};
 use pi_hooks_host::packages::verify::sha256_hex;
 
 /// The arguments of `pi-hooks pack`.
@@ -30,8 +31,9 @@ pub(super) struct PackArgs {
     /// The folder the package is written to (default: the current one).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
-    /// Sign the manifest with this minisign secret key (`pi-hooks keygen` makes one; an
-    /// encrypted key's password is read from PI_HOOKS_KEY_PASSWORD).
+    /// Sign the package with this minisign secret key (`pi-hooks keygen` makes one; an
+    /// encrypted key's password is read from PI_HOOKS_KEY_PASSWORD): its name, version and
+    /// every file with its SHA-256, in the package's file `pi-hooks.sig`.
     #[arg(long, value_name = "KEY")]
     sign: Option<PathBuf>,
     /// A JSON file with the capabilities the plugin declares:
@@ -165,21 +167,18 @@ pub(super) fn pack(args: PackArgs) -> Result<ExitCode, CommandError> {
             .min_host_version
             .unwrap_or_else(|| pi_hooks_host::packages::HOST_VERSION.to_owned()),
     };
-    let signature = match &args.sign {
+    let key = match &args.sign {
         None => None,
-        Some(key) => Some(sign(&manifest, key)?),
+        Some(key) => Some(signing_key(key)?),
     };
+    let public_key = key.as_ref().map(|(_, public)| public.to_base64());
     let name = args.name.unwrap_or_else(|| manifest.plugin.name.clone());
     check_npm_name(&name)?;
     files.push((
         PI_EXTENSION.to_owned(),
         include_bytes!("../../../../plugins/pi-bridge/native-package.js").to_vec(),
     ));
-    let json = package_json(
-        &manifest,
-        &name,
-        signature.as_ref().map(|(s, k)| (s.as_str(), k.as_str())),
-    );
+    let json = package_json(&manifest, &name, public_key.as_deref());
     let json_text = serde_json::to_string_pretty(&json).unwrap_or_default() + "\n";
     // What an installer reads, read here first: a package it would refuse is not written.
     pi_hooks_host::packages::manifest::parse_package_json(json_text.as_bytes()).map_err(|e| {
@@ -187,6 +186,20 @@ pub(super) fn pack(args: PackArgs) -> Result<ExitCode, CommandError> {
             "the package would be refused at install: {e} (the plugin's name and version come from its descriptor; the npm name from --name)"
         ))
     })?;
+    files.insert(0, ("package.json".to_owned(), json_text.into_bytes()));
+    // The signature: over npm's name and version and every file (package.json included), in a
+    // file of its own.
+    if let Some((secret, public)) = &key {
+        let statement = Statement::new(
+            &name,
+            &manifest.plugin.version,
+            files
+                .iter()
+                .map(|(path, bytes)| (path.clone(), sha256_hex(bytes)))
+                .collect(),
+        );
+        files.push((SIGNATURE_FILE.to_owned(), sign(&statement, secret, public)?));
+    }
     let out_dir = args.out.unwrap_or_else(|| PathBuf::from("."));
     std::fs::create_dir_all(&out_dir)
         .map_err(|e| CommandError::failed(format!("cannot create {}: {e}", out_dir.display())))?;
@@ -196,7 +209,7 @@ pub(super) fn pack(args: PackArgs) -> Result<ExitCode, CommandError> {
         name.replace('/', "-").trim_start_matches('@'),
         manifest.plugin.version
     ));
-    write_tgz(&out, &json_text, &files)
+    write_tgz(&out, &files)
         .map_err(|e| CommandError::failed(format!("cannot write {}: {e}", out.display())))?;
     let mut text = format!(
         "Packed {} {} -> {}\n  platforms: {}\n  signed: {}\n",
@@ -209,9 +222,9 @@ pub(super) fn pack(args: PackArgs) -> Result<ExitCode, CommandError> {
             .cloned()
             .collect::<Vec<_>>()
             .join(", "),
-        signature
+        public_key
             .as_ref()
-            .map_or("no".to_owned(), |(_, k)| format!("yes, by key {k}")),
+            .map_or("no".to_owned(), |k| format!("yes, by key {k}")),
     );
     for line in Capabilities::describe(manifest.capabilities.as_ref()) {
         text.push_str(&format!("  capabilities: {line}\n"));
@@ -304,9 +317,9 @@ fn names(value: &Value, key: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Signs the manifest's compact JSON with the minisign secret key in `key`; returns the
-/// signature's text and the public key (base64).
-fn sign(manifest: &Manifest, key: &Path) -> Result<(String, String), CommandError> {
+/// Opens the minisign secret key in `key` (an encrypted one with PI_HOOKS_KEY_PASSWORD);
+/// returns it and its public key.
+fn signing_key(key: &Path) -> Result<(minisign::SecretKey, minisign::PublicKey), CommandError> {
     let text = std::fs::read_to_string(key)
         .map_err(|e| CommandError::failed(format!("cannot read the key {}: {e}", key.display())))?;
     let password = std::env::var("PI_HOOKS_KEY_PASSWORD").unwrap_or_default();
@@ -320,25 +333,31 @@ fn sign(manifest: &Manifest, key: &Path) -> Result<(String, String), CommandErro
         })?;
     let public = minisign::PublicKey::from_secret_key(&secret)
         .map_err(|e| CommandError::failed(format!("cannot derive the public key: {e}")))?;
-    let manifest_value = serde_json::to_value(manifest).unwrap_or(Value::Null);
-    let bytes = pi_hooks_host::packages::manifest::signed_bytes(&manifest_value);
-    let comment = format!(
-        "pi-hooks package {} {}",
-        manifest.plugin.name, manifest.plugin.version
-    );
-    let signature = minisign::sign(
-        Some(&public),
-        &secret,
-        std::io::Cursor::new(bytes),
-        Some(&comment),
-        None,
-    )
-    .map_err(|e| CommandError::failed(format!("cannot sign: {e}")))?;
-    Ok((signature.into_string(), public.to_base64()))
+    Ok((secret, public))
 }
 
-/// Writes the package: `package/package.json` and the libraries, gzip-compressed.
-fn write_tgz(out: &Path, json: &str, files: &[(String, Vec<u8>)]) -> std::io::Result<()> {
+/// Signs `statement`: the contents of the package's `pi-hooks.sig`, minisign's text format
+/// with the statement as its trusted comment (see `pi_hooks_host::packages::signature`).
+fn sign(
+    statement: &Statement,
+    secret: &minisign::SecretKey,
+    public: &minisign::PublicKey,
+) -> Result<Vec<u8>, CommandError> {
+    let text = statement.to_text();
+    let comment = format!("pi-hooks package {} {}", statement.name, statement.version);
+    let signature = minisign::sign(
+        Some(public),
+        secret,
+        std::io::Cursor::new(text.as_bytes()),
+        Some(&text),
+        Some(&comment),
+    )
+    .map_err(|e| CommandError::failed(format!("cannot sign: {e}")))?;
+    Ok(signature.into_string().into_bytes())
+}
+
+/// Writes the package: `files` (`package.json` first) under `package/`, gzip-compressed.
+fn write_tgz(out: &Path, files: &[(String, Vec<u8>)]) -> std::io::Result<()> {
     let temp = out.with_extension("tgz.partial");
     let file = std::fs::File::create(&temp)?;
     let gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
@@ -351,9 +370,13 @@ fn write_tgz(out: &Path, json: &str, files: &[(String, Vec<u8>)]) -> std::io::Re
         header.set_entry_type(tar::EntryType::Regular);
         tar.append_data(&mut header, format!("package/{path}"), bytes)
     };
-    add("package.json", json.as_bytes(), 0o644)?;
     for (path, bytes) in files {
-        add(path, bytes, 0o755)?;
+        let mode = if path.starts_with("lib/") {
+            0o755
+        } else {
+            0o644
+        };
+        add(path, bytes, mode)?;
     }
     tar.into_inner()?.finish()?.sync_all()?;
     std::fs::rename(temp, out)

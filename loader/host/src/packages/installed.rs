@@ -5,7 +5,9 @@
 //!
 //! A package in pi-hooks' store loads with the SHA-256 recorded at its install. One in pi's
 //! places is checked from its own `package.json` each time: its signature (against the key
-//! pinned at install when pi-hooks installed it), the library for this platform, its ABI and
+//! pinned at install when pi-hooks installed it; the signature covers every file of the
+//! folder but its `node_modules/`, so a file added, removed or changed since signing is
+//! refused), the library for this platform, its ABI and
 //! the host version it needs; the library then loads only if its bytes have the manifest's
 //! SHA-256 (a `pi update` brings a new version, whose manifest says what its bytes are).
 
@@ -160,7 +162,13 @@ fn plugin_of(listed: &ListedPackage, store: &Store) -> Option<Listed> {
     );
     // A package pi installed: what pi-hooks first saw of it is what the user accepted.
     let mut seen_grant = None;
-    let checked = super::verify::verify_signature(package, &what).and_then(|signer| {
+    let checked = super::verify::verify_signature(
+        package,
+        &listed.folder,
+        super::signature::Layout::Installed,
+        &what,
+    )
+    .and_then(|signer| {
         if store.scope == Scope::Project {
             let library = super::verify::check_library(package, host_platform(), &what)?;
             own_files(store, &listed.folder, &library.path, &what)?;

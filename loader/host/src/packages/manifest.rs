@@ -11,12 +11,14 @@
 //!     "capabilities": null,
 //!     "minHostVersion": "0.1.0"
 //!   },
-//!   "signature": "untrusted comment: ...\n..."
+//!   "publicKey": "RWQ..."
 //! }
 //! ```
 //!
-//! The signature (minisign's format, optional) is over the manifest's compact JSON: the
-//! `manifest` object serialised without whitespace, keys in the order written.
+//! A signed package carries its signer's minisign public key here and its signature in a file
+//! of its own, over every file of the package, this one included (see
+//! [`super::signature`]). The old `signature` key (a signature over the manifest only) is read
+//! only to be refused.
 
 use std::collections::BTreeMap;
 
@@ -35,11 +37,11 @@ pub struct PackageJson {
     pub version: String,
     /// The manifest.
     pub manifest: Manifest,
-    /// The exact bytes the signature covers: the manifest's compact JSON.
-    pub signed_bytes: Vec<u8>,
-    /// The signature (minisign's text format), if the package is signed.
-    pub signature: Option<String>,
-    /// The signer's minisign public key (base64), carried beside the signature.
+    /// Whether it carries a signature of the old format (`piHooks.signature`, over the
+    /// manifest only), which is refused (see [`super::signature::verify_package`]).
+    pub old_signature: bool,
+    /// The signer's minisign public key (base64) of a signed package (`piHooks.publicKey`);
+    /// the signature is in [`super::signature::SIGNATURE_FILE`].
     pub public_key: Option<String>,
 }
 
@@ -382,15 +384,7 @@ pub fn parse_package_json(bytes: &[u8]) -> Result<PackageJson, String> {
             escape(&e.to_string())
         )
     })?;
-    let signature = match ours.get("signature") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => {
-            return Err(format!(
-                "package.json's `{PACKAGE_KEY}.signature` must be a string (minisign's format); repack the package"
-            ));
-        }
-    };
+    let old_signature = !matches!(ours.get("signature"), None | Some(Value::Null));
     for (platform, library) in &manifest.libraries {
         if !super::platform::PLATFORMS.contains(&platform.as_str()) {
             return Err(format!(
@@ -429,24 +423,22 @@ pub fn parse_package_json(bytes: &[u8]) -> Result<PackageJson, String> {
             .map_err(|e| format!("package.json's {e}; ask the package's publisher to fix it"))?;
         manifest.capabilities = Some(checked);
     }
-    let public_key = ours
-        .get("publicKey")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    let signed_bytes = signed_bytes(manifest_value);
+    let public_key = match ours.get("publicKey") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => {
+            return Err(format!(
+                "package.json's `{PACKAGE_KEY}.publicKey` must be a string (a minisign public key); repack the package"
+            ));
+        }
+    };
     Ok(PackageJson {
         name,
         version,
         manifest,
-        signed_bytes,
-        signature,
+        old_signature,
         public_key,
     })
-}
-
-/// The bytes a signature covers: the manifest's compact JSON.
-pub fn signed_bytes(manifest: &Value) -> Vec<u8> {
-    serde_json::to_vec(manifest).unwrap_or_default()
 }
 
 /// The pi extension a package made by `pi-hooks pack` carries (`plugins/pi-bridge/
@@ -457,13 +449,13 @@ pub const PI_EXTENSION: &str = "pi-extension.js";
 /// Builds a `package.json` for `manifest` (npm's and pi's fields plus ours), named `name` on
 /// npm (the plugin's name, or a scoped name such as `@acme/my-gate`). For pi it is a pi
 /// package whose extension is [`PI_EXTENSION`], depending on the `pi-hooks` npm package (the
-/// bridge and the binary) at the manifest's `minHostVersion` or newer.
-pub fn package_json(manifest: &Manifest, name: &str, signature: Option<(&str, &str)>) -> Value {
+/// bridge and the binary) at the manifest's `minHostVersion` or newer. `public_key` is the
+/// signer's (minisign, base64) for a package that will be signed.
+pub fn package_json(manifest: &Manifest, name: &str, public_key: Option<&str>) -> Value {
     let manifest_value = serde_json::to_value(manifest).unwrap_or(Value::Null);
     let mut ours = serde_json::Map::new();
     ours.insert("manifest".into(), manifest_value);
-    if let Some((sig, public_key)) = signature {
-        ours.insert("signature".into(), Value::String(sig.to_owned()));
+    if let Some(public_key) = public_key {
         ours.insert("publicKey".into(), Value::String(public_key.to_owned()));
     }
     serde_json::json!({
@@ -538,12 +530,22 @@ mod tests {
             capabilities: None,
             min_host_version: "0.1.0".into(),
         };
-        let json =
-            serde_json::to_vec(&package_json(&manifest, "gate", Some(("sig", "key")))).unwrap();
+        let json = serde_json::to_vec(&package_json(&manifest, "gate", Some("key"))).unwrap();
         let read = parse_package_json(&json).unwrap();
         assert_eq!(
-            (read.manifest, read.signature.as_deref()),
-            (manifest.clone(), Some("sig"))
+            (
+                read.manifest,
+                read.public_key.as_deref(),
+                read.old_signature
+            ),
+            (manifest.clone(), Some("key"), false)
+        );
+        let mut old = package_json(&manifest, "gate", Some("key"));
+        old["piHooks"]["signature"] = "untrusted comment: ...".into();
+        assert!(
+            parse_package_json(&serde_json::to_vec(&old).unwrap())
+                .unwrap()
+                .old_signature
         );
         assert!(
             parse_package_json(b"{not json")

@@ -3,7 +3,8 @@
 //!
 //! One module per concern: [`manifest`] (the `piHooks` key of `package.json`: one library per
 //! platform with its SHA-256 and ABI, the plugin's metadata, its declared capabilities, the
-//! lowest host version, an optional signature), [`platform`] (this host's platform name and a
+//! lowest host version, the signer's public key), [`signature`] (the signature over the package's
+//! name, version and every file), [`platform`] (this host's platform name and a
 //! library's, read from its header), [`archive`] (safe extraction of a tarball), [`verify`]
 //! (SHA-256, minisign signature, ABI and host version checks), [`store`] (where pi-hooks keeps
 //! installed packages, their install records, and `packages` in `settings.json`, written under
@@ -20,6 +21,7 @@ pub mod manifest;
 pub mod pi_sources;
 pub mod platform;
 pub mod records;
+pub mod signature;
 pub mod store;
 pub mod verified;
 pub mod verify;

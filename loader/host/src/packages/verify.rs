@@ -1,4 +1,4 @@
-//! Checks on a package before anything of it is used: the signature over the manifest, the
+//! Checks on a package before anything of it is used: its signature (over every file), the
 //! library for this platform, its SHA-256, its ABI and the host version the package needs.
 //! Nothing here runs plugin code.
 
@@ -10,41 +10,22 @@ use crate::guards::display::escape;
 /// The SHA-256 of `bytes`, lower-case hex (the trust store's).
 pub use crate::plugin_files::trust::sha256_hex;
 
-/// Who signed a package: the minisign public key (base64) its signature verified against.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Signer {
-    /// The public key, minisign's base64 form (the second line of a `.pub` file).
-    pub public_key: String,
-}
+pub use super::signature::{Layout, Signer};
 
-/// Verifies the package's signature, if it has one, against the public key it carries.
-/// `Ok(None)` for an unsigned package. Whether that key is the one the user pinned is the
-/// installer's question.
-pub fn verify_signature(package: &PackageJson, what: &str) -> Result<Option<Signer>, String> {
-    let public_key = package.public_key.as_deref();
-    let Some(signature) = &package.signature else {
-        return Ok(None);
-    };
-    let Some(key) = public_key else {
-        return Err(format!(
-            "{what} is signed but carries no public key (`piHooks.publicKey`); repack it with `pi-hooks pack --sign`"
-        ));
-    };
-    let key_text = key.trim();
-    let public = minisign_verify::PublicKey::from_base64(key_text).map_err(|e| {
-        format!("{what}: the public key is not a minisign public key ({e}); repack it")
-    })?;
-    let decoded = minisign_verify::Signature::decode(signature).map_err(|e| {
-        format!("{what}: the signature is not in minisign's format ({e}); repack it")
-    })?;
-    public.verify(&package.signed_bytes, &decoded, false).map_err(|e| {
-        format!(
-            "{what}: its manifest does not match its signature ({e}); the package was changed after it was signed. Do not install it; get it again from its publisher"
-        )
-    })?;
-    Ok(Some(Signer {
-        public_key: key_text.to_owned(),
-    }))
+/// Verifies the signature of `package`, whose files are in `root` laid out as `layout` says
+/// (an unpacked archive, or an installed folder whose `node_modules/` is passed over), if it
+/// has one: `Ok(None)` for an unsigned package, the signer when its `pi-hooks.sig` signs the
+/// package's npm name, version and every file in `root` (see
+/// [`super::signature::verify_package`]). An added, removed or changed file, or an
+/// old-format signature, is an error saying what to do. Whether that key is the one the user
+/// pinned is the installer's question.
+pub fn verify_signature(
+    package: &PackageJson,
+    root: &Path,
+    layout: Layout,
+    what: &str,
+) -> Result<Option<Signer>, String> {
+    super::signature::verify_package(package, root, layout, what)
 }
 
 /// The library of this package for `platform`, checked: its bytes (read from `root`) match
