@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use pi_hooks_host::packages::signature::SIGNATURE_FILE;
 use pi_hooks_tests::packages::{
-    edit_package_json, installed_dir, keygen, ok, pack, refused, tgz_of, unpack, user_settings,
+    edit_package_json, install_record, keygen, ok, pack, refused, tgz_of, unpack, user_settings,
 };
 use pi_hooks_tests::{Sandbox, c_example_plugin, loaded_names};
 use serde_json::Value;
@@ -288,7 +288,9 @@ fn a_lower_version_needs_allow_downgrade() {
     edit_package_json(&folder, |json| json["version"] = "0.2.0".into());
     ok(&sandbox, &["install", folder.to_str().unwrap(), "--yes"]);
     let settings = std::fs::read(sandbox.agent_dir().join("settings.json")).unwrap();
-    let record = installed_dir(&sandbox, "protected-paths").join(".pi-hooks-install.json");
+    let record = sandbox
+        .agent_dir()
+        .join("pi-hooks/records/user/install/protected-paths.json");
     let before = std::fs::read(&record).unwrap();
     edit_package_json(&folder, |json| json["version"] = "0.1.5".into());
     for args in [
@@ -346,11 +348,7 @@ fn an_unsigned_package_from_another_source_needs_replace() {
         &sandbox,
         &["install", other.to_str().unwrap(), "--yes", "--replace"],
     );
-    let record: Value = serde_json::from_slice(
-        &std::fs::read(installed_dir(&sandbox, "protected-paths").join(".pi-hooks-install.json"))
-            .unwrap(),
-    )
-    .unwrap();
+    let record = install_record(&sandbox, "protected-paths");
     assert_eq!(record["origin"], other.display().to_string());
 }
 
