@@ -270,13 +270,45 @@ fn a_package_pi_loads_from_its_folder_is_checked_at_each_load() {
     std::fs::write(folder.join(".git/HEAD"), b"ref: refs/heads/main").unwrap();
     let report = sandbox.list_json(&[]);
     assert_eq!(loaded_names(&report), ["protected-paths"], "{report}");
-    // A file added afterwards: not loaded, with the reason.
+    // Once its files are two seconds old, a verified signature is remembered under the agent
+    // directory (with each file's identity), so an unchanged package is not verified again.
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let signature = std::fs::canonicalize(folder.join("pi-hooks.sig")).unwrap();
+    let record = sandbox
+        .agent_dir()
+        .join("pi-hooks/records/user/verified")
+        .join(format!(
+            "{}.json",
+            pi_hooks_host::plugin_files::trust::sha256_hex(
+                signature.as_os_str().as_encoded_bytes()
+            )
+        ));
+    assert!(!record.exists());
+    let report = sandbox.list_json(&[]);
+    assert_eq!(loaded_names(&report), ["protected-paths"], "{report}");
+    assert!(record.is_file(), "the check was not remembered");
+    let report = sandbox.list_json(&[]);
+    assert_eq!(loaded_names(&report), ["protected-paths"], "{report}");
+    // A file added afterwards (the record then stands for nothing): not loaded, with the
+    // reason; and a changed one the same.
     std::fs::write(folder.join("payload.js"), b"evil").unwrap();
     let report = sandbox.list_json(&[]);
     assert_eq!(loaded_names(&report), Vec::<String>::new(), "{report}");
     let error = report["errors"][0]["error"].as_str().unwrap();
     assert!(
         error.contains("payload.js was added after it was signed"),
+        "{error}"
+    );
+    std::fs::remove_file(folder.join("payload.js")).unwrap();
+    let extension = folder.join("pi-extension.js");
+    let mut bytes = std::fs::read(&extension).unwrap();
+    bytes.extend_from_slice(b"\n// changed\n");
+    std::fs::write(&extension, bytes).unwrap();
+    let report = sandbox.list_json(&[]);
+    assert_eq!(loaded_names(&report), Vec::<String>::new(), "{report}");
+    let error = report["errors"][0]["error"].as_str().unwrap();
+    assert!(
+        error.contains("pi-extension.js was changed after it was signed"),
         "{error}"
     );
 }

@@ -6,6 +6,8 @@
 //! - `packages/discover/10-npm-packages`: discovery with 10 `npm:` entries installed by pi
 //!   (or `pi-hooks install npm:`) in npm's global folder, `npm root -g` kept from an earlier
 //!   start (10 `package.json` read and checked: platform, ABI, host version; 10 pins);
+//! - `packages/discover/10-signed-npm-packages`: the same, each package signed (its
+//!   `pi-hooks.sig` checked at each start: every file hashed, the signature verified);
 //! - `packages/discover/10-in-hooks-folder`: discovery of the same 10 libraries in
 //!   `<agentDir>/hooks/` (what loading them costs anyway, beside the load itself);
 //! - `packages/sha256/KiB`: the SHA-256 of a library of that size, what a load of a package
@@ -76,7 +78,19 @@ fn with_packages(agent: &Path, cwd: &Path) {
     .unwrap();
 }
 
-fn with_npm_packages(agent: &Path, _cwd: &Path) {
+fn with_npm_packages(agent: &Path, cwd: &Path) {
+    npm_packages(agent, cwd, false);
+}
+
+fn with_signed_npm_packages(agent: &Path, cwd: &Path) {
+    npm_packages(agent, cwd, true);
+}
+
+/// Ten packages pi installed from npm, each signed (its `pi-hooks.sig` over its name,
+/// version and every file) when `signed`.
+fn npm_packages(agent: &Path, _cwd: &Path, signed: bool) {
+    use pi_hooks_host::packages::signature::{SIGNATURE_FILE, Statement};
+    let keys = minisign::KeyPair::generate_unencrypted_keypair().unwrap();
     use pi_hooks_host::packages::manifest::{Library, Manifest, PluginMeta, package_json};
     let root = agent.join("npm-global/lib/node_modules");
     let abi = format!(
@@ -111,11 +125,33 @@ fn with_npm_packages(agent: &Path, _cwd: &Path) {
             capabilities: None,
             min_host_version: "0.1.0".to_owned(),
         };
-        std::fs::write(
-            dir.join("package.json"),
-            package_json(&manifest, &name, None).to_string(),
-        )
-        .unwrap();
+        let public = signed.then(|| keys.pk.to_base64());
+        let json = package_json(&manifest, &name, public.as_deref()).to_string();
+        std::fs::write(dir.join("package.json"), &json).unwrap();
+        if signed {
+            let statement = Statement::new(
+                &name,
+                "1.0.0",
+                [
+                    ("package.json".to_owned(), sha256_hex(json.as_bytes())),
+                    (
+                        manifest.libraries.values().next().unwrap().path.clone(),
+                        sha256_hex(&bytes),
+                    ),
+                ]
+                .into(),
+            );
+            let text = statement.to_text();
+            let signature = minisign::sign(
+                Some(&keys.pk),
+                &keys.sk,
+                std::io::Cursor::new(text.as_bytes()),
+                Some(&text),
+                Some("pi-hooks package"),
+            )
+            .unwrap();
+            std::fs::write(dir.join(SIGNATURE_FILE), signature.into_string()).unwrap();
+        }
         sources.push(format!("npm:{name}"));
     }
     std::fs::create_dir_all(agent.join("pi-hooks")).unwrap();
@@ -211,6 +247,7 @@ fn main() {
     for (label, setup) in [
         ("10-packages", with_packages as fn(&Path, &Path)),
         ("10-npm-packages", with_npm_packages),
+        ("10-signed-npm-packages", with_signed_npm_packages),
         ("10-in-hooks-folder", with_hooks_folder),
     ] {
         let agent = root.path().join(label);

@@ -162,10 +162,10 @@ fn plugin_of(listed: &ListedPackage, store: &Store) -> Option<Listed> {
     );
     // A package pi installed: what pi-hooks first saw of it is what the user accepted.
     let mut seen_grant = None;
-    let checked = super::verify::verify_signature(
+    let checked = super::verify::verify_installed_signature(
         package,
         &listed.folder,
-        super::signature::Layout::Installed,
+        &store.records,
         &what,
     )
     .and_then(|signer| {

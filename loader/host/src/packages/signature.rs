@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use super::archive::Limits;
 use super::manifest::PackageJson;
 use crate::guards::display::escape;
+use crate::plugin_files::files::FileIdentity;
 use crate::plugin_files::trust::sha256_hex;
 
 /// The file in a package that holds its signature (minisign's text format).
@@ -113,7 +114,55 @@ pub fn package_files(
     what: &str,
 ) -> Result<PackageFiles, String> {
     let mut files = PackageFiles::new();
-    let (mut count, mut total) = (0usize, 0u64);
+    let mut total = 0u64;
+    walk(root, layout, limits, what, |path, entry| {
+        let bytes = crate::plugin_files::files::read_regular(&entry.path(), limits.entry_bytes)
+            .map_err(|e| format!("{what}: its file {} {e}", escape(path)))?;
+        total += bytes.len() as u64;
+        if total > limits.package_bytes {
+            return Err(format!(
+                "{what} is over the limit of {} bytes for a package",
+                limits.package_bytes
+            ));
+        }
+        files.insert(path.to_owned(), sha256_hex(&bytes));
+        Ok(())
+    })?;
+    Ok(files)
+}
+
+/// The identity (device, inode, size, times) of every file [`package_files`] would hash,
+/// read with `stat` alone: what tells an unchanged package from a changed one without
+/// reading it.
+fn package_identities(
+    root: &Path,
+    layout: Layout,
+    what: &str,
+) -> Result<BTreeMap<String, FileIdentity>, String> {
+    let mut identities = BTreeMap::new();
+    walk(root, layout, Limits::from_env(), what, |path, entry| {
+        let identity = entry
+            .metadata()
+            .ok()
+            .as_ref()
+            .and_then(FileIdentity::of)
+            .ok_or_else(|| format!("{what}: cannot read the state of {}", escape(path)))?;
+        identities.insert(path.to_owned(), identity);
+        Ok(())
+    })?;
+    Ok(identities)
+}
+
+/// Calls `file` with the relative path and entry of every regular file of the package in
+/// `root` (see [`package_files`] for what is passed over and what is refused).
+fn walk(
+    root: &Path,
+    layout: Layout,
+    limits: Limits,
+    what: &str,
+    mut file: impl FnMut(&str, &std::fs::DirEntry) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut count = 0usize;
     let mut stack = vec![(PathBuf::new(), String::new())];
     while let Some((relative, prefix)) = stack.pop() {
         let dir = root.join(&relative);
@@ -149,17 +198,7 @@ pub fn package_files(
             if kind.is_dir() {
                 stack.push((relative.join(name), format!("{path}/")));
             } else if kind.is_file() {
-                let bytes =
-                    crate::plugin_files::files::read_regular(&entry.path(), limits.entry_bytes)
-                        .map_err(|e| format!("{what}: its file {} {e}", escape(&path)))?;
-                total += bytes.len() as u64;
-                if total > limits.package_bytes {
-                    return Err(format!(
-                        "{what} is over the limit of {} bytes for a package",
-                        limits.package_bytes
-                    ));
-                }
-                files.insert(path, sha256_hex(&bytes));
+                file(&path, &entry)?;
             } else {
                 return Err(format!(
                     "{what}: {} is a link or a special file; a package holds only regular files and folders. Do not use it; get it again from its publisher",
@@ -168,7 +207,17 @@ pub fn package_files(
             }
         }
     }
-    Ok(files)
+    Ok(())
+}
+
+/// That a package's signature was verified: the key and signature, and the identity of
+/// every file then. Kept under the agent directory (`verified/` of the scope's records), so
+/// a package unchanged since is not hashed and verified again at every start.
+#[derive(Serialize, Deserialize, PartialEq, Eq)]
+struct Checked {
+    public_key: String,
+    signature_sha256: String,
+    files: BTreeMap<String, FileIdentity>,
 }
 
 /// Authenticates `signature` (the text of a [`SIGNATURE_FILE`]) against the minisign public
@@ -267,6 +316,22 @@ pub fn verify_package(
     layout: Layout,
     what: &str,
 ) -> Result<Option<Signer>, String> {
+    verify_package_with(package, root, layout, None, what)
+}
+
+/// [`verify_package`], remembering in `records` (under the agent directory) that an installed
+/// package's signature verified, with the identity of each of its files then: while no file
+/// was added, removed or changed since (any write moves a file's ctime, which only root can
+/// set back), the package is taken as verified without hashing its files or checking the
+/// signature again. A file changed less than two seconds before the check is never
+/// remembered.
+pub fn verify_package_with(
+    package: &PackageJson,
+    root: &Path,
+    layout: Layout,
+    records: Option<&super::records::Records>,
+    what: &str,
+) -> Result<Option<Signer>, String> {
     if package.old_signature {
         return Err(format!(
             "{what} is signed in the old format (`piHooks.signature` in package.json, over the manifest only), which this pi-hooks refuses: it leaves the package's other files unsigned. Ask its publisher to repack it with this pi-hooks (`pi-hooks pack --sign KEY`), which signs every file in {SIGNATURE_FILE}"
@@ -294,6 +359,26 @@ pub fn verify_package(
         }
         (Some(signature), Some(key)) => (signature, key),
     };
+    let remembered = records.map(|records| {
+        let record_key = super::records::RecordKey::library(&root.join(SIGNATURE_FILE));
+        let now = Checked {
+            public_key: key.trim().to_owned(),
+            signature_sha256: sha256_hex(signature.as_bytes()),
+            files: package_identities(root, layout, what).unwrap_or_default(),
+        };
+        (records, record_key, now)
+    });
+    if let Some((records, record_key, now)) = &remembered
+        && !now.files.is_empty()
+        && records
+            .read::<Checked>(super::records::Kind::Verified, record_key)
+            .as_ref()
+            == Some(now)
+    {
+        return Ok(Some(Signer {
+            public_key: key.trim().to_owned(),
+        }));
+    }
     let mut statement = open_signature(&signature, key, what)?;
     let files = package_files(root, layout, Limits::from_env(), what)?;
     if layout == Layout::Installed {
@@ -310,6 +395,13 @@ pub fn verify_package(
         &files,
         what,
     )?;
+    if let Some((records, record_key, now)) = remembered
+        && !now.files.is_empty()
+        && now.files.values().all(super::verified::settled)
+    {
+        // A failure only means verifying again next time.
+        let _ = records.write(super::records::Kind::Verified, &record_key, &now);
+    }
     Ok(Some(Signer {
         public_key: key.trim().to_owned(),
     }))

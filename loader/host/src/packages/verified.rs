@@ -61,7 +61,7 @@ pub fn matches_pin(records: &Records, library: &Path, file: &PluginFile, pinned:
 }
 
 /// Whether the file's last change is old enough for its ctime to tell any later write.
-fn settled(identity: &FileIdentity) -> bool {
+pub(crate) fn settled(identity: &FileIdentity) -> bool {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i128);

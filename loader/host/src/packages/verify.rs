@@ -28,6 +28,17 @@ pub fn verify_signature(
     super::signature::verify_package(package, root, layout, what)
 }
 
+/// [`verify_signature`] of an installed package, remembered in `records` while its files
+/// stay unchanged (see [`super::signature::verify_package_with`]).
+pub fn verify_installed_signature(
+    package: &PackageJson,
+    root: &Path,
+    records: &super::records::Records,
+    what: &str,
+) -> Result<Option<Signer>, String> {
+    super::signature::verify_package_with(package, root, Layout::Installed, Some(records), what)
+}
+
 /// The library of this package for `platform`, checked: its bytes (read from `root`) match
 /// the manifest's SHA-256, its ABI is one this host speaks, and the package's
 /// `minHostVersion` is not newer than this host.
