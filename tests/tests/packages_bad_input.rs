@@ -643,3 +643,37 @@ fn a_source_that_would_be_an_option_is_refused_before_anything_runs() {
     }
     assert!(!marker.exists(), "git ran the upload-pack program");
 }
+
+/// A package pi installed (here a local folder in the user's `packages`, as `pi install
+/// ./folder` records it) was never checked by an install of pi-hooks': at each load its
+/// library must be the plugin its manifest names, even with a matching SHA-256, before any of
+/// it runs.
+#[test]
+fn a_package_pi_installed_whose_library_is_another_plugin_does_not_load() {
+    let sandbox = Sandbox::new();
+    let folder = package_folder(&sandbox, false);
+    std::fs::create_dir_all(sandbox.agent_dir()).unwrap();
+    std::fs::write(
+        sandbox.agent_dir().join("settings.json"),
+        serde_json::json!({ "packages": [folder] }).to_string(),
+    )
+    .unwrap();
+    assert_eq!(loaded_names(&sandbox.list_json(&[])), ["protected-paths"]);
+    // Another plugin's library in its place, the manifest's SHA-256 made to match.
+    let other = c_example_plugin(&sandbox.lib(), "permission-gate-c", "permission_gate");
+    let bytes = std::fs::read(&other).unwrap();
+    std::fs::write(library_file(&folder), &bytes).unwrap();
+    let sha256 = pi_hooks_host::plugin_files::trust::sha256_hex(&bytes);
+    edit_package_json(&folder, |json| {
+        json["piHooks"]["manifest"]["libraries"][host_platform()]["sha256"] = sha256.into();
+    });
+    let report = sandbox.list_json(&[]);
+    assert_eq!(loaded_names(&report), Vec::<String>::new(), "{report}");
+    let error = report["errors"][0]["error"].as_str().unwrap();
+    assert!(
+        error.contains(
+            "is the plugin \"permission-gate-c\", but the manifest names \"protected-paths\""
+        ),
+        "{error}"
+    );
+}

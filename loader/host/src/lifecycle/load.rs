@@ -237,12 +237,7 @@ pub fn load_candidates(options: &DiscoveryOptions) -> (LoadReport, Vec<Candidate
 /// candidates of a discovery say about packages, before any of them is read.
 pub fn note_packages(candidates: &[crate::plugin_files::discover::Candidate]) {
     for package in candidates.iter().filter_map(|c| c.package.as_ref()) {
-        pin_package_sha256(
-            &package.library,
-            &package.sha256,
-            &package.name,
-            &package.records,
-        );
+        pin_package_sha256(&package.library, &package.sha256, package);
         crate::sandbox::note_package(
             &package.library,
             &package.name,
@@ -501,6 +496,9 @@ type Pin = (PathBuf, String, Option<PinnedPackage>);
 struct PinnedPackage {
     name: String,
     records: crate::packages::records::Records,
+    /// The plugin its manifest names, which its library must say it is (a package pi
+    /// installed; `None`: checked at its install by pi-hooks).
+    plugin: Option<String>,
 }
 static PINS: std::sync::RwLock<Vec<Pin>> = std::sync::RwLock::new(Vec::new());
 
@@ -518,15 +516,15 @@ pub fn pin_sha256(path: &Path, sha256: &str) {
 pub fn pin_package_sha256(
     path: &Path,
     sha256: &str,
-    package: &str,
-    records: &crate::packages::records::Records,
+    package: &crate::packages::installed::PackagePlugin,
 ) {
     pin(
         path,
         sha256,
         Some(PinnedPackage {
-            name: package.to_owned(),
-            records: records.clone(),
+            name: package.name.clone(),
+            records: package.records.clone(),
+            plugin: package.plugin.clone(),
         }),
     );
 }
@@ -605,6 +603,25 @@ fn load_timed(
                 file.sha256()
             ),
         });
+    }
+    if let Some((
+        _,
+        Some(PinnedPackage {
+            name,
+            plugin: Some(plugin),
+            ..
+        }),
+    )) = pinned(path)
+    {
+        // A package pi installed: its library must be the plugin its manifest names before
+        // any of it runs (a library that lies would load as another plugin).
+        let what = format!("package {}", escape(&name));
+        crate::packages::verify::plugin_info(
+            &file.bytes,
+            &plugin,
+            &path.display().to_string(),
+            &what,
+        )?;
     }
     let trust = if origin.needs_trust() {
         let store = match store {

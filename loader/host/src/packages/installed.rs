@@ -36,6 +36,9 @@ pub struct PackagePlugin {
     pub capabilities: Option<super::manifest::Capabilities>,
     /// The records of its scope (where the check of its library's bytes is kept).
     pub records: super::records::Records,
+    /// For a package pi installed (never checked by an install of pi-hooks'): the plugin its
+    /// manifest names, which the library's information block must name at each load.
+    pub plugin: Option<String>,
 }
 
 /// A native package a scope's `packages` lists.
@@ -153,6 +156,7 @@ fn plugin_of(listed: &ListedPackage, store: &Store) -> Option<Listed> {
             version: record.version.clone(),
             capabilities: record.capabilities.clone(),
             records: store.records.clone(),
+            plugin: None,
         }));
     };
     let json = listed.folder.join("package.json");
@@ -202,6 +206,7 @@ fn plugin_of(listed: &ListedPackage, store: &Store) -> Option<Listed> {
                 None => seen_grant.flatten(),
             },
             records: store.records.clone(),
+            plugin: Some(package.manifest.plugin.name.clone()),
         }),
         Err(e) => Err((json, e)),
     })

@@ -130,38 +130,11 @@ pub fn choose_library(
     }
     // What the library says of itself, read from its bytes (nothing of it runs): a plugin at
     // all, the plugin the manifest names, for an ABI this host speaks.
-    let file = crate::library::info::read_file_info(&bytes)
-        .map_err(|e| format!("{what}: its library {} {e}", escape(&library.path)))?;
-    if !file.has_entry {
-        return Err(format!(
-            "{what}: its library {} does not export {} and is not a pi-hooks plugin; the package was assembled wrongly, ask its publisher",
-            escape(&library.path),
-            pi_hooks_abi::ENTRY_SYMBOL
-        ));
-    }
-    let manifest = &package.manifest;
+    let info = plugin_info(&bytes, &package.manifest.plugin.name, &library.path, what)?;
     let (major, minor) = (
         pi_hooks_abi::ffi::version::PI_HOOKS_ABI_MAJOR as u64,
         pi_hooks_abi::ffi::version::PI_HOOKS_ABI_MINOR as u64,
     );
-    // The block is what says, before anything runs, which plugin the library is: without
-    // one the library could load as any plugin.
-    let Some(info) = &file.info else {
-        return Err(format!(
-            "{what}: its library {} exports no {} block, so which plugin it is cannot be checked against the manifest's \"{}\" before it runs; ask its publisher to build it with PI_HOOKS_PLUGIN (or PI_HOOKS_PLUGIN_INFO, or the Rust SDK's plugin macro) and repack it",
-            escape(&library.path),
-            pi_hooks_abi::INFO_SYMBOL,
-            escape(&manifest.plugin.name)
-        ));
-    };
-    if info.name != manifest.plugin.name {
-        return Err(format!(
-            "{what}: its library {} is the plugin \"{}\", but the manifest names \"{}\"; the package was assembled wrongly, ask its publisher",
-            escape(&library.path),
-            escape(&info.name),
-            escape(&manifest.plugin.name)
-        ));
-    }
     if info.abi_major as u64 != major || info.abi_minor as u64 > minor {
         return Err(format!(
             "{what}: its library {} was built for ABI {} (the manifest says {}), and this host speaks ABI {major}.{minor}; update pi-hooks or ask its publisher to rebuild it",
@@ -175,4 +148,45 @@ pub fn choose_library(
         library,
         path,
     })
+}
+
+/// What a package's library says of itself, read from its `bytes` (nothing of it runs): it
+/// must be a pi-hooks plugin at all, carry an information block, and be the plugin `plugin`
+/// its manifest names. `shown` is the library's path in the package, for messages. Checked at
+/// install and at each load of a package pi installed (whose library pi-hooks never checked
+/// at an install of its own).
+pub fn plugin_info(
+    bytes: &[u8],
+    plugin: &str,
+    shown: &str,
+    what: &str,
+) -> Result<pi_hooks_abi::info_block::PluginInfo, String> {
+    let file = crate::library::info::read_file_info(bytes)
+        .map_err(|e| format!("{what}: its library {} {e}", escape(shown)))?;
+    if !file.has_entry {
+        return Err(format!(
+            "{what}: its library {} does not export {} and is not a pi-hooks plugin; the package was assembled wrongly, ask its publisher",
+            escape(shown),
+            pi_hooks_abi::ENTRY_SYMBOL
+        ));
+    }
+    // The block is what says, before anything runs, which plugin the library is: without
+    // one the library could load as any plugin.
+    let Some(info) = file.info else {
+        return Err(format!(
+            "{what}: its library {} exports no {} block, so which plugin it is cannot be checked against the manifest's \"{}\" before it runs; ask its publisher to build it with PI_HOOKS_PLUGIN (or PI_HOOKS_PLUGIN_INFO, or the Rust SDK's plugin macro) and repack it",
+            escape(shown),
+            pi_hooks_abi::INFO_SYMBOL,
+            escape(plugin)
+        ));
+    };
+    if info.name != plugin {
+        return Err(format!(
+            "{what}: its library {} is the plugin \"{}\", but the manifest names \"{}\"; the package was assembled wrongly, ask its publisher",
+            escape(shown),
+            escape(&info.name),
+            escape(plugin)
+        ));
+    }
+    Ok(info)
 }
