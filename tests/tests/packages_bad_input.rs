@@ -647,3 +647,32 @@ fn inspect_of_a_folder_whose_library_is_a_fifo() {
         "a FIFO (named pipe)",
     );
 }
+
+#[test]
+fn inspect_escapes_what_the_package_says_and_calls_capabilities_its_grant() {
+    let sandbox = Sandbox::new();
+    let folder = package_folder(&sandbox, false);
+    edit_package_json(&folder, |json| {
+        let manifest = &mut json["piHooks"]["manifest"];
+        manifest["plugin"]["description"] = "calm\u{1b}[2J\u{1b}[1Afake".into();
+        let mut library = manifest["libraries"][host_platform()].clone();
+        library["abi"] = "1.5-\u{1b}[31mfake".into();
+        manifest["libraries"]["evil\u{1b}[1A"] = library;
+        manifest["capabilities"] = serde_json::json!({"read": ["${cwd}/\u{202e}x"]});
+    });
+    let shown = ok(&sandbox, &["inspect", folder.to_str().unwrap()]);
+    assert!(
+        !shown.contains('\u{1b}') && !shown.contains('\u{202e}'),
+        "{shown:?}"
+    );
+    assert!(shown.contains("calm\\e[2J\\e[1Afake"), "{shown}");
+    assert!(shown.contains("evil\\e[1A"), "{shown}");
+    assert!(shown.contains("ABI 1.5-\\e[31mfake"), "{shown}");
+    assert!(shown.contains("\\u{202e}x"), "{shown}");
+    assert!(
+        shown.contains("capabilities (accepted at install, they are its grant: on Linux it runs isolated and confined to them):"),
+        "{shown}"
+    );
+    assert!(!shown.contains("not yet enforced"), "{shown}");
+    nothing_installed(&sandbox);
+}
