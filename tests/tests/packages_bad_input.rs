@@ -677,3 +677,270 @@ fn a_package_pi_installed_whose_library_is_another_plugin_does_not_load() {
         "{error}"
     );
 }
+
+/// A gzip-compressed tarball of `(header, data)` entries, each header's checksum set here
+/// (its size is left as given, so it may differ from the data's).
+fn crafted_tgz(path: &Path, entries: Vec<(tar::Header, Vec<u8>)>) {
+    let file = std::fs::File::create(path).unwrap();
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+        file,
+        flate2::Compression::fast(),
+    ));
+    for (mut header, data) in entries {
+        header.set_cksum();
+        builder.append(&header, data.as_slice()).unwrap();
+    }
+    builder.into_inner().unwrap().finish().unwrap();
+}
+
+fn crafted_header(name: &str, kind: tar::EntryType, size: u64) -> tar::Header {
+    let mut header = tar::Header::new_ustar();
+    header.set_path(name).unwrap();
+    header.set_entry_type(kind);
+    header.set_size(size);
+    header.set_mode(0o644);
+    header
+}
+
+/// A pax extended header whose `size` record says `size`.
+fn pax_size(size: u64) -> (tar::Header, Vec<u8>) {
+    let body = format!(" size={size}\n");
+    let mut len = body.len() + 1;
+    while format!("{len}{body}").len() != len {
+        len += 1;
+    }
+    let data = format!("{len}{body}").into_bytes();
+    (
+        crafted_header("PaxHeader", tar::EntryType::XHeader, data.len() as u64),
+        data,
+    )
+}
+
+fn elapsed_below(start: std::time::Instant, seconds: u64) {
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(seconds),
+        "took {:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn pax_size_records_count_against_the_size_caps() {
+    let json = br#"{"name":"bomb","version":"1.0.0"}"#.to_vec();
+    // Each entry's header says 10 bytes; its pax record (which the tar reader follows) says
+    // 40,000, and the data is there: four of them are over a package cap of 100,000 bytes.
+    let sandbox = Sandbox::new();
+    let tgz = sandbox.root().join("bomb.tgz");
+    let mut entries = vec![(
+        crafted_header(
+            "package/package.json",
+            tar::EntryType::Regular,
+            json.len() as u64,
+        ),
+        json.clone(),
+    )];
+    for i in 0..4 {
+        entries.push(pax_size(40_000));
+        entries.push((
+            crafted_header(&format!("package/f{i}"), tar::EntryType::Regular, 10),
+            vec![0u8; 40_000],
+        ));
+    }
+    crafted_tgz(&tgz, entries);
+    let start = std::time::Instant::now();
+    let output = sandbox
+        .command(&["install", tgz.to_str().unwrap(), "--yes"])
+        .env("PI_HOOKS_PACKAGE_MAX_BYTES", "100000")
+        .output()
+        .unwrap();
+    let error = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        error.contains("bomb.tgz is over the limit of 100000 bytes uncompressed"),
+        "{error}"
+    );
+    nothing_installed(&sandbox);
+    elapsed_below(start, 20);
+    // A pax size of 1 TiB behind a 10-byte header, with the default caps: refused at its
+    // header, before any of it is written.
+    let sandbox = Sandbox::new();
+    let tgz = sandbox.root().join("bomb.tgz");
+    crafted_tgz(
+        &tgz,
+        vec![
+            (
+                crafted_header(
+                    "package/package.json",
+                    tar::EntryType::Regular,
+                    json.len() as u64,
+                ),
+                json,
+            ),
+            pax_size(1 << 40),
+            (
+                crafted_header("package/big", tar::EntryType::Regular, 10),
+                vec![0u8; 1 << 20],
+            ),
+        ],
+    );
+    let start = std::time::Instant::now();
+    let error = install_refused(&sandbox, &tgz);
+    assert!(
+        error.contains(
+            "the entry \"package/big\" is 1099511627776 bytes, over the limit of 67108864 per file"
+        ),
+        "{error}"
+    );
+    elapsed_below(start, 20);
+}
+
+#[test]
+fn a_bad_gzip_checksum_or_a_truncated_package_is_damaged() {
+    let sandbox = Sandbox::new();
+    let library = c_example_plugin(&sandbox.lib(), "protected-paths", "protected_paths");
+    let tgz = pack(&sandbox, &library, &sandbox.root().join("dist"), None);
+    let good = std::fs::read(&tgz).unwrap();
+    // The gzip trailer: CRC-32, then the length; the tar data before it is intact.
+    let mut bad = good.clone();
+    let at = bad.len() - 8;
+    bad[at] ^= 0xff;
+    let truncated = good[..good.len() - 6].to_vec();
+    for bytes in [bad, truncated] {
+        let sandbox = Sandbox::new();
+        let tgz = sandbox.root().join("protected-paths-0.1.0.tgz");
+        std::fs::write(&tgz, bytes).unwrap();
+        let error = install_refused(&sandbox, &tgz);
+        assert!(
+            error.contains("protected-paths-0.1.0.tgz is damaged"),
+            "{error}"
+        );
+        assert!(error.contains("download or pack it again"), "{error}");
+    }
+    // As packed, it installs.
+    ok(&sandbox, &["install", tgz.to_str().unwrap(), "--yes"]);
+}
+
+#[test]
+fn a_failed_write_says_where_and_why_not_that_the_package_is_damaged() {
+    let sandbox = Sandbox::new();
+    let library = c_example_plugin(&sandbox.lib(), "protected-paths", "protected_paths");
+    let tgz = pack(&sandbox, &library, &sandbox.root().join("dist"), None);
+    // No file can grow past one block (EFBIG), as on a full disk; SIGXFSZ is ignored
+    // so the write fails instead of killing the process.
+    let inner = sandbox.command(&["install", tgz.to_str().unwrap(), "--yes"]);
+    let mut command = std::process::Command::new("sh");
+    command
+        .arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 1; exec \"$@\"")
+        .arg("sh")
+        .arg(inner.get_program())
+        .args(inner.get_args())
+        .current_dir(sandbox.project());
+    for (key, value) in inner.get_envs() {
+        match value {
+            Some(value) => command.env(key, value),
+            None => command.env_remove(key),
+        };
+    }
+    let output = command.output().unwrap();
+    let error = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{error}");
+    assert!(error.contains("could not write the entry"), "{error}");
+    assert!(
+        error.contains(
+            sandbox
+                .agent_dir()
+                .join("pi-hooks/packages")
+                .to_str()
+                .unwrap()
+        ),
+        "{error}"
+    );
+    assert!(error.contains("File too large"), "{error}");
+    assert!(!error.contains("damaged"), "{error}");
+    nothing_installed(&sandbox);
+}
+
+/// `pi-hooks inspect FOLDER` whose library is `make`'s kind of file: refused within a few
+/// seconds, naming the package and the library, and nothing installed.
+fn inspect_refuses_a_library_that(make: impl FnOnce(&Path), expected: &str) {
+    let sandbox = Sandbox::new();
+    let folder = package_folder(&sandbox, false);
+    let library = library_file(&folder);
+    std::fs::remove_file(&library).unwrap();
+    make(&library);
+    let output = pi_hooks_tests::output_within(
+        sandbox.command(&["inspect", folder.to_str().unwrap()]),
+        std::time::Duration::from_secs(30),
+    );
+    let error = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{error}");
+    assert!(error.contains("package protected-paths 0.1.0"), "{error}");
+    assert!(
+        error.contains(&format!(
+            "its {} library lib/{}/libprotected_paths.so is {expected}, not a regular file",
+            host_platform(),
+            host_platform()
+        )),
+        "{error}"
+    );
+    nothing_installed(&sandbox);
+    // Nor does an install of the folder read it.
+    let output = pi_hooks_tests::output_within(
+        sandbox.command(&["install", folder.to_str().unwrap(), "--yes"]),
+        std::time::Duration::from_secs(30),
+    );
+    assert!(!output.status.success());
+    nothing_installed(&sandbox);
+}
+
+#[test]
+fn inspect_of_a_folder_whose_library_is_a_link_to_dev_zero() {
+    inspect_refuses_a_library_that(
+        |library| std::os::unix::fs::symlink("/dev/zero", library).unwrap(),
+        "a character device",
+    );
+}
+
+#[test]
+fn inspect_of_a_folder_whose_library_is_a_fifo() {
+    inspect_refuses_a_library_that(
+        |library| {
+            let status = std::process::Command::new("mkfifo")
+                .arg(library)
+                .status()
+                .unwrap();
+            assert!(status.success());
+        },
+        "a FIFO (named pipe)",
+    );
+}
+
+#[test]
+fn inspect_escapes_what_the_package_says_and_calls_capabilities_its_grant() {
+    let sandbox = Sandbox::new();
+    let folder = package_folder(&sandbox, false);
+    edit_package_json(&folder, |json| {
+        let manifest = &mut json["piHooks"]["manifest"];
+        manifest["plugin"]["description"] = "calm\u{1b}[2J\u{1b}[1Afake".into();
+        let mut library = manifest["libraries"][host_platform()].clone();
+        library["abi"] = "1.5-\u{1b}[31mfake".into();
+        manifest["libraries"]["evil\u{1b}[1A"] = library;
+        manifest["capabilities"] = serde_json::json!({"read": ["${cwd}/\u{202e}x"]});
+    });
+    let shown = ok(&sandbox, &["inspect", folder.to_str().unwrap()]);
+    assert!(
+        !shown.contains('\u{1b}') && !shown.contains('\u{202e}'),
+        "{shown:?}"
+    );
+    assert!(shown.contains("calm\\e[2J\\e[1Afake"), "{shown}");
+    assert!(shown.contains("evil\\e[1A"), "{shown}");
+    assert!(shown.contains("ABI 1.5-\\e[31mfake"), "{shown}");
+    assert!(shown.contains("\\u{202e}x"), "{shown}");
+    assert!(
+        shown.contains("capabilities (accepted at install, they are its grant: on Linux it runs isolated and confined to them):"),
+        "{shown}"
+    );
+    assert!(!shown.contains("not yet enforced"), "{shown}");
+    nothing_installed(&sandbox);
+}

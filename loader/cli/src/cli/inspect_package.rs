@@ -9,10 +9,11 @@ use serde_json::json;
 
 use super::{CommandError, write_stdout};
 use pi_hooks_host::guards::display::escape;
-use pi_hooks_host::packages::archive::{Limits, extract_tgz};
+use pi_hooks_host::packages::archive::{Limits, MAX_ENTRY_BYTES, extract_tgz};
 use pi_hooks_host::packages::manifest::{Capabilities, parse_package_json};
 use pi_hooks_host::packages::platform::host_platform;
 use pi_hooks_host::packages::verify::{Layout, sha256_hex, verify_signature};
+use pi_hooks_host::plugin_files::files::{ReadError, open_regular, read_regular};
 
 /// Whether `path` is a package rather than a library: a `.tgz` / `.tar.gz` file, or a
 /// folder with a `package.json`.
@@ -31,40 +32,53 @@ pub(super) fn inspect_package(path: &Path, json: bool) -> Result<ExitCode, Comma
         path.to_path_buf()
     } else {
         unpacked = tempfile::tempdir().map_err(|e| fail(format!("cannot unpack: {e}")))?;
-        let file = std::fs::File::open(path).map_err(|e| fail(format!("{shown}: {e}")))?;
+        let file = open_regular(path).map_err(|e| fail(format!("{shown} {e}")))?;
         extract_tgz(file, unpacked.path(), Limits::from_env(), &shown).map_err(fail)?;
         unpacked.path().to_path_buf()
     };
-    let bytes =
-        pi_hooks_host::plugin_files::files::read_regular(&root.join("package.json"), 1 << 20)
-            .map_err(|e| fail(format!("{shown}: package.json {e}")))?;
-    let package = parse_package_json(&bytes).map_err(|e| fail(format!("{shown}: {e}")))?;
-    let what = format!("package {} {} ({shown})", package.name, package.version);
+    let bytes = read_regular(&root.join("package.json"), 1 << 20)
+        .map_err(|e| fail(format!("{shown}: package.json {e}")))?;
+    // Errors may quote the package's own text: escaped whole.
+    let package =
+        parse_package_json(&bytes).map_err(|e| fail(format!("{shown}: {}", escape(&e))))?;
+    let what = format!(
+        "package {} {} ({shown})",
+        escape(package.name.as_str()),
+        escape(&package.version)
+    );
     // A folder may be an installed package (npm's `node_modules/` is not the package).
     let layout = if path.is_dir() {
         Layout::Installed
     } else {
         Layout::Packed
     };
-    let signer = verify_signature(&package, &root, layout, &what).map_err(fail)?;
+    let signer = verify_signature(&package, &root, layout, &what)
+        .map_err(|e| fail(escape(&e).into_owned()))?;
     let manifest = &package.manifest;
-    let libraries: Vec<serde_json::Value> = manifest
-        .libraries
-        .iter()
-        .map(|(platform, library)| {
-            let verified = std::fs::read(root.join(&library.path))
-                .map(|b| sha256_hex(&b) == library.sha256.to_ascii_lowercase())
-                .unwrap_or(false);
-            json!({
+    let mut libraries: Vec<serde_json::Value> = Vec::new();
+    for (platform, library) in &manifest.libraries {
+        // A library is read as the installer reads it: a regular file, at most the
+        // per-file cap (a link to /dev/zero or a FIFO is refused, not read forever).
+        let verified = match read_regular(&root.join(&library.path), MAX_ENTRY_BYTES) {
+            Ok(b) => sha256_hex(&b) == library.sha256.to_ascii_lowercase(),
+            Err(ReadError::NotFound) => false,
+            Err(e) => {
+                return Err(fail(format!(
+                    "{what}: its {} library {} {e}; nothing of it was run",
+                    escape(platform),
+                    escape(&library.path)
+                )));
+            }
+        };
+        libraries.push(json!({
                 "platform": platform,
                 "path": library.path,
                 "sha256": library.sha256,
                 "abi": library.abi,
                 "sha256Matches": verified,
                 "thisPlatform": platform == host_platform(),
-            })
-        })
-        .collect();
+        }));
+    }
     if json {
         let value = json!({
             "name": package.name,
@@ -112,9 +126,11 @@ pub(super) fn inspect_package(path: &Path, json: bool) -> Result<ExitCode, Comma
                 },
             ));
         }
-        text.push_str(
-            "  capabilities (declared; once accepted at install they are its grant, enforced on Linux):\n",
-        );
+        text.push_str(if manifest.capabilities.is_some() {
+            "  capabilities (accepted at install, they are its grant: on Linux it runs isolated and confined to them):\n"
+        } else {
+            "  capabilities (none declared: installed, it is not confined):\n"
+        });
         for line in Capabilities::describe(manifest.capabilities.as_ref()) {
             text.push_str(&format!("    {}\n", escape(&line)));
         }

@@ -394,8 +394,8 @@ fn install_from(
     let mut git_clone: Option<(tempfile::TempDir, PathBuf)> = None;
     let (recorded_source, pinned) = match &parsed {
         Source::Tarball(path) => {
-            let file =
-                std::fs::File::open(path).map_err(|e| fail(format!("cannot open {shown}: {e}")))?;
+            let file = pi_hooks_host::plugin_files::files::open_regular(path)
+                .map_err(|e| fail(format!("cannot open {shown}: {e}")))?;
             extract_tgz(file, staging.path(), Limits::from_env(), &shown).map_err(fail)?;
             (None, false)
         }
@@ -1016,7 +1016,27 @@ fn copy_folder(from: &Path, to: &Path, limits: Limits, what: &str) -> Result<(),
                         limits.package_bytes
                     ));
                 }
-                std::fs::copy(entry.path(), to.join(&rel)).map_err(|e| {
+                // Read as a regular file only, capped (it may have changed since it was
+                // listed: a FIFO or a link to a device is refused, not read forever); what
+                // was read is what counts.
+                let bytes = pi_hooks_host::plugin_files::files::read_regular(
+                    &entry.path(),
+                    limits.entry_bytes,
+                )
+                .map_err(|e| {
+                    format!(
+                        "{what}: {} {e}; nothing was installed",
+                        escape(&rel.display().to_string())
+                    )
+                })?;
+                total = total - size + bytes.len() as u64;
+                if total > limits.package_bytes {
+                    return Err(format!(
+                        "{what} is over the limit of {} bytes; nothing was installed",
+                        limits.package_bytes
+                    ));
+                }
+                std::fs::write(to.join(&rel), &bytes).map_err(|e| {
                     format!(
                         "{what}: cannot copy {}: {e}",
                         escape(&rel.display().to_string())

@@ -128,6 +128,25 @@ pub fn read_regular_with_identity(
     Ok((bytes, identity))
 }
 
+/// Opens the regular file at `path` (symlinks followed) for reading, as [`read_regular`]
+/// does (`O_NONBLOCK`, checked on the open descriptor), for a caller that streams it: a
+/// FIFO, a device or a socket is refused without blocking. The caller caps what it reads.
+pub fn open_regular(path: &Path) -> Result<File, ReadError> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = options.open(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => ReadError::NotFound,
+        _ => ReadError::Io(e),
+    })?;
+    let meta = file.metadata().map_err(ReadError::Io)?;
+    if !meta.is_file() {
+        return Err(ReadError::NotRegular(kind_of(&meta.file_type())));
+    }
+    Ok(file)
+}
+
 /// Reads `file` (of `expected` bytes by its metadata) to its end, refusing more than `limit`.
 pub(crate) fn read_capped(file: &File, expected: u64, limit: u64) -> Result<Vec<u8>, ReadError> {
     let mut bytes = Vec::with_capacity(usize::try_from(expected).unwrap_or(0));
@@ -198,5 +217,14 @@ mod tests {
             read_regular(&dir.path().join("none"), 10),
             Err(ReadError::NotFound)
         ));
+        assert!(matches!(
+            open_regular(&fifo),
+            Err(ReadError::NotRegular("a FIFO (named pipe)"))
+        ));
+        assert!(matches!(
+            open_regular(Path::new("/dev/zero")),
+            Err(ReadError::NotRegular("a character device"))
+        ));
+        assert!(open_regular(&big).is_ok());
     }
 }
