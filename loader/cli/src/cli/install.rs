@@ -699,6 +699,26 @@ fn npm_pack(npm: &NpmCommand, spec: &str) -> Result<tempfile::NamedTempFile, Str
     Ok(kept)
 }
 
+/// npm's `git` setting given on its command line, which wins over an `.npmrc` in the folder
+/// npm runs for (a project's `.pi/npm`, a clone): such a file, which a repository controls,
+/// could otherwise name a program of its own to run as git for a git dependency.
+const NPM_OWN_GIT: &str = "--git=git";
+
+/// The folder npm runs in for `scope`: for the user, the agent directory (a user-scope
+/// command never reads a `.npmrc` or `package.json` of the project it is typed in); for the
+/// project, the project.
+pub(super) fn npm_folder(scope: Scope, cwd: &Path) -> Result<PathBuf, String> {
+    match scope {
+        Scope::User => {
+            let agent = agent_dir()?;
+            std::fs::create_dir_all(&agent)
+                .map_err(|e| format!("cannot create {}: {e}", agent.display()))?;
+            Ok(agent)
+        }
+        Scope::Project => Ok(cwd.to_path_buf()),
+    }
+}
+
 /// Installs `spec` with npm where pi does (`npm install -g SPEC`; for a project `npm install
 /// SPEC --prefix <cwd>/.pi/npm`, in an npm project pi would make), with lifecycle scripts
 /// off (the package's and its dependencies': nothing of a package runs at install), and
@@ -744,13 +764,14 @@ fn npm_install(
                     Err(e) => return Err(format!("{}: {e}", root.join(name).display())),
                 }
             }
-            let mut command = npm.command(&["install", spec, "--ignore-scripts", "--prefix"]);
+            let mut command =
+                npm.command(&["install", spec, "--ignore-scripts", NPM_OWN_GIT, "--prefix"]);
             command.arg(&root);
             command
         }
     };
     let output = command
-        .current_dir(&cwd)
+        .current_dir(npm_folder(scope, &cwd)?)
         .stdin(std::process::Stdio::null())
         .output()
         .map_err(|e| format!("cannot run `{} install {shown_spec}`: {e}", npm.shown()));
@@ -796,8 +817,11 @@ fn undo_npm_install(
             command
         }
     };
+    let Ok(folder) = npm_folder(scope, cwd) else {
+        return;
+    };
     let _ = command
-        .current_dir(cwd)
+        .current_dir(folder)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -826,9 +850,9 @@ fn put_clone_in_place(clone: &Path, target: &Path, npm: &NpmCommand) -> Result<(
     }
     // Lifecycle scripts off: neither the package's nor its dependencies' run.
     let args: &[&str] = if npm.0 == ["npm"] {
-        &["install", "--ignore-scripts", "--omit=dev"]
+        &["install", "--ignore-scripts", NPM_OWN_GIT, "--omit=dev"]
     } else {
-        &["install", "--ignore-scripts"]
+        &["install", "--ignore-scripts", NPM_OWN_GIT]
     };
     let output = npm
         .command(args)

@@ -145,7 +145,7 @@ fn npm_uninstall(cwd: &Path, scope: Scope, name: &str) -> Result<(), CommandErro
         }
     };
     let output = command
-        .current_dir(cwd)
+        .current_dir(super::install::npm_folder(scope, cwd).map_err(CommandError::failed)?)
         .stdin(std::process::Stdio::null())
         .output()
         .map_err(|e| {
