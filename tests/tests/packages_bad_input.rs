@@ -923,9 +923,6 @@ fn inspect_escapes_what_the_package_says_and_calls_capabilities_its_grant() {
     edit_package_json(&folder, |json| {
         let manifest = &mut json["piHooks"]["manifest"];
         manifest["plugin"]["description"] = "calm\u{1b}[2J\u{1b}[1Afake".into();
-        let mut library = manifest["libraries"][host_platform()].clone();
-        library["abi"] = "1.5-\u{1b}[31mfake".into();
-        manifest["libraries"]["evil\u{1b}[1A"] = library;
         manifest["capabilities"] = serde_json::json!({"read": ["${cwd}/\u{202e}x"]});
     });
     let shown = ok(&sandbox, &["inspect", folder.to_str().unwrap()]);
@@ -934,13 +931,26 @@ fn inspect_escapes_what_the_package_says_and_calls_capabilities_its_grant() {
         "{shown:?}"
     );
     assert!(shown.contains("calm\\e[2J\\e[1Afake"), "{shown}");
-    assert!(shown.contains("evil\\e[1A"), "{shown}");
-    assert!(shown.contains("ABI 1.5-\\e[31mfake"), "{shown}");
     assert!(shown.contains("\\u{202e}x"), "{shown}");
     assert!(
         shown.contains("capabilities (accepted at install, they are its grant: on Linux it runs isolated and confined to them):"),
         "{shown}"
     );
     assert!(!shown.contains("not yet enforced"), "{shown}");
+    // A platform key or an ABI that is not what it must be is refused, and shown escaped.
+    edit_package_json(&folder, |json| {
+        let manifest = &mut json["piHooks"]["manifest"];
+        let mut library = manifest["libraries"][host_platform()].clone();
+        library["abi"] = "1.5-\u{1b}[31mfake".into();
+        manifest["libraries"]["evil\u{1b}[1A"] = library;
+    });
+    let output = sandbox.run(&["inspect", folder.to_str().unwrap()]);
+    assert!(!output.status.success());
+    assert!(!output.stdout.contains(&0x1b) && !output.stderr.contains(&0x1b));
+    let error = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        error.contains("evil\\e[1A") || error.contains("1.5-\\e[31mfake"),
+        "{error}"
+    );
     nothing_installed(&sandbox);
 }
