@@ -91,7 +91,9 @@ impl Store {
         if !create && !self.dir.is_dir() {
             return Ok(None);
         }
-        Beneath::open(&self.root, false)?.dir(&self.relative, create)
+        // The agent directory is made for a first install (a project's folder is there).
+        Beneath::open(&self.root, create && self.scope == Scope::User)?
+            .dir(&self.relative, create)
     }
 
     fn folder_made(&self) -> Result<Beneath, String> {
