@@ -617,9 +617,15 @@ fn a_sandbox_key_names_a_package_by_its_name_and_a_library_by_its_path_only() {
     assert_eq!(loaded(&plain, &gate).unwrap()["runs"], "in-process");
     let grant = confined_grant_untrusted(&plain, &other);
 
-    // A package name never names the library libgate.so.
+    // A package name never names the library libgate.so: `false` leaves it as it is...
+    user_sandbox(&s, json!({"gate": false}));
+    let report = list_json(&s);
+    assert_eq!(report["errors"], json!([]), "{report:#}");
+    assert_eq!(loaded(&report, &gate).unwrap()["runs"], "in-process");
+    // ... and a grant under a bare name that no package has, which names the library by its
+    // file name (as plain libraries were once keyed), keeps it from loading rather than
+    // letting it run unconfined, and says how to name it.
     for (what, sandbox) in [
-        ("gate: false", json!({"gate": false})),
         ("gate: a grant", json!({"gate": {"read": ["${cwd}"]}})),
         ("libgate: a grant", json!({"libgate": {"read": ["${cwd}"]}})),
         (
@@ -629,9 +635,13 @@ fn a_sandbox_key_names_a_package_by_its_name_and_a_library_by_its_path_only() {
     ] {
         user_sandbox(&s, sandbox);
         let report = list_json(&s);
-        assert_eq!(report["errors"], json!([]), "{what}: {report:#}");
-        let plugin = loaded(&report, &gate).unwrap_or_else(|| panic!("{what}: {report:#}"));
-        assert_eq!(plugin["runs"], "in-process", "{what}: {plugin:#}");
+        assert!(loaded(&report, &gate).is_none(), "{what}: {report:#}");
+        let error = report["errors"][0]["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains("names a package (a bare name always does)")
+                && error.contains("Name a library by its path"),
+            "{what}: {report:#}"
+        );
     }
     // ... while its path does (the check that the key above would have been read).
     user_sandbox(&s, json!({"./hooks/libgate.so": {"read": ["${cwd}"]}}));

@@ -92,8 +92,7 @@ impl Store {
             return Ok(None);
         }
         // The agent directory is made for a first install (a project's folder is there).
-        Beneath::open(&self.root, create && self.scope == Scope::User)?
-            .dir(&self.relative, create)
+        Beneath::open(&self.root, create && self.scope == Scope::User)?.dir(&self.relative, create)
     }
 
     fn folder_made(&self) -> Result<Beneath, String> {

@@ -227,6 +227,29 @@ pub fn confinement(path: &Path) -> Result<Confinement, String> {
                 .map(Confinement::Confined),
             };
         }
+        // A grant keyed by a bare name that no installed package has, but that names this
+        // library by its file name (how plain libraries were once keyed): the user meant to
+        // confine it. It is not loaded, rather than loaded unconfined.
+        if package.is_none()
+            && let Some(meant) = entries.iter().find(|e| {
+                e.capabilities.is_some()
+                    && !SettingsGrant::names_a_path(&e.name)
+                    && !registry
+                        .packages
+                        .iter()
+                        .any(|(_, name, ..)| *name == e.name)
+                    && crate::isolate::entry_matches(&e.name, base, path, canonical.as_deref())
+            })
+        {
+            return Err(format!(
+                "the `sandbox` key \"{}\" in {} names a package (a bare name always does), and no installed package is called so; it looks meant for this library, so the library was not loaded rather than loaded unconfined. Name a library by its path: \"{}\"",
+                crate::guards::display::escape(&meant.name),
+                settings_path.display(),
+                crate::guards::display::escape(
+                    &canonical.as_deref().unwrap_or(path).display().to_string()
+                )
+            ));
+        }
     }
     match package {
         // A package that declares nothing asks for everything: nothing to confine it to.
