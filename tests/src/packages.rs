@@ -148,3 +148,24 @@ pub fn tgz_of(dir: &Path, out: &Path) {
     builder.append_dir_all("package", dir).unwrap();
     builder.into_inner().unwrap().finish().unwrap();
 }
+
+/// Nothing was installed for the user: no settings, nothing in the store but its lock.
+pub fn nothing_installed(sandbox: &Sandbox) {
+    assert_eq!(user_settings(sandbox), Value::Null);
+    let store = sandbox.agent_dir().join("pi-hooks/packages");
+    if store.exists() {
+        let left: Vec<String> = std::fs::read_dir(&store)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n != ".lock")
+            .collect();
+        assert!(left.is_empty(), "left behind: {left:?}");
+    }
+}
+
+/// `install SOURCE --yes` is refused and installs nothing; returns the error.
+pub fn install_refused(sandbox: &Sandbox, source: &Path) -> String {
+    let error = refused(sandbox, &["install", source.to_str().unwrap(), "--yes"]);
+    nothing_installed(sandbox);
+    error
+}

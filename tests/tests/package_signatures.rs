@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use pi_hooks_host::packages::signature::SIGNATURE_FILE;
 use pi_hooks_tests::packages::{
-    edit_package_json, install_record, keygen, ok, pack, refused, tgz_of, unpack, user_settings,
+    edit_package_json, install_record, install_refused, keygen, ok, pack, refused, tgz_of, unpack,
 };
 use pi_hooks_tests::{Sandbox, c_example_plugin, loaded_names};
 use serde_json::Value;
@@ -35,27 +35,6 @@ fn packed(sandbox: &Sandbox, dist: &str, signed: bool) -> (PathBuf, PathBuf) {
     let folder = sandbox.root().join(format!("{dist}-pkg"));
     unpack(&tgz, &folder);
     (tgz, folder)
-}
-
-/// Nothing was installed: no settings, nothing in the store but its lock.
-fn nothing_installed(sandbox: &Sandbox) {
-    assert_eq!(user_settings(sandbox), Value::Null);
-    let store = sandbox.agent_dir().join("pi-hooks/packages");
-    if store.exists() {
-        let left: Vec<String> = std::fs::read_dir(&store)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| n != ".lock")
-            .collect();
-        assert!(left.is_empty(), "left behind: {left:?}");
-    }
-}
-
-/// `install SOURCE --yes` is refused and installs nothing; returns the error.
-fn install_refused(sandbox: &Sandbox, source: &Path) -> String {
-    let error = refused(sandbox, &["install", source.to_str().unwrap(), "--yes"]);
-    nothing_installed(sandbox);
-    error
 }
 
 /// Asserts the refusal of an edited signed package: it names the package and each part, and

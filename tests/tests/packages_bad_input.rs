@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use pi_hooks_host::packages::platform::host_platform;
 use pi_hooks_tests::packages::{
-    RawEntry, edit_package_json, install_record, installed_dir, keygen, ok, pack, raw_tgz, refused,
-    unpack, user_settings,
+    RawEntry, edit_package_json, install_record, install_refused, installed_dir, keygen,
+    nothing_installed, ok, pack, raw_tgz, refused, unpack, user_settings,
 };
 use pi_hooks_tests::{Sandbox, c_example_plugin, loaded_names};
 use serde_json::Value;
@@ -25,26 +25,6 @@ fn package_folder(sandbox: &Sandbox, signed: bool) -> PathBuf {
     let folder = sandbox.root().join("pkg");
     unpack(&tgz, &folder);
     folder
-}
-
-/// Nothing was installed: no settings, no package folder, no staging folder.
-fn nothing_installed(sandbox: &Sandbox) {
-    assert_eq!(user_settings(sandbox), Value::Null);
-    let store = sandbox.agent_dir().join("pi-hooks/packages");
-    if store.exists() {
-        let left: Vec<String> = std::fs::read_dir(&store)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| n != ".lock")
-            .collect();
-        assert!(left.is_empty(), "left behind: {left:?}");
-    }
-}
-
-fn install_refused(sandbox: &Sandbox, source: &Path) -> String {
-    let error = refused(sandbox, &["install", source.to_str().unwrap(), "--yes"]);
-    nothing_installed(sandbox);
-    error
 }
 
 fn library_file(folder: &Path) -> PathBuf {

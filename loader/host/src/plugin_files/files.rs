@@ -106,18 +106,8 @@ pub fn read_regular_with_identity(
     path: &Path,
     limit: u64,
 ) -> Result<(Vec<u8>, Option<FileIdentity>), ReadError> {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
-    let file = options.open(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => ReadError::NotFound,
-        _ => ReadError::Io(e),
-    })?;
+    let file = open_regular(path)?;
     let meta = file.metadata().map_err(ReadError::Io)?;
-    if !meta.is_file() {
-        return Err(ReadError::NotRegular(kind_of(&meta.file_type())));
-    }
     if meta.len() > limit {
         return Err(ReadError::TooLarge { limit });
     }
