@@ -257,7 +257,13 @@ impl Sandbox {
 
     /// A `pi-hooks` command with this sandbox's environment and cwd.
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(pi_hooks_bin());
+        self.command_of(&pi_hooks_bin(), args)
+    }
+
+    /// [`Self::command`] running the `pi-hooks` binary at `program` (a copy of the built one,
+    /// say, where another user must be able to run it).
+    pub fn command_of(&self, program: &Path, args: &[&str]) -> Command {
+        let mut command = Command::new(program);
         command
             .args(args)
             .current_dir(self.project())

@@ -29,6 +29,8 @@ const SCRIPT: &str = r#"{"turns": [
 
 struct World {
     sandbox: Sandbox,
+    /// The `pi-hooks` binary the runs use (the built one, or a copy another user can run).
+    binary: PathBuf,
     hostile: PathBuf,
     script: PathBuf,
     /// A listener the `connect` attack aims at.
@@ -53,6 +55,7 @@ fn world() -> World {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     World {
         sandbox,
+        binary: pi_hooks_tests::pi_hooks_bin(),
         hostile,
         script,
         listener,
@@ -154,7 +157,7 @@ fn run_with(
     }
     args.extend_from_slice(extra);
     args.extend_from_slice(prompts);
-    let mut command = world.sandbox.command(&args);
+    let mut command = world.sandbox.command_of(&world.binary, &args);
     adjust(&mut command);
     let output = pi_hooks_tests::output_within(command, std::time::Duration::from_secs(60));
     let run = read_run(output);
@@ -548,16 +551,32 @@ fn with_exec_granted_an_execve_of_another_program_is_refused_and_named() {
 #[test]
 fn with_exec_granted_a_fork_past_the_bound_on_processes_is_refused_and_named() {
     let _forks = FORKS.lock().unwrap_or_else(|e| e.into_inner());
-    let world = world();
+    let mut world = world();
     let settings = json!({"sandbox": {(world.key()): {"exec": ["sh"]}}});
     // RLIMIT_NPROC binds nobody as root: there the run is made as the user `nobody`, who is
-    // handed the test's files.
+    // handed the test's files, a copy of the binary among them (the checkout may lie in a
+    // folder `nobody` cannot enter: a clone in /root, or under `mktemp -d`).
     use std::os::unix::fs::MetadataExt;
     // /proc/self belongs to the process's effective user.
     let root = std::fs::metadata("/proc/self").unwrap().uid() == 0;
     let nobody = root.then(|| {
         const NOBODY: u32 = 65534;
+        let copy = world.sandbox.root().join("bin/pi-hooks");
+        std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+        std::fs::copy(&world.binary, &copy).unwrap();
+        world.binary = copy;
         hand_over(world.sandbox.root(), NOBODY);
+        // The sandbox's own folder (a temporary folder, 0700) must let nobody in too.
+        let mut folder = world.sandbox.root().to_path_buf();
+        while let Some(parent) = folder.parent() {
+            let mode = std::fs::metadata(parent).unwrap().mode();
+            assert!(
+                mode & 0o001 != 0 || parent == std::path::Path::new("/"),
+                "{} cannot be entered by nobody (mode {mode:o})",
+                parent.display()
+            );
+            folder = parent.to_path_buf();
+        }
         NOBODY
     });
     let run = run_with(
