@@ -233,35 +233,22 @@ pub(super) fn pack(args: PackArgs) -> Result<ExitCode, CommandError> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Refuses a name npm would refuse: lower case letters, digits, `-`, `.`, `_` and `~`,
-/// optionally `@scope/` first, at most 214 characters.
+/// Refuses a name npm would refuse (`PackageName::parse`, the one check every package name
+/// passes), suggesting one.
 fn check_npm_name(name: &str) -> Result<(), CommandError> {
-    let part_ok = |part: &str| {
-        !part.is_empty()
-            && !part.starts_with(['.', '_'])
-            && part.bytes().all(|b| {
-                b.is_ascii_lowercase()
-                    || b.is_ascii_digit()
-                    || matches!(b, b'-' | b'.' | b'_' | b'~')
-            })
-    };
-    let ok = name.len() <= 214
-        && match name.strip_prefix('@') {
-            Some(scoped) => scoped
-                .split_once('/')
-                .is_some_and(|(scope, base)| part_ok(scope) && part_ok(base)),
-            None => part_ok(name),
-        };
-    if ok {
-        Ok(())
-    } else {
-        Err(CommandError::failed(format!(
-            "{name:?} is not a name npm accepts (lower case letters, digits, '-', '.', '_', optionally @scope/ first); give one with --name, e.g. --name @yourname/{}",
-            name.trim_start_matches('@')
-                .replace(['/', ' '], "-")
-                .to_ascii_lowercase()
-        )))
-    }
+    pi_hooks_host::identity::PackageName::parse(name)
+        .map(drop)
+        .map_err(|e| {
+            CommandError::failed(format!(
+                "{e}; give one with --name, e.g. --name @yourname/{}",
+                pi_hooks_host::guards::display::escape(
+                    &name
+                        .trim_start_matches('@')
+                        .replace(['/', ' '], "-")
+                        .to_ascii_lowercase()
+                )
+            ))
+        })
 }
 
 /// Loads the library in a child `pi-hooks inspect --json --run-code` and returns its entry.
