@@ -564,6 +564,16 @@ fn with_exec_granted_a_fork_past_the_bound_on_processes_is_refused_and_named() {
         let copy = world.sandbox.root().join("bin/pi-hooks");
         std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
         std::fs::copy(&world.binary, &copy).unwrap();
+        // A process another test forked while the copy was open for writing holds it until it
+        // execs ("text file busy"): wait for the copy to be runnable.
+        for _ in 0..100 {
+            match std::process::Command::new(&copy).arg("--version").output() {
+                Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                    std::thread::sleep(std::time::Duration::from_millis(20))
+                }
+                _ => break,
+            }
+        }
         world.binary = copy;
         hand_over(world.sandbox.root(), NOBODY);
         // The sandbox's own folder (a temporary folder, 0700) must let nobody in too.
