@@ -508,8 +508,8 @@ pub fn parse_version(text: &str, parts: usize) -> Result<Vec<u64>, String> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn reads_what_it_writes_and_refuses_broken_input() {
+    /// A manifest of one linux-x64-gnu library, with `capabilities`.
+    fn manifest(capabilities: Option<Capabilities>) -> Manifest {
         let mut libraries = BTreeMap::new();
         libraries.insert(
             "linux-x64-gnu".to_owned(),
@@ -519,7 +519,7 @@ mod tests {
                 abi: "1.3".into(),
             },
         );
-        let manifest = Manifest {
+        Manifest {
             plugin: PluginMeta {
                 name: "p".into(),
                 version: "1.0.0".into(),
@@ -527,9 +527,14 @@ mod tests {
                 registers: Registers::default(),
             },
             libraries,
-            capabilities: None,
+            capabilities,
             min_host_version: "0.1.0".into(),
-        };
+        }
+    }
+
+    #[test]
+    fn reads_what_it_writes_and_refuses_broken_input() {
+        let manifest = manifest(None);
         let json = serde_json::to_vec(&package_json(&manifest, "gate", Some("key"))).unwrap();
         let read = parse_package_json(&json).unwrap();
         assert_eq!(
@@ -562,27 +567,7 @@ mod tests {
     }
 
     fn manifest_json() -> Value {
-        let mut libraries = BTreeMap::new();
-        libraries.insert(
-            "linux-x64-gnu".to_owned(),
-            Library {
-                path: "lib/a.so".into(),
-                sha256: "a".repeat(64),
-                abi: "1.3".into(),
-            },
-        );
-        let manifest = Manifest {
-            plugin: PluginMeta {
-                name: "p".into(),
-                version: "1.0.0".into(),
-                description: String::new(),
-                registers: Registers::default(),
-            },
-            libraries,
-            capabilities: Some(Capabilities::default()),
-            min_host_version: "0.1.0".into(),
-        };
-        package_json(&manifest, "gate", None)
+        package_json(&manifest(Some(Capabilities::default())), "gate", None)
     }
 
     fn refused(change: impl FnOnce(&mut Value)) -> String {
