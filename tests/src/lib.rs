@@ -2,6 +2,7 @@
 //! compile C plugins against the committed header with the system compiler, and run the CLI
 //! in a sandbox with its own home, agent directory and project.
 
+pub mod confined;
 pub mod fake_openai;
 pub mod npm;
 pub mod packages;
