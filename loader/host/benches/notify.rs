@@ -44,7 +44,7 @@ mod linux {
             source: "loader/host/benches/notify.rs".into(),
             read: vec![folder.to_path_buf()],
             write: Vec::new(),
-            network: false,
+            network: pi_hooks_host::packages::manifest::Network::None,
             exec: Vec::new(),
             exec_paths: Vec::new(),
             memory_mib: Some(MEMORY_MIB),

@@ -122,9 +122,10 @@ pub struct Capabilities {
     /// Paths it writes.
     #[serde(default)]
     pub write: Vec<String>,
-    /// Whether it uses the network.
+    /// The network it reaches: `false` (none, the default), `true` (any host), or a list
+    /// of host names (`["api.github.com", "*.slack.com:443"]`).
     #[serde(default)]
-    pub network: bool,
+    pub network: Network,
     /// Programs it runs.
     #[serde(default)]
     pub exec: Vec<String>,
@@ -171,7 +172,7 @@ impl Capabilities {
         Ok(Capabilities {
             read: paths("read", &self.read)?,
             write: paths("write", &self.write)?,
-            network: self.network,
+            network: self.network.clone(),
             exec,
             memory_mib: self.memory_mib,
         })
@@ -195,13 +196,100 @@ impl Capabilities {
         let mut lines = vec![
             format!("read: {}", list(&c.read)),
             format!("write: {}", list(&c.write)),
-            format!("network: {}", if c.network { "yes" } else { "no" }),
+            format!("network: {}", c.network.describe()),
             format!("exec: {}", list(&c.exec)),
         ];
         if let Some(mib) = c.memory_mib {
             lines.push(format!("memory: {mib} MiB"));
         }
         lines
+    }
+}
+
+/// The network a plugin may reach (`network` of [`Capabilities`] and of a grant).
+///
+/// Written as `false`, `true` or a list of host names: `"api.github.com"` (that host, any
+/// port), `"*.slack.com"` (any host beneath `slack.com`), either with `:PORT`. An empty list
+/// reaches nothing, as `false` does.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Network {
+    /// No network (`false`, or an empty list).
+    #[default]
+    None,
+    /// Any host (`true`).
+    All,
+    /// Only these hosts, as written.
+    Hosts(Vec<String>),
+}
+
+impl Network {
+    /// Whether any network at all is granted (`true`, or a list that names a host).
+    pub fn any(&self) -> bool {
+        match self {
+            Network::None => false,
+            Network::All => true,
+            Network::Hosts(hosts) => !hosts.is_empty(),
+        }
+    }
+
+    /// The grant in words: `no`, `yes`, or the hosts (`api.github.com, *.slack.com:443`).
+    pub fn describe(&self) -> String {
+        match self {
+            Network::None => "no".to_owned(),
+            Network::All => "yes".to_owned(),
+            Network::Hosts(hosts) if hosts.is_empty() => "no".to_owned(),
+            Network::Hosts(hosts) => hosts.join(", "),
+        }
+    }
+
+    /// Whether `self` grants no more than `granted` does.
+    pub fn within(&self, granted: &Network) -> bool {
+        match (self, granted) {
+            (wanted, _) if !wanted.any() => true,
+            (_, Network::All) => true,
+            (Network::All, _) => false,
+            (Network::Hosts(wanted), Network::Hosts(granted)) => {
+                wanted.iter().all(|host| granted.contains(host))
+            }
+            (_, Network::None) => false,
+            (Network::None, _) => true,
+        }
+    }
+}
+
+impl Serialize for Network {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Network::None => serializer.serialize_bool(false),
+            Network::All => serializer.serialize_bool(true),
+            Network::Hosts(hosts) => hosts.serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Network {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Network;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("true, false or a list of host names (such as [\"api.github.com\", \"*.slack.com:443\"])")
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Network, E> {
+                Ok(if v { Network::All } else { Network::None })
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Network, A::Error> {
+                let mut hosts = Vec::new();
+                while let Some(host) = seq.next_element::<String>()? {
+                    hosts.push(host);
+                }
+                Ok(Network::Hosts(hosts))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
     }
 }
 

@@ -12,7 +12,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::identity::PluginIdentity;
-use crate::packages::manifest::Capabilities;
+use crate::packages::manifest::{Capabilities, Network};
 
 /// The folders a grant's variables stand for.
 #[derive(Debug, Clone)]
@@ -40,8 +40,8 @@ pub struct Grant {
     pub read: Vec<PathBuf>,
     /// Files and folders it may read and write.
     pub write: Vec<PathBuf>,
-    /// Whether it may use the network (TCP and UDP sockets).
-    pub network: bool,
+    /// The network it may reach (TCP and UDP sockets): none, any, or named hosts.
+    pub network: Network,
     /// The programs it may run, as granted (`git`, `/usr/bin/jq`).
     pub exec: Vec<String>,
     /// The same programs found on this machine (those not found are left out).
@@ -120,7 +120,7 @@ impl Grant {
             source: source.to_owned(),
             read,
             write,
-            network: capabilities.network,
+            network: capabilities.network.clone(),
             exec: capabilities.exec.clone(),
             exec_paths,
             memory_mib: capabilities.memory_mib,
@@ -145,7 +145,7 @@ impl Grant {
             "read: {}; write: {}; network: {}; exec: {}",
             paths(&self.read),
             paths(&self.write),
-            if self.network { "yes" } else { "no" },
+            self.network.describe(),
             if self.exec.is_empty() {
                 "nothing".to_owned()
             } else {
@@ -287,8 +287,8 @@ pub fn asks_for_more(granted: Option<&Capabilities>, wanted: Option<&Capabilitie
     };
     new("read", &granted.read, &wanted.read, &mut more);
     new("write", &granted.write, &wanted.write, &mut more);
-    if wanted.network && !granted.network {
-        more.push("network: yes".to_owned());
+    if !wanted.network.within(&granted.network) {
+        more.push(format!("network: {}", wanted.network.describe()));
     }
     new("exec", &granted.exec, &wanted.exec, &mut more);
     match (granted.memory_mib, wanted.memory_mib) {
@@ -402,7 +402,7 @@ mod tests {
             source: "s".into(),
             read: vec!["/nowhere-r/a".into()],
             write: vec!["/nowhere-w/b".into()],
-            network: false,
+            network: Network::None,
             exec: vec![],
             exec_paths: vec![],
             memory_mib: None,
@@ -425,7 +425,7 @@ mod tests {
         assert!(asks_for_more(Some(&old), Some(&old)).is_empty());
         let wider = Capabilities {
             exec: vec!["curl".into()],
-            network: true,
+            network: Network::All,
             memory_mib: Some(128),
             ..old.clone()
         };

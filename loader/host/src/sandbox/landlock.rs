@@ -98,7 +98,7 @@ pub fn apply(grant: &Grant, plugin: &Path, settings: &[PathBuf]) -> Result<Appli
         .map_err(|e| fail(&e))?
         .scope(Scope::from_all(TARGET))
         .map_err(|e| fail(&e))?;
-    if !grant.network {
+    if !grant.network.any() {
         ruleset = ruleset
             .handle_access(AccessNet::from_all(TARGET))
             .map_err(|e| fail(&e))?;

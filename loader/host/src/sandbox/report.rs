@@ -250,7 +250,7 @@ mod tests {
             source: "package \"gate\" 1.0".into(),
             read: vec!["/tmp/a\nb".into()],
             write: Vec::new(),
-            network: false,
+            network: crate::packages::manifest::Network::None,
             exec: vec!["git".into()],
             exec_paths: Vec::new(),
             memory_mib: Some(64),

@@ -284,7 +284,7 @@ pub fn apply(grant: &Grant) -> Result<(), String> {
         );
         no_clone3.insert(libc::SYS_clone3, Vec::new());
     }
-    if !grant.network {
+    if !grant.network.any() {
         let not_unix = SeccompCondition::new(
             0,
             SeccompCmpArgLen::Dword,

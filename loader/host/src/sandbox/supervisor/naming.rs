@@ -619,7 +619,7 @@ mod tests {
             source: "test".into(),
             read: vec!["/usr".into()],
             write: Vec::new(),
-            network: false,
+            network: crate::packages::manifest::Network::None,
             exec: vec!["git".into()],
             exec_paths: Vec::new(),
             memory_mib: None,
