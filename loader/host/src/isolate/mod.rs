@@ -257,8 +257,8 @@ pub fn load(file: &PluginFile, origin: Origin, trust: TrustState) -> Result<Load
             if crate::sandbox::platform_can_confine(&grant.plugin)? =>
         {
             // The host checks the child's requests against the grant it is confined to.
-            crate::sandbox::hold(&file.path.display().to_string(), grant.clone());
-            Some(grant)
+            crate::sandbox::hold(&file.path.display().to_string(), (*grant).clone());
+            Some(*grant)
         }
         _ => None,
     };

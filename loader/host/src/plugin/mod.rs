@@ -55,7 +55,7 @@ pub enum Runs {
     /// In a `pi-hooks serve` child of its own (`--isolate`, the `isolate` setting).
     Isolated,
     /// In a child confined to this grant.
-    Confined(crate::sandbox::Grant),
+    Confined(Box<crate::sandbox::Grant>),
 }
 
 impl Runs {
@@ -232,7 +232,7 @@ impl LoadedPlugin {
             return Runs::InProcess;
         }
         match crate::sandbox::held(&self.path) {
-            Some(grant) => Runs::Confined(grant),
+            Some(grant) => Runs::Confined(Box::new(grant)),
             None => Runs::Isolated,
         }
     }

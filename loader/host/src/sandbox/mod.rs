@@ -118,7 +118,7 @@ pub enum Confinement {
     /// A package the user opted out (`"sandbox": {"<name>": false}`).
     OptedOut,
     /// Isolated and confined to this grant.
-    Confined(Grant),
+    Confined(Box<Grant>),
 }
 
 /// What discovery told the sandbox.
@@ -224,7 +224,7 @@ pub fn confinement(path: &Path) -> Result<Confinement, String> {
                     &settings_path.display().to_string(),
                     &folders,
                 )
-                .map(Confinement::Confined),
+                .map(|grant| Confinement::Confined(Box::new(grant))),
             };
         }
         // A grant keyed by a bare name that no installed package has, but that names this
@@ -261,7 +261,7 @@ pub fn confinement(path: &Path) -> Result<Confinement, String> {
             &format!("package {name} {version}"),
             &folders,
         )
-        .map(Confinement::Confined),
+        .map(|grant| Confinement::Confined(Box::new(grant))),
     }
 }
 
