@@ -62,6 +62,11 @@ pub fn describe(plugin: &LoadedPlugin) -> Value {
         })).collect::<Vec<_>>(),
         "renderers": registrations.renderers.iter()
             .map(|r| r.custom_type.clone()).collect::<Vec<_>>(),
+        "shortcuts": registrations.shortcuts.iter().map(|s| json!({
+            "key": s.key,
+            "description": s.description,
+        })).collect::<Vec<_>>(),
+        "busChannels": crate::services::event_bus::channels_of(plugin.state()),
     })
 }
 
@@ -193,6 +198,7 @@ pub fn event(runner: &Runner, name: &str, payload: &Value) -> Result<Value, Stri
                 "themePaths": list(&found.theme_paths),
             })
         }
+        "session_directory" => super::actions::session_directory(runner, payload),
         "user_bash" => {
             let command = text(payload, name, "command")?;
             let exclude = payload

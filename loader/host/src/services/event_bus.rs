@@ -28,6 +28,18 @@
 //! At the end of a print or JSON run the host waits up to [`SHUTDOWN_DRAIN`] for pending
 //! deliveries (after `session_shutdown`, before the plugins are retired), so an emission made
 //! during the run reaches its subscribers.
+//!
+//! Isolated plugins (`crate::isolate`) share the host's bus. In an isolated plugin's child
+//! the bus is routed to the host ([`route_to`], once the child said `hello`): an emission
+//! goes to the host's bus (a `bus_emit` notification) instead of this process's, and each
+//! subscription is announced (`bus_on`; those made during init are listed in `hello`'s
+//! `busChannels`). The host's proxy holds one subscription on its bus per subscription in
+//! the child, at the same place in the subscription order, and delivers an emission to the
+//! child as a `bus` request naming the channel and which of the child's subscribers of it
+//! to call ([`deliver_nth`]). So every subscriber, isolated or not, gets every emission in
+//! subscription order, as in one process. An emission an isolated plugin makes during its
+//! own init (before its child said `hello`) reaches only the child's own subscribers, which
+//! skip it as in process (the plugin is still in its init).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
@@ -104,6 +116,56 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Where an isolated plugin's child sends its bus traffic: the host (see the module doc).
+pub trait Remote: Send + Sync {
+    /// An emission of a plugin of this process, for the host's bus.
+    fn emit(&self, channel: &str, data: &serde_json::Value) -> Result<(), PiStatus>;
+    /// A plugin of this process subscribed to `channel` (after the route was set).
+    fn subscribed(&self, channel: &str);
+}
+
+static REMOTE: OnceLock<Box<dyn Remote>> = OnceLock::new();
+
+/// Routes this process's bus to `remote` from now on (an isolated plugin's child, after its
+/// `hello`). Set once; a second call is ignored.
+pub fn route_to(remote: Box<dyn Remote>) {
+    let _ = REMOTE.set(remote);
+}
+
+/// The channels `plugin` subscribed to, one entry per subscription (a channel subscribed
+/// twice is listed twice), for an isolated plugin's `hello`.
+pub fn channels_of(plugin: &PluginState) -> Vec<String> {
+    let slot = plugin.slot();
+    let subs = lock(&bus().subscriptions);
+    let mut channels: Vec<String> = Vec::new();
+    for (channel, list) in &subs.channels {
+        let count = list.iter().filter(|s| s.plugin.slot() == slot).count();
+        channels.extend(std::iter::repeat_n(channel.to_string(), count));
+    }
+    channels.sort();
+    channels
+}
+
+/// Calls the `nth` (from 0) subscriber `channel` has in this process with `data`, now, on
+/// this thread (an isolated plugin's child, for the host's `bus` request; see the module
+/// doc). Its error is reported as [`deliver`] reports one. Nothing happens when there is no
+/// such subscriber (it was retired) or its plugin is not active.
+pub fn deliver_nth(channel: &str, nth: usize, data: serde_json::Value) {
+    let subscriber = lock(&bus().subscriptions)
+        .channels
+        .get(channel)
+        .and_then(|list| list.get(nth).cloned());
+    let Some(subscriber) = subscriber else {
+        return;
+    };
+    let emission = Emission {
+        channel: CText::new(channel),
+        data: HostValue::from_json(data),
+        subscribers: Arc::new(vec![subscriber]),
+    };
+    deliver(&emission);
+}
+
 /// Subscribes `handler` (with `user_data`) of `plugin` to `channel`. The subscription ends
 /// when the plugin is retired. `Err(PI_ERR)` past [`MAX_SUBSCRIPTIONS`] for the plugin.
 pub fn subscribe(
@@ -131,6 +193,9 @@ pub fn subscribe(
     // Outside the lock: a plugin retired meanwhile runs the hook at once, which locks again.
     if first {
         plugin.on_retire(Box::new(move || unsubscribe_all(slot)));
+    }
+    if let Some(remote) = REMOTE.get() {
+        remote.subscribed(channel);
     }
     Ok(())
 }
@@ -160,6 +225,9 @@ pub fn subscriber_count(channel: &str) -> usize {
 /// Queues `data` for the subscribers `channel` has now; nothing to do (and `Ok`) when it has
 /// none. `Err(PI_ERR)` when [`MAX_PENDING`] emissions already wait.
 pub fn emit(emitter: &PluginState, channel: &str, data: serde_json::Value) -> Result<(), PiStatus> {
+    if let Some(remote) = REMOTE.get() {
+        return remote.emit(channel, &data);
+    }
     let Some(subscribers) = lock(&bus().subscriptions).channels.get(channel).cloned() else {
         return Ok(());
     };
