@@ -208,7 +208,10 @@ fn assert_expected(world: &World, seen: &Seen, how: How) {
             "{how:?}: {before:?}"
         );
         for event in ["tool_call", "turn_end"] {
-            let lines = with(seen, &line(&format!("{event} mode=2 has_ui=0 cwd={project} ")));
+            let lines = with(
+                seen,
+                &line(&format!("{event} mode=2 has_ui=0 cwd={project} ")),
+            );
             assert!(
                 !lines.is_empty() && lines.iter().all(|l| l.ends_with(":RC")),
                 "{how:?}: {event} did not see the chained system prompt: {lines:?}"
@@ -253,7 +256,8 @@ fn assert_expected(world: &World, seen: &Seen, how: How) {
         seen.lines
     );
     assert!(
-        seen.lines.contains(&"partner flag status=0 \"unset\"".to_owned()),
+        seen.lines
+            .contains(&"partner flag status=0 \"unset\"".to_owned()),
         "{how:?}"
     );
     assert_eq!(one(seen, "parity command args="), "parity command args=now");
@@ -270,9 +274,7 @@ fn assert_expected(world: &World, seen: &Seen, how: How) {
     // The session went where the plugin's session_directory said.
     assert_eq!(seen.sessions.len(), 1, "{how:?}: {:?}", seen.sessions);
     assert!(
-        seen.sessions[0]
-            .extension()
-            .is_some_and(|e| e == "jsonl"),
+        seen.sessions[0].extension().is_some_and(|e| e == "jsonl"),
         "{how:?}: {:?}",
         seen.sessions
     );
@@ -319,7 +321,11 @@ fn press_the_shortcut(world: &World, how: How) -> Vec<String> {
         100,
     );
     pty.wait_for("the footer", WAIT, |screen| {
-        screen.lines().rev().take(2).any(|row| row.ends_with("  script"))
+        screen
+            .lines()
+            .rev()
+            .take(2)
+            .any(|row| row.ends_with("  script"))
     });
     pty.send(b"\x11"); // Ctrl+Q
     pty.wait_for_text("parity: shortcut pressed by parity");
@@ -343,4 +349,54 @@ fn an_isolated_or_confined_plugin_s_shortcut_runs_as_in_process() {
     for how in [How::InProcess, How::Isolated, How::Confined] {
         assert_eq!(press_the_shortcut(&world, how), expected, "{how:?}");
     }
+}
+
+/// The events whose results the agent combines by rules of their own (pi's legacy
+/// `session` event, which can cancel, and `session.compacting`) carry an isolated plugin's
+/// result back, as `session_directory` does: here through the host library, with isolation
+/// on in this process and `behave` plugins (`tests/fixtures/behave.c`) in children.
+#[test]
+fn an_isolated_plugin_s_legacy_session_and_session_compacting_results_count() {
+    use pi_hooks_host::plugin::Runs;
+    pi_hooks_host::isolate::set_serve_program(pi_hooks_tests::pi_hooks_bin());
+    pi_hooks_host::isolate::enable(true);
+    let world = pi_hooks_tests::BehaveWorld::new(&[
+        (
+            "legacy",
+            json!({"handlers": [
+                {"event": "session", "result": {"cancel": true}},
+                {"event": "session.compacting", "result": {"context": ["a"]}},
+            ]}),
+        ),
+        (
+            "later",
+            json!({"handlers": [
+                {"event": "session.compacting", "result": {"prompt": "b"}},
+            ]}),
+        ),
+    ]);
+    assert!(
+        world
+            .runner
+            .plugins()
+            .iter()
+            .all(|p| p.runs() == Runs::Isolated),
+        "the plugins were not isolated"
+    );
+    let mut fields = serde_json::Map::new();
+    fields.insert("targetSessionFile".into(), "/tmp/x.jsonl".into());
+    assert_eq!(
+        world.runner.emit_legacy_session("before_switch", fields),
+        Some(json!({"cancel": true}))
+    );
+    assert_eq!(
+        world
+            .runner
+            .emit_session_compacting(json!({"sessionID": "s"})),
+        Some(json!({"prompt": "b"}))
+    );
+    assert_eq!(
+        world.payload("legacy session"),
+        json!({"targetSessionFile": "/tmp/x.jsonl", "type": "session", "reason": "before_switch"})
+    );
 }

@@ -36,8 +36,8 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use pi_hooks_abi::ffi::{
-    PI_ERR, PI_ERR_PANIC, PI_OK, PiContext, PiHostApi, PiPlugin, PiPluginDescriptor,
-    PiShortcutDef, PiStatus, PiStr, PiValue,
+    PI_ERR, PI_ERR_PANIC, PI_OK, PiContext, PiHostApi, PiPlugin, PiPluginDescriptor, PiShortcutDef,
+    PiStatus, PiStr, PiValue,
 };
 use pi_hooks_abi::layout::{AbiSizes, LAYOUT_FINGERPRINT};
 use pi_hooks_abi::sdk::{Completion, Context, Error, Registrar, Reply, ToolSpec};
@@ -427,15 +427,23 @@ unsafe extern "C" fn on_shortcut(user_data: *mut c_void, ctx: *mut PiContext) ->
 /// # Safety
 /// Called by the host as a bus handler (see `PiBusHandler`): `data` is a host value alive
 /// for the call.
-unsafe extern "C" fn on_bus(user_data: *mut c_void, _channel: PiStr, data: *const PiValue) -> PiStatus {
+unsafe extern "C" fn on_bus(
+    user_data: *mut c_void,
+    _channel: PiStr,
+    data: *const PiValue,
+) -> PiStatus {
     let Some((proxy, Route::Bus { channel, nth })) = route_of(user_data) else {
         return PI_OK;
     };
     // SAFETY: the host's bus hands its own value, alive until this returns.
-    let data = unsafe { crate::host_api::value::host_value(data) }
-        .map_or(Value::Null, crate::host_api::value::HostValue::to_json_value);
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| proxy.bus(&channel, nth, data)))
-        .unwrap_or(PI_ERR_PANIC)
+    let data = unsafe { crate::host_api::value::host_value(data) }.map_or(
+        Value::Null,
+        crate::host_api::value::HostValue::to_json_value,
+    );
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        proxy.bus(&channel, nth, data)
+    }))
+    .unwrap_or(PI_ERR_PANIC)
 }
 
 /// What a child sends that belongs to its proxy rather than to the session's services (the
@@ -499,8 +507,7 @@ impl Drop for Proxy {
                 all.remove(&state.slot());
             }
             let slot = state.slot();
-            if let Some((_, routes)) = ROUTES.lock().unwrap_or_else(|e| e.into_inner()).as_mut()
-            {
+            if let Some((_, routes)) = ROUTES.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
                 routes.retain(|_, (of, _)| *of != slot);
             }
         }

@@ -101,6 +101,30 @@ pub fn bus(params: &Value) -> Result<Value, String> {
     Ok(json!({}))
 }
 
+/// The events whose results the agent combines by rules of their own, which the protocol's
+/// other events do not carry back: `session_directory` (see [`session_directory`]), pi's
+/// legacy `session` event (a `before_*` reason can cancel, as `session_before_*` events do)
+/// and `session.compacting` (the last truthy result wins). `payload` without `type`.
+pub fn event_with_result(runner: &Runner, name: &str, payload: &Value) -> Value {
+    let mut event = payload.as_object().cloned().unwrap_or_default();
+    match name {
+        "session" => {
+            let reason = event
+                .remove("reason")
+                .and_then(|r| r.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            event.remove("type");
+            runner
+                .emit_legacy_session(&reason, event)
+                .unwrap_or(Value::Null)
+        }
+        "session.compacting" => runner
+            .emit_session_compacting(Value::Object(event))
+            .unwrap_or(Value::Null),
+        _ => session_directory(runner, payload),
+    }
+}
+
 /// The event `session_directory` (`{cwd}`): each handler in load order, and the last
 /// non-empty `sessionDir` one returned is the result (`{"sessionDir": …}`, `null` for none),
 /// as the session commands choose it in process. A failing handler is reported on stderr as

@@ -198,7 +198,9 @@ pub fn event(runner: &Runner, name: &str, payload: &Value) -> Result<Value, Stri
                 "themePaths": list(&found.theme_paths),
             })
         }
-        "session_directory" => super::actions::session_directory(runner, payload),
+        "session_directory" | "session" | "session.compacting" => {
+            super::actions::event_with_result(runner, name, payload)
+        }
         "user_bash" => {
             let command = text(payload, name, "command")?;
             let exclude = payload
