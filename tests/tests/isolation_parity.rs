@@ -400,3 +400,44 @@ fn an_isolated_plugin_s_legacy_session_and_session_compacting_results_count() {
         json!({"targetSessionFile": "/tmp/x.jsonl", "type": "session", "reason": "before_switch"})
     );
 }
+
+/// `PI_EXEC_CANCEL_ON_ABORT` in an isolated plugin: the plugin `bash` tool of
+/// tests/fixtures/exec_bash.c, isolated, runs `sleep 30`; an RPC `abort` stops the program
+/// at once and the tool ends with "Command aborted", as in process (tests/tests/rpc_examples.rs).
+#[test]
+fn an_abort_stops_an_isolated_plugin_s_exec_that_asked_to_be_cancelled() {
+    let sandbox = Sandbox::new();
+    let plugin = pi_hooks_tests::c_fixture(&sandbox.lib(), "exec_bash", &[]);
+    std::fs::write(
+        sandbox.agent_dir().join("settings.json"),
+        json!({"isolate": true}).to_string(),
+    )
+    .unwrap();
+    let script = sandbox.script(&json!({"turns": [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "sleep 30"}}]},
+        {"text": "done"}]}));
+    let mut client = pi_hooks_tests::rpc_client::RpcClient::start(sandbox.command(&[
+        "rpc",
+        "--no-session",
+        "--no-hooks",
+        "--script",
+        script.to_str().unwrap(),
+        "-e",
+        plugin.to_str().unwrap(),
+    ]));
+    client.send(&json!({"id": "p", "type": "prompt", "message": "work"}));
+    client.until(|l| l["type"] == "tool_execution_start");
+    std::thread::sleep(Duration::from_millis(300));
+    let asked = std::time::Instant::now();
+    client.send(&json!({"id": "a", "type": "abort"}));
+    let (_, end) = client.until(|l| l["type"] == "tool_execution_end");
+    assert!(
+        asked.elapsed() < Duration::from_secs(10),
+        "the program was stopped, not waited for"
+    );
+    let text = end["result"]["content"][0]["text"].as_str().unwrap_or("");
+    assert!(text.ends_with("Command aborted"), "{end}");
+    client.until(|l| l["type"] == "agent_end");
+    let (status, _) = client.close();
+    assert_eq!(status.code(), Some(0));
+}

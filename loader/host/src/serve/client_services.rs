@@ -375,7 +375,38 @@ impl HostServices for ClientServices {
     fn context_usage(&self) -> Option<Value> {
         Some(self.read("context_usage", Value::Null)).filter(|v| !v.is_null())
     }
+
+    /// An isolated plugin's child: while the host's agent runs, a token a thread of this
+    /// child cancels once the host says the run was aborted (it asks `is_aborted` every
+    /// [`ABORT_POLL`] until the `exec` holding the token has ended), so an `exec` with
+    /// `PI_EXEC_CANCEL_ON_ABORT` stops as it does in process. Another client: none.
+    fn run_abort_token(&self) -> Option<crate::services::CancelToken> {
+        if !self.ui.isolated() || self.is_idle() {
+            return None;
+        }
+        let token = crate::services::CancelToken::new();
+        let watched = token.clone();
+        let link = self.link.clone();
+        let watcher = std::thread::Builder::new()
+            .name("pi-hooks-abort-watch".into())
+            .spawn(move || {
+                while watched.is_shared() && !link.closed.load(Ordering::Acquire) {
+                    let answer = link.request("is_aborted", json!({}), Some(ABORT_POLL * 10));
+                    if answer.ok().and_then(|a| a.as_bool()) == Some(true) {
+                        watched.cancel();
+                        return;
+                    }
+                    std::thread::sleep(ABORT_POLL);
+                }
+            });
+        // Without the thread the program runs to its end, as one without the flag does.
+        watcher.ok().map(|_| token)
+    }
 }
+
+/// How often an isolated plugin's child asks whether the run was aborted while an `exec`
+/// that asked to be cancelled with it runs.
+const ABORT_POLL: Duration = Duration::from_millis(100);
 
 /// Plugins' `PiUiApi` calls: dialogs are `ui` requests, the rest `ui` notifications; an
 /// isolated plugin's child also asks its host for the editor's text (`editor_text`) and
