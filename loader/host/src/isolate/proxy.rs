@@ -220,9 +220,11 @@ enum Route {
     Bus { channel: String, nth: usize },
 }
 
-/// The routes of the live proxies: number → (plugin slot, route).
-static ROUTES: Mutex<Option<(usize, rustc_hash::FxHashMap<usize, (u32, Route)>)>> =
-    Mutex::new(None);
+/// The last route number given, and the routes by number: (plugin slot, route).
+type Routes = (usize, rustc_hash::FxHashMap<usize, (u32, Route)>);
+
+/// The routes of the live proxies.
+static ROUTES: Mutex<Option<Routes>> = Mutex::new(None);
 
 fn add_route(slot: u32, route: Route) -> UserData {
     let mut routes = ROUTES.lock().unwrap_or_else(|e| e.into_inner());
