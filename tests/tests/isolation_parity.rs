@@ -88,6 +88,8 @@ fn session_folder(world: &World) -> PathBuf {
 /// once), and the session files the run made.
 struct Seen {
     lines: Vec<String>,
+    /// The log's lines as written.
+    written: Vec<String>,
     sessions: Vec<PathBuf>,
     stdout: String,
 }
@@ -126,13 +128,15 @@ fn run(world: &World, how: How) -> Seen {
     );
     let log = std::fs::read_to_string(log_file(world))
         .unwrap_or_else(|e| panic!("{how:?}: no log ({e}): {stderr}"));
-    let mut lines: Vec<String> = log.lines().map(str::to_owned).collect();
+    let written: Vec<String> = log.lines().map(str::to_owned).collect();
+    let mut lines = written.clone();
     lines.sort();
     let sessions = std::fs::read_dir(session_folder(world))
         .map(|dir| dir.flatten().map(|e| e.path()).collect())
         .unwrap_or_default();
     Seen {
         lines,
+        written,
         sessions,
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
     }
@@ -233,6 +237,14 @@ fn assert_expected(world: &World, seen: &Seen, how: How) {
             r#"{"from":"parity"}"#,
             usize::from(name == "parity"),
         ));
+        // Emitted during init: `parity`, loaded first, hears `partner`'s; `partner` was not
+        // subscribed yet when `parity` emitted.
+        heard.push((
+            "parity.init",
+            r#"{"from":"partner"}"#,
+            usize::from(name == "parity"),
+        ));
+        heard.push(("parity.init", r#"{"from":"parity"}"#, 0));
         for (channel, data, times) in heard {
             let expected = line(&format!("bus {channel} data={data}"));
             assert_eq!(
@@ -246,6 +258,22 @@ fn assert_expected(world: &World, seen: &Seen, how: How) {
             with(seen, &line("bus emit parity.reply status=0")).len(),
             1,
             "{how:?}"
+        );
+    }
+    // Subscribers get an emission in subscription order, which is load order for the
+    // subscriptions made in init, whichever plugin's child started first.
+    for channel in ["parity.hello", "parity.reply"] {
+        let heard = |name: &str| {
+            let prefix = format!("{name} bus {channel} data={{\"from\":\"partner\"");
+            seen.written
+                .iter()
+                .position(|l| l.starts_with(&prefix))
+                .unwrap_or_else(|| panic!("{how:?}: no {prefix:?}"))
+        };
+        assert!(
+            heard("parity") < heard("partner"),
+            "{how:?}: partner heard {channel} before parity: {:#?}",
+            seen.written
         );
     }
     // Only the parity plugin has the flag it reads, the command and the session folder.

@@ -83,6 +83,8 @@ struct PluginInfo {
     shortcuts: Vec<(String, String)>,
     /// The bus channels the plugin subscribed to during its init, one per subscription.
     bus_channels: Vec<String>,
+    /// What the plugin emitted on the bus during its init: channel and data.
+    bus_emitted: Vec<(String, Value)>,
 }
 
 impl PluginInfo {
@@ -159,6 +161,13 @@ impl PluginInfo {
             bus_channels: list("busChannels")
                 .iter()
                 .filter_map(|c| c.as_str().map(str::to_owned))
+                .collect(),
+            bus_emitted: list("busEmitted")
+                .iter()
+                .filter_map(|e| {
+                    let channel = e.get("channel")?.as_str()?.to_owned();
+                    Some((channel, e.get("data").cloned().unwrap_or(Value::Null)))
+                })
                 .collect(),
         })
     }
@@ -405,6 +414,10 @@ unsafe extern "C" fn proxy_init(host: *const PiHostApi, plugin: *mut PiPlugin) -
         }
         for channel in &proxy.info.bus_channels {
             proxy.subscribe_bus(state, channel);
+        }
+        for (channel, data) in &proxy.info.bus_emitted {
+            // Past the bus's bound it is dropped, as `events_emit` refuses it in process.
+            let _ = crate::services::event_bus::emit(state, channel, data.clone());
         }
         PI_OK
     }));

@@ -67,6 +67,10 @@ pub fn describe(plugin: &LoadedPlugin) -> Value {
             "description": s.description,
         })).collect::<Vec<_>>(),
         "busChannels": crate::services::event_bus::channels_of(plugin.state()),
+        "busEmitted": crate::services::event_bus::held_emissions_of(plugin.state())
+            .into_iter()
+            .map(|(channel, data)| json!({"channel": channel, "data": data}))
+            .collect::<Vec<_>>(),
     })
 }
 
