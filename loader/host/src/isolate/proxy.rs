@@ -17,6 +17,19 @@
 //! child's emissions (`bus_emit` notifications) go onto the host's bus in the proxy's name.
 //! So isolated and in-process plugins hear each other as plugins of one process do.
 //!
+//! What still differs from the same plugin in process (tests/tests/isolation_parity.rs runs
+//! one plugin in process, isolated and confined and compares what it saw):
+//! - its bus handlers and shortcuts are bounded like its events (a child that does not
+//!   answer is killed and restarted), where in process a bus handler is not timed;
+//! - after a crash the restarted child's subscriptions keep the first child's places on the
+//!   host's bus, and what it emits during its init is not emitted again;
+//! - the hook trace (`--trace`) does not see what happens inside the child: its `exec`
+//!   calls, timer starts and cancels and timer callbacks (its events, commands, tools,
+//!   dialogs, session actions and bus emissions are traced);
+//! - a confined child's environment is cleared (`crate::sandbox`), so `PI_HOOKS_LOG` does not
+//!   set its `log` level;
+//! - `before_agent_start` hands on at most eight messages (`EXTRA_MESSAGE_SLOTS`).
+//!
 //! Crashes: when the child dies (a signal, an exit) or does not answer an event within its
 //! limit (a hang; 90% of `hookTimeout`, or of `toolCallTimeout` for `tool_call`, at most one
 //! second less, so the proxy notices before the runner gives up on it), the proxy reports it
@@ -484,9 +497,17 @@ pub(crate) fn child_notification(state: &PluginState, method: &str, params: &Val
         proxy.subscribe_bus(state, channel);
     } else {
         let data = params.get("data").cloned().unwrap_or(Value::Null);
+        let args = crate::observe::trace::on().then(|| json!({"channel": channel, "data": data}));
         // Past the bus's bound the emission is dropped, as `events_emit` would refuse it
         // (the host logged it).
-        let _ = crate::services::event_bus::emit(state, channel, data);
+        let emitted = crate::services::event_bus::emit(state, channel, data);
+        if let Some(args) = args {
+            let outcome = match emitted {
+                Ok(()) => Ok(None),
+                Err(status) => Err(pi_hooks_abi::sdk::status_name(status)),
+            };
+            crate::observe::trace::action(state, "events.emit", &args, outcome, None);
+        }
     }
     true
 }

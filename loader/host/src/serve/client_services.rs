@@ -378,7 +378,7 @@ impl HostServices for ClientServices {
 
     /// An isolated plugin's child: while the host's agent runs, a token a thread of this
     /// child cancels once the host says the run was aborted (it asks `is_aborted` every
-    /// [`ABORT_POLL`] until the `exec` holding the token has ended), so an `exec` with
+    /// 100 ms until the `exec` holding the token has ended), so an `exec` with
     /// `PI_EXEC_CANCEL_ON_ABORT` stops as it does in process. Another client: none.
     fn run_abort_token(&self) -> Option<crate::services::CancelToken> {
         if !self.ui.isolated() || self.is_idle() {

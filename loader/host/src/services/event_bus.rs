@@ -180,7 +180,7 @@ pub fn channels_of(plugin: &PluginState) -> Vec<String> {
 
 /// Calls the `nth` (from 0) subscriber `channel` has in this process with `data`, now, on
 /// this thread (an isolated plugin's child, for the host's `bus` request; see the module
-/// doc). Its error is reported as [`deliver`] reports one. Nothing happens when there is no
+/// doc). Its error is reported as any bus handler's is. Nothing happens when there is no
 /// such subscriber (it was retired) or its plugin is not active.
 pub fn deliver_nth(channel: &str, nth: usize, data: serde_json::Value) {
     let subscriber = lock(&bus().subscriptions)
