@@ -13,7 +13,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use pi_hooks_tests::pty::{Pty, WAIT};
+use pi_hooks_tests::pty::{Pty, WAIT, keys};
 use pi_hooks_tests::{Sandbox, c_fixture_as, output_within};
 use serde_json::{Value, json};
 
@@ -325,8 +325,9 @@ fn an_isolated_or_confined_plugin_sees_what_it_sees_in_process() {
     }
 }
 
-/// The interactive mode with the parity plugin arranged as `how`: its shortcut (Ctrl+Q)
-/// runs, with the context of a key press, and its notification shows.
+/// The interactive mode with the parity plugin arranged as `how`: its shortcut (Ctrl+Q),
+/// pressed with text in the editor, runs with the context of a key press, reads the
+/// editor's text, and its notification shows.
 fn press_the_shortcut(world: &World, how: How) -> Vec<String> {
     let _ = std::fs::remove_file(log_file(world));
     std::fs::write(
@@ -355,8 +356,13 @@ fn press_the_shortcut(world: &World, how: How) -> Vec<String> {
             .take(2)
             .any(|row| row.ends_with("  script"))
     });
+    pty.type_text("draft words");
+    pty.wait_for_text("draft words");
     pty.send(b"\x11"); // Ctrl+Q
     pty.wait_for_text("parity: shortcut pressed by parity");
+    for _ in "draft words".chars() {
+        pty.send(keys::BACKSPACE.as_bytes());
+    }
     pty.type_text("/quit\r");
     let status = pty.wait_exit(Duration::from_secs(20));
     assert_eq!(status.exit_code(), 0, "{how:?}: {}", pty.screen_text());
@@ -371,9 +377,12 @@ fn press_the_shortcut(world: &World, how: How) -> Vec<String> {
 fn an_isolated_or_confined_plugin_s_shortcut_runs_as_in_process() {
     let world = world();
     let project = world.sandbox.project().display().to_string();
-    let expected = vec![format!(
-        "parity shortcut mode=4 has_ui=1 cwd={project} session_file=none prompt=0:14650fb0739d0383:--"
-    )];
+    let expected = vec![
+        format!(
+            "parity shortcut mode=4 has_ui=1 cwd={project} session_file=none prompt=0:14650fb0739d0383:--"
+        ),
+        "parity shortcut editor_text status=0 \"draft words\"".to_owned(),
+    ];
     for how in [How::InProcess, How::Isolated, How::Confined] {
         assert_eq!(press_the_shortcut(&world, how), expected, "{how:?}");
     }
