@@ -701,6 +701,11 @@ impl Proxy {
             Some(context) => format!("{fields},\"context\":{context}"),
             None => fields.to_owned(),
         };
+        if event == "before_agent_start" {
+            // The child chains the prompt of its own handlers into what it keeps: the next
+            // call says again which one it sees.
+            life.prompt_sent = None;
+        }
         match child.call(kind, &fields, limit, &mut |line| answerer.take(line)) {
             Ok(answer) => Forwarded::Answer(answer),
             Err(CallError::Refused(error)) => Forwarded::Refused(error),
