@@ -591,6 +591,11 @@ pub(super) fn serve(
         None if protocol_fd.is_none() => pi_hooks_host::isolate::enable(false),
         None => {}
     }
+    if protocol_fd.is_some() {
+        // An isolated plugin's child: what its plugin emits on the event bus during its init
+        // goes to the host's bus with the hello (pi_hooks_host::services::event_bus).
+        pi_hooks_host::services::event_bus::hold_emissions();
+    }
     let report = load_all(&options);
     let load_lines = run_load_lines(&report);
     for line in &load_lines {

@@ -212,6 +212,17 @@ impl<'s> CallContext<'s> {
         self.scope.has_ui
     }
 
+    /// The call's mode (a `PI_MODE_*`).
+    pub(crate) fn mode(&self) -> u32 {
+        self.scope.mode
+    }
+
+    /// The system prompt the call's dispatch shows its handlers (what `get_system_prompt`
+    /// answers before the call sets one).
+    pub(crate) fn scope_system_prompt(&self) -> Arc<CText> {
+        self.scope.system_prompt()
+    }
+
     /// Runs `f` on what the call left, making the box on first use.
     fn left_mut<T>(&self, f: impl FnOnce(&mut LeftByCall) -> T) -> T {
         f(self.left.borrow_mut().get_or_insert_with(Box::default))

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use super::child::Incoming;
 use crate::host_api::context::{CallContext, CallKind, with_ctx};
+use crate::host_api::value::CText;
 use crate::plugin::state::PluginState;
 use crate::runner::ExtensionError;
 use crate::services::{HostServices, SessionOp, TreeOptions};
@@ -27,11 +28,26 @@ fn with_call<T>(ctx: *mut PiContext, f: impl FnOnce(&CallContext<'_>) -> T) -> O
     out
 }
 
-/// The `context` of a request to the child (docs/serve-protocol.md): the session file and
-/// whether there is a UI, as the call behind `ctx` sees them; `None` without a live call.
-pub fn context_field(ctx: *mut PiContext) -> Option<String> {
+/// The `context` of a request to the child (docs/serve-protocol.md): the session file,
+/// whether there is a UI, the mode and the system prompt, as the call behind `ctx` sees them;
+/// `None` without a live call. The system prompt is left out when it is `sent`, the one the
+/// child has already (the child keeps the last one it got); `sent` becomes the call's.
+pub fn context_field(ctx: *mut PiContext, sent: &mut Option<Arc<CText>>) -> Option<String> {
     with_call(ctx, |c| {
-        json!({"sessionFile": c.session_file(), "hasUI": c.has_ui()}).to_string()
+        let prompt = c.scope_system_prompt();
+        let known = sent
+            .as_ref()
+            .is_some_and(|s| Arc::ptr_eq(s, &prompt) || s.as_str() == prompt.as_str());
+        let mut context = json!({
+            "sessionFile": c.session_file(),
+            "hasUI": c.has_ui(),
+            "mode": c.mode(),
+        });
+        if !known {
+            context["systemPrompt"] = prompt.as_str().into();
+        }
+        *sent = Some(prompt);
+        context.to_string()
     })
 }
 
@@ -128,6 +144,9 @@ impl Answerer<'_> {
         let no_value = |result: Result<(), String>| result.map(|()| Value::Null);
         match method {
             "ui" => Ok(self.dialog(s, params)),
+            "editor_text" => Ok(Value::String(
+                s.ui().and_then(|ui| ui.editor_text()).unwrap_or_default(),
+            )),
             "send_message" => no_value(s.send_message(
                 path,
                 params.get("message").cloned().unwrap_or(Value::Null),
@@ -303,6 +322,10 @@ impl Answerer<'_> {
     }
 
     fn notified(&self, method: &str, params: &Value) {
+        // The event bus: the proxy's business, with or without a session.
+        if super::proxy::child_notification(self.state, method, params) {
+            return;
+        }
         let Ok(services) = self.services() else {
             if method == "denied" {
                 // No session to show it in: stderr, so a refusal is never lost.
@@ -332,6 +355,12 @@ impl Answerer<'_> {
             "ui_reset" => {
                 if let Some(ui) = services.ui() {
                     ui.reset();
+                }
+            }
+            "working_message" => {
+                if let Some(ui) = services.ui() {
+                    let message = params.get("message").and_then(Value::as_str);
+                    ui.set_working_message(message.map(str::to_owned));
                 }
             }
             "abort" => services.abort(),

@@ -4,9 +4,12 @@
 //!
 //! The host keeps one in-process *proxy plugin* per isolated plugin, at the plugin's place
 //! in the load order ([`proxy`]): it registers exactly what the child's `hello` lists (events,
-//! commands with their completions, tools, flags, renderers), forwards every call as the
-//! protocol's request, and answers the child's requests through the host's own services with
-//! the context of the call in flight ([`child_requests`]). The runner sees an ordinary plugin,
+//! commands with their completions, tools, flags, renderers, shortcuts) and holds the
+//! child's event-bus subscriptions on the host's bus, forwards every call as the protocol's
+//! request with the context the call sees (session file, mode, system prompt), and answers
+//! the child's requests through the host's own services with the context of the call in
+//! flight ([`child_requests`]). So an isolated plugin sees what it would in process; what
+//! still differs is listed in [`proxy`]'s module doc. The runner sees an ordinary plugin,
 //! so its combination rules and load order are untouched. The child and its client are in
 //! [`child`], the ways their messages travel (shared-memory rings on Linux, JSON lines over
 //! pipes) in [`transport`].

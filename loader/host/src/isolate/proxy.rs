@@ -6,8 +6,29 @@
 //! It registers what the child's `hello` lists and forwards every call as a serve request:
 //! events (the child's combined result is turned back into one handler result), commands
 //! (with completions where the child's command has them), tools (with their partial
-//! results), renderers. Flags are registered so the command line takes them; the plugin in
-//! the child reads their defaults (the serve protocol has no way to pass flag values yet).
+//! results), renderers, keyboard shortcuts (a `shortcut` request). Flags are registered so
+//! the command line takes them; their values go to the child (`flags`) before its first
+//! call. Every call carries its context (session file, mode, system prompt), so the plugin's
+//! `ctx` reads what it would in process.
+//!
+//! The event bus (`crate::services::event_bus`): the proxy holds one subscription on the
+//! host's bus for each subscription the child's plugin made (`hello`'s `busChannels`, then
+//! `bus_on` notifications), and hands each emission to the child as a `bus` request; the
+//! child's emissions (`bus_emit` notifications) go onto the host's bus in the proxy's name.
+//! So isolated and in-process plugins hear each other as plugins of one process do.
+//!
+//! What still differs from the same plugin in process (tests/tests/isolation_parity.rs runs
+//! one plugin in process, isolated and confined and compares what it saw):
+//! - its bus handlers and shortcuts are bounded like its events (a child that does not
+//!   answer is killed and restarted), where in process a bus handler is not timed;
+//! - after a crash the restarted child's subscriptions keep the first child's places on the
+//!   host's bus, and what it emits during its init is not emitted again;
+//! - the hook trace (`--trace`) does not see what happens inside the child: its `exec`
+//!   calls, timer starts and cancels and timer callbacks (its events, commands, tools,
+//!   dialogs, session actions and bus emissions are traced);
+//! - a confined child's environment is cleared (`crate::sandbox`), so `PI_HOOKS_LOG` does not
+//!   set its `log` level;
+//! - `before_agent_start` hands on at most eight messages (`EXTRA_MESSAGE_SLOTS`).
 //!
 //! Crashes: when the child dies (a signal, an exit) or does not answer an event within its
 //! limit (a hang; 90% of `hookTimeout`, or of `toolCallTimeout` for `tool_call`, at most one
@@ -28,8 +49,8 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use pi_hooks_abi::ffi::{
-    PI_ERR, PI_ERR_PANIC, PI_OK, PiContext, PiHostApi, PiPlugin, PiPluginDescriptor, PiStatus,
-    PiStr,
+    PI_ERR, PI_ERR_PANIC, PI_OK, PiContext, PiHostApi, PiPlugin, PiPluginDescriptor, PiShortcutDef,
+    PiStatus, PiStr, PiValue,
 };
 use pi_hooks_abi::layout::{AbiSizes, LAYOUT_FINGERPRINT};
 use pi_hooks_abi::sdk::{Completion, Context, Error, Registrar, Reply, ToolSpec};
@@ -38,6 +59,8 @@ use serde_json::{Value, json};
 use super::child::{CallError, Launch, ServeChild};
 use super::child_requests::{Answerer, context_field};
 use crate::guards::display::escape;
+use crate::host_api::context::CONTEXT_API;
+use crate::host_api::registry::REGISTRY_API;
 use crate::library::OpenedLibrary;
 use crate::plugin::LoadedPlugin;
 use crate::plugin::registrations::UserData;
@@ -69,6 +92,12 @@ struct PluginInfo {
     tools: Vec<ToolSpec>,
     flags: Vec<(String, String, String, Value)>,
     renderers: Vec<String>,
+    /// Keyboard shortcuts: key and description.
+    shortcuts: Vec<(String, String)>,
+    /// The bus channels the plugin subscribed to during its init, one per subscription.
+    bus_channels: Vec<String>,
+    /// What the plugin emitted on the bus during its init: channel and data.
+    bus_emitted: Vec<(String, Value)>,
 }
 
 impl PluginInfo {
@@ -137,6 +166,22 @@ impl PluginInfo {
                 .iter()
                 .filter_map(|r| r.as_str().map(str::to_owned))
                 .collect(),
+            shortcuts: list("shortcuts")
+                .iter()
+                .map(|s| (text(s, "key"), text(s, "description")))
+                .filter(|(key, _)| !key.is_empty())
+                .collect(),
+            bus_channels: list("busChannels")
+                .iter()
+                .filter_map(|c| c.as_str().map(str::to_owned))
+                .collect(),
+            bus_emitted: list("busEmitted")
+                .iter()
+                .filter_map(|e| {
+                    let channel = e.get("channel")?.as_str()?.to_owned();
+                    Some((channel, e.get("data").cloned().unwrap_or(Value::Null)))
+                })
+                .collect(),
         })
     }
 }
@@ -154,6 +199,8 @@ struct Life {
     /// Whether this child got the flag values (sent before its first forwarded call: the
     /// command line's plugin flags are matched only after the plugins loaded).
     flags_sent: bool,
+    /// The system prompt this child has (the last one a call's context carried).
+    prompt_sent: Option<Arc<crate::host_api::value::CText>>,
     outage: Option<Outage>,
     backoff: Duration,
 }
@@ -180,6 +227,46 @@ pub struct Proxy {
     life: Mutex<Life>,
     /// Messages of the current `before_agent_start` for the extra handlers.
     extra_messages: Mutex<VecDeque<Value>>,
+    /// How many subscriptions the proxy holds on the host's bus, per channel (the child's
+    /// subscriptions it stands for).
+    bus_subscriptions: Mutex<rustc_hash::FxHashMap<String, usize>>,
+}
+
+/// What a shortcut or bus callback of a proxy stands for; their user data is the number of
+/// one of these in [`ROUTES`] (never dereferenced).
+#[derive(Clone)]
+enum Route {
+    /// The child's shortcut with this key.
+    Shortcut(String),
+    /// The `nth` subscription of the child to `channel`.
+    Bus { channel: String, nth: usize },
+}
+
+/// The last route number given, and the routes by number: (plugin slot, route).
+type Routes = (usize, rustc_hash::FxHashMap<usize, (u32, Route)>);
+
+/// The routes of the live proxies.
+static ROUTES: Mutex<Option<Routes>> = Mutex::new(None);
+
+fn add_route(slot: u32, route: Route) -> UserData {
+    let mut routes = ROUTES.lock().unwrap_or_else(|e| e.into_inner());
+    let (next, all) = routes.get_or_insert_with(Default::default);
+    *next += 1;
+    all.insert(*next, (slot, route));
+    UserData(std::ptr::without_provenance_mut(*next))
+}
+
+/// The proxy and route behind a callback's user data.
+fn route_of(user_data: *mut c_void) -> Option<(Arc<Proxy>, Route)> {
+    let (slot, route) = ROUTES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()?
+        .1
+        .get(&user_data.addr())?
+        .clone();
+    let proxy = proxies().as_ref()?.get(&slot)?.upgrade()?;
+    Some((proxy, route))
 }
 
 thread_local! {
@@ -267,10 +354,12 @@ pub fn start(
         life: Mutex::new(Life {
             child: Some(child),
             flags_sent: false,
+            prompt_sent: None,
             outage: None,
             backoff: FIRST_BACKOFF,
         }),
         extra_messages: Mutex::new(VecDeque::new()),
+        bus_subscriptions: Mutex::new(Default::default()),
         info,
     });
     let library = OpenedLibrary::in_process(
@@ -312,7 +401,115 @@ unsafe extern "C" fn proxy_init(host: *const PiHostApi, plugin: *mut PiPlugin) -
     let status = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
         pi_hooks_abi::sdk::run_init(host, plugin, register)
     }));
-    status.unwrap_or(PI_ERR_PANIC)
+    let status = status.unwrap_or(PI_ERR_PANIC);
+    if status != PI_OK {
+        return status;
+    }
+    // What the SDK's registrar has no function for: shortcuts, and the bus subscriptions
+    // the child's plugin made in its init (at this place in the load order, as in process).
+    let registered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        for (key, description) in &proxy.info.shortcuts {
+            let user_data = add_route(state.slot(), Route::Shortcut(key.clone()));
+            let def = PiShortcutDef {
+                struct_size: size_of::<PiShortcutDef>() as u32,
+                reserved: 0,
+                key: pi_str(key),
+                description: pi_str(description),
+                handler: Some(on_shortcut),
+                user_data: user_data.0,
+            };
+            // SAFETY: this is the plugin's init (registration is open), `plugin` is its
+            // handle and `def` with its strings outlives the call (the host copies them).
+            let status = unsafe { (REGISTRY_API.register_shortcut)(plugin, &def) };
+            if status != PI_OK {
+                return status;
+            }
+        }
+        for channel in &proxy.info.bus_channels {
+            proxy.subscribe_bus(state, channel);
+        }
+        for (channel, data) in &proxy.info.bus_emitted {
+            // Past the bus's bound it is dropped, as `events_emit` refuses it in process.
+            let _ = crate::services::event_bus::emit(state, channel, data.clone());
+        }
+        PI_OK
+    }));
+    registered.unwrap_or(PI_ERR_PANIC)
+}
+
+/// A shortcut of an isolated plugin was pressed: the child runs its handler.
+///
+/// # Safety
+/// Called by the host as a shortcut handler (see `PiShortcutHandler`) with a live context.
+unsafe extern "C" fn on_shortcut(user_data: *mut c_void, ctx: *mut PiContext) -> PiStatus {
+    let Some((proxy, Route::Shortcut(key))) = route_of(user_data) else {
+        return PI_ERR;
+    };
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| proxy.shortcut(&key, ctx)))
+        .unwrap_or(PI_ERR_PANIC)
+}
+
+/// An emission of the host's bus for a subscription of an isolated plugin: the child's
+/// subscriber gets it.
+///
+/// # Safety
+/// Called by the host as a bus handler (see `PiBusHandler`): `data` is a host value alive
+/// for the call.
+unsafe extern "C" fn on_bus(
+    user_data: *mut c_void,
+    _channel: PiStr,
+    data: *const PiValue,
+) -> PiStatus {
+    let Some((proxy, Route::Bus { channel, nth })) = route_of(user_data) else {
+        return PI_OK;
+    };
+    // SAFETY: the host's bus hands its own value, alive until this returns.
+    let data = unsafe { crate::host_api::value::host_value(data) }.map_or(
+        Value::Null,
+        crate::host_api::value::HostValue::to_json_value,
+    );
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        proxy.bus(&channel, nth, data)
+    }))
+    .unwrap_or(PI_ERR_PANIC)
+}
+
+/// What a child sends that belongs to its proxy rather than to the session's services (the
+/// event bus, see the module doc). Whether `method` was one of those.
+pub(crate) fn child_notification(state: &PluginState, method: &str, params: &Value) -> bool {
+    if !matches!(method, "bus_emit" | "bus_on") {
+        return false;
+    }
+    let Some(channel) = params.get("channel").and_then(Value::as_str) else {
+        return true;
+    };
+    let proxy = proxies()
+        .as_ref()
+        .and_then(|all| all.get(&state.slot()))
+        .and_then(Weak::upgrade);
+    let Some(proxy) = proxy else {
+        return true;
+    };
+    let Some(state) = proxy.state() else {
+        return true;
+    };
+    if method == "bus_on" {
+        proxy.subscribe_bus(state, channel);
+    } else {
+        let data = params.get("data").cloned().unwrap_or(Value::Null);
+        let args = crate::observe::trace::on().then(|| json!({"channel": channel, "data": data}));
+        // Past the bus's bound the emission is dropped, as `events_emit` would refuse it
+        // (the host logged it).
+        let emitted = crate::services::event_bus::emit(state, channel, data);
+        if let Some(args) = args {
+            let outcome = match emitted {
+                Ok(()) => Ok(None),
+                Err(status) => Err(pi_hooks_abi::sdk::status_name(status)),
+            };
+            crate::observe::trace::action(state, "events.emit", &args, outcome, None);
+        }
+    }
+    true
 }
 
 /// A 0 ms timer's callback: restarts a child that is due, answers what a child sent
@@ -341,10 +538,14 @@ unsafe extern "C" fn on_timer(
 
 impl Drop for Proxy {
     fn drop(&mut self) {
-        if let Some(state) = self.state.get()
-            && let Some(all) = proxies().as_mut()
-        {
-            all.remove(&state.slot());
+        if let Some(state) = self.state.get() {
+            if let Some(all) = proxies().as_mut() {
+                all.remove(&state.slot());
+            }
+            let slot = state.slot();
+            if let Some((_, routes)) = ROUTES.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+                routes.retain(|_, (of, _)| *of != slot);
+            }
         }
     }
 }
@@ -495,11 +696,16 @@ impl Proxy {
             }
         }
         // What the call in flight sees (its session file, whether it has a UI).
-        let fields = match ctx.and_then(context_field) {
+        let fields = match ctx.and_then(|ctx| context_field(ctx, &mut life.prompt_sent)) {
             Some(context) if fields.is_empty() => format!("\"context\":{context}"),
             Some(context) => format!("{fields},\"context\":{context}"),
             None => fields.to_owned(),
         };
+        if event == "before_agent_start" {
+            // The child chains the prompt of its own handlers into what it keeps: the next
+            // call says again which one it sees.
+            life.prompt_sent = None;
+        }
         match child.call(kind, &fields, limit, &mut |line| answerer.take(line)) {
             Ok(answer) => Forwarded::Answer(answer),
             Err(CallError::Refused(error)) => Forwarded::Refused(error),
@@ -647,6 +853,7 @@ impl Proxy {
         });
         life.child = Some(child);
         life.flags_sent = false;
+        life.prompt_sent = None;
         life.outage = None;
         match outcome {
             Ok(_) | Err(CallError::Refused(_)) => {}
@@ -682,6 +889,75 @@ impl Proxy {
                 &CallError::Died(ended),
             );
         }
+    }
+
+    /// Holds one more subscription to `channel` on the host's bus, for the child's next
+    /// subscriber of it.
+    fn subscribe_bus(&self, state: &'static PluginState, channel: &str) {
+        let nth = {
+            let mut counts = self
+                .bus_subscriptions
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            let count = counts.entry(channel.to_owned()).or_default();
+            *count += 1;
+            *count - 1
+        };
+        let route = Route::Bus {
+            channel: channel.to_owned(),
+            nth,
+        };
+        let user_data = add_route(state.slot(), route);
+        if crate::services::event_bus::subscribe(state, channel, on_bus, user_data).is_err() {
+            self.report(
+                "bus",
+                format!(
+                    "plugin \"{}\" subscribed to more bus channels than a plugin may ({}); {} is not delivered to it",
+                    escape(&self.name),
+                    crate::services::event_bus::MAX_SUBSCRIPTIONS,
+                    escape(channel)
+                ),
+            );
+        }
+    }
+
+    /// Runs the child's shortcut `key` with the context of the key press.
+    fn shortcut(&self, key: &str, ctx: *mut PiContext) -> PiStatus {
+        let fields = format!("\"key\":{}", Value::String(key.to_owned()));
+        let limit = hang_limit(self.state(), "shortcut");
+        let what = format!("shortcut {key}");
+        match self.forward(
+            Some(ctx),
+            "shortcut",
+            &what,
+            "shortcut",
+            &fields,
+            Some(limit),
+            None,
+        ) {
+            // A failing handler was reported by the child, as the interactive mode reports it.
+            Forwarded::Answer(_) => PI_OK,
+            Forwarded::Refused(error) | Forwarded::Down(error) => {
+                let message = error.replace('\0', " ");
+                // SAFETY: `ctx` is the live context of this call; the message outlives it.
+                unsafe {
+                    (CONTEXT_API.set_error)(ctx, pi_str(&message));
+                }
+                PI_ERR
+            }
+        }
+    }
+
+    /// Hands one emission of the host's bus to the child's `nth` subscriber of `channel`.
+    /// Its failure is reported by the child (a handler error) or by [`Proxy::fail`] (a crash
+    /// or hang), so the host's bus reports nothing more.
+    fn bus(&self, channel: &str, nth: usize, data: Value) -> PiStatus {
+        let fields = json!({"channel": channel, "nth": nth, "data": data}).to_string();
+        let fields = &fields[1..fields.len() - 1];
+        let limit = hang_limit(self.state(), "bus");
+        let what = format!("an event bus emission on {channel}");
+        let _ = self.forward(None, "bus", &what, "bus", fields, Some(limit), None);
+        PI_OK
     }
 
     fn tool_call(&self, payload: &pi_hooks_abi::sdk::Value<'_>, ctx: &Context<'_>) -> Reply {
@@ -932,6 +1208,14 @@ fn arm(state: &'static PluginState, delay: Duration) {
     let ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
     let slot = UserData(std::ptr::without_provenance_mut(state.slot() as usize));
     let _ = crate::services::timers::start(state, ms, 0, on_timer, slot);
+}
+
+/// `s` as the ABI's borrowed string.
+fn pi_str(s: &str) -> PiStr {
+    PiStr {
+        ptr: s.as_ptr().cast(),
+        len: s.len(),
+    }
 }
 
 fn writeln_stderr(line: &str) -> std::io::Result<()> {

@@ -127,6 +127,9 @@ pub fn load_candidates(options: &DiscoveryOptions) -> (LoadReport, Vec<Candidate
         None
     };
     let cache = cache_dir(&options.agent_dir);
+    // Isolated plugins start (and subscribe) in parallel with the others: the bus puts what
+    // the plugins did on it during their inits back in load order at the end.
+    let bus_load = crate::services::event_bus::LoadOrder::begin();
     note_packages(&discovery.candidates);
     crate::isolate::note_discovery(&options.cwd, &report.settings);
     crate::sandbox::note_discovery(&options.cwd, &options.agent_dir, &report.settings);
@@ -229,6 +232,15 @@ pub fn load_candidates(options: &DiscoveryOptions) -> (LoadReport, Vec<Candidate
             *slot = next;
         }
     }
+    bus_load.end(
+        outcomes
+            .iter()
+            .filter_map(|o| match &o.outcome {
+                Ok(Loaded::Plugin(plugin)) => Some(plugin.state().slot()),
+                _ => None,
+            })
+            .collect(),
+    );
     (report, outcomes)
 }
 

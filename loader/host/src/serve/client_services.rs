@@ -156,13 +156,30 @@ pub struct ClientServices {
     link: Arc<ClientLink>,
     config: RunnerConfig,
     ui: Arc<ClientUi>,
+    /// The runner whose configuration (mode and session file, as the client's requests set
+    /// them) timers and `exec` use; `config` until [`ClientServices::follow`].
+    runner: std::sync::OnceLock<std::sync::Weak<crate::runner::Runner>>,
 }
 
 impl ClientServices {
     /// Services over `link`; timers and `exec` use `config`.
     pub fn new(link: Arc<ClientLink>, config: RunnerConfig) -> Self {
-        let ui = Arc::new(ClientUi { link: link.clone() });
-        ClientServices { link, config, ui }
+        let ui = Arc::new(ClientUi {
+            link: link.clone(),
+            isolated: AtomicBool::new(false),
+        });
+        ClientServices {
+            link,
+            config,
+            ui,
+            runner: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Timers and `exec` use `runner`'s configuration from now on: the mode and session file
+    /// the client's last request carried, as they would in the client's own process.
+    pub fn follow(&self, runner: &Arc<crate::runner::Runner>) {
+        let _ = self.runner.set(Arc::downgrade(runner));
     }
 
     fn ask(&self, method: &str, params: Value) -> Result<Value, String> {
@@ -314,7 +331,10 @@ impl HostServices for ClientServices {
     }
 
     fn runner_config(&self) -> Option<RunnerConfig> {
-        Some(self.config.clone())
+        match self.runner.get().and_then(std::sync::Weak::upgrade) {
+            Some(runner) => Some(runner.config()),
+            None => Some(self.config.clone()),
+        }
     }
 
     fn report_error(&self, error: &ExtensionError) {
@@ -355,11 +375,52 @@ impl HostServices for ClientServices {
     fn context_usage(&self) -> Option<Value> {
         Some(self.read("context_usage", Value::Null)).filter(|v| !v.is_null())
     }
+
+    /// An isolated plugin's child: while the host's agent runs, a token a thread of this
+    /// child cancels once the host says the run was aborted (it asks `is_aborted` every
+    /// 100 ms until the `exec` holding the token has ended), so an `exec` with
+    /// `PI_EXEC_CANCEL_ON_ABORT` stops as it does in process. Another client: none.
+    fn run_abort_token(&self) -> Option<crate::services::CancelToken> {
+        if !self.ui.isolated() || self.is_idle() {
+            return None;
+        }
+        let token = crate::services::CancelToken::new();
+        let watched = token.clone();
+        let link = self.link.clone();
+        let watcher = std::thread::Builder::new()
+            .name("pi-hooks-abort-watch".into())
+            .spawn(move || {
+                while watched.is_shared() && !link.closed.load(Ordering::Acquire) {
+                    let answer = link.request("is_aborted", json!({}), Some(ABORT_POLL * 10));
+                    if answer.ok().and_then(|a| a.as_bool()) == Some(true) {
+                        watched.cancel();
+                        return;
+                    }
+                    std::thread::sleep(ABORT_POLL);
+                }
+            });
+        // Without the thread the program runs to its end, as one without the flag does.
+        watcher.ok().map(|_| token)
+    }
 }
 
-/// Plugins' `PiUiApi` calls: dialogs are `ui` requests, the rest `ui` notifications.
+/// How often an isolated plugin's child asks whether the run was aborted while an `exec`
+/// that asked to be cancelled with it runs.
+const ABORT_POLL: Duration = Duration::from_millis(100);
+
+/// Plugins' `PiUiApi` calls: dialogs are `ui` requests, the rest `ui` notifications; an
+/// isolated plugin's child also asks its host for the editor's text (`editor_text`) and
+/// hands on the working message (`working_message`), which another client would not know.
 pub struct ClientUi {
     link: Arc<ClientLink>,
+    /// The client is the host of an isolated plugin (`serve --protocol-fd`).
+    isolated: AtomicBool,
+}
+
+impl ClientUi {
+    fn isolated(&self) -> bool {
+        self.isolated.load(Ordering::Relaxed)
+    }
 }
 
 impl UiService for ClientUi {
@@ -373,5 +434,51 @@ impl UiService for ClientUi {
 
     fn reset(&self) {
         self.link.notify("ui_reset", json!({}));
+    }
+
+    fn editor_text(&self) -> Option<String> {
+        if !self.isolated() {
+            return None;
+        }
+        self.link
+            .request("editor_text", json!({}), None)
+            .ok()
+            .and_then(|text| text.as_str().map(str::to_owned))
+    }
+
+    fn set_working_message(&self, message: Option<String>) {
+        if self.isolated() {
+            self.link
+                .notify("working_message", json!({"message": message}));
+        }
+    }
+}
+
+/// The bus of an isolated plugin's child, routed to its host (`crate::services::event_bus`'s
+/// module doc): emissions are `bus_emit` notifications, later subscriptions `bus_on` ones.
+struct HostBus(Arc<ClientLink>);
+
+impl crate::services::event_bus::Remote for HostBus {
+    fn emit(&self, channel: &str, data: &Value) -> Result<(), pi_hooks_abi::ffi::PiStatus> {
+        if self.0.closed.load(Ordering::Acquire) {
+            return Err(pi_hooks_abi::ffi::PI_ERR);
+        }
+        self.0
+            .notify("bus_emit", json!({"channel": channel, "data": data}));
+        Ok(())
+    }
+
+    fn subscribed(&self, channel: &str) {
+        self.0.notify("bus_on", json!({"channel": channel}));
+    }
+}
+
+impl ClientServices {
+    /// Makes these services those of an isolated plugin's child (`serve --protocol-fd`), whose
+    /// client is the host: the event bus goes to the host's, and the UI asks it for the
+    /// editor's text and hands it the working message. Call it after the `hello`.
+    pub fn serve_isolated_plugin(&self) {
+        self.ui.isolated.store(true, Ordering::Relaxed);
+        crate::services::event_bus::route_to(Box::new(HostBus(self.link.clone())));
     }
 }

@@ -123,6 +123,8 @@ pub fn run(setup: ServeSetup) -> i32 {
         protocol,
         ring,
     } = setup;
+    // A protocol descriptor of its own: this is an isolated plugin's child, its client the host.
+    let isolated_child = protocol.is_some();
     let out = protocol.unwrap_or_else(LineWriter::stdout);
     out.line(&protocol::hello(&report, &load_lines));
     let (out, link) = match &ring {
@@ -142,7 +144,12 @@ pub fn run(setup: ServeSetup) -> i32 {
         report.plugins.into_iter().map(Arc::new).collect(),
         config.clone(),
     ));
-    runner.bind_services(Arc::new(ClientServices::new(link.clone(), config)));
+    let services = Arc::new(ClientServices::new(link.clone(), config));
+    services.follow(&runner);
+    if isolated_child {
+        services.serve_isolated_plugin();
+    }
+    runner.bind_services(services);
     {
         let out = out.clone();
         runner.on_error(Arc::new(move |error| {
@@ -256,12 +263,13 @@ fn job_from(line: Value, out: &LineWriter) -> Option<Job> {
         error_line(
             out,
             &id,
-            "a line needs a string \"type\" (event, command, tool, reload, render, completions, flags or response)",
+            "a line needs a string \"type\" (event, command, tool, reload, render, completions, flags, shortcut, bus or response)",
         );
         return None;
     };
     match kind {
-        "event" | "command" | "tool" | "reload" | "render" | "completions" | "flags" => {
+        "event" | "command" | "tool" | "reload" | "render" | "completions" | "flags"
+        | "shortcut" | "bus" => {
             if id.is_null() {
                 error_line(
                     out,
@@ -281,7 +289,7 @@ fn job_from(line: Value, out: &LineWriter) -> Option<Job> {
                 out,
                 &id,
                 &format!(
-                    "unknown type {:?}: expected event, command, tool, reload, render, completions, flags or response",
+                    "unknown type {:?}: expected event, command, tool, reload, render, completions, flags, shortcut, bus or response",
                     escape(other)
                 ),
             );
@@ -336,7 +344,7 @@ fn apply_context(runner: &Runner, context: Option<&Value>) -> Result<(), String>
         }
         Some(other) => return Err(format!("context.hasUI must be a boolean, got {other}")),
     }
-    Ok(())
+    actions::apply_context(runner, context)
 }
 
 /// The worker: runs the client's requests in order and writes their answers.
@@ -378,6 +386,8 @@ fn work(
                 actions::tool(runner, &line, &on_update)
             }
             "reload" => actions::reload(runner, discovery, &line),
+            "shortcut" => actions::shortcut(runner, &line),
+            "bus" => actions::bus(&line),
             "render" => protocol::render(runner, &line),
             _ => protocol::completions(runner, &line),
         };

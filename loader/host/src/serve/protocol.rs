@@ -62,6 +62,15 @@ pub fn describe(plugin: &LoadedPlugin) -> Value {
         })).collect::<Vec<_>>(),
         "renderers": registrations.renderers.iter()
             .map(|r| r.custom_type.clone()).collect::<Vec<_>>(),
+        "shortcuts": registrations.shortcuts.iter().map(|s| json!({
+            "key": s.key,
+            "description": s.description,
+        })).collect::<Vec<_>>(),
+        "busChannels": crate::services::event_bus::channels_of(plugin.state()),
+        "busEmitted": crate::services::event_bus::held_emissions_of(plugin.state())
+            .into_iter()
+            .map(|(channel, data)| json!({"channel": channel, "data": data}))
+            .collect::<Vec<_>>(),
     })
 }
 
@@ -192,6 +201,9 @@ pub fn event(runner: &Runner, name: &str, payload: &Value) -> Result<Value, Stri
                 "promptPaths": list(&found.prompt_paths),
                 "themePaths": list(&found.theme_paths),
             })
+        }
+        "session_directory" | "session" | "session.compacting" => {
+            super::actions::event_with_result(runner, name, payload)
         }
         "user_bash" => {
             let command = text(payload, name, "command")?;

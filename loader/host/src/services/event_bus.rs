@@ -28,6 +28,27 @@
 //! At the end of a print or JSON run the host waits up to [`SHUTDOWN_DRAIN`] for pending
 //! deliveries (after `session_shutdown`, before the plugins are retired), so an emission made
 //! during the run reaches its subscribers.
+//!
+//! Isolated plugins (`crate::isolate`) share the host's bus. In an isolated plugin's child
+//! the bus is routed to the host ([`route_to`], once the child said `hello`): an emission
+//! goes to the host's bus (a `bus_emit` notification) instead of this process's, and each
+//! subscription is announced (`bus_on`; those made during init are listed in `hello`'s
+//! `busChannels`). The host's proxy holds one subscription on its bus per subscription in
+//! the child, at the same place in the subscription order, and delivers an emission to the
+//! child as a `bus` request naming the channel and which of the child's subscribers of it
+//! to call ([`deliver_nth`]). So every subscriber, isolated or not, gets every emission in
+//! subscription order, as in one process. What an isolated plugin emits during its own init
+//! is held by its child ([`hold_emissions`]) and listed in `hello`'s `busEmitted`; the proxy
+//! emits it on the host's bus in its own init.
+//!
+//! Load order: a discovery's isolated plugins start in parallel with the others, so their
+//! inits (where the proxies subscribe and emit) do not happen at their place in the load
+//! order. While a discovery loads ([`LoadOrder`]) the bus therefore holds what plugins still
+//! in their init emit, and at its end puts each channel's subscribers in load order (each
+//! plugin's own in the order it made them) and then delivers the held emissions in load
+//! order, each to the subscribers of the plugins loaded before its emitter: what one process
+//! loading them one after another does (where a plugin still in its init skips its own
+//! emission).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
@@ -104,6 +125,158 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Where an isolated plugin's child sends its bus traffic: the host (see the module doc).
+pub trait Remote: Send + Sync {
+    /// An emission of a plugin of this process, for the host's bus.
+    fn emit(&self, channel: &str, data: &serde_json::Value) -> Result<(), PiStatus>;
+    /// A plugin of this process subscribed to `channel` (after the route was set).
+    fn subscribed(&self, channel: &str);
+}
+
+static REMOTE: OnceLock<Box<dyn Remote>> = OnceLock::new();
+
+/// Emissions held until [`route_to`]: (plugin slot, channel, data).
+static HELD: Mutex<Option<Vec<Held>>> = Mutex::new(None);
+
+/// Holds the emissions of this process's plugins, from now until [`route_to`], instead of
+/// delivering them (an isolated plugin's child, before it loads its plugin: the host gets
+/// them with the `hello`, see [`held_emissions_of`]).
+pub fn hold_emissions() {
+    lock(&HELD).get_or_insert_with(Vec::new);
+}
+
+/// What `plugin` emitted while emissions were held, in order: channel and data.
+pub fn held_emissions_of(plugin: &PluginState) -> Vec<(String, serde_json::Value)> {
+    let slot = plugin.slot();
+    lock(&HELD)
+        .iter()
+        .flatten()
+        .filter(|(of, ..)| *of == slot)
+        .map(|(_, channel, data)| (channel.clone(), data.clone()))
+        .collect()
+}
+
+/// Routes this process's bus to `remote` from now on (an isolated plugin's child, after its
+/// `hello`); held emissions are dropped (the `hello` carried them). Set once; a second call
+/// is ignored.
+pub fn route_to(remote: Box<dyn Remote>) {
+    let _ = REMOTE.set(remote);
+    lock(&HELD).take();
+}
+
+/// The channels `plugin` subscribed to, one entry per subscription (a channel subscribed
+/// twice is listed twice), for an isolated plugin's `hello`.
+pub fn channels_of(plugin: &PluginState) -> Vec<String> {
+    let slot = plugin.slot();
+    let subs = lock(&bus().subscriptions);
+    let mut channels: Vec<String> = Vec::new();
+    for (channel, list) in &subs.channels {
+        let count = list.iter().filter(|s| s.plugin.slot() == slot).count();
+        channels.extend(std::iter::repeat_n(channel.to_string(), count));
+    }
+    channels.sort();
+    channels
+}
+
+/// Calls the `nth` (from 0) subscriber `channel` has in this process with `data`, now, on
+/// this thread (an isolated plugin's child, for the host's `bus` request; see the module
+/// doc). Its error is reported as any bus handler's is. Nothing happens when there is no
+/// such subscriber (it was retired) or its plugin is not active.
+pub fn deliver_nth(channel: &str, nth: usize, data: serde_json::Value) {
+    let subscriber = lock(&bus().subscriptions)
+        .channels
+        .get(channel)
+        .and_then(|list| list.get(nth).cloned());
+    let Some(subscriber) = subscriber else {
+        return;
+    };
+    let emission = Emission {
+        channel: CText::new(channel),
+        data: HostValue::from_json(data),
+        subscribers: Arc::new(vec![subscriber]),
+    };
+    deliver(&emission);
+}
+
+/// An emission held back: its emitter's slot, the channel and the data.
+type Held = (u32, String, serde_json::Value);
+
+/// How many loads are under way, and the emissions held while they are.
+static LOADING: Mutex<(usize, Vec<Held>)> = Mutex::new((0, Vec::new()));
+
+/// One discovery's load (see the module doc): [`LoadOrder::begin`] before its plugins load,
+/// [`LoadOrder::end`] with their slots in load order once they have.
+pub struct LoadOrder {
+    ended: bool,
+}
+
+impl LoadOrder {
+    /// From now on, emissions of plugins still in their init are held.
+    pub fn begin() -> Self {
+        lock(&LOADING).0 += 1;
+        LoadOrder { ended: false }
+    }
+
+    /// The plugins of this load, by slot, in load order: each channel's subscribers are put
+    /// in that order (the others' first, as they were loaded before), and the held
+    /// emissions are delivered in it.
+    pub fn end(mut self, order: Vec<u32>) {
+        self.ended = true;
+        let held = {
+            let mut loading = lock(&LOADING);
+            loading.0 -= 1;
+            if loading.0 == 0 {
+                std::mem::take(&mut loading.1)
+            } else {
+                Vec::new()
+            }
+        };
+        let rank = |slot: u32| order.iter().position(|s| *s == slot).map_or(0, |at| at + 1);
+        {
+            let mut subs = lock(&bus().subscriptions);
+            for list in subs.channels.values_mut() {
+                let sorted = list
+                    .windows(2)
+                    .all(|w| rank(w[0].plugin.slot()) <= rank(w[1].plugin.slot()));
+                if !sorted {
+                    Arc::make_mut(list).sort_by_key(|s| rank(s.plugin.slot()));
+                }
+            }
+        }
+        let mut held = held;
+        // In load order; an emitter of another load last, in the order it emitted.
+        held.sort_by_key(|(slot, ..)| match rank(*slot) {
+            0 => usize::MAX,
+            at => at,
+        });
+        for (slot, channel, data) in held {
+            let emitter = rank(slot);
+            let before = |s: &Subscriber| emitter == 0 || rank(s.plugin.slot()) < emitter;
+            let subscribers: Vec<Subscriber> = lock(&bus().subscriptions)
+                .channels
+                .get(channel.as_str())
+                .map(|list| list.iter().filter(|s| before(s)).cloned().collect())
+                .unwrap_or_default();
+            if !subscribers.is_empty() {
+                queue(None, channel.as_str(), data, Arc::new(subscribers)).ok();
+            }
+        }
+    }
+}
+
+impl Drop for LoadOrder {
+    fn drop(&mut self) {
+        if !self.ended {
+            // A load that did not finish (a panic): nothing is held for it any more.
+            let mut loading = lock(&LOADING);
+            loading.0 -= 1;
+            if loading.0 == 0 {
+                loading.1.clear();
+            }
+        }
+    }
+}
+
 /// Subscribes `handler` (with `user_data`) of `plugin` to `channel`. The subscription ends
 /// when the plugin is retired. `Err(PI_ERR)` past [`MAX_SUBSCRIPTIONS`] for the plugin.
 pub fn subscribe(
@@ -131,6 +304,9 @@ pub fn subscribe(
     // Outside the lock: a plugin retired meanwhile runs the hook at once, which locks again.
     if first {
         plugin.on_retire(Box::new(move || unsubscribe_all(slot)));
+    }
+    if let Some(remote) = REMOTE.get() {
+        remote.subscribed(channel);
     }
     Ok(())
 }
@@ -160,9 +336,40 @@ pub fn subscriber_count(channel: &str) -> usize {
 /// Queues `data` for the subscribers `channel` has now; nothing to do (and `Ok`) when it has
 /// none. `Err(PI_ERR)` when [`MAX_PENDING`] emissions already wait.
 pub fn emit(emitter: &PluginState, channel: &str, data: serde_json::Value) -> Result<(), PiStatus> {
+    if let Some(remote) = REMOTE.get() {
+        return remote.emit(channel, &data);
+    }
+    if let Some(held) = lock(&HELD).as_mut() {
+        if held.len() >= MAX_PENDING {
+            return Err(PI_ERR);
+        }
+        held.push((emitter.slot(), channel.to_owned(), data));
+        return Ok(());
+    }
+    if emitter.phase() == Phase::Init {
+        let mut loading = lock(&LOADING);
+        if loading.0 > 0 {
+            if loading.1.len() >= MAX_PENDING {
+                return Err(PI_ERR);
+            }
+            loading.1.push((emitter.slot(), channel.to_owned(), data));
+            return Ok(());
+        }
+    }
     let Some(subscribers) = lock(&bus().subscriptions).channels.get(channel).cloned() else {
         return Ok(());
     };
+    queue(Some(emitter), channel, data, subscribers)
+}
+
+/// Queues an emission for `subscribers`; `emitter` names who made it in the log line of a
+/// full queue (`None`: the bus itself, replaying a load's emissions).
+fn queue(
+    emitter: Option<&PluginState>,
+    channel: &str,
+    data: serde_json::Value,
+    subscribers: Arc<Vec<Subscriber>>,
+) -> Result<(), PiStatus> {
     let emission = Emission {
         channel: CText::new(channel),
         data: HostValue::from_json(data),
@@ -173,10 +380,12 @@ pub fn emit(emitter: &PluginState, channel: &str, data: serde_json::Value) -> Re
         if queue.pending.len() >= MAX_PENDING {
             if !queue.refusing {
                 queue.refusing = true;
+                let who = emitter.map_or_else(
+                    || "the plugins' loads".to_owned(),
+                    |e| format!("plugin {} ({})", escape(&e.name), escape(&e.path)),
+                );
                 eprintln!(
-                    "pi-hooks: plugin {} ({}): {MAX_PENDING} event bus emissions are waiting for delivery; events_emit answers PI_ERR until they are delivered",
-                    escape(&emitter.name),
-                    escape(&emitter.path)
+                    "pi-hooks: {who}: {MAX_PENDING} event bus emissions are waiting for delivery; events_emit answers PI_ERR until they are delivered"
                 );
             }
             return Err(PI_ERR);
