@@ -134,13 +134,15 @@ pub fn apply(grant: &Grant, plugin: &Path, settings: &[PathBuf]) -> Result<Appli
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(AccessFs::from_all(TARGET))
         .map_err(|e| fail(&e))?
-        .scope(if grant.network == crate::packages::manifest::Network::All {
-            // With the network, abstract Unix sockets are reachable (they are named from
-            // anywhere on the machine, as the network is).
-            Scope::from_all(TARGET) & !Scope::AbstractUnixSocket
-        } else {
-            Scope::from_all(TARGET)
-        })
+        .scope(
+            if grant.network == crate::packages::manifest::Network::All {
+                // With the network, abstract Unix sockets are reachable (they are named from
+                // anywhere on the machine, as the network is).
+                Scope::from_all(TARGET) & !Scope::AbstractUnixSocket
+            } else {
+                Scope::from_all(TARGET)
+            },
+        )
         .map_err(|e| fail(&e))?;
     if !grant.network.any() {
         ruleset = ruleset

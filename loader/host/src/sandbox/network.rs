@@ -68,7 +68,9 @@ impl HostRule {
         let port = |text: &str| -> Result<u16, String> {
             match text.parse::<u16>() {
                 Ok(port) if port > 0 => Ok(port),
-                _ => Err(format!("has the port {text:?}, not a number from 1 to 65535")),
+                _ => Err(format!(
+                    "has the port {text:?}, not a number from 1 to 65535"
+                )),
             }
         };
         // [v6]:port, or a bare v6 address.
@@ -151,9 +153,9 @@ impl HostRule {
     /// Whether `network` is a host list with a wildcard (`*.name`).
     pub fn any_wildcard(network: &crate::packages::manifest::Network) -> bool {
         match network {
-            crate::packages::manifest::Network::Hosts(hosts) => hosts.iter().any(|h| {
-                HostRule::parse(h).is_ok_and(|r| matches!(r.host, Host::Beneath(_)))
-            }),
+            crate::packages::manifest::Network::Hosts(hosts) => hosts
+                .iter()
+                .any(|h| HostRule::parse(h).is_ok_and(|r| matches!(r.host, Host::Beneath(_)))),
             _ => false,
         }
     }
@@ -404,8 +406,7 @@ mod resolver {
         };
         let mut table = lock(&TABLE);
         if table.asked_count < ASKED
-            && !(0..table.asked_count)
-                .any(|i| table.asked[i][..table.asked_len[i]] == name[..len])
+            && !(0..table.asked_count).any(|i| table.asked[i][..table.asked_len[i]] == name[..len])
         {
             let at = table.asked_count;
             table.asked[at][..len].copy_from_slice(&name[..len]);
@@ -680,10 +681,7 @@ mod tests {
             }
         );
         assert_eq!(rule("127.0.0.1:8080").port, Some(8080));
-        assert_eq!(
-            rule("[::1]:22").host,
-            Host::Literal("::1".parse().unwrap())
-        );
+        assert_eq!(rule("[::1]:22").host, Host::Literal("::1".parse().unwrap()));
         assert_eq!(rule("2001:db8::1").port, None);
         for (bad, why) in [
             ("", "is empty"),

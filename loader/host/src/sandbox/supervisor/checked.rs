@@ -158,7 +158,12 @@ const METADATA: &[Meta] = &[
         nofollow: NoFollow::Flag(3, NOFOLLOW),
         at_flags: Some(3),
         null_is_fd: true,
-        ..meta(libc::SYS_utimensat, UTIMENSAT, true, Target::Path(Some(0), 1))
+        ..meta(
+            libc::SYS_utimensat,
+            UTIMENSAT,
+            true,
+            Target::Path(Some(0), 1),
+        )
     },
     #[cfg(target_arch = "x86_64")]
     meta(libc::SYS_utime, UTIMENSAT, true, Target::Path(None, 0)),
@@ -167,7 +172,12 @@ const METADATA: &[Meta] = &[
     #[cfg(target_arch = "x86_64")]
     Meta {
         null_is_fd: true,
-        ..meta(libc::SYS_futimesat, UTIMENSAT, true, Target::Path(Some(0), 1))
+        ..meta(
+            libc::SYS_futimesat,
+            UTIMENSAT,
+            true,
+            Target::Path(Some(0), 1),
+        )
     },
     meta(libc::SYS_setxattr, SETXATTR, true, Target::Path(None, 0)),
     Meta {
@@ -180,20 +190,40 @@ const METADATA: &[Meta] = &[
         at_flags: Some(2),
         ..meta(SYS_SETXATTRAT, SETXATTR, true, Target::Path(Some(0), 1))
     },
-    meta(libc::SYS_removexattr, REMOVEXATTR, true, Target::Path(None, 0)),
+    meta(
+        libc::SYS_removexattr,
+        REMOVEXATTR,
+        true,
+        Target::Path(None, 0),
+    ),
     Meta {
         nofollow: NoFollow::Always(libc::SYS_removexattr),
-        ..meta(libc::SYS_lremovexattr, REMOVEXATTR, true, Target::Path(None, 0))
+        ..meta(
+            libc::SYS_lremovexattr,
+            REMOVEXATTR,
+            true,
+            Target::Path(None, 0),
+        )
     },
     meta(libc::SYS_fremovexattr, REMOVEXATTR, true, Target::Fd(0)),
     Meta {
         nofollow: NoFollow::Flag(2, NOFOLLOW),
         at_flags: Some(2),
-        ..meta(SYS_REMOVEXATTRAT, REMOVEXATTR, true, Target::Path(Some(0), 1))
+        ..meta(
+            SYS_REMOVEXATTRAT,
+            REMOVEXATTR,
+            true,
+            Target::Path(Some(0), 1),
+        )
     },
     Meta {
         nofollow: NoFollow::Flag(2, libc::IN_DONT_FOLLOW as u64),
-        ..meta(libc::SYS_inotify_add_watch, WATCH, false, Target::Path(None, 1))
+        ..meta(
+            libc::SYS_inotify_add_watch,
+            WATCH,
+            false,
+            Target::Path(None, 1),
+        )
     },
 ];
 
@@ -356,11 +386,7 @@ fn open_handle(dir: i32, text: &[u8], nofollow: bool) -> Result<Handle, i32> {
     let flags = libc::O_PATH | libc::O_CLOEXEC | if nofollow { libc::O_NOFOLLOW } else { 0 };
     // SAFETY: `text` is NUL-terminated (its callers make it so); openat copies it.
     let fd = unsafe { libc::openat(dir, text.as_ptr().cast(), flags) };
-    if fd < 0 {
-        Err(errno())
-    } else {
-        Ok(Handle(fd))
-    }
+    if fd < 0 { Err(errno()) } else { Ok(Handle(fd)) }
 }
 
 /// Whether the handle `fd` is a symbolic link.
@@ -812,8 +838,7 @@ fn socket_call(
     if number == libc::SYS_bind {
         return bind(job, link, request, response);
     }
-    if number != libc::SYS_connect && reach.network_hosts && crate::sandbox::network::wildcards()
-    {
+    if number != libc::SYS_connect && reach.network_hosts && crate::sandbox::network::wildcards() {
         note_dns(&job);
     }
     let socket = args[0] as i32;
