@@ -363,3 +363,35 @@ fn a_bad_host_entry_keeps_the_plugin_from_loading_and_is_named() {
         "{all}"
     );
 }
+
+/// The cost of `stat` confined (for BENCHMARKS.md): a loop of 200,000 `stat` calls of a file
+/// in the grant, confined and not, median of five runs (with `CHECK_LOOKS` of
+/// `loader/host/src/sandbox/supervisor/checked.rs` on, each confined call is a round trip to
+/// the supervisor). `cargo test -p pi-hooks-tests --test sandbox_supervisor -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn the_cost_of_checking_stat() {
+    let world = world();
+    let file = world.sandbox.project().join("seen.txt");
+    std::fs::write(&file, "x").unwrap();
+    let confined = json!({"sandbox": {(world.key()): {"read": ["${cwd}"]}}});
+    let unconfined = json!({});
+    for (label, settings) in [("unconfined", &unconfined), ("confined", &confined)] {
+        let mut costs: Vec<f64> = (0..5)
+            .map(|_| {
+                let run = run_attacks(&world, settings, &[format!("statloop {}", file.display())]);
+                let outcome = run.outcome("statloop");
+                outcome
+                    .strip_prefix("statloop: ok ")
+                    .unwrap_or_else(|| panic!("{outcome}"))
+                    .parse()
+                    .unwrap()
+            })
+            .collect();
+        costs.sort_by(f64::total_cmp);
+        println!(
+            "stat, {label}: median {:.0} ns per call ({costs:?})",
+            costs[2]
+        );
+    }
+}

@@ -11,7 +11,8 @@
 //!
 //! Abstract Unix sockets made outside the sandbox are out of reach (scoping, ABI 6) unless
 //! the grant has `network: true`. With a host list Landlock does not handle TCP (it cannot
-//! filter by name): the supervisor checks every address (`super::network`). A granted program
+//! filter by name): the supervisor checks every address (`super::network`); binding a TCP
+//! port (a listening server) is refused. A granted program
 //! may be executed, and so may its dynamic loader (read from its `PT_INTERP`).
 
 use std::path::{Path, PathBuf};
@@ -22,6 +23,7 @@ use landlock::{
 };
 
 use super::Grant;
+use crate::packages::manifest::Network;
 
 /// The Landlock version whose rights are asked for (newer ones are not needed).
 const TARGET: ABI = ABI::V6;
@@ -144,10 +146,19 @@ pub fn apply(grant: &Grant, plugin: &Path, settings: &[PathBuf]) -> Result<Appli
             },
         )
         .map_err(|e| fail(&e))?;
-    if !grant.network.any() {
-        ruleset = ruleset
-            .handle_access(AccessNet::from_all(TARGET))
-            .map_err(|e| fail(&e))?;
+    match &grant.network {
+        Network::All => {}
+        // Connecting is checked by the supervisor, by name; listening is not granted.
+        Network::Hosts(hosts) if !hosts.is_empty() => {
+            ruleset = ruleset
+                .handle_access(AccessNet::BindTcp)
+                .map_err(|e| fail(&e))?;
+        }
+        _ => {
+            ruleset = ruleset
+                .handle_access(AccessNet::from_all(TARGET))
+                .map_err(|e| fail(&e))?;
+        }
     }
     let mut created = ruleset.create().map_err(|e| fail(&e))?;
     for (path, access) in rules {

@@ -356,23 +356,30 @@ mod resolver {
         if found(&table, wanted, port) {
             return Ok(());
         }
-        // Unknown: resolve the names again (a rotating name, a wildcard's name just asked).
-        let generation = table.generation;
-        table.wanted = true;
-        CHANGED.notify_all();
+        // Unknown: resolve the names again (a rotating name, a wildcard's name just asked),
+        // and look again after each resolution (the one under way when this was asked may
+        // not have had the name yet).
         let deadline = Instant::now() + MISS_WAIT;
-        while table.generation == generation {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
+        loop {
+            let generation = table.generation;
+            table.wanted = true;
+            CHANGED.notify_all();
+            while table.generation == generation {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                table = CHANGED
+                    .wait_timeout(table, left)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+            if found(&table, wanted, port) {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
                 break;
             }
-            table = CHANGED
-                .wait_timeout(table, left)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        }
-        if found(&table, wanted, port) {
-            return Ok(());
         }
         Err(say(
             why,
