@@ -20,7 +20,13 @@
 //! on x86-64 their older forms `open`, `creat`, `mkdir`, `mknod`, `unlink`, `rmdir`,
 //! `rename`, `renameat`, `link`, `symlink`), and, when the grant runs programs, `execve`
 //! and `execveat` (without `exec` the seccomp trap filter refuses those, and its verdict
-//! comes first). Calls Landlock does not govern (`stat`, `readlink`, `chmod`, ...) are not.
+//! comes first). Whatever the grant, the calls neither Landlock nor the trap filter can
+//! judge, which the supervisor checks and makes itself (`checked`): `connect`, `bind`,
+//! `sendmsg`, `sendmmsg` and `sendto` with an address (every `sendto` when a wildcard host
+//! is granted: the plugin's DNS queries are read), and `chmod`, `fchmodat(2)`, `fchmod`, the
+//! `chown` family, `utimensat` (`utime`, `utimes`, `futimesat`), the `setxattr` and
+//! `removexattr` families and `inotify_add_watch`. Looks (`stat`, `statx`, `readlink`,
+//! `access`) are not: written in `checked`, left off for their cost and what they break.
 //! With `memoryMiB`: `mmap`, `mremap` and `brk`. With `exec` (and not as root, whom
 //! `RLIMIT_NPROC` does not bind): `fork` and `vfork` (x86-64), `clone` without
 //! `CLONE_THREAD` (the filter tests its flags) and `clone3` (its flags are in memory: every
@@ -40,6 +46,13 @@
 //!   `CLONE_VM | CLONE_VFORK` child that ends at once, `processes`); if the kernel refuses
 //!   the probe with `EAGAIN`, the plugin's call is answered `EAGAIN` and named, otherwise it
 //!   runs as made. A new thread runs as made.
+//! - A checked call (`checked`): what it names (a socket address, a path) is copied, a path
+//!   or a Unix socket opened `O_PATH` and its real path checked against the grant (the
+//!   write grant to reach a socket or change metadata, the read grant to watch), an Internet
+//!   address against the grant's hosts (`crate::sandbox::network`), and the call made from
+//!   the copy through the handle (`/proc/self/fd/N`), or refused (`EACCES`) and named. One
+//!   that may block (a `connect` on a blocking socket, a send that would block) is made by a
+//!   performer thread, which answers it.
 //! - Anything else is made again by the supervisor and its result handed back. A refusal
 //!   (`EACCES`, `EPERM`, or `EXDEV` for a rename or link across rules) of a path neither the
 //!   grant nor the sandbox's own rules (the system's libraries, the plugin's file, ...)
@@ -89,6 +102,17 @@
 //! - Every notified call is a round trip between two threads (BENCHMARKS.md §13; on
 //!   Linux 6.6 and later both are woken on the same CPU, `SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP`).
 //! - A refusal in a process the plugin started is not named.
+//! - A process the plugin started (a granted program) cannot have its checked calls checked
+//!   (its memory and descriptors are not the supervisor's): its socket calls are refused
+//!   (named) unless the grant has `network: true`, where they run unchecked (a pathname Unix
+//!   socket outside the grant included); its metadata calls run unchecked (Landlock still
+//!   holds its files' contents).
+//! - A `connect` or send made while both performers are busy blocks the supervisor until it
+//!   ends. An Internet address not known to the grant's hosts waits for the names to be
+//!   resolved again (at most 1.5 s; `crate::sandbox::network`), and the other notified
+//!   calls with it.
+//! - `stat`, `statx`, `readlink`, `access` and `getxattr` of a path outside the grant are
+//!   not refused: what exists and its size, owner, mode and times can be learned there.
 //! - A program that replaces the child itself by `execve` (not one it forks) finds every
 //!   notified call failing with `ENOSYS`: nobody is left to answer.
 //! - Calls made through the x32 ABI are not notified (those of another architecture,
