@@ -297,6 +297,10 @@ fn a_host_list_reaches_its_hosts_only_and_names_the_rest() {
     let (refused, run) = one("tcp 192.0.2.1 443".to_owned());
     assert_eq!(refused, "tcp: failed Permission denied");
     run.report("connect to 192.0.2.1:443 denied: not a public address");
+    // A server (a TCP port to listen on) is not granted by a host list.
+    let run = run_attacks(&world, &settings, &["listen".to_owned()]);
+    assert_eq!(run.outcome("listen"), "listen: failed Permission denied");
+    run.report("bind to 127.0.0.1:0 denied: a list of hosts grants connecting to them");
 
     // A literal address of the grant.
     let settings =

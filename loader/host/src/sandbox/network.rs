@@ -265,7 +265,6 @@ mod resolver {
         asked_count: 0,
     });
     static CHANGED: Condvar = Condvar::new();
-    static STARTED: AtomicBool = AtomicBool::new(false);
     /// Whether the grant has a wildcard (the supervisor then reads DNS queries).
     static WILDCARDS: AtomicBool = AtomicBool::new(false);
     /// Literal rules and resolvers: fixed, set once at start.
@@ -345,9 +344,6 @@ mod resolver {
         let Some((ip, port)) = parse(address) else {
             return Err(say(why, "not an Internet address"));
         };
-        if !STARTED.load(Ordering::Acquire) {
-            return Err(say(why, "the grant's host names could not be resolved"));
-        }
         let wanted = key(ip);
         if found(&lock(&FIXED), wanted, port) {
             return Ok(());
@@ -384,9 +380,9 @@ mod resolver {
         Err(say(
             why,
             if is_public(ip) {
-                "no granted host resolves to it"
+                "no granted host resolves to it (on that port)"
             } else {
-                "not a public address, and no literal of the grant or name /etc/hosts maps there names it"
+                "not a public address: only a literal address of the grant, or a granted name /etc/hosts maps there, reaches one (on its port)"
             },
         ))
     }
@@ -590,7 +586,6 @@ mod resolver {
                     table.len = len;
                     table.generation += 1;
                     table.wanted = false;
-                    STARTED.store(true, Ordering::Release);
                     CHANGED.notify_all();
                     // Wait for a refresh to be asked for, or the time to do one.
                     let deadline = Instant::now() + REFRESH;

@@ -1009,7 +1009,9 @@ fn socket_call(
             response.error = -libc::EPERM;
             return Answer::Respond;
         }
-        Kind::Inet if reach.network_hosts => {
+        // A local address to bind is not a destination (a TCP port is refused by Landlock
+        // under a host list, named in `bind`).
+        Kind::Inet if reach.network_hosts && number != libc::SYS_bind => {
             let mut why = [0u8; 256];
             if let Err(why_len) = crate::sandbox::network::check(address, &mut why) {
                 let mut text = [0u8; 512];
@@ -1032,7 +1034,7 @@ fn socket_call(
         _ => {}
     }
     if number == libc::SYS_bind {
-        return bind(job, link, request, response);
+        return bind(job, link, request, response, reach);
     }
     if number != libc::SYS_connect && reach.network_hosts && crate::sandbox::network::wildcards() {
         note_dns(&job);
@@ -1086,8 +1088,30 @@ fn bind(
     link: &NamingLink,
     request: &libc::seccomp_notif,
     response: &mut libc::seccomp_notif_resp,
+    reach: &Reach,
 ) -> Answer {
     let result = job.make();
+    if result == Err(libc::EACCES)
+        && reach.network_hosts
+        && matches!(kind(&job.address[..job.address_len as usize]), Kind::Inet)
+    {
+        let mut text = [0u8; 256];
+        let shown = crate::sandbox::network::show(
+            &job.address[..job.address_len as usize],
+            &mut text[..128],
+        );
+        let why = b"a list of hosts grants connecting to them, not listening on a TCP port";
+        text[shown] = 0;
+        text[shown + 1..shown + 1 + why.len()].copy_from_slice(why);
+        name(
+            link,
+            request,
+            BIND,
+            Refusal::Address,
+            &text[..shown + 1 + why.len()],
+            None,
+        );
+    }
     if result == Err(libc::EACCES)
         && let Kind::UnixPath(path_len) = kind(&job.address[..job.address_len as usize])
     {
