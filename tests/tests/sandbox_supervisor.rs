@@ -176,6 +176,43 @@ fn unix_sockets_in_the_write_grant_are_reached_and_abstract_ones_with_the_networ
 }
 
 #[test]
+fn a_program_the_plugin_runs_reaches_no_unix_socket_without_the_network() {
+    if !std::path::Path::new("/usr/bin/python3").exists() {
+        eprintln!("skipped: the program it runs, /usr/bin/python3, is not on this machine");
+        return;
+    }
+    let world = world();
+    let servers = servers(&world);
+    let stream = servers.folder.join("stream.sock");
+    let folder = servers.folder.display().to_string();
+    // The socket is in the write grant, but a program's address cannot be checked.
+    let settings = json!({"sandbox": {(world.key()): {
+        "write": [folder], "exec": ["/usr/bin/python3"], "network": false}}});
+    let attack = [format!("runconnect {}", stream.display())];
+    let run = run_attacks(&world, &settings, &attack);
+    assert_eq!(
+        run.outcome("runconnect"),
+        "runconnect: failed status 1",
+        "{}",
+        run.stderr()
+    );
+    assert!(servers.stream.accept().is_err());
+    run.report("connect to an address of a program it runs denied: the sandbox cannot check a program's addresses");
+    // With the network, it runs (unchecked: see the module text of
+    // loader/host/src/sandbox/supervisor/mod.rs).
+    let settings = json!({"sandbox": {(world.key()): {
+        "write": [folder], "exec": ["/usr/bin/python3"], "network": true}}});
+    let run = run_attacks(&world, &settings, &attack);
+    assert_eq!(
+        run.outcome("runconnect"),
+        "runconnect: ok",
+        "{}",
+        run.stderr()
+    );
+    assert!(servers.stream.accept().is_ok());
+}
+
+#[test]
 fn metadata_outside_the_grant_is_refused_and_named() {
     let world = world();
     let home = world.sandbox.home();
