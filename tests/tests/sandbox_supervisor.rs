@@ -37,7 +37,12 @@ fn servers(world: &World) -> Servers {
     stream.set_nonblocking(true).unwrap();
     let datagram = UnixDatagram::bind(folder.join("datagram.sock")).unwrap();
     datagram.set_nonblocking(true).unwrap();
-    let abstract_name = format!("pi-hooks-test-{}", std::process::id());
+    // One per world: the tests run at once.
+    let abstract_name = format!(
+        "pi-hooks-test-{}-{}",
+        std::process::id(),
+        world.sandbox.root().file_name().unwrap().to_string_lossy()
+    );
     let address = SocketAddr::from_abstract_name(abstract_name.as_bytes()).unwrap();
     let abstract_listener = UnixListener::bind_addr(&address).unwrap();
     abstract_listener.set_nonblocking(true).unwrap();
@@ -61,6 +66,7 @@ fn attacks(servers: &Servers) -> Vec<String> {
         format!("dgrammmsg {}", datagram.display()),
         format!("abstract {}", servers.abstract_name),
         format!("bind {}", bound.display()),
+        "pairmmsg".to_owned(),
         "after".to_owned(),
     ]
 }
@@ -158,6 +164,7 @@ fn unix_sockets_in_the_write_grant_are_reached_and_abstract_ones_with_the_networ
         run.outcome("abstract"),
         "abstract: failed Operation not permitted"
     );
+    assert_eq!(run.outcome("pairmmsg"), "pairmmsg: ok 3 3 lengths 1 2 3");
     let (mut peer, _) = servers.stream.accept().unwrap();
     peer.set_nonblocking(false).unwrap();
     let mut got = String::new();

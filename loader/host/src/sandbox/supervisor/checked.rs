@@ -30,7 +30,8 @@
 //! are not notified), so the supervisor goes on answering; with both busy, the supervisor
 //! makes it itself and the other notified calls wait. A send is first made with
 //! `MSG_DONTWAIT`: a blocking send may so return fewer bytes than asked (which `send` may).
-//! `sendmmsg` sends the first message only (it may send fewer than asked).
+//! `sendmmsg` sends the first message and those after it that name no address (at most 64;
+//! it may send fewer than asked).
 //!
 //! Nothing here allocates (see the supervisor's module text).
 
@@ -754,14 +755,15 @@ impl Job {
         // they pointed at (the data sent is still read from the plugin's memory, the same
         // address space).
         let result = unsafe { super::make_again(self.number, &args) };
-        if self.number == libc::SYS_sendmmsg
-            && let Ok(sent) = result
-            && sent == 1
-        {
-            let length = self.message.msg_len.to_ne_bytes();
-            let at = self.length_at + std::mem::offset_of!(libc::mmsghdr, msg_len) as u64;
-            write_memory(at, &length);
-        }
+        let result = match result {
+            Ok(1) if self.number == libc::SYS_sendmmsg => {
+                let length = self.message.msg_len.to_ne_bytes();
+                let at = self.length_at + std::mem::offset_of!(libc::mmsghdr, msg_len) as u64;
+                write_memory(at, &length);
+                Ok(1 + self.send_unnamed_rest())
+            }
+            other => other,
+        };
         if self.handle >= 0 {
             // SAFETY: the handle was opened by the supervisor for this call alone.
             unsafe { libc::close(self.handle) };
@@ -770,6 +772,55 @@ impl Job {
         result
     }
 }
+
+impl Job {
+    /// `sendmmsg`, its first message sent: sends the next ones that name no address (a
+    /// connected socket's; at most [`MORE_MESSAGES`], without waiting), each copied first;
+    /// how many were sent. One that names an address ends it (the plugin sends it again).
+    fn send_unnamed_rest(&self) -> i64 {
+        let size = std::mem::size_of::<libc::mmsghdr>() as u64;
+        let count = self.args[2].min(MORE_MESSAGES + 1);
+        let flags = self.args[3] | libc::MSG_DONTWAIT as u64;
+        let mut sent = 0;
+        for index in 1..count {
+            let at = self.length_at + index * size;
+            // SAFETY: mmsghdr is plain data; all-zero is a valid value.
+            let mut message: libc::mmsghdr = unsafe { std::mem::zeroed() };
+            // SAFETY: the message's bytes are copied over a local of its type (plain data).
+            let bytes = unsafe {
+                std::slice::from_raw_parts_mut(
+                    (&mut message as *mut libc::mmsghdr).cast::<u8>(),
+                    size as usize,
+                )
+            };
+            if read_memory(at, bytes) != bytes.len()
+                || !message.msg_hdr.msg_name.is_null() && message.msg_hdr.msg_namelen != 0
+            {
+                break;
+            }
+            message.msg_hdr.msg_name = std::ptr::null_mut();
+            message.msg_hdr.msg_namelen = 0;
+            // SAFETY: sendmsg of the plugin's socket with a copy of its message, which names
+            // no address (its data is read from the plugin's memory, the same address space).
+            let result =
+                unsafe { libc::sendmsg(self.args[0] as i32, &message.msg_hdr, flags as i32) };
+            if result < 0 {
+                break;
+            }
+            let length = (result as u32).to_ne_bytes();
+            write_memory(
+                at + std::mem::offset_of!(libc::mmsghdr, msg_len) as u64,
+                &length,
+            );
+            sent += 1;
+        }
+        sent
+    }
+}
+
+/// How many messages after the first one `sendmmsg` sends at most (see
+/// [`Job::send_unnamed_rest`]).
+const MORE_MESSAGES: u64 = 63;
 
 /// Writes `bytes` at `address` of this process (`process_vm_writev`: a bad address gives
 /// an error, not a fault).
