@@ -310,6 +310,19 @@ fn metadata_outside_the_grant_is_refused_and_named() {
     );
     assert_eq!(run.outcome("watch"), "watch: ok");
     assert_eq!(run.sandbox_reports(), 0, "{:?}", run.errors);
+
+    // A copy the plugin forks (with `exec` granted) is held to the same: refused, named.
+    let settings = json!({"sandbox": {(world.key()): {
+        "read": ["${cwd}"], "write": ["~/out"], "exec": ["/bin/true"], "network": false}}});
+    let run = run_attacks(&world, &settings, &[format!("forkchmod {key_text}")]);
+    assert_eq!(
+        run.outcome("forkchmod"),
+        "forkchmod: failed Permission denied",
+        "{}",
+        run.stderr()
+    );
+    assert_eq!(mode(&key), 0o600);
+    run.report("chmod to a process it forked denied");
 }
 
 #[test]

@@ -365,6 +365,8 @@ pub struct Reach {
     write: Vec<Vec<u8>>,
     /// `/proc/<own pid>`: the process's own files, which it may look at.
     own: Vec<u8>,
+    /// This process's executable (the `pi-hooks` binary).
+    exe: Vec<u8>,
     /// `network: true`: abstract sockets and any address.
     network_all: bool,
     /// A list of hosts: addresses are checked ([`crate::sandbox::network`]).
@@ -392,6 +394,9 @@ impl Reach {
             write: real(&reach.write),
             // SAFETY: getpid has no preconditions.
             own: format!("/proc/{}", unsafe { libc::getpid() }).into_bytes(),
+            exe: std::fs::read_link("/proc/self/exe")
+                .map(|p| p.as_os_str().as_bytes().to_vec())
+                .unwrap_or_default(),
             network_all: reach.network == crate::packages::manifest::Network::All,
             network_hosts: matches!(
                 &reach.network,
@@ -875,6 +880,60 @@ pub fn refuse_other_process(number: i64, reach: &Reach) -> bool {
     SOCKET_CALLS.contains(&number) && !reach.network_all
 }
 
+/// Whether the thread `tid` of another process runs this process's own executable: a
+/// copy the plugin forked, which has not run a program yet. Its checked calls are refused
+/// whatever they are (they would run unchecked; between a fork and an `execve` none is
+/// needed). Allocates nothing.
+pub fn forked_copy(tid: u32, reach: &Reach) -> bool {
+    let mut link = [0u8; 32];
+    let prefix = b"/proc/";
+    link[..prefix.len()].copy_from_slice(prefix);
+    let mut digits = [0u8; 10];
+    let (mut n, mut count) = (tid, 0);
+    loop {
+        digits[count] = b'0' + (n % 10) as u8;
+        count += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for (i, digit) in digits[..count].iter().rev().enumerate() {
+        link[prefix.len() + i] = *digit;
+    }
+    link[prefix.len() + count..prefix.len() + count + 4].copy_from_slice(b"/exe");
+    let mut exe = [0u8; PATH_MAX];
+    // SAFETY: `link` is NUL-terminated (zeroed, at most 24 bytes written); readlink writes
+    // at most PATH_MAX bytes into `exe`.
+    let got = unsafe { libc::readlink(link.as_ptr().cast(), exe.as_mut_ptr().cast(), PATH_MAX) };
+    // Unreadable (gone, or not ours to read): treated as a copy, refused.
+    let Ok(len) = usize::try_from(got) else {
+        return true;
+    };
+    !reach.exe.is_empty() && exe[..len] == reach.exe[..]
+}
+
+/// Names the refusal of a checked call in a copy the plugin forked ([`forked_copy`]).
+pub fn name_forked_copy(link: &NamingLink, request: &libc::seccomp_notif) {
+    let verb = match i64::from(request.data.nr) {
+        libc::SYS_connect => CONNECT,
+        libc::SYS_bind => BIND,
+        libc::SYS_sendto => SENDTO,
+        libc::SYS_sendmsg | libc::SYS_sendmmsg => SENDMSG,
+        number => metadata()
+            .find(|m| m.number == number)
+            .map_or(CHMOD, |m| m.verb),
+    };
+    name(
+        link,
+        request,
+        verb,
+        Refusal::Address,
+        b"a process it forked\0a process the plugin forked cannot have its calls checked (its memory is not the supervisor's), so it may connect, send, or change or watch files only once it runs a granted program",
+        None,
+    );
+}
+
 /// Names the refusal of another process's socket call.
 pub fn name_other_process(link: &NamingLink, request: &libc::seccomp_notif) {
     let verb = match i64::from(request.data.nr) {
@@ -1302,6 +1361,7 @@ mod tests {
             read: vec![b"/r".to_vec()],
             write: vec![b"/w/x".to_vec()],
             own: b"/proc/7".to_vec(),
+            exe: Vec::new(),
             network_all: false,
             network_hosts: false,
         };

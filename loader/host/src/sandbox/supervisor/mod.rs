@@ -102,11 +102,13 @@
 //! - Every notified call is a round trip between two threads (BENCHMARKS.md §13; on
 //!   Linux 6.6 and later both are woken on the same CPU, `SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP`).
 //! - A refusal in a process the plugin started is not named.
-//! - A process the plugin started (a granted program) cannot have its checked calls checked
-//!   (its memory and descriptors are not the supervisor's): its socket calls are refused
-//!   (named) unless the grant has `network: true`, where they run unchecked (a pathname Unix
-//!   socket outside the grant included); its metadata calls run unchecked (Landlock still
-//!   holds its files' contents).
+//! - A process the plugin started cannot have its checked calls checked (its memory and
+//!   descriptors are not the supervisor's). A copy the plugin forked (it still runs the
+//!   `pi-hooks` binary: `/proc/<pid>/exe`) has them refused and named. A granted program's
+//!   socket calls are refused (named) unless the grant has `network: true`, where they run
+//!   unchecked (a pathname Unix socket outside the grant included); its metadata calls run
+//!   unchecked (Landlock still holds its files' contents): a granted program that runs what
+//!   it is told (an interpreter) can change the mode of a file outside the grant.
 //! - A `connect` or send made while both performers are busy blocks the supervisor until it
 //!   ends. An Internet address not known to the grant's hosts waits for the names to be
 //!   resolved again (at most 1.5 s; `crate::sandbox::network`), and the other notified
@@ -497,7 +499,10 @@ fn supervise(fd: RawFd, link: &NamingLink, room: Option<&Room>, checks: &checked
         if !ours && checked::is_checked(number) {
             // Another process's call (a program the plugin runs): its memory cannot be read
             // here, so its address or path cannot be checked (`checked`).
-            if checked::refuse_other_process(number, checks) {
+            if checked::forked_copy(request.pid, checks) {
+                response.error = -libc::EACCES;
+                checked::name_forked_copy(link, &request);
+            } else if checked::refuse_other_process(number, checks) {
                 response.error = -libc::EACCES;
                 checked::name_other_process(link, &request);
             } else {
