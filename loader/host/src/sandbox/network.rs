@@ -7,14 +7,14 @@
 //!
 //! How it holds: with a host list the child may make Internet sockets, and every `connect`,
 //! `sendto` with an address, `sendmsg` and `sendmmsg` goes to the supervisor
-//! (`super::supervisor`), which copies the address, checks it here ([`check`]) and makes
+//! (`super::supervisor`), which copies the address, checks it here (`check`) and makes
 //! the call from its copy, or refuses it (`EACCES`) and names the host or address. An
 //! address is allowed when
 //! - it is a literal of the grant (with its port, if one is given);
 //! - it is among the addresses a granted name resolves to (and the port matches): the names
-//!   are resolved by a thread of the child of their own ([`start`], not under the notifying
-//!   filter; the child's DNS goes to the system's resolvers), again every
-//!   [`REFRESH`], and at once (the check waits for it, at most [`MISS_WAIT`]) when an address
+//!   are resolved by a thread of the child of their own (`start`, not under the notifying
+//!   filter; the child's DNS goes to the system's resolvers), again every 30 s, and at
+//!   once (the check waits for it, at most 1.5 s) when an address
 //!   is not known: a name whose addresses rotate is resolved again. A wildcard's names are
 //!   those the plugin itself asked the resolvers about: its DNS queries (a `send` to port 53
 //!   of a resolver of `/etc/resolv.conf`) are read by the supervisor, and a name beneath a
@@ -26,9 +26,9 @@
 //!   `/etc/hosts` maps to it (the machine's own configuration; a name whose DNS answer is
 //!   private is a rebinding, refused).
 //!
-//! Landlock cannot filter TCP by name, so with a host list it does not handle the network
-//! (its port rules would not help): the supervisor is the gate, and `io_uring` (which makes
-//! sockets and connects without a system call the filter sees) is refused by the seccomp
+//! Landlock cannot filter TCP by name, so with a host list it handles only binding (no TCP
+//! port to listen on): the supervisor is the gate for connecting, and `io_uring` (which makes
+//! sockets and connects without a system call the filter sees) must be refused by the seccomp
 //! filter. Not covered: what a granted host relays (a proxy, a CONNECT tunnel); a plugin
 //! that resolves a name through another channel than the system's resolvers (DNS over
 //! HTTPS to a granted host) learns addresses no wildcard check saw, and those are refused.
