@@ -169,6 +169,9 @@ impl Capabilities {
                 })
             })
             .collect::<Result<Vec<String>, String>>()?;
+        if let Network::Hosts(hosts) = &self.network {
+            crate::sandbox::network::check_hosts(hosts)?;
+        }
         Ok(Capabilities {
             read: paths("read", &self.read)?,
             write: paths("write", &self.write)?,

@@ -5,7 +5,14 @@
 //! Besides the grant, the child may read what it needs to run at all: the system's library
 //! folders and the loader's cache (the dynamic loader maps the plugin's dependencies), the
 //! plugin file, the settings files the child reads, `/dev/null` and `/dev/urandom`, time
-//! zones, and the CPU and cgroup files the runtime sizes its threads by. A granted program
+//! zones, and the CPU and cgroup files the runtime sizes its threads by. With any network:
+//! what resolving names and TLS read ([`NETWORK_READ`]: the resolver's configuration,
+//! `/etc/hosts`, the CA certificates; not the private-key folders).
+//!
+//! Abstract Unix sockets made outside the sandbox are out of reach (scoping, ABI 6) unless
+//! the grant has `network: true`. With a host list Landlock does not handle TCP (it cannot
+//! filter by name): the supervisor checks every address (`super::network`); binding a TCP
+//! port (a listening server) is refused. A granted program
 //! may be executed, and so may its dynamic loader (read from its `PT_INTERP`).
 
 use std::path::{Path, PathBuf};
@@ -16,6 +23,7 @@ use landlock::{
 };
 
 use super::Grant;
+use crate::packages::manifest::Network;
 
 /// The Landlock version whose rights are asked for (newer ones are not needed).
 const TARGET: ABI = ABI::V6;
@@ -37,6 +45,38 @@ const SYSTEM_READ: &[&str] = &[
     "/dev/urandom",
     "/sys/devices/system/cpu",
     "/sys/fs/cgroup",
+];
+
+/// What name resolution and TLS read, readable when any network is granted: the resolver's
+/// and the name service's configuration, and the CA certificates (not `/etc/ssl/private` nor
+/// `/etc/pki/tls/private`: private keys stay out of reach).
+pub const NETWORK_READ: &[&str] = &[
+    "/etc/resolv.conf",
+    "/etc/hosts",
+    "/etc/nsswitch.conf",
+    "/etc/gai.conf",
+    "/etc/host.conf",
+    "/etc/services",
+    "/etc/protocols",
+    "/etc/ssl/certs",
+    "/etc/ssl/cert.pem",
+    "/etc/ssl/openssl.cnf",
+    "/etc/ca-certificates",
+    "/etc/ca-certificates.conf",
+    "/usr/share/ca-certificates",
+    "/etc/pki/tls/certs",
+    "/etc/pki/tls/cert.pem",
+    "/etc/pki/tls/openssl.cnf",
+    "/etc/pki/ca-trust",
+    "/etc/pki/ca-trust-source",
+];
+
+/// The name services' sockets a resolving C library connects to, reachable (by the
+/// supervisor's Unix-socket check) when any network is granted.
+pub const NETWORK_SOCKETS: &[&str] = &[
+    "/run/nscd/socket",
+    "/var/run/nscd/socket",
+    "/run/systemd/resolve/io.systemd.Resolve",
 ];
 
 /// What this kernel's Landlock (as `restrict_self` found it) lacks of what a confined plugin
@@ -96,12 +136,29 @@ pub fn apply(grant: &Grant, plugin: &Path, settings: &[PathBuf]) -> Result<Appli
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(AccessFs::from_all(TARGET))
         .map_err(|e| fail(&e))?
-        .scope(Scope::from_all(TARGET))
+        .scope(
+            if grant.network == crate::packages::manifest::Network::All {
+                // With the network, abstract Unix sockets are reachable (they are named from
+                // anywhere on the machine, as the network is).
+                Scope::from_all(TARGET) & !Scope::AbstractUnixSocket
+            } else {
+                Scope::from_all(TARGET)
+            },
+        )
         .map_err(|e| fail(&e))?;
-    if !grant.network.any() {
-        ruleset = ruleset
-            .handle_access(AccessNet::from_all(TARGET))
-            .map_err(|e| fail(&e))?;
+    match &grant.network {
+        Network::All => {}
+        // Connecting is checked by the supervisor, by name; listening is not granted.
+        Network::Hosts(hosts) if !hosts.is_empty() => {
+            ruleset = ruleset
+                .handle_access(AccessNet::BindTcp)
+                .map_err(|e| fail(&e))?;
+        }
+        _ => {
+            ruleset = ruleset
+                .handle_access(AccessNet::from_all(TARGET))
+                .map_err(|e| fail(&e))?;
+        }
     }
     let mut created = ruleset.create().map_err(|e| fail(&e))?;
     for (path, access) in rules {
@@ -140,6 +197,22 @@ fn rules(grant: &Grant, plugin: &Path, settings: &[PathBuf]) -> Vec<(PathBuf, Bi
     let mut rules: Vec<(PathBuf, BitFlags<AccessFs>)> = Vec::new();
     rules.extend(SYSTEM_READ.iter().map(|p| (PathBuf::from(p), read)));
     rules.push(("/dev/null".into(), AccessFs::ReadFile | AccessFs::WriteFile));
+    if grant.network.any() {
+        rules.extend(
+            NETWORK_READ
+                .iter()
+                .filter(|p| Path::new(p).exists())
+                .map(|p| (PathBuf::from(p), read)),
+        );
+        // Only the socket files themselves: Landlock does not govern connecting to them; the
+        // rule puts them in the supervisor's reach.
+        rules.extend(
+            NETWORK_SOCKETS
+                .iter()
+                .filter(|p| Path::new(p).exists())
+                .map(|p| (PathBuf::from(p), AccessFs::WriteFile.into())),
+        );
+    }
     rules.push((plugin.to_path_buf(), AccessFs::ReadFile.into()));
     rules.extend(
         settings

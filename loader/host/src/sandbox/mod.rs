@@ -30,6 +30,7 @@ pub mod grant;
 pub mod landlock;
 #[cfg(target_os = "linux")]
 pub mod limits;
+pub mod network;
 pub mod report;
 #[cfg(target_os = "linux")]
 pub mod seccomp;

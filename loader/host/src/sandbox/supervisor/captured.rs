@@ -158,6 +158,23 @@ impl<const N: usize> Slot<'_, N> {
         unsafe { &mut *self.pool.slots[self.index].get() }
     }
 
+    /// Fills the slot with one text (a path, a socket's name or an address) and, for a
+    /// relative path, the folder it is relative to. Allocates nothing.
+    pub fn set_text(&mut self, text: &[u8], base: Option<&[u8]>) {
+        let into = self.captured_mut();
+        into.flags = None;
+        into.count = 1;
+        let target = &mut into.paths[0];
+        let len = text.len().min(PATH_MAX - 1);
+        target.text[..len].copy_from_slice(&text[..len]);
+        target.text_len = len;
+        target.base_len = base.map(|base| {
+            let len = base.len().min(PATH_MAX - 1);
+            target.base[..len].copy_from_slice(&base[..len]);
+            len
+        });
+    }
+
     /// Gives the slot up for whoever takes `index` ([`Pool::take`]).
     pub fn hand(self) -> usize {
         let index = self.index;
@@ -208,7 +225,7 @@ pub fn capture<const N: usize>(slot: &mut Slot<'_, N>, call: &Call, args: &[u64;
 }
 
 /// Reads the NUL-terminated text at `address` into `buffer`; its length (without the NUL).
-fn read_text(address: u64, buffer: &mut [u8; PATH_MAX]) -> Option<usize> {
+pub(super) fn read_text(address: u64, buffer: &mut [u8; PATH_MAX]) -> Option<usize> {
     // Page by page up to the NUL: the text may end just before an unmapped page.
     let mut done = 0;
     while done < PATH_MAX {
@@ -229,7 +246,7 @@ fn read_text(address: u64, buffer: &mut [u8; PATH_MAX]) -> Option<usize> {
 /// Writes the absolute path of the folder `dir` (a descriptor, or `AT_FDCWD`: the working
 /// directory) into `buffer`; its length. Allocates nothing: `getcwd` into the buffer, or
 /// `readlink` of `/proc/self/fd/N` (its name written on the stack).
-fn folder(dir: i32, buffer: &mut [u8; PATH_MAX]) -> Option<usize> {
+pub(super) fn folder(dir: i32, buffer: &mut [u8; PATH_MAX]) -> Option<usize> {
     if dir == libc::AT_FDCWD {
         // SAFETY: getcwd writes at most `PATH_MAX` bytes (its NUL included) into `buffer`.
         let got = unsafe { libc::getcwd(buffer.as_mut_ptr().cast(), PATH_MAX) };

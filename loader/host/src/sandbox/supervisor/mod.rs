@@ -20,7 +20,13 @@
 //! on x86-64 their older forms `open`, `creat`, `mkdir`, `mknod`, `unlink`, `rmdir`,
 //! `rename`, `renameat`, `link`, `symlink`), and, when the grant runs programs, `execve`
 //! and `execveat` (without `exec` the seccomp trap filter refuses those, and its verdict
-//! comes first). Calls Landlock does not govern (`stat`, `readlink`, `chmod`, ...) are not.
+//! comes first). Whatever the grant, the calls neither Landlock nor the trap filter can
+//! judge, which the supervisor checks and makes itself (`checked`): `connect`, `bind`,
+//! `sendmsg`, `sendmmsg` and `sendto` with an address (every `sendto` when a wildcard host
+//! is granted: the plugin's DNS queries are read), and `chmod`, `fchmodat(2)`, `fchmod`, the
+//! `chown` family, `utimensat` (`utime`, `utimes`, `futimesat`), the `setxattr` and
+//! `removexattr` families and `inotify_add_watch`. Looks (`stat`, `statx`, `readlink`,
+//! `access`) are not: written in `checked`, left off for their cost and what they break.
 //! With `memoryMiB`: `mmap`, `mremap` and `brk`. With `exec` (and not as root, whom
 //! `RLIMIT_NPROC` does not bind): `fork` and `vfork` (x86-64), `clone` without
 //! `CLONE_THREAD` (the filter tests its flags) and `clone3` (its flags are in memory: every
@@ -40,6 +46,13 @@
 //!   `CLONE_VM | CLONE_VFORK` child that ends at once, `processes`); if the kernel refuses
 //!   the probe with `EAGAIN`, the plugin's call is answered `EAGAIN` and named, otherwise it
 //!   runs as made. A new thread runs as made.
+//! - A checked call (`checked`): what it names (a socket address, a path) is copied, a path
+//!   or a Unix socket opened `O_PATH` and its real path checked against the grant (the
+//!   write grant to reach a socket or change metadata, the read grant to watch), an Internet
+//!   address against the grant's hosts (`crate::sandbox::network`), and the call made from
+//!   the copy through the handle (`/proc/self/fd/N`), or refused (`EACCES`) and named. One
+//!   that may block (a `connect` on a blocking socket, a send that would block) is made by a
+//!   performer thread, which answers it.
 //! - Anything else is made again by the supervisor and its result handed back. A refusal
 //!   (`EACCES`, `EPERM`, or `EXDEV` for a rename or link across rules) of a path neither the
 //!   grant nor the sandbox's own rules (the system's libraries, the plugin's file, ...)
@@ -89,6 +102,19 @@
 //! - Every notified call is a round trip between two threads (BENCHMARKS.md §13; on
 //!   Linux 6.6 and later both are woken on the same CPU, `SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP`).
 //! - A refusal in a process the plugin started is not named.
+//! - A process the plugin started cannot have its checked calls checked (its memory and
+//!   descriptors are not the supervisor's). A copy the plugin forked (it still runs the
+//!   `pi-hooks` binary: `/proc/<pid>/exe`) has them refused and named. A granted program's
+//!   socket calls are refused (named) unless the grant has `network: true`, where they run
+//!   unchecked (a pathname Unix socket outside the grant included); its metadata calls run
+//!   unchecked (Landlock still holds its files' contents): a granted program that runs what
+//!   it is told (an interpreter) can change the mode of a file outside the grant.
+//! - A `connect` or send made while both performers are busy blocks the supervisor until it
+//!   ends. An Internet address not known to the grant's hosts waits for the names to be
+//!   resolved again (at most 1.5 s; `crate::sandbox::network`), and the other notified
+//!   calls with it.
+//! - `stat`, `statx`, `readlink`, `access` and `getxattr` of a path outside the grant are
+//!   not refused: what exists and its size, owner, mode and times can be learned there.
 //! - A program that replaces the child itself by `execve` (not one it forks) finds every
 //!   notified call failing with `ENOSYS`: nobody is left to answer.
 //! - Calls made through the x32 ABI are not notified (those of another architecture,
@@ -104,6 +130,7 @@
 
 mod calls;
 mod captured;
+mod checked;
 mod memory;
 mod naming;
 mod processes;
@@ -173,11 +200,16 @@ pub fn start(
     if processes {
         numbers.extend_from_slice(PROCESS_CALLS);
     }
-    let program = filter(&numbers, processes);
+    // Unix sockets, addresses and metadata (`checked`); `sendto` only with an address,
+    // unless the plugin's DNS queries are read (a wildcard host).
+    let wildcards = crate::sandbox::network::HostRule::any_wildcard(&grant.network);
+    numbers.extend(checked::numbers().filter(|n| *n != libc::SYS_sendto || wildcards));
+    let program = filter(&numbers, processes, !wildcards);
     // Within the sandbox's reach: the grant, and what the child needs to run.
     let mut reach = grant.clone();
     reach.read.extend_from_slice(also_readable);
     reach.write.extend_from_slice(also_writable);
+    let checks = checked::Reach::new(&reach);
     let namer = Namer {
         grant: grant.clone(),
         prepared: super::report::Prepared::new(grant),
@@ -185,6 +217,8 @@ pub fn start(
     };
     let (to_supervisor, listener) = std::sync::mpsc::channel::<OwnedFd>();
     let link = start_naming(namer).map_err(|e| missing(&e))?;
+    checked::start_performers().map_err(|e| missing(&e))?;
+    crate::sandbox::network::start(grant).map_err(|e| missing(&e))?;
     std::thread::Builder::new()
         .name("pi-hooks-sandbox-supervisor".into())
         // Its frames are small; the address space counts against `memoryMiB`'s slack.
@@ -207,7 +241,7 @@ pub fn start(
                     )
                 };
                 LISTENER.store(fd, Ordering::Release);
-                supervise(fd, &link, room.as_ref());
+                supervise(fd, &link, room.as_ref(), &checks);
             }
         })
         .map_err(|e| missing(&e))?;
@@ -255,7 +289,11 @@ fn user_notification_available() -> std::io::Result<()> {
 /// filter and the strictest answer wins, so a call the trap filter refuses is refused, not
 /// notified).
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-fn filter(numbers: &[i64], new_processes: bool) -> Vec<libc::sock_filter> {
+fn filter(
+    numbers: &[i64],
+    new_processes: bool,
+    sendto_with_address: bool,
+) -> Vec<libc::sock_filter> {
     let n = numbers.len();
     assert!(n < 240, "a BPF jump reaches at most 255 instructions");
     let statement = |code: u32, k: u32| libc::sock_filter {
@@ -272,10 +310,12 @@ fn filter(numbers: &[i64], new_processes: bool) -> Vec<libc::sock_filter> {
         jf: jf as u8,
         k,
     };
-    // The clone check's instructions, between the comparisons and "allow".
+    // The sendto check's and the clone check's instructions, between the comparisons and
+    // "allow".
+    let sendto = if sendto_with_address { 5 } else { 0 };
     let check = if new_processes { 3 } else { 0 };
     // Where "allow" and "notify" are: the last two instructions.
-    let allow = 3 + n + check;
+    let allow = 3 + n + sendto + check;
     let notify = allow + 1;
     let mut program = Vec::with_capacity(notify + 1);
     // 0: load seccomp_data.arch (a u32 at offset 4).
@@ -290,8 +330,24 @@ fn filter(numbers: &[i64], new_processes: bool) -> Vec<libc::sock_filter> {
     for (i, number) in numbers.iter().enumerate() {
         program.push(jump(libc::BPF_JEQ, *number as u32, notify - (3 + i) - 1, 0));
     }
+    if sendto_with_address {
+        // 3 + n: not sendto: on to the clone check (the accumulator still holds the number).
+        let at = 3 + n;
+        program.push(jump(libc::BPF_JEQ, libc::SYS_sendto as u32, 0, 4));
+        // Its address (args[4], at offset 48): either half not zero, "notify"; a send on a
+        // connected socket (no address), "allow".
+        program.push(statement(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 48));
+        program.push(jump(libc::BPF_JEQ, 0, 0, notify - (at + 2) - 1));
+        program.push(statement(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 52));
+        program.push(jump(
+            libc::BPF_JEQ,
+            0,
+            allow - (at + 4) - 1,
+            notify - (at + 4) - 1,
+        ));
+    }
     if new_processes {
-        // 3 + n: not clone: "allow".
+        // Not clone: "allow".
         program.push(jump(libc::BPF_JEQ, libc::SYS_clone as u32, 0, 2));
         // Load the low half of its flags (seccomp_data.args[0] at offset 16, little-endian
         // on both machines).
@@ -351,7 +407,7 @@ fn install(program: &[libc::sock_filter]) -> std::io::Result<OwnedFd> {
 
 /// Blocks every signal on the calling thread (the supervisor and the namer take none: a
 /// signal for the process goes to another thread, and their waits are not interrupted).
-fn block_signals() {
+pub(crate) fn block_signals() {
     // SAFETY: a local signal set filled by sigfillset, then applied to this thread.
     unsafe {
         let mut all: libc::sigset_t = std::mem::zeroed();
@@ -411,7 +467,7 @@ fn ask_naming(link: &NamingLink, request: &libc::seccomp_notif, call: &Call) -> 
 }
 
 /// The supervisor's loop: takes each notification and answers it (see the module's text).
-fn supervise(fd: RawFd, link: &NamingLink, room: Option<&Room>) {
+fn supervise(fd: RawFd, link: &NamingLink, room: Option<&Room>, checks: &checked::Reach) {
     // SAFETY: getpid has no preconditions.
     let own = unsafe { libc::getpid() };
     let mut memory_bursts = Burst::default();
@@ -440,8 +496,25 @@ fn supervise(fd: RawFd, link: &NamingLink, room: Option<&Room>) {
         let args = request.data.args;
         let continues = libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32;
         let mut made: Option<i64> = None;
-        if !ours {
+        if !ours && checked::is_checked(number) {
+            // Another process's call (a program the plugin runs): its memory cannot be read
+            // here, so its address or path cannot be checked (`checked`).
+            if checked::forked_copy(request.pid, checks) {
+                response.error = -libc::EACCES;
+                checked::name_forked_copy(link, &request);
+            } else if checked::refuse_other_process(number, checks) {
+                response.error = -libc::EACCES;
+                checked::name_other_process(link, &request);
+            } else {
+                response.flags = continues;
+            }
+        } else if !ours {
             response.flags = continues;
+        } else if checked::is_checked(number) {
+            match checked::answer(&request, link, checks, &mut response) {
+                checked::Answer::Handed => continue,
+                checked::Answer::Respond => {}
+            }
         } else if let Some(memory) = memory_call(number) {
             // SAFETY: the call the plugin's thread made, from a thread of the same process:
             // the same address space, so the same mapping, made for it.
@@ -524,7 +597,7 @@ mod tests {
 
     #[test]
     fn the_filter_jumps_to_notify_or_allow() {
-        let program = filter(&[10, 20, 30], false);
+        let program = filter(&[10, 20, 30], false, false);
         assert_eq!(program.len(), 8);
         // A call of another ABI lands on "allow".
         assert_eq!(1 + 1 + program[1].jf as usize, 6);
@@ -539,7 +612,13 @@ mod tests {
 
     /// Runs `program` on a `seccomp_data` with `nr` and `args[0]`, as the kernel would.
     fn run(program: &[libc::sock_filter], nr: u32, arg0: u64) -> u32 {
+        run_with(program, nr, arg0, 0)
+    }
+
+    /// [`run`], with `args[4]` too.
+    fn run_with(program: &[libc::sock_filter], nr: u32, arg0: u64, arg4: u64) -> u32 {
         let mut data = [0u8; 64];
+        data[48..56].copy_from_slice(&arg4.to_ne_bytes());
         data[0..4].copy_from_slice(&nr.to_ne_bytes());
         data[4..8].copy_from_slice(&AUDIT_ARCH.to_ne_bytes());
         data[16..24].copy_from_slice(&arg0.to_ne_bytes());
@@ -566,7 +645,7 @@ mod tests {
 
     #[test]
     fn with_new_processes_a_clone_is_notified_by_its_flags() {
-        let program = filter(&[10, 20], true);
+        let program = filter(&[10, 20], true, false);
         let notify = libc::SECCOMP_RET_USER_NOTIF;
         let allow = libc::SECCOMP_RET_ALLOW;
         let clone = libc::SYS_clone as u32;
@@ -576,6 +655,16 @@ mod tests {
         assert_eq!(run(&program, clone, libc::SIGCHLD as u64), notify);
         let thread = (libc::CLONE_VM | libc::CLONE_THREAD | libc::CLONE_SIGHAND) as u64;
         assert_eq!(run(&program, clone, thread), allow);
-        assert_eq!(run(&filter(&[10], false), clone, 0), allow);
+        assert_eq!(run(&filter(&[10], false, false), clone, 0), allow);
+        // sendto: notified only with an address (args[4]); the clone check still follows.
+        let program = filter(&[10], true, true);
+        let sendto = libc::SYS_sendto as u32;
+        assert_eq!(run_with(&program, sendto, 0, 0), allow);
+        assert_eq!(run_with(&program, sendto, 0, 0x7ff0_0000_1000), notify);
+        assert_eq!(run_with(&program, sendto, 0, 0x7ff0_0000_0000), notify);
+        assert_eq!(run_with(&program, sendto, 0, 0x1000), notify);
+        assert_eq!(run_with(&program, clone, libc::SIGCHLD as u64, 0), notify);
+        assert_eq!(run_with(&program, clone, thread, 0), allow);
+        assert_eq!(run_with(&program, 10, 0, 0), notify);
     }
 }

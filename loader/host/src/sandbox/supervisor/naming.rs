@@ -81,6 +81,47 @@ impl Limit {
     }
 }
 
+/// The number of a job naming a refusal the supervisor decided itself (`super::checked`):
+/// its first argument is the verb's index in [`super::checked::VERBS`], its second the
+/// [`Refusal`], and what it names is in the capture slot.
+const REFUSED: i64 = -3;
+
+/// What a refusal decided by the supervisor (`super::checked`) is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// A path outside what the plugin may read.
+    Read,
+    /// A path outside what the plugin may write.
+    Write,
+    /// An abstract Unix socket (`@name`) without the network.
+    Abstract,
+    /// A network address (`host:port`) the grant's hosts do not cover; the slot's text is
+    /// the address, then after a NUL why (see [`crate::sandbox::network`]).
+    Address,
+}
+
+impl Refusal {
+    fn code(self) -> u64 {
+        match self {
+            Refusal::Read => 0,
+            Refusal::Write => 1,
+            Refusal::Abstract => 2,
+            Refusal::Address => 3,
+        }
+    }
+
+    fn decode(code: u64) -> Option<Refusal> {
+        [
+            Refusal::Read,
+            Refusal::Write,
+            Refusal::Abstract,
+            Refusal::Address,
+        ]
+        .into_iter()
+        .find(|r| r.code() == code)
+    }
+}
+
 /// One answer of the naming thread: id and verdict.
 const VERDICT_BYTES: usize = 16;
 
@@ -127,6 +168,31 @@ impl NamingLink {
         let (number, argument) = limit.encode();
         let job = [id, number as u64, argument, 0, 0, 0, 0, 0, NO_CAPTURE];
         self.send_job(job, LIMIT_WAIT);
+    }
+
+    /// Has the naming thread report the refusal `refusal` of the call of `request` (its verb:
+    /// `verb`, an index in [`super::checked::VERBS`]), decided by the supervisor, with what
+    /// it names in `slot`; waits at most [`NAMING_WAIT`] for it to be sent.
+    pub fn refused(
+        &self,
+        request: &libc::seccomp_notif,
+        verb: usize,
+        refusal: Refusal,
+        slot: Slot<'static, SLOTS>,
+    ) {
+        let index = slot.hand() as u64;
+        let job = [
+            request.id,
+            REFUSED as u64,
+            verb as u64,
+            refusal.code(),
+            0,
+            0,
+            0,
+            0,
+            index,
+        ];
+        self.send_job(job, NAMING_WAIT);
     }
 
     /// Writes one job and waits at most `wait` for its answer.
@@ -230,6 +296,12 @@ pub fn start_naming(namer: Namer) -> std::io::Result<NamingLink> {
                 args.copy_from_slice(&words[2..8]);
                 let captured = usize::try_from(words[8]).ok().and_then(|i| POOL.take(i));
                 let verdict = match Limit::decode(words[1] as i64, args[0]) {
+                    _ if words[1] as i64 == REFUSED => {
+                        if let Some(slot) = captured {
+                            namer.name_refused(args[0], args[1], &slot);
+                        }
+                        Verdict::Proceed
+                    }
                     Some(limit) => {
                         namer.name_limit(limit);
                         Verdict::Proceed
@@ -286,6 +358,69 @@ impl Namer {
             .denied_without_allocating(action, reason.as_str())
         {
             crate::sandbox::report::denied(action, reason.as_str(), &self.grant);
+        }
+    }
+
+    /// Reports a refusal the supervisor decided itself (`super::checked`): `verb` and
+    /// `refusal` as [`NamingLink::refused`] encoded them, what it names in `slot`.
+    fn name_refused(&self, verb: u64, refusal: u64, slot: &Slot<'static, SLOTS>) {
+        use std::os::unix::ffi::OsStrExt;
+        let Some(verb) = super::checked::VERBS.get(verb as usize).copied() else {
+            return;
+        };
+        let Some(path) = slot.captured().paths().first() else {
+            return;
+        };
+        let text = path.text();
+        let grant = &self.grant;
+        match Refusal::decode(refusal) {
+            Some(kind @ (Refusal::Read | Refusal::Write)) => {
+                let given = Path::new(std::ffi::OsStr::from_bytes(text));
+                let base = path
+                    .base()
+                    .map(|b| Path::new(std::ffi::OsStr::from_bytes(b)));
+                let resolved = resolve_against(base, given).unwrap_or_else(|| given.to_path_buf());
+                let write = kind == Refusal::Write;
+                if let Err(reason) = crate::sandbox::check_path(grant, verb, &resolved, write) {
+                    crate::sandbox::report::denied(verb, &reason, grant);
+                } else {
+                    // In the grant, but not as the file the call reached (a link out of it).
+                    let reason = format!(
+                        "{verb} of {} denied: it leads out of what the grant of plugin {} ({}) lets it {} ({})",
+                        resolved.display(),
+                        grant.plugin,
+                        grant.source,
+                        if write { "write" } else { "read" },
+                        grant.summary()
+                    );
+                    crate::sandbox::report::denied(verb, &reason, grant);
+                }
+            }
+            Some(Refusal::Abstract) => {
+                let name = String::from_utf8_lossy(text).into_owned();
+                let name = crate::guards::display::escape(&name);
+                let reason = format!(
+                    "{verb} to the abstract Unix socket @{name} denied: the grant of plugin {} ({}) does not include the network (an abstract socket is reached by name from anywhere on the machine; it needs network: true) ({})",
+                    grant.plugin,
+                    grant.source,
+                    grant.summary()
+                );
+                crate::sandbox::report::denied(verb, &reason, grant);
+            }
+            Some(Refusal::Address) => {
+                let mut parts = text.splitn(2, |b| *b == 0);
+                let address = String::from_utf8_lossy(parts.next().unwrap_or_default());
+                let why = String::from_utf8_lossy(parts.next().unwrap_or_default());
+                let reason = format!(
+                    "{verb} to {address} denied: {why}; the grant of plugin {} ({}) allows network: {} ({})",
+                    grant.plugin,
+                    grant.source,
+                    grant.network.describe(),
+                    grant.summary()
+                );
+                crate::sandbox::report::denied(verb, &reason, grant);
+            }
+            None => {}
         }
     }
 
