@@ -107,12 +107,15 @@ impl Launch {
 }
 
 /// How a child ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ended {
     /// It exited with this status.
     Exited(i32),
     /// A signal ended it.
     Signaled(i32),
+    /// The host killed it because it broke the serve protocol (the words say how, the
+    /// child's own text escaped and cut).
+    Broke(String),
 }
 
 impl Ended {
@@ -136,6 +139,7 @@ impl Ended {
             }
             Ended::Signaled(signal) => format!("crashed ({})", signal_name(*signal)),
             Ended::Exited(code) => format!("exited (status {code})"),
+            Ended::Broke(why) => format!("broke the serve protocol ({why}) and was killed"),
         }
     }
 }
@@ -228,6 +232,9 @@ struct Inbox {
 struct InboxState {
     lines: VecDeque<Value>,
     ended: Option<Ended>,
+    /// Why the host killed the child for breaking the protocol, if it did: its end is then
+    /// [`Ended::Broke`].
+    broke: Option<String>,
     /// A caller is reading the inbox (a call, a drain, or the wait for `hello`).
     reading: bool,
     /// The waker was called and its drain has not started yet.
@@ -273,6 +280,11 @@ pub struct ServeChild {
     hello: Value,
     next_id: u64,
     started: Instant,
+    /// The grant the child was given, if it is confined: its `denied` notifications are
+    /// checked against it and shown with its words (`crate::sandbox::report::vouch`).
+    grant: Option<crate::sandbox::Grant>,
+    /// The refusals shown this second, against `crate::sandbox::report::REPORT_BYTES_PER_SECOND`.
+    reports: Throttle,
 }
 
 impl ServeChild {
@@ -378,6 +390,8 @@ impl ServeChild {
             hello: Value::Null,
             next_id: 1,
             started,
+            grant: launch.sandbox.clone(),
+            reports: Throttle::new(crate::sandbox::report::REPORT_BYTES_PER_SECOND),
         };
         match child.wait_for_hello(limit) {
             Ok(hello) => {
@@ -417,7 +431,7 @@ impl ServeChild {
                 }
                 return Ok(line);
             }
-            if let Some(ended) = state.ended {
+            if let Some(ended) = &state.ended {
                 return Err(format!(
                     "its isolation process {} before it loaded the plugin (see its output above)",
                     ended.describe()
@@ -512,7 +526,7 @@ impl ServeChild {
                 let mut state = self.lock_inbox();
                 match state.lines.pop_front() {
                     Some(line) => Some(line),
-                    None if self.ring.is_none() => break state.ended,
+                    None if self.ring.is_none() => break state.ended.clone(),
                     None => None,
                 }
             };
@@ -525,10 +539,10 @@ impl ServeChild {
                     .map(|ring| ring.receive(Some(Instant::now())))
                 {
                     Some(Ok(Some(frame))) => match self.parse_frame(&frame) {
-                        Some(line) => line,
-                        None => continue,
+                        Ok(line) => line,
+                        Err(why) => break Some(self.broken(&why)),
                     },
-                    Some(Ok(None)) | None => break self.lock_inbox().ended,
+                    Some(Ok(None)) | None => break self.lock_inbox().ended.clone(),
                     Some(Err(RingError::Closed)) => break Some(self.wait_for_end(EXIT_GRACE)),
                     Some(Err(RingError::Broken(why))) => break Some(self.broken(&why)),
                 },
@@ -595,32 +609,18 @@ impl ServeChild {
             .map_err(|_| SendFailed::Gone)
     }
 
-    /// The child broke the ring's rules (see `transport::ring`): it is said and the child
-    /// killed, as a crash.
+    /// The child broke the protocol (garbled the ring's words or frames, see
+    /// `transport::ring`, or sent a message no honest child sends): it is killed, and its
+    /// end is [`Ended::Broke`] with `why` (text of the host's, the child's words in it
+    /// escaped), which the caller reports.
     fn broken(&mut self, why: &str) -> Ended {
-        let _ = writeln!(
-            std::io::stderr().lock(),
-            "pi-hooks: isolated plugin {} garbled its shared memory ({}); its process is killed",
-            self.label,
-            escape(why)
-        );
+        break_protocol(&self.inbox, &self.process, why);
         self.kill()
     }
 
-    /// A frame of the ring as a message; one that is not a JSON object is said and skipped.
-    fn parse_frame(&self, frame: &[u8]) -> Option<Value> {
-        match serde_json::from_slice::<Value>(frame) {
-            Ok(line) => Some(line),
-            Err(error) => {
-                let _ = writeln!(
-                    std::io::stderr().lock(),
-                    "pi-hooks: isolated plugin {} sent a message that is not JSON ({error}): {}",
-                    self.label,
-                    first_chars(&String::from_utf8_lossy(frame))
-                );
-                None
-            }
-        }
+    /// A frame of the ring as a message; one that is not a JSON object breaks the protocol.
+    fn parse_frame(&self, frame: &[u8]) -> Result<Value, String> {
+        parse_message(frame)
     }
 
     fn read_answer(
@@ -643,8 +643,8 @@ impl ServeChild {
                     waited += since.elapsed();
                     match frame {
                         Ok(Some(frame)) => match self.parse_frame(&frame) {
-                            Some(line) => line,
-                            None => continue,
+                            Ok(line) => line,
+                            Err(why) => return Err(CallError::Died(self.broken(&why))),
                         },
                         Ok(None) => continue,
                         Err(RingError::Closed) => {
@@ -661,8 +661,8 @@ impl ServeChild {
                         if let Some(line) = state.lines.pop_front() {
                             break line;
                         }
-                        if let Some(ended) = state.ended {
-                            return Err(CallError::Died(ended));
+                        if let Some(ended) = &state.ended {
+                            return Err(CallError::Died(ended.clone()));
                         }
                         let left = match limit {
                             Some(limit) if waited >= limit => {
@@ -702,6 +702,9 @@ impl ServeChild {
     ) -> Option<Result<Value, CallError>> {
         let kind = line.get("type").and_then(Value::as_str).unwrap_or("");
         let answers_call = id.is_some() && line.get("id").and_then(Value::as_u64) == id;
+        if let Err(why) = check_kind(line) {
+            return Some(Err(CallError::Died(self.broken(&why))));
+        }
         match kind {
             "result" if answers_call => {
                 return Some(Ok(line.get("result").cloned().unwrap_or(Value::Null)));
@@ -741,6 +744,37 @@ impl ServeChild {
             "notification" => {
                 let method = line.get("method").and_then(Value::as_str).unwrap_or("");
                 let params = line.get("params").unwrap_or(&Value::Null);
+                if method == "denied" {
+                    // Shown with the host's words for plugin and grant, or the child is
+                    // killed for claiming others.
+                    let shown = match crate::sandbox::report::vouch(params, self.grant.as_ref()) {
+                        Ok(shown) => shown,
+                        Err(why) => return Some(Err(CallError::Died(self.broken(&why)))),
+                    };
+                    let size = shown["action"].as_str().map_or(0, str::len)
+                        + shown["reason"].as_str().map_or(0, str::len);
+                    match self.reports.take(size) {
+                        Taken::Pass(dropped) => {
+                            if dropped.0 > 0 {
+                                self.say_reports_dropped(dropped);
+                            }
+                            on_line(Incoming::Notification {
+                                method,
+                                params: &shown,
+                            });
+                        }
+                        Taken::FirstDropped => {
+                            let _ = writeln!(
+                                std::io::stderr().lock(),
+                                "pi-hooks: isolated plugin {} reports more than {} KiB of sandbox refusals a second; the rest of this second is dropped",
+                                self.label,
+                                crate::sandbox::report::REPORT_BYTES_PER_SECOND / 1024
+                            );
+                        }
+                        Taken::Dropped => {}
+                    }
+                    return None;
+                }
                 on_line(Incoming::Notification { method, params });
             }
             "extension_error" => {
@@ -760,13 +794,23 @@ impl ServeChild {
         None
     }
 
+    /// Says how many refusals the rate limit dropped in the last second.
+    fn say_reports_dropped(&self, (reports, bytes): (u64, u64)) {
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "pi-hooks: isolated plugin {}: {reports} sandbox refusals ({bytes} bytes) not shown (more than {} KiB a second)",
+            self.label,
+            crate::sandbox::report::REPORT_BYTES_PER_SECOND / 1024
+        );
+    }
+
     /// Waits (at most `limit`) for the reader to see the child end; kills it past that.
     fn wait_for_end(&self, limit: Duration) -> Ended {
         let deadline = Instant::now() + limit;
         let mut state = self.lock_inbox();
         loop {
-            if let Some(ended) = state.ended {
-                return ended;
+            if let Some(ended) = &state.ended {
+                return ended.clone();
             }
             let now = Instant::now();
             if now >= deadline {
@@ -823,6 +867,76 @@ impl Drop for ServeChild {
     }
 }
 
+/// The message kinds a child sends (after its `hello`), as `docs/serve-protocol.md` lists
+/// them; a message of another kind, or without a string `type`, breaks the protocol.
+pub fn check_kind(message: &Value) -> Result<(), String> {
+    match message.get("type") {
+        Some(Value::String(kind))
+            if matches!(
+                kind.as_str(),
+                "result" | "error" | "request" | "notification" | "extension_error" | "tool_update"
+            ) =>
+        {
+            Ok(())
+        }
+        Some(Value::String(kind)) => Err(format!(
+            "a message of the unknown type {:?}",
+            first_chars(kind)
+        )),
+        _ => Err("a message without a string type".into()),
+    }
+}
+
+/// A rate limit over one-second windows: what passes, and what was dropped.
+struct Throttle {
+    limit: usize,
+    window: Instant,
+    passed: usize,
+    /// Items and bytes dropped in this window.
+    dropped: (u64, u64),
+}
+
+/// What [`Throttle::take`] decided.
+enum Taken {
+    /// Passes; what was dropped in the window that just ended (said by the caller).
+    Pass((u64, u64)),
+    /// Dropped, the first of its window (the caller says the rest of it is dropped).
+    FirstDropped,
+    /// Dropped.
+    Dropped,
+}
+
+impl Throttle {
+    fn new(limit: usize) -> Self {
+        Throttle {
+            limit,
+            window: Instant::now(),
+            passed: 0,
+            dropped: (0, 0),
+        }
+    }
+
+    fn take(&mut self, size: usize) -> Taken {
+        let mut ended = (0, 0);
+        if self.window.elapsed() >= Duration::from_secs(1) {
+            ended = std::mem::take(&mut self.dropped);
+            self.window = Instant::now();
+            self.passed = 0;
+        }
+        if self.passed + size > self.limit {
+            self.dropped.0 += 1;
+            self.dropped.1 += size as u64;
+            return if self.dropped.0 == 1 {
+                Taken::FirstDropped
+            } else {
+                Taken::Dropped
+            };
+        }
+        self.passed += size;
+        Taken::Pass(ended)
+    }
+}
+
 /// The first characters of `text`, for a message.
 fn first_chars(text: &str) -> String {
     let cut: String = text.chars().take(80).collect();
@@ -876,22 +990,43 @@ impl StdoutWatcher {
     }
 }
 
-/// The stdout reader: parses lines into the inbox; at the end, reaps the child and records
-/// how it ended. A line that is not JSON (a plugin writing to stdout) is shown on stderr.
+/// The protocol pipe's reader: parses lines into the inbox; at the end, reaps the child and
+/// records how it ended. Only the child's serve code writes this pipe honestly (its fd 1
+/// points at its stderr, see `crate::serve::protocol_on_fd`), so anything else on it breaks
+/// the protocol and the child is killed ([`break_protocol`]): a line that is not a JSON
+/// object, one longer than [`MAX_LINE_BYTES`], and with the ring transport anything but
+/// the `hello` and blank doorbell lines (every message goes through the ring).
 fn read_stdout(
     stdout: impl Read,
     inbox: &Inbox,
     process: &Mutex<Child>,
-    label: &str,
+    _label: &str,
     watcher: &StdoutWatcher,
 ) {
     let mut reader = BufReader::with_capacity(64 * 1024, stdout);
     let mut buffer = Vec::new();
+    let mut hello_seen = false;
+    let mut broke = false;
     loop {
         buffer.clear();
-        match read_line(&mut reader, &mut buffer) {
+        let read = match read_line(&mut reader, &mut buffer) {
             Ok(0) | Err(_) => break,
-            Ok(_) => {}
+            Ok(read) => read,
+        };
+        if broke {
+            // Killed: what it wrote before it died is read through and dropped.
+            continue;
+        }
+        if buffer.is_empty() {
+            broke = true;
+            break_protocol(
+                inbox,
+                process,
+                &format!(
+                    "a line of {read} bytes on its protocol pipe, over the limit of {MAX_LINE_BYTES}"
+                ),
+            );
+            continue;
         }
         let text = buffer.strip_suffix(b"\n").unwrap_or(&buffer);
         let text = text.strip_suffix(b"\r").unwrap_or(text);
@@ -902,14 +1037,25 @@ fn read_stdout(
             }
             continue;
         }
-        match serde_json::from_slice::<Value>(text) {
+        if hello_seen && watcher.ring_closer.is_some() {
+            broke = true;
+            break_protocol(
+                inbox,
+                process,
+                &format!(
+                    "a line of {} bytes on its protocol pipe, where only doorbells go after its hello: {}",
+                    text.len(),
+                    first_chars(&String::from_utf8_lossy(text))
+                ),
+            );
+            continue;
+        }
+        hello_seen = true;
+        match parse_message(text) {
             Ok(line) => inbox.deliver(|state| state.lines.push_back(line)),
-            Err(_) => {
-                let _ = writeln!(
-                    std::io::stderr().lock(),
-                    "pi-hooks: isolated plugin {label} wrote to stdout: {}",
-                    escape(&String::from_utf8_lossy(text))
-                );
+            Err(why) => {
+                broke = true;
+                break_protocol(inbox, process, &why);
             }
         }
     }
@@ -925,14 +1071,48 @@ fn read_stdout(
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(50));
     };
-    inbox.deliver(|state| state.ended = Some(ended));
+    inbox.deliver(|state| {
+        state.ended = Some(match state.broke.clone() {
+            Some(why) => Ended::Broke(why),
+            None => ended,
+        });
+    });
     if let Some(close) = &watcher.ring_closer {
         close();
     }
 }
 
+/// A message of the child (a frame, or a line of the pipe transport) as JSON: it must be an
+/// object, else it breaks the protocol (`Err` says how, the child's text escaped and cut).
+pub fn parse_message(bytes: &[u8]) -> Result<Value, String> {
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(message) if message.is_object() => Ok(message),
+        Ok(_) => Err(format!(
+            "a message that is not a JSON object: {}",
+            first_chars(&String::from_utf8_lossy(bytes))
+        )),
+        Err(error) => Err(format!(
+            "a message of {} bytes that is not JSON ({error}): {}",
+            bytes.len(),
+            first_chars(&String::from_utf8_lossy(bytes))
+        )),
+    }
+}
+
+/// The child broke the protocol: `why` is kept as the reason of its end ([`Ended::Broke`];
+/// the first reason wins) and it is killed. Its end is then seen as any other.
+fn break_protocol(inbox: &Inbox, process: &Mutex<Child>, why: &str) {
+    {
+        let mut state = inbox.lock();
+        if state.broke.is_none() && state.ended.is_none() {
+            state.broke = Some(why.to_owned());
+        }
+    }
+    let _ = process.lock().unwrap_or_else(|e| e.into_inner()).kill();
+}
+
 /// Reads one line of at most [`MAX_LINE_BYTES`]; a longer one is read through and dropped
-/// (the buffer is left empty). `Ok(0)` at the end.
+/// (the buffer is left empty while the count read is not 0). `Ok(0)` at the end.
 fn read_line(reader: &mut impl BufRead, buffer: &mut Vec<u8>) -> std::io::Result<usize> {
     let mut total = 0;
     let mut too_long = false;
@@ -976,7 +1156,9 @@ fn reported_by_host(line: &str) -> bool {
         || (line.starts_with("pi-hooks: plugin ") && line.ends_with("; the host stops"))
 }
 
-/// Forwards the child's stderr to ours, line by line, except [`reported_by_host`] lines.
+/// Forwards the child's stderr (where its stdout goes too) to ours, line by line, except
+/// [`reported_by_host`] lines: each escaped (`crate::guards::display::escape`) and marked
+/// with the plugin, at most [`STDERR_BYTES_PER_SECOND`].
 fn forward_stderr(stderr: impl Read, label: &str) {
     let mut reader = BufReader::new(stderr);
     let mut buffer = Vec::new();
@@ -1017,10 +1199,19 @@ fn forward_stderr(stderr: impl Read, label: &str) {
             continue;
         }
         passed += read;
+        if buffer.is_empty() {
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "plugin {label}: (a line of {read} bytes dropped, over the limit of {MAX_LINE_BYTES})"
+            );
+            continue;
+        }
         let text = String::from_utf8_lossy(&buffer);
         let line = text.trim_end_matches(['\n', '\r']);
         if !reported_by_host(line) {
-            let _ = writeln!(std::io::stderr().lock(), "{line}");
+            // Never raw: a terminal would obey the plugin's escape sequences (its title,
+            // the clipboard through OSC 52, colours), and its lines would pass for the host's.
+            let _ = writeln!(std::io::stderr().lock(), "plugin {label}: {}", escape(line));
         }
     }
     if dropped_lines > 0 {
