@@ -13,6 +13,19 @@
 //! that call. Messages that arrive while nobody is reading (a timer of the plugin asking for
 //! something) wake the inbox's waker, which the proxy turns into a 0 ms timer of its own
 //! ([`ServeChild::drain`] then answers them with the timer's context).
+//!
+//! The child is not trusted (it runs the plugin, which can write anything to its
+//! descriptors and its shared memory). Its stdout and stderr (fd 1 points at fd 2) reach
+//! the host's stderr only escaped (`crate::guards::display::escape`), each line marked with
+//! the plugin, at most [`STDERR_BYTES_PER_SECOND`]. A child that breaks the protocol is
+//! killed, and its end is [`Ended::Broke`] with what it did, which the proxy reports like a
+//! crash (the child restarted after its backoff): a message that is not a JSON object or is
+//! of no kind the protocol has ([`check_kind`]), a line longer than [`MAX_LINE_BYTES`] on the
+//! protocol pipe, anything but doorbells there after the `hello` with the ring transport, a
+//! garbled ring (`super::transport::ring`), or a `denied` notification the host cannot
+//! vouch for (`crate::sandbox::report::vouch`: one naming another plugin or grant, too long,
+//! from a child that is not confined). The refusals it reports are shown with the host's
+//! words for plugin and grant, at most `crate::sandbox::report::REPORT_BYTES_PER_SECOND`.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -1243,6 +1256,50 @@ mod tests {
     }
 
     #[test]
+    fn only_json_objects_of_the_protocol_s_kinds_are_messages() {
+        assert!(parse_message(br#"{"type":"result","id":1}"#).is_ok());
+        for bad in [&b"[1]"[..], b"\"text\"", b"not json", b"", b"{\"a\":"] {
+            assert!(parse_message(bad).is_err(), "{bad:?}");
+        }
+        let deep = format!("{}{}", "[".repeat(200_000), "]".repeat(200_000));
+        let why = parse_message(deep.as_bytes()).unwrap_err();
+        assert!(why.len() < 400, "{why}");
+        let escaped = parse_message(b"\x1b]0;title\x07").unwrap_err();
+        assert!(!escaped.contains('\u{1b}'), "{escaped}");
+        for kind in [
+            "result",
+            "error",
+            "request",
+            "notification",
+            "extension_error",
+            "tool_update",
+        ] {
+            assert!(check_kind(&json!({"type": kind})).is_ok());
+        }
+        for bad in [
+            json!({"type": "hello"}),
+            json!({"type": 1}),
+            json!({}),
+            json!({"type": "\u{1b}x"}),
+        ] {
+            let why = check_kind(&bad).unwrap_err();
+            assert!(!why.contains('\u{1b}'), "{why}");
+        }
+    }
+
+    #[test]
+    fn the_throttle_passes_a_second_s_worth_and_counts_the_rest() {
+        let mut throttle = Throttle::new(10);
+        assert!(matches!(throttle.take(6), Taken::Pass((0, 0))));
+        assert!(matches!(throttle.take(6), Taken::FirstDropped));
+        assert!(matches!(throttle.take(5), Taken::Dropped));
+        // What still fits passes.
+        assert!(matches!(throttle.take(4), Taken::Pass((0, 0))));
+        throttle.window -= Duration::from_secs(2);
+        assert!(matches!(throttle.take(10), Taken::Pass((2, 11))));
+    }
+
+    #[test]
     fn names_signals_and_statuses() {
         assert_eq!(
             Ended::Signaled(libc::SIGSEGV).describe(),
@@ -1253,6 +1310,10 @@ mod tests {
             "crashed (SIGABRT)"
         );
         assert_eq!(Ended::Exited(3).describe(), "exited (status 3)");
+        assert_eq!(
+            Ended::Broke("a message of the unknown type \"x\"".into()).describe(),
+            "broke the serve protocol (a message of the unknown type \"x\") and was killed"
+        );
         assert_eq!(signal_name(77), "signal 77");
     }
 

@@ -13,9 +13,11 @@
 //! said it sleeps, so a spinning peer costs no system call at all.
 //!
 //! The child is not trusted: whatever it writes into the shared pages is checked before the
-//! host uses it (a position past the ring or a frame longer than [`MAX_FRAME`] is
-//! [`RingError::Broken`]), and the host keeps its own copy of the positions it owns. Bytes are
-//! copied out of the mapping before anything reads them.
+//! host uses it (a position past the ring, a frame longer than [`MAX_FRAME`], or the `closed`
+//! word set by anyone but the host is [`RingError::Broken`], and the host, sleeping, wakes
+//! every [`HOST_RECHECK`] to look), and the host keeps its own copy of the positions it owns
+//! and of whether it closed the ring. Bytes are copied out of the mapping before anything
+//! reads them; what they say is checked by the host's reader (`crate::isolate::child`).
 
 use std::fs::File;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
