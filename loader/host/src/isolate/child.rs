@@ -65,6 +65,9 @@ const EXIT_GRACE: Duration = Duration::from_secs(2);
 /// stuck, and its next call finds out).
 const ANSWER_LIMIT: Duration = Duration::from_secs(5);
 
+/// The longest one [`ServeChild::drain`] goes on answering what the child sent unprompted.
+const DRAIN_BUDGET: Duration = Duration::from_millis(50);
+
 /// What starts a child: `<program> serve --no-hooks -e <plugin> --cwd <cwd>`.
 #[derive(Debug, Clone)]
 pub struct Launch {
@@ -534,7 +537,14 @@ impl ServeChild {
         self.start_reading();
         self.lock_inbox().wake_pending = false;
         let deadline = Some(Instant::now() + ANSWER_LIMIT);
+        let budget = Instant::now() + DRAIN_BUDGET;
         let ended = loop {
+            if Instant::now() >= budget {
+                // A child that keeps sending does not keep the proxy (its lock) from the
+                // session's calls: the rest waits for the next drain, which the waker
+                // arranges when reading stops.
+                break self.lock_inbox().ended.clone();
+            }
             let next = {
                 let mut state = self.lock_inbox();
                 match state.lines.pop_front() {
