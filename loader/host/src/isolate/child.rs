@@ -21,7 +21,8 @@
 //! killed, and its end is [`Ended::Broke`] with what it did, which the proxy reports like a
 //! crash (the child restarted after its backoff): a message that is not a JSON object or is
 //! of no kind the protocol has ([`check_kind`]), a line longer than [`MAX_LINE_BYTES`] on the
-//! protocol pipe, anything but doorbells there after the `hello` with the ring transport, a
+//! protocol pipe, more than [`MAX_PENDING_BYTES`] of lines waiting while nobody reads (pipe
+//! transport), anything but doorbells there after the `hello` with the ring transport, a
 //! garbled ring (`super::transport::ring`), or a `denied` notification the host cannot
 //! vouch for (`crate::sandbox::report::vouch`: one naming another plugin or grant, too long,
 //! from a child that is not confined). The refusals it reports are shown with the host's
@@ -64,6 +65,10 @@ const EXIT_GRACE: Duration = Duration::from_secs(2);
 /// outside a timed call (the child reads its answers as they come; one that does not is
 /// stuck, and its next call finds out).
 const ANSWER_LIMIT: Duration = Duration::from_secs(5);
+
+/// The most bytes of the child's lines (pipe transport) kept while nobody takes them: a
+/// child sending more breaks the protocol (the host's memory is not the child's to fill).
+const MAX_PENDING_BYTES: usize = 64 << 20;
 
 /// The longest one [`ServeChild::drain`] goes on answering what the child sent unprompted.
 const DRAIN_BUDGET: Duration = Duration::from_millis(50);
@@ -246,7 +251,9 @@ struct Inbox {
 
 #[derive(Default)]
 struct InboxState {
-    lines: VecDeque<Value>,
+    lines: VecDeque<(Value, usize)>,
+    /// The bytes of the lines in `lines` (at most [`MAX_PENDING_BYTES`]).
+    pending_bytes: usize,
     ended: Option<Ended>,
     /// Why the host killed the child for breaking the protocol, if it did: its end is then
     /// [`Ended::Broke`].
@@ -256,6 +263,15 @@ struct InboxState {
     /// The waker was called and its drain has not started yet.
     wake_pending: bool,
     waker: Option<Arc<dyn Fn() + Send + Sync>>,
+}
+
+impl InboxState {
+    /// The oldest line not taken yet.
+    fn pop_line(&mut self) -> Option<Value> {
+        let (line, size) = self.lines.pop_front()?;
+        self.pending_bytes -= size;
+        Some(line)
+    }
 }
 
 impl Inbox {
@@ -430,7 +446,7 @@ impl ServeChild {
         let deadline = Instant::now() + limit;
         let mut state = self.lock_inbox();
         loop {
-            if let Some(line) = state.lines.pop_front() {
+            if let Some(line) = state.pop_line() {
                 if line.get("type").and_then(Value::as_str) != Some("hello") {
                     return Err(format!(
                         "its isolation process began with {} instead of a hello line",
@@ -547,7 +563,7 @@ impl ServeChild {
             }
             let next = {
                 let mut state = self.lock_inbox();
-                match state.lines.pop_front() {
+                match state.pop_line() {
                     Some(line) => Some(line),
                     None if self.ring.is_none() => break state.ended.clone(),
                     None => None,
@@ -681,7 +697,7 @@ impl ServeChild {
                 None => {
                     let mut state = self.lock_inbox();
                     loop {
-                        if let Some(line) = state.lines.pop_front() {
+                        if let Some(line) = state.pop_line() {
                             break line;
                         }
                         if let Some(ended) = &state.ended {
@@ -1075,7 +1091,29 @@ fn read_stdout(
         }
         hello_seen = true;
         match parse_message(text) {
-            Ok(line) => inbox.deliver(|state| state.lines.push_back(line)),
+            Ok(line) => {
+                let size = text.len();
+                let mut over = false;
+                inbox.deliver(|state| {
+                    if state.pending_bytes + size > MAX_PENDING_BYTES {
+                        over = true;
+                    } else {
+                        state.pending_bytes += size;
+                        state.lines.push_back((line, size));
+                    }
+                });
+                if over {
+                    broke = true;
+                    break_protocol(
+                        inbox,
+                        process,
+                        &format!(
+                            "more than {} MiB of messages sent while the host was not reading",
+                            MAX_PENDING_BYTES >> 20
+                        ),
+                    );
+                }
+            }
             Err(why) => {
                 broke = true;
                 break_protocol(inbox, process, &why);
