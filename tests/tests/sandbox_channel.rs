@@ -218,6 +218,34 @@ fn a_400_kb_line_of_nested_json_is_a_protocol_break_not_echoed() {
 }
 
 #[test]
+fn a_child_that_closes_its_protocol_pipe_and_goes_on_is_killed_not_waited_for() {
+    let world = world_of("sandbox_channel");
+    script(&world, &bash_turns(2));
+    // With the pipe transport its answer can no longer come: the host used to wait for it
+    // until the hang limit (27 s here).
+    let started = Instant::now();
+    let run = session(
+        &world,
+        &settings(&world, json!({})),
+        "pipe",
+        &["echo closefd", "echo ping"],
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    let closefd = run.outcome("closefd");
+    assert!(
+        closefd.contains(
+            "broke the serve protocol (it closed its protocol pipe and went on running) and was killed"
+        ),
+        "{closefd}"
+    );
+    went_on(&run, "pipe");
+}
+
+#[test]
 fn the_child_setting_the_ring_s_closed_word_is_killed_and_reported() {
     let world = world_of("sandbox_channel");
     script(&world, &bash_turns(3));

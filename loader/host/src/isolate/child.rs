@@ -1121,6 +1121,9 @@ fn read_stdout(
         }
     }
     // Stdout closed: the child is ending. Reap it (polling, so a kill can take the lock).
+    // Only its exit closes that pipe: one still running after [`EXIT_GRACE`] closed it
+    // itself, and is killed (until then a caller waits on the ring for nothing).
+    let closed = Instant::now();
     let mut pause = Duration::from_millis(1);
     let ended = loop {
         let status = process.lock().unwrap_or_else(|e| e.into_inner()).try_wait();
@@ -1128,6 +1131,14 @@ fn read_stdout(
             Ok(Some(status)) => break Ended::from_status(status),
             Ok(None) => {}
             Err(_) => break Ended::Exited(-1),
+        }
+        if !broke && closed.elapsed() >= EXIT_GRACE {
+            broke = true;
+            break_protocol(
+                inbox,
+                process,
+                "it closed its protocol pipe and went on running",
+            );
         }
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(50));
