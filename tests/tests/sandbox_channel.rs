@@ -246,6 +246,38 @@ fn a_child_that_closes_its_protocol_pipe_and_goes_on_is_killed_not_waited_for() 
 }
 
 #[test]
+fn refusals_are_shown_at_most_64_kib_a_second_like_the_child_s_stderr() {
+    let world = world_of("sandbox_channel");
+    script(&world, &bash_turns(2));
+    let run = session(
+        &world,
+        &settings(&world, json!({})),
+        "ring",
+        &["echo refusals", "echo ping"],
+    );
+    assert_eq!(run.outcome("refusals"), "refusals: ok 3000 refused");
+    assert_eq!(run.outcome("ping"), "ping: ok");
+    // Honest refusals, with the host's words: the first ones shown, the rest of the second
+    // dropped and said so (not a protocol break).
+    let shown = run.reports_with("id_rsa");
+    assert!(shown > 0 && shown < 3000, "{shown} shown");
+    let stderr = run.stderr();
+    assert!(
+        stderr.contains(&format!(
+            "pi-hooks: isolated plugin \"{}\" reports more than 64 KiB of sandbox refusals a second; the rest of this second is dropped",
+            world.hostile.display()
+        )),
+        "{}",
+        &stderr[stderr.len().saturating_sub(3000)..]
+    );
+    assert!(
+        !errors(&run).iter().any(|e| e.contains("broke")),
+        "{:?}",
+        run.errors
+    );
+}
+
+#[test]
 fn the_child_setting_the_ring_s_closed_word_is_killed_and_reported() {
     let world = world_of("sandbox_channel");
     script(&world, &bash_turns(3));
