@@ -2,11 +2,12 @@
 //! `isolate/transport/ring.rs`, `sandbox/report.rs`, `serve/mod.rs`): a hostile C plugin
 //! (tests/fixtures/sandbox_channel.c) under the real binary writes terminal escapes to its
 //! fd 1 and 2, sets the ring's `closed` word, forges a `denied` notification naming another
-//! plugin and grant on the protocol pipe, writes a 400 KB line of nested JSON there, and has a
-//! tool that never returns. Its output reaches the host's stderr escaped and marked with the
-//! plugin; each break of the protocol gets the child killed and reported (never echoed, never
-//! shown as a refusal), over both transports; the tool call is bounded by `hookTimeout`; a
-//! child whose host is killed with SIGKILL ends. After each, the session goes on, and the same
+//! plugin and grant on the protocol pipe, writes a 400 KB line of nested JSON there, closes
+//! that pipe and goes on, makes 3,000 refused opens in a row, and has a tool that never
+//! returns. Its output reaches the host's stderr escaped and marked with the plugin; each
+//! break of the protocol gets the child killed and reported (never echoed, never shown as a
+//! refusal), over both transports; refusals are shown at most 64 KiB a second; the tool call
+//! is bounded by `hookTimeout`; a child whose host is killed with SIGKILL ends. After each, the session goes on, and the same
 //! plugin's honest calls succeed (so no test passes because everything is broken).
 
 #![cfg(target_os = "linux")]
