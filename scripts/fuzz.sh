@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Fuzzes everything that parses package bytes: builds the cargo-fuzz targets in
-# loader/host/fuzz (tgz, package_json, capabilities, signature, settings) and runs each for
+# Fuzzes everything that parses package bytes, and what crosses from an isolated plugin's
+# child to the host: builds the cargo-fuzz targets in loader/host/fuzz (tgz, package_json,
+# capabilities, signature, settings; ring_frames, serve_lines, report_lines) and runs each for
 # SECONDS (default 5), one at a time, starting from the committed seeds
 # (loader/host/fuzz/seeds/TARGET) and the corpus of earlier runs (loader/host/fuzz/corpus,
 # not committed). A crash stops the script with its input in loader/host/fuzz/artifacts.
@@ -14,7 +15,7 @@ seconds="${1:-5}"
 shift || true
 targets=("$@")
 if [ "${#targets[@]}" -eq 0 ]; then
-    targets=(tgz package_json capabilities signature settings)
+    targets=(tgz package_json capabilities signature settings ring_frames serve_lines report_lines)
 fi
 
 if ! cargo +nightly --version >/dev/null 2>&1; then

@@ -13,6 +13,20 @@
 //! that call. Messages that arrive while nobody is reading (a timer of the plugin asking for
 //! something) wake the inbox's waker, which the proxy turns into a 0 ms timer of its own
 //! ([`ServeChild::drain`] then answers them with the timer's context).
+//!
+//! The child is not trusted (it runs the plugin, which can write anything to its
+//! descriptors and its shared memory). Its stdout and stderr (fd 1 points at fd 2) reach
+//! the host's stderr only escaped (`crate::guards::display::escape`), each line marked with
+//! the plugin, at most [`STDERR_BYTES_PER_SECOND`]. A child that breaks the protocol is
+//! killed, and its end is [`Ended::Broke`] with what it did, which the proxy reports like a
+//! crash (the child restarted after its backoff): a message that is not a JSON object or is
+//! of no kind the protocol has ([`check_kind`]), a line longer than [`MAX_LINE_BYTES`] on the
+//! protocol pipe, more than [`MAX_PENDING_BYTES`] of lines waiting while nobody reads (pipe
+//! transport), anything but doorbells there after the `hello` with the ring transport, a
+//! garbled ring (`super::transport::ring`), or a `denied` notification the host cannot
+//! vouch for (`crate::sandbox::report::vouch`: one naming another plugin or grant, too long,
+//! from a child that is not confined). The refusals it reports are shown with the host's
+//! words for plugin and grant, at most `crate::sandbox::report::REPORT_BYTES_PER_SECOND`.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -51,6 +65,13 @@ const EXIT_GRACE: Duration = Duration::from_secs(2);
 /// outside a timed call (the child reads its answers as they come; one that does not is
 /// stuck, and its next call finds out).
 const ANSWER_LIMIT: Duration = Duration::from_secs(5);
+
+/// The most bytes of the child's lines (pipe transport) kept while nobody takes them: a
+/// child sending more breaks the protocol (the host's memory is not the child's to fill).
+const MAX_PENDING_BYTES: usize = 64 << 20;
+
+/// The longest one [`ServeChild::drain`] goes on answering what the child sent unprompted.
+const DRAIN_BUDGET: Duration = Duration::from_millis(50);
 
 /// What starts a child: `<program> serve --no-hooks -e <plugin> --cwd <cwd>`.
 #[derive(Debug, Clone)]
@@ -107,12 +128,15 @@ impl Launch {
 }
 
 /// How a child ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ended {
     /// It exited with this status.
     Exited(i32),
     /// A signal ended it.
     Signaled(i32),
+    /// The host killed it because it broke the serve protocol (the words say how, the
+    /// child's own text escaped and cut).
+    Broke(String),
 }
 
 impl Ended {
@@ -136,6 +160,7 @@ impl Ended {
             }
             Ended::Signaled(signal) => format!("crashed ({})", signal_name(*signal)),
             Ended::Exited(code) => format!("exited (status {code})"),
+            Ended::Broke(why) => format!("broke the serve protocol ({why}) and was killed"),
         }
     }
 }
@@ -226,13 +251,27 @@ struct Inbox {
 
 #[derive(Default)]
 struct InboxState {
-    lines: VecDeque<Value>,
+    lines: VecDeque<(Value, usize)>,
+    /// The bytes of the lines in `lines` (at most [`MAX_PENDING_BYTES`]).
+    pending_bytes: usize,
     ended: Option<Ended>,
+    /// Why the host killed the child for breaking the protocol, if it did: its end is then
+    /// [`Ended::Broke`].
+    broke: Option<String>,
     /// A caller is reading the inbox (a call, a drain, or the wait for `hello`).
     reading: bool,
     /// The waker was called and its drain has not started yet.
     wake_pending: bool,
     waker: Option<Arc<dyn Fn() + Send + Sync>>,
+}
+
+impl InboxState {
+    /// The oldest line not taken yet.
+    fn pop_line(&mut self) -> Option<Value> {
+        let (line, size) = self.lines.pop_front()?;
+        self.pending_bytes -= size;
+        Some(line)
+    }
 }
 
 impl Inbox {
@@ -273,6 +312,11 @@ pub struct ServeChild {
     hello: Value,
     next_id: u64,
     started: Instant,
+    /// The grant the child was given, if it is confined: its `denied` notifications are
+    /// checked against it and shown with its words (`crate::sandbox::report::vouch`).
+    grant: Option<crate::sandbox::Grant>,
+    /// The refusals shown this second, against `crate::sandbox::report::REPORT_BYTES_PER_SECOND`.
+    reports: Throttle,
 }
 
 impl ServeChild {
@@ -378,6 +422,8 @@ impl ServeChild {
             hello: Value::Null,
             next_id: 1,
             started,
+            grant: launch.sandbox.clone(),
+            reports: Throttle::new(crate::sandbox::report::REPORT_BYTES_PER_SECOND),
         };
         match child.wait_for_hello(limit) {
             Ok(hello) => {
@@ -400,7 +446,7 @@ impl ServeChild {
         let deadline = Instant::now() + limit;
         let mut state = self.lock_inbox();
         loop {
-            if let Some(line) = state.lines.pop_front() {
+            if let Some(line) = state.pop_line() {
                 if line.get("type").and_then(Value::as_str) != Some("hello") {
                     return Err(format!(
                         "its isolation process began with {} instead of a hello line",
@@ -417,7 +463,7 @@ impl ServeChild {
                 }
                 return Ok(line);
             }
-            if let Some(ended) = state.ended {
+            if let Some(ended) = &state.ended {
                 return Err(format!(
                     "its isolation process {} before it loaded the plugin (see its output above)",
                     ended.describe()
@@ -507,12 +553,19 @@ impl ServeChild {
         self.start_reading();
         self.lock_inbox().wake_pending = false;
         let deadline = Some(Instant::now() + ANSWER_LIMIT);
+        let budget = Instant::now() + DRAIN_BUDGET;
         let ended = loop {
+            if Instant::now() >= budget {
+                // A child that keeps sending does not keep the proxy (its lock) from the
+                // session's calls: the rest waits for the next drain, which the waker
+                // arranges when reading stops.
+                break self.lock_inbox().ended.clone();
+            }
             let next = {
                 let mut state = self.lock_inbox();
-                match state.lines.pop_front() {
+                match state.pop_line() {
                     Some(line) => Some(line),
-                    None if self.ring.is_none() => break state.ended,
+                    None if self.ring.is_none() => break state.ended.clone(),
                     None => None,
                 }
             };
@@ -525,10 +578,10 @@ impl ServeChild {
                     .map(|ring| ring.receive(Some(Instant::now())))
                 {
                     Some(Ok(Some(frame))) => match self.parse_frame(&frame) {
-                        Some(line) => line,
-                        None => continue,
+                        Ok(line) => line,
+                        Err(why) => break Some(self.broken(&why)),
                     },
-                    Some(Ok(None)) | None => break self.lock_inbox().ended,
+                    Some(Ok(None)) | None => break self.lock_inbox().ended.clone(),
                     Some(Err(RingError::Closed)) => break Some(self.wait_for_end(EXIT_GRACE)),
                     Some(Err(RingError::Broken(why))) => break Some(self.broken(&why)),
                 },
@@ -595,32 +648,18 @@ impl ServeChild {
             .map_err(|_| SendFailed::Gone)
     }
 
-    /// The child broke the ring's rules (see `transport::ring`): it is said and the child
-    /// killed, as a crash.
+    /// The child broke the protocol (garbled the ring's words or frames, see
+    /// `transport::ring`, or sent a message no honest child sends): it is killed, and its
+    /// end is [`Ended::Broke`] with `why` (text of the host's, the child's words in it
+    /// escaped), which the caller reports.
     fn broken(&mut self, why: &str) -> Ended {
-        let _ = writeln!(
-            std::io::stderr().lock(),
-            "pi-hooks: isolated plugin {} garbled its shared memory ({}); its process is killed",
-            self.label,
-            escape(why)
-        );
+        break_protocol(&self.inbox, &self.process, why);
         self.kill()
     }
 
-    /// A frame of the ring as a message; one that is not a JSON object is said and skipped.
-    fn parse_frame(&self, frame: &[u8]) -> Option<Value> {
-        match serde_json::from_slice::<Value>(frame) {
-            Ok(line) => Some(line),
-            Err(error) => {
-                let _ = writeln!(
-                    std::io::stderr().lock(),
-                    "pi-hooks: isolated plugin {} sent a message that is not JSON ({error}): {}",
-                    self.label,
-                    first_chars(&String::from_utf8_lossy(frame))
-                );
-                None
-            }
-        }
+    /// A frame of the ring as a message; one that is not a JSON object breaks the protocol.
+    fn parse_frame(&self, frame: &[u8]) -> Result<Value, String> {
+        parse_message(frame)
     }
 
     fn read_answer(
@@ -643,8 +682,8 @@ impl ServeChild {
                     waited += since.elapsed();
                     match frame {
                         Ok(Some(frame)) => match self.parse_frame(&frame) {
-                            Some(line) => line,
-                            None => continue,
+                            Ok(line) => line,
+                            Err(why) => return Err(CallError::Died(self.broken(&why))),
                         },
                         Ok(None) => continue,
                         Err(RingError::Closed) => {
@@ -658,11 +697,11 @@ impl ServeChild {
                 None => {
                     let mut state = self.lock_inbox();
                     loop {
-                        if let Some(line) = state.lines.pop_front() {
+                        if let Some(line) = state.pop_line() {
                             break line;
                         }
-                        if let Some(ended) = state.ended {
-                            return Err(CallError::Died(ended));
+                        if let Some(ended) = &state.ended {
+                            return Err(CallError::Died(ended.clone()));
                         }
                         let left = match limit {
                             Some(limit) if waited >= limit => {
@@ -702,6 +741,9 @@ impl ServeChild {
     ) -> Option<Result<Value, CallError>> {
         let kind = line.get("type").and_then(Value::as_str).unwrap_or("");
         let answers_call = id.is_some() && line.get("id").and_then(Value::as_u64) == id;
+        if let Err(why) = check_kind(line) {
+            return Some(Err(CallError::Died(self.broken(&why))));
+        }
         match kind {
             "result" if answers_call => {
                 return Some(Ok(line.get("result").cloned().unwrap_or(Value::Null)));
@@ -741,6 +783,37 @@ impl ServeChild {
             "notification" => {
                 let method = line.get("method").and_then(Value::as_str).unwrap_or("");
                 let params = line.get("params").unwrap_or(&Value::Null);
+                if method == "denied" {
+                    // Shown with the host's words for plugin and grant, or the child is
+                    // killed for claiming others.
+                    let shown = match crate::sandbox::report::vouch(params, self.grant.as_ref()) {
+                        Ok(shown) => shown,
+                        Err(why) => return Some(Err(CallError::Died(self.broken(&why)))),
+                    };
+                    let size = shown["action"].as_str().map_or(0, str::len)
+                        + shown["reason"].as_str().map_or(0, str::len);
+                    match self.reports.take(size) {
+                        Taken::Pass(dropped) => {
+                            if dropped.0 > 0 {
+                                self.say_reports_dropped(dropped);
+                            }
+                            on_line(Incoming::Notification {
+                                method,
+                                params: &shown,
+                            });
+                        }
+                        Taken::FirstDropped => {
+                            let _ = writeln!(
+                                std::io::stderr().lock(),
+                                "pi-hooks: isolated plugin {} reports more than {} KiB of sandbox refusals a second; the rest of this second is dropped",
+                                self.label,
+                                crate::sandbox::report::REPORT_BYTES_PER_SECOND / 1024
+                            );
+                        }
+                        Taken::Dropped => {}
+                    }
+                    return None;
+                }
                 on_line(Incoming::Notification { method, params });
             }
             "extension_error" => {
@@ -760,13 +833,23 @@ impl ServeChild {
         None
     }
 
+    /// Says how many refusals the rate limit dropped in the last second.
+    fn say_reports_dropped(&self, (reports, bytes): (u64, u64)) {
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "pi-hooks: isolated plugin {}: {reports} sandbox refusals ({bytes} bytes) not shown (more than {} KiB a second)",
+            self.label,
+            crate::sandbox::report::REPORT_BYTES_PER_SECOND / 1024
+        );
+    }
+
     /// Waits (at most `limit`) for the reader to see the child end; kills it past that.
     fn wait_for_end(&self, limit: Duration) -> Ended {
         let deadline = Instant::now() + limit;
         let mut state = self.lock_inbox();
         loop {
-            if let Some(ended) = state.ended {
-                return ended;
+            if let Some(ended) = &state.ended {
+                return ended.clone();
             }
             let now = Instant::now();
             if now >= deadline {
@@ -823,6 +906,76 @@ impl Drop for ServeChild {
     }
 }
 
+/// The message kinds a child sends (after its `hello`), as `docs/serve-protocol.md` lists
+/// them; a message of another kind, or without a string `type`, breaks the protocol.
+pub fn check_kind(message: &Value) -> Result<(), String> {
+    match message.get("type") {
+        Some(Value::String(kind))
+            if matches!(
+                kind.as_str(),
+                "result" | "error" | "request" | "notification" | "extension_error" | "tool_update"
+            ) =>
+        {
+            Ok(())
+        }
+        Some(Value::String(kind)) => Err(format!(
+            "a message of the unknown type {:?}",
+            first_chars(kind)
+        )),
+        _ => Err("a message without a string type".into()),
+    }
+}
+
+/// A rate limit over one-second windows: what passes, and what was dropped.
+struct Throttle {
+    limit: usize,
+    window: Instant,
+    passed: usize,
+    /// Items and bytes dropped in this window.
+    dropped: (u64, u64),
+}
+
+/// What [`Throttle::take`] decided.
+enum Taken {
+    /// Passes; what was dropped in the window that just ended (said by the caller).
+    Pass((u64, u64)),
+    /// Dropped, the first of its window (the caller says the rest of it is dropped).
+    FirstDropped,
+    /// Dropped.
+    Dropped,
+}
+
+impl Throttle {
+    fn new(limit: usize) -> Self {
+        Throttle {
+            limit,
+            window: Instant::now(),
+            passed: 0,
+            dropped: (0, 0),
+        }
+    }
+
+    fn take(&mut self, size: usize) -> Taken {
+        let mut ended = (0, 0);
+        if self.window.elapsed() >= Duration::from_secs(1) {
+            ended = std::mem::take(&mut self.dropped);
+            self.window = Instant::now();
+            self.passed = 0;
+        }
+        if self.passed + size > self.limit {
+            self.dropped.0 += 1;
+            self.dropped.1 += size as u64;
+            return if self.dropped.0 == 1 {
+                Taken::FirstDropped
+            } else {
+                Taken::Dropped
+            };
+        }
+        self.passed += size;
+        Taken::Pass(ended)
+    }
+}
+
 /// The first characters of `text`, for a message.
 fn first_chars(text: &str) -> String {
     let cut: String = text.chars().take(80).collect();
@@ -876,22 +1029,43 @@ impl StdoutWatcher {
     }
 }
 
-/// The stdout reader: parses lines into the inbox; at the end, reaps the child and records
-/// how it ended. A line that is not JSON (a plugin writing to stdout) is shown on stderr.
+/// The protocol pipe's reader: parses lines into the inbox; at the end, reaps the child and
+/// records how it ended. Only the child's serve code writes this pipe honestly (its fd 1
+/// points at its stderr, see `crate::serve::protocol_on_fd`), so anything else on it breaks
+/// the protocol and the child is killed ([`break_protocol`]): a line that is not a JSON
+/// object, one longer than [`MAX_LINE_BYTES`], and with the ring transport anything but
+/// the `hello` and blank doorbell lines (every message goes through the ring).
 fn read_stdout(
     stdout: impl Read,
     inbox: &Inbox,
     process: &Mutex<Child>,
-    label: &str,
+    _label: &str,
     watcher: &StdoutWatcher,
 ) {
     let mut reader = BufReader::with_capacity(64 * 1024, stdout);
     let mut buffer = Vec::new();
+    let mut hello_seen = false;
+    let mut broke = false;
     loop {
         buffer.clear();
-        match read_line(&mut reader, &mut buffer) {
+        let read = match read_line(&mut reader, &mut buffer) {
             Ok(0) | Err(_) => break,
-            Ok(_) => {}
+            Ok(read) => read,
+        };
+        if broke {
+            // Killed: what it wrote before it died is read through and dropped.
+            continue;
+        }
+        if buffer.is_empty() {
+            broke = true;
+            break_protocol(
+                inbox,
+                process,
+                &format!(
+                    "a line of {read} bytes on its protocol pipe, over the limit of {MAX_LINE_BYTES}"
+                ),
+            );
+            continue;
         }
         let text = buffer.strip_suffix(b"\n").unwrap_or(&buffer);
         let text = text.strip_suffix(b"\r").unwrap_or(text);
@@ -902,18 +1076,54 @@ fn read_stdout(
             }
             continue;
         }
-        match serde_json::from_slice::<Value>(text) {
-            Ok(line) => inbox.deliver(|state| state.lines.push_back(line)),
-            Err(_) => {
-                let _ = writeln!(
-                    std::io::stderr().lock(),
-                    "pi-hooks: isolated plugin {label} wrote to stdout: {}",
-                    escape(&String::from_utf8_lossy(text))
-                );
+        if hello_seen && watcher.ring_closer.is_some() {
+            broke = true;
+            break_protocol(
+                inbox,
+                process,
+                &format!(
+                    "a line of {} bytes on its protocol pipe, where only doorbells go after its hello: {}",
+                    text.len(),
+                    first_chars(&String::from_utf8_lossy(text))
+                ),
+            );
+            continue;
+        }
+        hello_seen = true;
+        match parse_message(text) {
+            Ok(line) => {
+                let size = text.len();
+                let mut over = false;
+                inbox.deliver(|state| {
+                    if state.pending_bytes + size > MAX_PENDING_BYTES {
+                        over = true;
+                    } else {
+                        state.pending_bytes += size;
+                        state.lines.push_back((line, size));
+                    }
+                });
+                if over {
+                    broke = true;
+                    break_protocol(
+                        inbox,
+                        process,
+                        &format!(
+                            "more than {} MiB of messages sent while the host was not reading",
+                            MAX_PENDING_BYTES >> 20
+                        ),
+                    );
+                }
+            }
+            Err(why) => {
+                broke = true;
+                break_protocol(inbox, process, &why);
             }
         }
     }
     // Stdout closed: the child is ending. Reap it (polling, so a kill can take the lock).
+    // Only its exit closes that pipe: one still running after [`EXIT_GRACE`] closed it
+    // itself, and is killed (until then a caller waits on the ring for nothing).
+    let closed = Instant::now();
     let mut pause = Duration::from_millis(1);
     let ended = loop {
         let status = process.lock().unwrap_or_else(|e| e.into_inner()).try_wait();
@@ -922,17 +1132,59 @@ fn read_stdout(
             Ok(None) => {}
             Err(_) => break Ended::Exited(-1),
         }
+        if !broke && closed.elapsed() >= EXIT_GRACE {
+            broke = true;
+            break_protocol(
+                inbox,
+                process,
+                "it closed its protocol pipe and went on running",
+            );
+        }
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(50));
     };
-    inbox.deliver(|state| state.ended = Some(ended));
+    inbox.deliver(|state| {
+        state.ended = Some(match state.broke.clone() {
+            Some(why) => Ended::Broke(why),
+            None => ended,
+        });
+    });
     if let Some(close) = &watcher.ring_closer {
         close();
     }
 }
 
+/// A message of the child (a frame, or a line of the pipe transport) as JSON: it must be an
+/// object, else it breaks the protocol (`Err` says how, the child's text escaped and cut).
+pub fn parse_message(bytes: &[u8]) -> Result<Value, String> {
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(message) if message.is_object() => Ok(message),
+        Ok(_) => Err(format!(
+            "a message that is not a JSON object: {}",
+            first_chars(&String::from_utf8_lossy(bytes))
+        )),
+        Err(error) => Err(format!(
+            "a message of {} bytes that is not JSON ({error}): {}",
+            bytes.len(),
+            first_chars(&String::from_utf8_lossy(bytes))
+        )),
+    }
+}
+
+/// The child broke the protocol: `why` is kept as the reason of its end ([`Ended::Broke`];
+/// the first reason wins) and it is killed. Its end is then seen as any other.
+fn break_protocol(inbox: &Inbox, process: &Mutex<Child>, why: &str) {
+    {
+        let mut state = inbox.lock();
+        if state.broke.is_none() && state.ended.is_none() {
+            state.broke = Some(why.to_owned());
+        }
+    }
+    let _ = process.lock().unwrap_or_else(|e| e.into_inner()).kill();
+}
+
 /// Reads one line of at most [`MAX_LINE_BYTES`]; a longer one is read through and dropped
-/// (the buffer is left empty). `Ok(0)` at the end.
+/// (the buffer is left empty while the count read is not 0). `Ok(0)` at the end.
 fn read_line(reader: &mut impl BufRead, buffer: &mut Vec<u8>) -> std::io::Result<usize> {
     let mut total = 0;
     let mut too_long = false;
@@ -976,7 +1228,9 @@ fn reported_by_host(line: &str) -> bool {
         || (line.starts_with("pi-hooks: plugin ") && line.ends_with("; the host stops"))
 }
 
-/// Forwards the child's stderr to ours, line by line, except [`reported_by_host`] lines.
+/// Forwards the child's stderr (where its stdout goes too) to ours, line by line, except
+/// [`reported_by_host`] lines: each escaped (`crate::guards::display::escape`) and marked
+/// with the plugin, at most [`STDERR_BYTES_PER_SECOND`].
 fn forward_stderr(stderr: impl Read, label: &str) {
     let mut reader = BufReader::new(stderr);
     let mut buffer = Vec::new();
@@ -1017,10 +1271,19 @@ fn forward_stderr(stderr: impl Read, label: &str) {
             continue;
         }
         passed += read;
+        if buffer.is_empty() {
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "plugin {label}: (a line of {read} bytes dropped, over the limit of {MAX_LINE_BYTES})"
+            );
+            continue;
+        }
         let text = String::from_utf8_lossy(&buffer);
         let line = text.trim_end_matches(['\n', '\r']);
         if !reported_by_host(line) {
-            let _ = writeln!(std::io::stderr().lock(), "{line}");
+            // Never raw: a terminal would obey the plugin's escape sequences (its title,
+            // the clipboard through OSC 52, colours), and its lines would pass for the host's.
+            let _ = writeln!(std::io::stderr().lock(), "plugin {label}: {}", escape(line));
         }
     }
     if dropped_lines > 0 {
@@ -1052,6 +1315,50 @@ mod tests {
     }
 
     #[test]
+    fn only_json_objects_of_the_protocol_s_kinds_are_messages() {
+        assert!(parse_message(br#"{"type":"result","id":1}"#).is_ok());
+        for bad in [&b"[1]"[..], b"\"text\"", b"not json", b"", b"{\"a\":"] {
+            assert!(parse_message(bad).is_err(), "{bad:?}");
+        }
+        let deep = format!("{}{}", "[".repeat(200_000), "]".repeat(200_000));
+        let why = parse_message(deep.as_bytes()).unwrap_err();
+        assert!(why.len() < 400, "{why}");
+        let escaped = parse_message(b"\x1b]0;title\x07").unwrap_err();
+        assert!(!escaped.contains('\u{1b}'), "{escaped}");
+        for kind in [
+            "result",
+            "error",
+            "request",
+            "notification",
+            "extension_error",
+            "tool_update",
+        ] {
+            assert!(check_kind(&json!({"type": kind})).is_ok());
+        }
+        for bad in [
+            json!({"type": "hello"}),
+            json!({"type": 1}),
+            json!({}),
+            json!({"type": "\u{1b}x"}),
+        ] {
+            let why = check_kind(&bad).unwrap_err();
+            assert!(!why.contains('\u{1b}'), "{why}");
+        }
+    }
+
+    #[test]
+    fn the_throttle_passes_a_second_s_worth_and_counts_the_rest() {
+        let mut throttle = Throttle::new(10);
+        assert!(matches!(throttle.take(6), Taken::Pass((0, 0))));
+        assert!(matches!(throttle.take(6), Taken::FirstDropped));
+        assert!(matches!(throttle.take(5), Taken::Dropped));
+        // What still fits passes.
+        assert!(matches!(throttle.take(4), Taken::Pass((0, 0))));
+        throttle.window -= Duration::from_secs(2);
+        assert!(matches!(throttle.take(10), Taken::Pass((2, 11))));
+    }
+
+    #[test]
     fn names_signals_and_statuses() {
         assert_eq!(
             Ended::Signaled(libc::SIGSEGV).describe(),
@@ -1062,6 +1369,10 @@ mod tests {
             "crashed (SIGABRT)"
         );
         assert_eq!(Ended::Exited(3).describe(), "exited (status 3)");
+        assert_eq!(
+            Ended::Broke("a message of the unknown type \"x\"".into()).describe(),
+            "broke the serve protocol (a message of the unknown type \"x\") and was killed"
+        );
         assert_eq!(signal_name(77), "signal 77");
     }
 

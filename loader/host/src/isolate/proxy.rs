@@ -30,8 +30,9 @@
 //!   set its `log` level;
 //! - `before_agent_start` hands on at most eight messages (`EXTRA_MESSAGE_SLOTS`).
 //!
-//! Crashes: when the child dies (a signal, an exit) or does not answer an event within its
-//! limit (a hang; 90% of `hookTimeout`, or of `toolCallTimeout` for `tool_call`, at most one
+//! Crashes: when the child dies (a signal, an exit) or does not answer an event or a tool
+//! call within its limit (a hang; 90% of `hookTimeout`, or of `toolCallTimeout` for
+//! `tool_call`, at most one
 //! second less, so the proxy notices before the runner gives up on it), the proxy reports it
 //! once as an `Extension error` naming the plugin, the event and the signal, kills what is
 //! left, and restarts the child after a backoff (100 ms, doubling up to 5 s; back to 100 ms
@@ -1147,13 +1148,16 @@ impl Proxy {
             let _ = ctx.tool_update(partial);
         };
         let what = format!("tool {name}");
+        // Bounded as its handlers are (`hookTimeout`): a tool that never returns would hold
+        // the session, and the child, unlike a thread, can be killed.
+        let limit = hang_limit(self.state(), "tool");
         match self.forward(
             Some(ctx.as_ptr()),
             "tool",
             &what,
             "tool",
             &fields,
-            None,
+            Some(limit),
             Some(&on_update),
         ) {
             Forwarded::Answer(result) => Ok(result),

@@ -8,6 +8,14 @@
 //! protocol is up (in the plugin's static constructors, while the child loads it) wait and
 //! are sent right after the child's `hello` ([`send_to`]).
 //!
+//! The host never takes the child's word for whose refusal it is: a child runs the plugin, which
+//! may write anything to the protocol. [`vouch`] checks a `denied` notification (its action
+//! and reason short strings, nothing else in it, the plugin, grant and source it names, if
+//! any, the ones the host gave the child) and builds the one the host shows from the host's
+//! own grant; a notification that fails is a broken protocol (the host kills the child,
+//! `crate::isolate::child`), and the host passes on at most [`REPORT_BYTES_PER_SECOND`] of
+//! refusals a second per child, as it does the child's stderr.
+//!
 //! The supervisor names a refused allocation or process while the plugin's thread may hold
 //! the memory allocator's locks, so it cannot allocate: [`Prepared`] holds the words known
 //! ahead, and [`Prepared::denied_without_allocating`] writes the line from the stack.
@@ -64,6 +72,91 @@ pub fn denied(action: &str, reason: &str, grant: &Grant) {
 
 /// The longest `denied` line sent without allocating (a longer one is left to [`denied`]).
 const LINE_MAX: usize = 8192;
+
+/// The longest action a `denied` notification may name (the child's own are a word).
+pub const MAX_ACTION_BYTES: usize = 64;
+
+/// The longest reason a `denied` notification may give (the child's own name a call and a
+/// path or two).
+pub const MAX_REASON_BYTES: usize = 16 * 1024;
+
+/// The most of a child's refusals (their actions' and reasons' bytes) the host shows per
+/// second, as much as of its stderr (`crate::isolate::child`).
+pub const REPORT_BYTES_PER_SECOND: usize = 64 * 1024;
+
+/// Checks a child's `denied` notification `params` against the grant the host gave it
+/// (`None`: the child is not confined, and has nothing to report) and returns the params the
+/// host shows: the child's action and reason, the host's plugin, grant and source (and
+/// `atLoad` when the child said the refusal was made while it loaded the plugin). `Err`
+/// says why the notification breaks the protocol (the child's words in it escaped and cut).
+pub fn vouch(params: &Value, grant: Option<&Grant>) -> Result<Value, String> {
+    let Some(grant) = grant else {
+        return Err("a sandbox refusal, but it is not confined".into());
+    };
+    let Some(fields) = params.as_object() else {
+        return Err("a sandbox refusal whose params are not an object".into());
+    };
+    let text = |key: &str, limit: usize| -> Result<&str, String> {
+        match fields.get(key) {
+            Some(Value::String(text)) if text.len() <= limit => Ok(text),
+            Some(Value::String(text)) => Err(format!(
+                "a sandbox refusal whose {key} is {} bytes long, over the limit of {limit}",
+                text.len()
+            )),
+            _ => Err(format!("a sandbox refusal without a string {key}")),
+        }
+    };
+    let action = text("action", MAX_ACTION_BYTES)?;
+    let reason = text("reason", MAX_REASON_BYTES)?;
+    let summary = grant.summary();
+    for (key, ours) in [
+        ("plugin", grant.plugin.as_str()),
+        ("grant", summary.as_str()),
+        ("source", grant.source.as_str()),
+    ] {
+        match fields.get(key) {
+            None => {}
+            Some(Value::String(theirs)) if theirs == ours => {}
+            Some(theirs) => {
+                let theirs = theirs.to_string();
+                let cut: String = theirs.chars().take(80).collect();
+                return Err(format!(
+                    "a sandbox refusal naming {key} {} where the host gave it {}",
+                    crate::guards::display::escape(&cut),
+                    crate::guards::display::escape(&format!("{ours:?}"))
+                ));
+            }
+        }
+    }
+    let at_load = match fields.get("atLoad") {
+        None | Some(Value::Bool(false)) => false,
+        Some(Value::Bool(true)) => true,
+        Some(_) => return Err("a sandbox refusal whose atLoad is not a boolean".into()),
+    };
+    if let Some(other) = fields.keys().find(|key| {
+        !matches!(
+            key.as_str(),
+            "action" | "reason" | "plugin" | "grant" | "source" | "atLoad"
+        )
+    }) {
+        let cut: String = other.chars().take(40).collect();
+        return Err(format!(
+            "a sandbox refusal with an unknown field {:?}",
+            crate::guards::display::escape(&cut)
+        ));
+    }
+    let mut shown = json!({
+        "action": action,
+        "reason": reason,
+        "plugin": grant.plugin,
+        "grant": summary,
+        "source": grant.source,
+    });
+    if at_load {
+        shown["atLoad"] = true.into();
+    }
+    Ok(shown)
+}
 
 /// A `denied` notification as written on the wire.
 #[derive(Serialize)]
@@ -242,6 +335,54 @@ pub fn show(state: &PluginState, params: &Value, services: &dyn HostServices) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn grant() -> Grant {
+        Grant {
+            plugin: "gate".into(),
+            source: "package \"gate\" 1.0".into(),
+            read: vec!["/tmp/a".into()],
+            write: Vec::new(),
+            network: crate::packages::manifest::Network::None,
+            exec: Vec::new(),
+            exec_paths: Vec::new(),
+            memory_mib: None,
+            data: std::path::PathBuf::new(),
+        }
+    }
+
+    #[test]
+    fn the_host_vouches_only_for_its_own_grant() {
+        let grant = grant();
+        let honest = json!({"action": "read", "reason": "open /etc/shadow", "plugin": "gate",
+            "grant": grant.summary(), "source": grant.source, "atLoad": true});
+        let shown = vouch(&honest, Some(&grant)).unwrap();
+        assert_eq!(shown, honest);
+        // Only action and reason: the host fills in the rest.
+        let bare = vouch(&json!({"action": "exec", "reason": "r"}), Some(&grant)).unwrap();
+        assert_eq!(bare["plugin"], "gate");
+        assert_eq!(bare["grant"], grant.summary());
+        for forged in [
+            json!({"action": "a", "reason": "r", "plugin": "other"}),
+            json!({"action": "a", "reason": "r", "grant": "everything"}),
+            json!({"action": "a", "reason": "r", "source": "settings of root"}),
+            json!({"action": "a", "reason": "r", "plugin": {"nested": [1, 2]}}),
+            json!({"action": "a", "reason": "r", "extra": 1}),
+            json!({"action": "a", "reason": 7}),
+            json!({"action": "a".repeat(MAX_ACTION_BYTES + 1), "reason": "r"}),
+            json!({"action": "a", "reason": "r".repeat(MAX_REASON_BYTES + 1)}),
+            json!({"action": "a", "reason": "r", "atLoad": "yes"}),
+            json!("denied"),
+        ] {
+            assert!(vouch(&forged, Some(&grant)).is_err(), "{forged}");
+        }
+        let error = vouch(
+            &json!({"action": "a", "reason": "r", "plugin": "\u{1b}]0;x\u{7}"}),
+            Some(&grant),
+        )
+        .unwrap_err();
+        assert!(!error.contains('\u{1b}'), "{error}");
+        assert!(vouch(&json!({"action": "a", "reason": "r"}), None).is_err());
+    }
 
     #[test]
     fn a_line_written_on_the_stack_is_the_same_notification() {

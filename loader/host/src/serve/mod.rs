@@ -12,7 +12,9 @@
 //! worker reads its requests from the ring itself, a waiting plugin call reads its
 //! `response` itself, and the main thread only waits for stdin's end. When stdin closes, waiting plugin requests fail, the worker finishes,
 //! `session_shutdown {reason:"quit"}` goes to the plugins, they are retired (their timers
-//! and child processes stop) and the process exits 0.
+//! and child processes stop) and the process exits 0. An isolated plugin's child
+//! (`--protocol-fd`) gives that three seconds, then exits anyway: a plugin call that never
+//! returns does not keep it alive once its host has gone (killed, say).
 
 pub mod actions;
 pub mod client_services;
@@ -195,6 +197,12 @@ pub fn run(setup: ServeSetup) -> i32 {
         read_stdin(&out, &link, &jobs);
     }
     // Stdin closed: plugins waiting on the client get errors, the worker ends its queue.
+    // An isolated plugin's child (its protocol on a descriptor of its own) ends with its
+    // host, which kills it after two seconds anyway; the pi bridge's serve keeps the time
+    // its plugins' session_shutdown takes.
+    if isolated_child {
+        exit_unless_done_within(EXIT_GRACE);
+    }
     link.close();
     drop(jobs);
     if worker.join().is_err() {
@@ -209,6 +217,35 @@ pub fn run(setup: ServeSetup) -> i32 {
         plugin.retire();
     }
     0
+}
+
+/// How long the orderly end (the worker's last request, `session_shutdown`, retiring the
+/// plugins) may take once stdin has closed before the process ends anyway.
+const EXIT_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Ends the process (status 0) `grace` from now, whatever its threads are doing: once stdin
+/// has closed (the client, an isolated plugin's host, has gone, perhaps killed) a plugin
+/// call that never returns must not keep the process, and what its plugin started, alive.
+fn exit_unless_done_within(grace: std::time::Duration) {
+    let _ = std::thread::Builder::new()
+        .name("pi-hooks-serve-exit".into())
+        .spawn(move || {
+            std::thread::sleep(grace);
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "pi-hooks serve: its client has gone and a plugin call is still running after {} s; exiting",
+                grace.as_secs()
+            );
+            // Not `exit`: its handlers (and the plugin's) could wait on what hangs.
+            #[cfg(unix)]
+            // SAFETY: _exit ends the process at once and takes no lock; nothing in this
+            // process is left to run.
+            unsafe {
+                libc::_exit(0)
+            }
+            #[cfg(not(unix))]
+            std::process::exit(0)
+        });
 }
 
 /// Reads the client's lines from stdin until it closes: responses go to their waiting

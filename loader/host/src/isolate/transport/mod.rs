@@ -98,12 +98,23 @@ pub mod host {
 
         /// Sends one message; `Ok(false)` if `deadline` passed while the ring was full.
         pub fn send(&mut self, frame: &[u8], deadline: Option<Instant>) -> Result<bool, RingError> {
+            self.check()?;
             self.to_child.send(frame, deadline)
         }
 
         /// The next message, waiting until `deadline` (`Ok(None)`: it passed).
         pub fn receive(&mut self, deadline: Option<Instant>) -> Result<Option<Vec<u8>>, RingError> {
+            self.check()?;
             self.from_child.receive(deadline, SPIN)
+        }
+
+        /// The control words the child may have written that no wait looks at while
+        /// messages flow: its `closed` word is a broken protocol (`Region::closed`).
+        fn check(&self) -> Result<(), RingError> {
+            match self.region.closed() {
+                Some(RingError::Broken(why)) => Err(RingError::Broken(why)),
+                _ => Ok(()),
+            }
         }
 
         /// Says whether the host reads now (a call or a drain is under way): the child rings

@@ -13,14 +13,16 @@
 //! said it sleeps, so a spinning peer costs no system call at all.
 //!
 //! The child is not trusted: whatever it writes into the shared pages is checked before the
-//! host uses it (a position past the ring or a frame longer than [`MAX_FRAME`] is
-//! [`RingError::Broken`]), and the host keeps its own copy of the positions it owns. Bytes are
-//! copied out of the mapping before anything reads them.
+//! host uses it (a position past the ring, a frame longer than [`MAX_FRAME`], or the `closed`
+//! word set by anyone but the host is [`RingError::Broken`], and the host, sleeping, wakes
+//! every [`HOST_RECHECK`] to look), and the host keeps its own copy of the positions it owns
+//! and of whether it closed the ring. Bytes are copied out of the mapping before anything
+//! reads them; what they say is checked by the host's reader (`crate::isolate::child`).
 
 use std::fs::File;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering, fence};
 use std::time::{Duration, Instant};
 
 use memmap2::MmapRaw;
@@ -34,6 +36,9 @@ pub const MAX_FRAME: usize = crate::serve::framing::MAX_LINE_BYTES;
 
 /// Checks of the word between two yields of the core while spinning.
 const SPIN_BURST: u32 = 64;
+
+/// The longest the host sleeps on a word without looking at the ring's `closed` word.
+const HOST_RECHECK: Duration = Duration::from_millis(100);
 
 /// The size of the header page in front of the two rings.
 const HEADER_BYTES: usize = 4096;
@@ -115,6 +120,11 @@ pub enum RingError {
 pub struct Region {
     map: MmapRaw,
     capacity: u32,
+    /// This end made the region (the host) rather than mapped it (the child).
+    host: bool,
+    /// This process closed the ring ([`Region::close`]): the shared `closed` word is the
+    /// peer's to write too, so the host trusts only its own.
+    closed_here: AtomicBool,
 }
 
 impl std::fmt::Debug for Region {
@@ -150,6 +160,8 @@ impl Region {
         let region = Region {
             map,
             capacity: CAPACITY,
+            host: true,
+            closed_here: AtomicBool::new(false),
         };
         let header = region.header();
         header.capacity.store(CAPACITY, Ordering::Relaxed);
@@ -174,6 +186,8 @@ impl Region {
         let region = Region {
             map,
             capacity: CAPACITY,
+            host: false,
+            closed_here: AtomicBool::new(false),
         };
         let header = region.header();
         if header.magic.load(Ordering::Acquire) != MAGIC
@@ -217,6 +231,7 @@ impl Region {
     /// bytes already published are read. Called by whichever side sees the other go.
     pub fn close(&self) {
         let header = self.header();
+        self.closed_here.store(true, Ordering::SeqCst);
         header.closed.word.store(1, Ordering::SeqCst);
         for slot in [
             &header.to_child.head,
@@ -228,9 +243,25 @@ impl Region {
         }
     }
 
-    /// Whether the ring was closed.
-    pub fn is_closed(&self) -> bool {
-        self.header().closed.word.load(Ordering::Acquire) != 0
+    /// Whether the ring was closed, and how: `Some(Closed)` once this process closed it, or
+    /// (for the child) the host did. The host never takes the child's word for it: the child
+    /// has no reason to write the shared `closed` word (its end is seen as its pipe's end),
+    /// so on the host's side that word set by anyone but the host is
+    /// [`RingError::Broken`], a child breaking the protocol.
+    pub fn closed(&self) -> Option<RingError> {
+        if self.closed_here.load(Ordering::Acquire) {
+            return Some(RingError::Closed);
+        }
+        if self.header().closed.word.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        Some(if self.host {
+            RingError::Broken(
+                "the child set the ring's closed word, which only the host sets".into(),
+            )
+        } else {
+            RingError::Closed
+        })
     }
 
     /// The host says whether it reads the `to_host` ring now; see [`Region::doorbell_due`].
@@ -262,7 +293,8 @@ impl Region {
 /// How a wait on a word ended.
 enum Waited {
     Changed,
-    Closed,
+    /// The ring was closed (or, on the host's side, the child broke the protocol).
+    Stopped(RingError),
     TimedOut,
 }
 
@@ -277,14 +309,11 @@ fn wait_change(
     spin: Duration,
     host: bool,
 ) -> Waited {
-    let closed = &region.header().closed.word;
     let check = || {
         if slot.word.load(Ordering::Acquire) != seen {
             Some(Waited::Changed)
-        } else if closed.load(Ordering::Acquire) != 0 {
-            Some(Waited::Closed)
         } else {
-            None
+            region.closed().map(Waited::Stopped)
         }
     };
     if let Some(done) = check() {
@@ -337,6 +366,13 @@ fn wait_change(
                 Some(deadline - now)
             }
             None => None,
+        };
+        // The host wakes now and then to look at the control words the child could have
+        // garbled without waking it (its `closed` word, see `Region::closed`).
+        let timeout = if host {
+            Some(timeout.map_or(HOST_RECHECK, |timeout| timeout.min(HOST_RECHECK)))
+        } else {
+            timeout
         };
         slot.sleeping.store(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
@@ -430,8 +466,8 @@ impl Producer {
         let region = Arc::clone(&self.region);
         let tail_slot = &region.half(self.direction).tail;
         while !bytes.is_empty() {
-            if self.region.is_closed() {
-                return Err(RingError::Closed);
+            if let Some(stopped) = self.region.closed() {
+                return Err(stopped);
             }
             let tail = tail_slot.word.load(Ordering::Acquire);
             let used = self.head.wrapping_sub(tail);
@@ -447,7 +483,7 @@ impl Producer {
                 let host = !self.direction.host_reads();
                 match wait_change(&region, tail_slot, tail, deadline, self.spin, host) {
                     Waited::Changed => continue,
-                    Waited::Closed => return Err(RingError::Closed),
+                    Waited::Stopped(stopped) => return Err(stopped),
                     Waited::TimedOut => return Ok(false),
                 }
             }
@@ -567,8 +603,9 @@ impl Consumer {
             ) {
                 Waited::Changed => {}
                 // Bytes published before the close are still read.
-                Waited::Closed if half.head.word.load(Ordering::Acquire) != seen => {}
-                Waited::Closed => return Err(RingError::Closed),
+                Waited::Stopped(RingError::Closed)
+                    if half.head.word.load(Ordering::Acquire) != seen => {}
+                Waited::Stopped(stopped) => return Err(stopped),
                 Waited::TimedOut => return Ok(None),
             }
         }
@@ -643,11 +680,13 @@ mod tests {
         let mut reader = Consumer::new(host.clone(), Direction::ToHost);
         let deadline = Instant::now() + Duration::from_millis(20);
         assert_eq!(reader.receive(Some(deadline), Duration::ZERO), Ok(None));
-        let mut writer = Producer::new(child.clone(), Direction::ToHost, Duration::ZERO);
+        let mut writer = Producer::new(child, Direction::ToHost, Duration::ZERO);
         assert!(writer.send(b"last words", None).unwrap());
+        // The host closes the ring when it sees the child's end (its pipe's).
+        let closing = host.clone();
         let closer = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(20));
-            child.close();
+            closing.close();
         });
         assert_eq!(
             reader.receive(None, Duration::ZERO).unwrap().unwrap(),
@@ -680,6 +719,24 @@ mod tests {
             panic!("a frame over the limit was accepted");
         };
         assert!(message.contains("longer than the limit"), "{message}");
+    }
+
+    #[test]
+    fn the_child_closing_the_ring_is_a_broken_protocol_for_the_host() {
+        let (host, child) = pair();
+        let mut reader = Consumer::new(host.clone(), Direction::ToHost);
+        let mut writer = Producer::new(host.clone(), Direction::ToChild, Duration::ZERO);
+        // Only the shared word is written, as a hostile child would.
+        child.header().closed.word.store(1, Ordering::SeqCst);
+        let Err(RingError::Broken(message)) = reader.receive(None, Duration::ZERO) else {
+            panic!("the child's closed word was taken for the host's");
+        };
+        assert!(message.contains("closed word"), "{message}");
+        assert!(matches!(writer.send(b"x", None), Err(RingError::Broken(_))));
+        // The child takes the word as the host's end; the host's own close is a close.
+        assert_eq!(child.closed(), Some(RingError::Closed));
+        host.close();
+        assert_eq!(reader.receive(None, Duration::ZERO), Err(RingError::Closed));
     }
 
     #[test]
