@@ -25,6 +25,10 @@
 //! as a `denied` notification, which the host shows on the terminal, in the JSON stream and
 //! in the hook trace, naming the plugin, the action and the grant.
 
+#[cfg(target_os = "linux")]
+pub mod capabilities;
+#[cfg(target_os = "linux")]
+pub mod cgroup;
 pub mod grant;
 #[cfg(target_os = "linux")]
 pub mod landlock;
@@ -35,6 +39,8 @@ pub mod report;
 pub mod seccomp;
 #[cfg(target_os = "linux")]
 pub mod supervisor;
+#[cfg(target_os = "linux")]
+pub mod syscall_names;
 
 use std::path::{Path, PathBuf};
 use std::sync::{OnceLock, RwLock};
@@ -445,17 +451,20 @@ pub fn confine(grant: Grant, plugin: &Path, settings: &[PathBuf]) -> Result<(), 
             grant.plugin
         ));
     }
-    limits::apply(&grant)?;
+    // Cgroups first (making them needs root's capabilities), then the limits, then every
+    // capability dropped, before Landlock and seccomp.
+    let bounds = cgroup::enter(
+        grant.memory_mib.map(limits::memory_bound),
+        cgroup::MAX_TASKS,
+    );
+    let mut lacking = limits::apply(&grant, &bounds)?;
+    capabilities::drop_all(&grant.plugin)?;
     // Read by the supervisor to tell a refused allocation's cause; out of reach once
     // Landlock is on.
     let room = grant.memory_mib.and_then(|_| supervisor::Room::open());
     let landlock = landlock::apply(&grant, plugin, settings)?;
-    let mut lacking = landlock.lacking;
-    // SAFETY: geteuid has no preconditions.
-    if !grant.exec.is_empty() && unsafe { libc::geteuid() } == 0 {
-        lacking.push("a bound on its processes (RLIMIT_NPROC does not bind root)".to_owned());
-    }
-    seccomp::apply(&grant)?;
+    lacking.extend(landlock.lacking);
+    lacking.extend(seccomp::apply(&grant)?);
     // Last: from here on the calling thread's path calls go through the supervisor.
     if let Err(missing) = supervisor::start(
         &grant,
