@@ -669,35 +669,36 @@ const OWN_SCHEDULING: &[i64] = &[
     libc::SYS_sched_setaffinity,
 ];
 
-/// `ioctl` requests refused (the request is the second argument).
+/// `ioctl` requests refused (the request is the second argument; the numbers of
+/// `asm-generic/ioctls.h` and `sockios.h`, the same on x86-64 and AArch64).
 const REFUSED_IOCTLS: &[(u64, &str, &str)] = &[
     (
-        libc::TIOCSTI as u64,
+        0x5412,
         "TIOCSTI",
         "a confined plugin may not type into a terminal",
     ),
     (
-        libc::TIOCLINUX as u64,
+        0x541C,
         "TIOCLINUX",
         "a confined plugin may not type into a terminal",
     ),
     (
-        libc::TIOCSPGRP as u64,
+        0x5410,
         "TIOCSPGRP",
         "a confined plugin may not take a terminal from the host",
     ),
     (
-        libc::TIOCSCTTY as u64,
+        0x540E,
         "TIOCSCTTY",
         "a confined plugin may not take a terminal from the host",
     ),
     (
-        libc::TIOCCONS as u64,
+        0x541D,
         "TIOCCONS",
         "a confined plugin may not take a terminal from the host",
     ),
     (
-        libc::TIOCSETD as u64,
+        0x5423,
         "TIOCSETD",
         "a confined plugin may not take a terminal from the host",
     ),
@@ -1339,6 +1340,84 @@ mod tests {
             }
             pc += 1;
         }
+    }
+
+    fn grant(exec: &[&str]) -> Grant {
+        let mut grant: Grant = serde_json::from_value(serde_json::json!({
+            "plugin": "gate", "source": "settings.json", "read": [], "write": [],
+            "network": false, "exec": [], "execPaths": [], "memoryMib": null, "data": "/d"
+        }))
+        .unwrap();
+        grant.exec = exec.iter().map(|e| (*e).to_owned()).collect();
+        grant
+    }
+
+    #[test]
+    fn the_allow_list_compiles_for_every_kind_of_grant() {
+        let known = Known {
+            own: 100,
+            host: 50,
+            host_group: 50,
+            shares_group: false,
+        };
+        for exec in [&[][..], &["sh"][..]] {
+            let rules = allowed(&grant(exec), &known).unwrap();
+            // Refused calls are never in the list.
+            for (number, _) in REFUSED.iter().filter(|(n, _)| {
+                *n != libc::SYS_process_vm_readv && *n != libc::SYS_process_vm_writev
+            }) {
+                assert!(!rules.contains_key(number), "{number}");
+            }
+            assert_eq!(rules.contains_key(&libc::SYS_execve), !exec.is_empty());
+            let filter = SeccompFilter::new(
+                rules,
+                SeccompAction::Trap,
+                SeccompAction::Allow,
+                TargetArch::x86_64,
+            )
+            .unwrap();
+            let program: BpfProgram = filter.try_into().unwrap();
+            assert!(program.len() > ALLOWED.len());
+        }
+    }
+
+    #[test]
+    fn a_refusal_is_named_by_its_call_and_answered_as_a_kernel_would() {
+        let known = Known {
+            own: 100,
+            host: 50,
+            host_group: 40,
+            shares_group: false,
+        };
+        let grant = grant(&[]);
+        let name = |number, args: [u64; 4]| describe(number, &args, &grant, &known).0;
+        assert_eq!(
+            name(libc::SYS_kill, [50, 0, 0, 0]),
+            "kill of the host (pid 50)"
+        );
+        assert_eq!(
+            name(libc::SYS_kill, [(-40i64) as u64, 0, 0, 0]),
+            "kill of the host's process group (40)"
+        );
+        assert_eq!(
+            name(libc::SYS_prlimit64, [50, 7, 0x1000, 0]),
+            "prlimit64 setting a limit of pid 50"
+        );
+        assert_eq!(
+            name(libc::SYS_prlimit64, [0, 7, 0x1000, 0]),
+            "prlimit64 setting a limit"
+        );
+        assert_eq!(
+            name(libc::SYS_mknodat, [0, 0, u64::from(libc::S_IFBLK), 0]),
+            "mknodat of a block device"
+        );
+        assert_eq!(name(libc::SYS_ioctl, [0, 0x5412, 0, 0]), "ioctl(TIOCSTI)");
+        assert_eq!(name(libc::SYS_io_uring_setup, [0; 4]), "io_uring_setup");
+        assert_eq!(name(libc::SYS_sysfs, [0; 4]), "sysfs");
+        assert_eq!(answer(libc::SYS_socket), libc::EACCES);
+        assert_eq!(answer(libc::SYS_io_uring_setup), libc::EPERM);
+        assert_eq!(answer(libc::SYS_kill), libc::EPERM);
+        assert_eq!(answer(libc::SYS_sysfs), libc::ENOSYS);
     }
 
     #[test]
