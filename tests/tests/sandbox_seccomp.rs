@@ -81,6 +81,7 @@ fn the_host_its_group_and_other_processes_are_out_of_reach_and_each_refusal_is_n
             "kcmp",
             "pidfd_getfd",
             "environ",
+            "joingroup",
             "after",
         ],
     );
@@ -113,6 +114,7 @@ fn the_host_its_group_and_other_processes_are_out_of_reach_and_each_refusal_is_n
             // The host is not dumpable while it runs confined plugins, and the child has no
             // CAP_SYS_PTRACE: even with the whole file system readable, its environment is not.
             ("environ", "failed Permission denied"),
+            ("joingroup", REFUSED),
         ],
     );
     // The host went on (a host with RLIMIT_NOFILE 10, or stopped, would not).
@@ -138,6 +140,7 @@ fn the_host_its_group_and_other_processes_are_out_of_reach_and_each_refusal_is_n
         "fcntl(F_SETOWN_EX)",
         "kcmp",
         "pidfd_getfd",
+        "setpgid into the host's process group",
     ] {
         named(&run, &world, what, &grant);
     }
@@ -239,17 +242,18 @@ fn io_uring_file_handles_devices_chroot_and_unlisted_calls_are_refused_and_named
 }
 
 #[test]
-fn with_exec_granted_a_clone_into_new_namespaces_is_still_refused_and_named() {
+fn with_exec_granted_a_clone_into_new_namespaces_or_for_the_host_is_still_refused_and_named() {
     let world = world();
     let settings = json!({"sandbox": {(world.key()): {"exec": ["true"]}}});
-    let run = run(&world, &settings, &[], &["newns", "after"]);
-    outcomes(&run, &[("newns", REFUSED)]);
+    let run = run(&world, &settings, &[], &["newns", "clone_parent", "after"]);
+    outcomes(&run, &[("newns", REFUSED), ("clone_parent", REFUSED)]);
     named(
         &run,
         &world,
         "clone with new namespaces: refused by its seccomp filter: a confined plugin may not make namespaces",
         "exec: true",
     );
+    named(&run, &world, "clone with CLONE_PARENT", "exec: true");
     assert_eq!(run.ran, ["echo after"]);
 }
 
@@ -396,6 +400,34 @@ fn as_an_unprivileged_user_rlimits_bound_memfd_memory_and_threads() {
 }
 
 #[test]
+fn a_refused_mremap_growth_is_named_even_right_after_a_refused_malloc_of_its_size() {
+    let world = world();
+    let settings = json!({"sandbox": {(world.key()): {"memoryMiB": 64}}});
+    let run = run(&world, &settings, &[], &["alloc 256", "remap 256", "after"]);
+    outcomes(
+        &run,
+        &[
+            ("alloc", "failed 256 MiB: Cannot allocate memory"),
+            ("remap", "failed 256 MiB: Cannot allocate memory"),
+        ],
+    );
+    // malloc's own retries (mmap, brk, mmap) are one refusal; the mremap is another.
+    assert_eq!(
+        run.reports_with("sandbox denied memory: allocation of 256 MiB refused"),
+        1,
+        "{:?}",
+        run.errors
+    );
+    assert_eq!(
+        run.reports_with("sandbox denied memory: allocation of 255 MiB refused"),
+        1,
+        "{:?}",
+        run.errors
+    );
+    assert_eq!(run.ran, ["echo after"]);
+}
+
+#[test]
 fn within_the_bounds_memfd_and_threads_work() {
     let world = world();
     let settings = json!({"sandbox": {(world.key()): {"memoryMiB": 64}}});
@@ -408,25 +440,6 @@ fn within_the_bounds_memfd_and_threads_work() {
     assert_eq!(run.ran, ["echo after"]);
 }
 
-/// The pids of `parent`'s children.
-fn children_of(parent: u32) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-                // pid (comm) state ppid ...: the fields after the last ')'.
-                stat.rsplit(')')
-                    .next()
-                    .and_then(|rest| rest.split_whitespace().nth(1))
-                    .and_then(|ppid| ppid.parse::<u32>().ok())
-                    == Some(parent)
-            })
-        })
-        .collect()
-}
-
 /// Whether `pid` still runs (not gone, not a zombie).
 fn running(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
@@ -437,51 +450,81 @@ fn running(pid: u32) -> bool {
     })
 }
 
+/// The processes whose command line names `what` (a confined child and the processes it
+/// forked share its command line).
+fn processes_naming(what: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(what))
+                && running(*pid)
+        })
+        .collect()
+}
+
 #[test]
-fn a_confined_child_ends_with_a_host_killed_by_sigkill() {
+fn a_confined_child_and_what_it_started_end_with_a_host_killed_by_sigkill() {
     let world = world();
     std::fs::write(
         world.sandbox.agent_dir().join("settings.json"),
-        json!({"sandbox": {(world.key()): {}}}).to_string(),
+        json!({"sandbox": {(world.key()): {"exec": ["true"]}}}).to_string(),
     )
     .unwrap();
-    let mut command = world.sandbox.command_of(
-        &world.binary,
-        &[
-            "run",
-            "--mode",
-            "json",
-            "--no-session",
-            "--script",
-            world.script.to_str().unwrap(),
-            "--hook",
-            world.hostile.to_str().unwrap(),
-            "hang",
-        ],
-    );
+    // As root the child's pids cgroup holds a program that left for a session of its own
+    // too; elsewhere only the child's process group is ended.
+    let mut args = vec![
+        "run",
+        "--mode",
+        "json",
+        "--no-session",
+        "--script",
+        world.script.to_str().unwrap(),
+        "--hook",
+        world.hostile.to_str().unwrap(),
+    ];
+    let wanted = if root() {
+        args.push("daemon");
+        2
+    } else {
+        1
+    };
+    args.push("hang");
+    let mut command = world.sandbox.command_of(&world.binary, &args);
     command
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
     let mut host = command.spawn().unwrap();
+    let hostile = world.hostile.to_str().unwrap().to_owned();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let child = loop {
-        if let Some(child) = children_of(host.id()).first() {
-            break *child;
+    let confined = loop {
+        let found: Vec<u32> = processes_naming(&hostile)
+            .into_iter()
+            .filter(|pid| *pid != host.id())
+            .collect();
+        if found.len() >= wanted {
+            break found;
         }
-        assert!(std::time::Instant::now() < deadline, "no child started");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the child (and its daemon) did not start: {found:?}"
+        );
         std::thread::sleep(std::time::Duration::from_millis(50));
     };
     // Let it reach the plugin's hang.
-    std::thread::sleep(std::time::Duration::from_secs(2));
-    assert!(running(child));
+    std::thread::sleep(std::time::Duration::from_secs(1));
     host.kill().unwrap();
     host.wait().unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while running(child) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the confined child {child} outlived its host"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
+    for pid in confined {
+        while running(pid) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{pid}, confined, outlived its host"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
     }
 }

@@ -7,8 +7,11 @@
 //! started in (`/proc/self/cgroup`): with cgroup v2 (`/sys/fs/cgroup/cgroup.controllers`)
 //! one cgroup with both controllers, with v1 one in the `memory` hierarchy and one in the
 //! `pids` hierarchy. Each is called `pi-hooks-<pid>`; one left by a child that has ended
-//! is removed by the next child (the kernel refuses to remove a cgroup that still has a
-//! task, so a running child's is never removed).
+//! is removed by the next child, after it killed what was left in it (a program the plugin
+//! started and that outlived it); a running child's is never touched (its pid names a
+//! process that runs). When the host ends, the child kills every process in its cgroup
+//! ([`end_all`]): nothing the plugin started outlives the host, even a program that left
+//! the child's process group or session.
 //!
 //! Past the memory bound the kernel's OOM killer ends the child (the host reports a kill
 //! by the kernel, like a crash); past the task bound a new thread or process fails with
@@ -147,6 +150,7 @@ fn make(parent: &Path) -> Option<PathBuf> {
             let gone = unsafe { libc::kill(pid, 0) } != 0
                 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
             if gone {
+                end_leftovers(&entry.path());
                 let _ = std::fs::remove_dir(entry.path());
             }
         }
@@ -163,9 +167,55 @@ fn write(group: &Path, file: &str, value: u64) -> bool {
     std::fs::write(group.join(file), value.to_string()).is_ok()
 }
 
-/// Moves this process into `group`.
+/// Moves this process into `group`, and keeps its list of processes open (read when the
+/// host ends, [`end_all`]).
 fn join(group: &Path) -> bool {
-    std::fs::write(group.join("cgroup.procs"), std::process::id().to_string()).is_ok()
+    let procs = group.join("cgroup.procs");
+    if std::fs::write(&procs, std::process::id().to_string()).is_err() {
+        return false;
+    }
+    if let Ok(file) = std::fs::File::open(&procs) {
+        let _ = MEMBERS.set(file);
+    }
+    true
+}
+
+/// The `cgroup.procs` of the first cgroup this process joined (opened before Landlock).
+static MEMBERS: std::sync::OnceLock<std::fs::File> = std::sync::OnceLock::new();
+
+/// Kills every process in this process's cgroup but itself: what the plugin started, even
+/// a program that left its process group or session (a cgroup cannot be left without
+/// write access to the cgroup files, which Landlock refuses). For when the host has ended.
+pub fn end_all() {
+    use std::os::unix::fs::FileExt;
+    let Some(members) = MEMBERS.get() else {
+        return;
+    };
+    let own = std::process::id();
+    let mut text = vec![0u8; 64 << 10];
+    let Ok(got) = members.read_at(&mut text, 0) else {
+        return;
+    };
+    for pid in String::from_utf8_lossy(&text[..got])
+        .lines()
+        .filter_map(|l| l.trim().parse::<u32>().ok())
+        .filter(|pid| *pid != own)
+    {
+        // SAFETY: kill takes a pid and a signal, no pointer.
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+    }
+}
+
+/// Kills what is left in `group`, a cgroup of a child that has ended (its processes are
+/// confined plugins' leftovers), so that it can be removed.
+fn end_leftovers(group: &Path) {
+    let Ok(text) = std::fs::read_to_string(group.join("cgroup.procs")) else {
+        return;
+    };
+    for pid in text.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+        // SAFETY: kill takes a pid and a signal, no pointer.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
 }
 
 #[cfg(test)]

@@ -55,8 +55,16 @@ pub fn prepare_command(command: &mut Command, keep: i32, grant: &Grant) {
     }
     use std::os::unix::process::CommandExt;
     let first = u32::try_from(keep + 1).unwrap_or(4);
-    // SAFETY: runs in the forked child before exec and makes one system call
-    // (close_range), which is async-signal-safe; nothing is allocated or locked.
+    // PR_SET_PDEATHSIG follows the thread that forks the child, not the host: set only when
+    // that is the host's main thread, which lasts as long as the host (a child started from
+    // another thread ends with the host through the pidfd its seccomp reporting thread
+    // watches, `super::seccomp`).
+    let host = std::process::id();
+    // SAFETY: gettid has no preconditions.
+    let main_thread = unsafe { libc::gettid() } as u32 == host;
+    // SAFETY: runs in the forked child before exec and makes only system calls
+    // (close_range, prctl, getppid, kill), which are async-signal-safe; nothing is
+    // allocated or locked.
     unsafe {
         command.pre_exec(move || {
             // CLOSE_RANGE_CLOEXEC (Linux 5.11): closed at exec, so the standard library's
@@ -67,6 +75,13 @@ pub fn prepare_command(command: &mut Command, keep: i32, grant: &Grant) {
                 u32::MAX,
                 libc::CLOSE_RANGE_CLOEXEC,
             );
+            if main_thread {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+                // The host ended before the signal was asked for.
+                if libc::getppid() as u32 != host {
+                    libc::kill(libc::getpid(), libc::SIGKILL);
+                }
+            }
             Ok(())
         });
     }

@@ -14,9 +14,12 @@
 //! The host resolves the grant ([`grant::Grant::resolve`]) and hands it to the child
 //! (`serve --sandbox JSON`); the child confines itself ([`confine`]) before it opens the
 //! plugin's library, so even the library's static constructors run confined. On Linux:
-//! `no_new_privs`, resource limits ([`limits`]), Landlock for files, TCP and signals
-//! ([`landlock`]), seccomp for the rest ([`seccomp`]), and a supervisor thread that names
-//! the file accesses Landlock refuses ([`supervisor`]). Elsewhere a confined plugin is
+//! cgroups of its own where it can make them, bounding its memory and tasks ([`cgroup`]),
+//! `no_new_privs` and resource limits ([`limits`]), every capability dropped
+//! ([`capabilities`]), Landlock for files, TCP and signals ([`landlock`]), a seccomp
+//! allow-list for the rest ([`seccomp`]), and a supervisor thread that names the file
+//! accesses Landlock refuses ([`supervisor`]). The host makes itself non-dumpable when it
+//! starts a confined child ([`limits::protect_host`]), and the child ends with the host. Elsewhere a confined plugin is
 //! refused unless the user passes `--unconfined-ok` ([`set_unconfined_ok`]).
 //!
 //! A refusal is reported ([`report`]): by the child's own checks (`exec` through the host

@@ -33,7 +33,9 @@
 //!   and `SIOCSPGRP` (signals to another process);
 //! - `mknod` / `mknodat` of FIFOs, sockets and regular files, not of character or block
 //!   devices;
-//! - `clone` of a thread (with `exec`, of a process too), never with a new namespace;
+//! - `setpgid`, not into the host's process group;
+//! - `clone` of a thread (with `exec`, of a process too), never with a new namespace or
+//!   `CLONE_PARENT`;
 //!   `clone3` answers `ENOSYS` (its flags are in memory, where the filter cannot read them),
 //!   so the C library falls back to `clone`;
 //! - `socket`: any family with `network`, only Unix sockets without;
@@ -61,8 +63,9 @@
 //! default: a call outside the list ends it.
 //!
 //! The same reporting thread watches the host (a pidfd opened before the filter): when the
-//! host has ended, it ends the child and its process group, so a confined child never
-//! outlives its host (`PR_SET_PDEATHSIG` would follow the host's thread that started the
+//! host has ended, it ends every process in the child's cgroup ([`super::cgroup::end_all`]:
+//! what the plugin started, even a program that left for a session of its own), its process
+//! group and itself, so a confined child never outlives its host (`PR_SET_PDEATHSIG` would follow the host's thread that started the
 //! child, not the host, and the host starts children from threads that end before it).
 //!
 //! On x86-64, every call of the x32 ABI answers `ENOSYS` (a filter of its own, `no_x32`), as
@@ -221,7 +224,6 @@ const ALLOWED: &[i64] = &[
     libc::SYS_getpgid,
     libc::SYS_getsid,
     libc::SYS_setsid,
-    libc::SYS_setpgid,
     libc::SYS_setuid,
     libc::SYS_setgid,
     libc::SYS_setreuid,
@@ -714,8 +716,11 @@ const REFUSED_IOCTLS: &[(u64, &str, &str)] = &[
     ),
 ];
 
-/// The `clone` flags that make a namespace (never allowed: `unshare` is refused too).
-const NEW_NAMESPACES: u64 = (libc::CLONE_NEWNS
+/// The `clone` flags never allowed: those that make a namespace (`unshare` is refused
+/// too), and `CLONE_PARENT` (a process that would be the host's child, out of the child's
+/// reach).
+const NEW_NAMESPACES: u64 = (libc::CLONE_PARENT
+    | libc::CLONE_NEWNS
     | libc::CLONE_NEWCGROUP
     | libc::CLONE_NEWUTS
     | libc::CLONE_NEWIPC
@@ -762,6 +767,7 @@ const FILTERED: &[i64] = &[
     libc::SYS_mknod,
     libc::SYS_clone,
     libc::SYS_socket,
+    libc::SYS_setpgid,
 ];
 
 /// `F_SETOWN_EX` (not in the libc crate for every target).
@@ -892,10 +898,22 @@ fn describe(number: i64, args: &[u64; 4], grant: &Grant, known: &Known) -> (Stri
             "a confined plugin may not make device files".to_owned(),
         );
     }
+    if number == libc::SYS_clone && args[0] & libc::CLONE_PARENT as u64 != 0 {
+        return (
+            "clone with CLONE_PARENT".to_owned(),
+            "a confined plugin may not start processes of the host's".to_owned(),
+        );
+    }
     if number == libc::SYS_clone && args[0] & NEW_NAMESPACES != 0 {
         return (
             "clone with new namespaces".to_owned(),
             "a confined plugin may not make namespaces".to_owned(),
+        );
+    }
+    if number == libc::SYS_setpgid {
+        return (
+            format!("setpgid into the host's process group ({})", pid(args[1])),
+            "a confined plugin may not signal the host or its process group".to_owned(),
         );
     }
     if let Some((_, rule)) = REFUSED.iter().find(|(n, _)| *n == number) {
@@ -995,6 +1013,11 @@ fn allowed(grant: &Grant, known: &Known) -> Result<BTreeMap<i64, Vec<SeccompRule
         kill.push(cond(0, Dword, Ne, 0)?);
     }
     rules.insert(libc::SYS_kill, vec![all(kill)?]);
+    // Not into the host's process group (then kill(0) would reach the host).
+    rules.insert(
+        libc::SYS_setpgid,
+        vec![all(vec![cond(1, Dword, Ne, u64::from(known.host_group))?])?],
+    );
     for number in SIGNALS.iter().filter(|n| **n != libc::SYS_kill) {
         rules.insert(*number, vec![all(vec![cond(0, Dword, Ne, host)?])?]);
     }
@@ -1109,6 +1132,7 @@ fn watch(host: u32) -> Option<std::os::fd::OwnedFd> {
 /// Ends this process, and its process group when it has one of its own (the programs the
 /// plugin started), because the host has ended.
 fn end_with_host(shares_group: bool) -> ! {
+    super::cgroup::end_all();
     // SAFETY: kill of this process's own group (or of itself) and _exit: no memory touched.
     unsafe {
         if !shares_group {

@@ -447,7 +447,7 @@ fn supervise(fd: RawFd, link: &NamingLink, room: Option<&Room>) {
             // the same address space, so the same mapping, made for it.
             let answer = unsafe { make_again(number, &args) };
             if let Some(size) = refused_size(room, memory, &args, answer)
-                && memory_bursts.starts_with(size)
+                && memory_bursts.starts_with_call(size, Some(memory))
             {
                 link.name_limit(request.id, Limit::Memory(size));
             }
