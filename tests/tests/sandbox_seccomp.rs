@@ -149,6 +149,51 @@ fn the_host_its_group_and_other_processes_are_out_of_reach_and_each_refusal_is_n
     assert_eq!(run.reports_with("getrlimit"), 0, "{:?}", run.errors);
 }
 
+/// Where in the stream the report holding `what` and the answer of `attack` are.
+fn report_and_answer(run: &Run, what: &str, attack: &str) -> (usize, usize) {
+    let reported = run.position(|l| {
+        l["type"] == "extension_error" && l["error"].as_str().unwrap().contains(what)
+    });
+    let answered = run.position(|l| {
+        l["type"] == "tool_execution_end"
+            && l["result"]["content"][0]["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with(&format!("{attack}: ")))
+    });
+    (reported, answered)
+}
+
+#[test]
+fn a_refused_fork_is_named_before_it_returns_and_so_is_every_refusal_after_it() {
+    let world = world();
+    let settings = json!({"sandbox": {(world.key()): {}}});
+    let started = std::time::Instant::now();
+    let run = run(&world, &settings, &[], &["fork", "kcmp", "chroot", "after"]);
+    outcomes(
+        &run,
+        &[("fork", REFUSED), ("kcmp", REFUSED), ("chroot", REFUSED)],
+    );
+    // fork holds the C library's allocator lock while it calls clone: the report is made
+    // without allocating, so it is not held up until the handler gives up (a second).
+    for (what, attack) in [
+        ("sandbox denied clone", "fork"),
+        ("sandbox denied kcmp", "kcmp"),
+        ("sandbox denied chroot", "chroot"),
+    ] {
+        let (reported, answered) = report_and_answer(&run, what, attack);
+        assert!(
+            reported < answered,
+            "{what}: reported at line {reported}, answered at line {answered}"
+        );
+    }
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(run.ran, ["echo after"]);
+}
+
 #[test]
 fn io_uring_file_handles_devices_chroot_and_unlisted_calls_are_refused_and_named() {
     let world = world();

@@ -72,8 +72,9 @@
 //! on a kernel without x32: the rules above list native numbers only.
 
 use std::collections::BTreeMap;
+use std::fmt::Write;
 use std::io::Read;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
@@ -85,15 +86,27 @@ use super::Grant;
 /// The write end of the pipe from the handler to the reporting thread (-1: none).
 static REPORT_FD: AtomicI32 = AtomicI32::new(-1);
 
-/// The read end of the pipe on which the reporting thread says a report went out (-1: none).
+/// The read end (non-blocking) of the pipe on which the reporting thread wakes the handlers
+/// waiting for their report to go out (-1: none).
 static ACK_FD: AtomicI32 = AtomicI32::new(-1);
 
 /// How long the handler waits for its report to go out before the refused call returns.
-const ACK_WAIT_MS: i32 = 1000;
+const ACK_WAIT_MS: i64 = 1000;
 
-/// One refused call as the handler writes it: the call's number and its first four
-/// arguments, each 8 bytes (a pipe write of it is atomic).
-const RECORD_BYTES: usize = 40;
+/// One refused call as the handler writes it: the call's number, its sequence number and
+/// its first four arguments, each 8 bytes (a pipe write of it is atomic).
+const RECORD_BYTES: usize = 48;
+
+/// The last sequence number handed to a refused call.
+static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+
+/// How many refusals may wait for their report at once and still be told apart.
+const WAITING: usize = 64;
+
+/// The sequence number of the last report sent, by sequence number modulo [`WAITING`]: a
+/// handler waits until its own appears (a stale wake-up, or one meant for another thread,
+/// is not taken for its own).
+static SENT: [AtomicU64; WAITING] = [const { AtomicU64::new(0) }; WAITING];
 
 /// Calls allowed whatever their arguments, on every machine.
 const ALLOWED: &[i64] = &[
@@ -794,51 +807,76 @@ fn answer(number: i64) -> i32 {
 }
 
 /// What a refused call is called and the rule it broke, for the report.
+#[cfg(test)]
 fn describe(number: i64, args: &[u64; 4], grant: &Grant, known: &Known) -> (String, String) {
-    let name = super::syscall_names::name(number)
-        .map_or_else(|| format!("system call {number}"), str::to_owned);
+    let (mut action, mut rule) = (String::new(), String::new());
+    let _ = describe_into(number, args, &grant.plugin, known, &mut action, &mut rule);
+    (action, rule)
+}
+
+/// Writes what a refused call is called into `action` and the rule it broke into `rule`,
+/// without allocating (the reporting thread must not wait for the allocator's lock: a
+/// thread refused inside `fork` holds it).
+fn describe_into(
+    number: i64,
+    args: &[u64; 4],
+    plugin: &str,
+    known: &Known,
+    action: &mut impl Write,
+    rule: &mut impl Write,
+) -> std::fmt::Result {
     // A pid argument (an int).
     let pid = |value: u64| value as u32 as i32;
+    let name = super::syscall_names::name(number);
+    let named = |action: &mut dyn Write| match name {
+        Some(name) => action.write_str(name),
+        None => write!(action, "system call {number}"),
+    };
     let not_own = "a confined plugin may change the scheduling of its own process only";
     if number == libc::SYS_socket {
-        return (
-            format!("socket({})", family_name(args[0])),
-            "its grant has network: no".to_owned(),
-        );
+        write!(action, "socket(")?;
+        match i32::try_from(args[0]).unwrap_or(-1) {
+            libc::AF_INET => action.write_str("AF_INET")?,
+            libc::AF_INET6 => action.write_str("AF_INET6")?,
+            libc::AF_NETLINK => action.write_str("AF_NETLINK")?,
+            libc::AF_PACKET => action.write_str("AF_PACKET")?,
+            other => write!(action, "family {other}")?,
+        }
+        action.write_str(")")?;
+        return rule.write_str("its grant has network: no");
     }
     if SIGNALS.contains(&number) {
         let target = pid(args[0]);
-        let whom = if target as u32 == known.host {
-            format!("the host (pid {target})")
+        named(action)?;
+        if target as u32 == known.host {
+            write!(action, " of the host (pid {target})")?;
         } else if target == -1 {
-            "every process (pid -1)".to_owned()
+            action.write_str(" of every process (pid -1)")?;
         } else if target == 0 || target as u32 == known.host_group.wrapping_neg() {
-            format!("the host's process group ({})", known.host_group)
+            write!(
+                action,
+                " of the host's process group ({})",
+                known.host_group
+            )?;
         } else {
-            format!("pid {target}")
-        };
-        return (
-            format!("{name} of {whom}"),
-            "a confined plugin may not signal the host or its process group".to_owned(),
-        );
+            write!(action, " of pid {target}")?;
+        }
+        return rule.write_str("a confined plugin may not signal the host or its process group");
     }
     if number == libc::SYS_prlimit64 {
-        let whose = if matches!(pid(args[0]) as u32, 0) || pid(args[0]) as u32 == known.own {
-            String::new()
+        named(action)?;
+        if args[2] != 0 {
+            action.write_str(" setting a limit")?;
+        }
+        let target = pid(args[0]);
+        if target != 0 && target as u32 != known.own {
+            write!(action, " of pid {target}")?;
+        }
+        return rule.write_str(if args[2] != 0 {
+            "a confined plugin may not change its limits (they bound it)"
         } else {
-            format!(" of pid {}", pid(args[0]))
-        };
-        return if args[2] != 0 {
-            (
-                format!("{name} setting a limit{whose}"),
-                "a confined plugin may not change its limits (they bound it)".to_owned(),
-            )
-        } else {
-            (
-                format!("{name}{whose}"),
-                "a confined plugin may not read another process's limits".to_owned(),
-            )
-        };
+            "a confined plugin may not read another process's limits"
+        });
     }
     if number == libc::SYS_setpriority {
         let which = match args[0] as u32 {
@@ -847,35 +885,33 @@ fn describe(number: i64, args: &[u64; 4], grant: &Grant, known: &Known) -> (Stri
             2 => "user",
             _ => "target",
         };
-        return (
-            format!("{name} of {which} {}", pid(args[1])),
-            not_own.to_owned(),
-        );
+        named(action)?;
+        write!(action, " of {which} {}", pid(args[1]))?;
+        return rule.write_str(not_own);
     }
-    if OWN_SCHEDULING.contains(&number) {
-        return (
-            format!("{name} of pid {}", pid(args[0])),
-            not_own.to_owned(),
-        );
-    }
-    if number == libc::SYS_ioprio_set {
-        return (format!("{name} of {}", pid(args[1])), not_own.to_owned());
+    if OWN_SCHEDULING.contains(&number) || number == libc::SYS_ioprio_set {
+        let target = if number == libc::SYS_ioprio_set {
+            args[1]
+        } else {
+            args[0]
+        };
+        named(action)?;
+        write!(action, " of pid {}", pid(target))?;
+        return rule.write_str(not_own);
     }
     if number == libc::SYS_fcntl {
-        let what = if args[1] as u32 as u64 == F_SETOWN_EX {
-            "fcntl(F_SETOWN_EX)".to_owned()
+        if args[1] as u32 as u64 == F_SETOWN_EX {
+            action.write_str("fcntl(F_SETOWN_EX)")?;
         } else {
-            format!("fcntl(F_SETOWN) to {}", pid(args[2]))
-        };
-        return (
-            what,
-            "a confined plugin may not have signals sent to another process".to_owned(),
-        );
+            write!(action, "fcntl(F_SETOWN) to {}", pid(args[2]))?;
+        }
+        return rule.write_str("a confined plugin may not have signals sent to another process");
     }
     if number == libc::SYS_ioctl {
         let request = args[1] as u32 as u64;
-        if let Some((_, words, rule)) = REFUSED_IOCTLS.iter().find(|(r, ..)| *r == request) {
-            return (format!("ioctl({words})"), (*rule).to_owned());
+        if let Some((_, words, words_rule)) = REFUSED_IOCTLS.iter().find(|(r, ..)| *r == request) {
+            write!(action, "ioctl({words})")?;
+            return rule.write_str(words_rule);
         }
     }
     #[cfg(target_arch = "x86_64")]
@@ -893,51 +929,75 @@ fn describe(number: i64, args: &[u64; 4], grant: &Grant, known: &Known) -> (Stri
             libc::S_IFBLK => "a block device",
             _ => "a device",
         };
-        return (
-            format!("{name} of {kind}"),
-            "a confined plugin may not make device files".to_owned(),
-        );
+        named(action)?;
+        write!(action, " of {kind}")?;
+        return rule.write_str("a confined plugin may not make device files");
     }
     if number == libc::SYS_clone && args[0] & libc::CLONE_PARENT as u64 != 0 {
-        return (
-            "clone with CLONE_PARENT".to_owned(),
-            "a confined plugin may not start processes of the host's".to_owned(),
-        );
+        action.write_str("clone with CLONE_PARENT")?;
+        return rule.write_str("a confined plugin may not start processes of the host's");
     }
     if number == libc::SYS_clone && args[0] & NEW_NAMESPACES != 0 {
-        return (
-            "clone with new namespaces".to_owned(),
-            "a confined plugin may not make namespaces".to_owned(),
-        );
+        action.write_str("clone with new namespaces")?;
+        return rule.write_str("a confined plugin may not make namespaces");
     }
     if number == libc::SYS_setpgid {
-        return (
-            format!("setpgid into the host's process group ({})", pid(args[1])),
-            "a confined plugin may not signal the host or its process group".to_owned(),
-        );
+        write!(
+            action,
+            "setpgid into the host's process group ({})",
+            pid(args[1])
+        )?;
+        return rule.write_str("a confined plugin may not signal the host or its process group");
     }
-    if let Some((_, rule)) = REFUSED.iter().find(|(n, _)| *n == number) {
-        return (name, (*rule).to_owned());
+    if let Some((_, refused_rule)) = REFUSED.iter().find(|(n, _)| *n == number) {
+        named(action)?;
+        return rule.write_str(refused_rule);
     }
-    if let Some((_, name, rule)) = WITHOUT_EXEC.iter().find(|(n, ..)| *n == number) {
-        return ((*name).to_owned(), (*rule).to_owned());
+    if let Some((_, name, exec_rule)) = WITHOUT_EXEC.iter().find(|(n, ..)| *n == number) {
+        action.write_str(name)?;
+        return rule.write_str(exec_rule);
     }
-    (
-        name,
-        format!(
-            "it is not among the system calls the sandbox of plugin {} allows",
-            grant.plugin
-        ),
+    named(action)?;
+    write!(
+        rule,
+        "it is not among the system calls the sandbox of plugin {plugin} allows"
     )
 }
 
-fn family_name(family: u64) -> String {
-    match i32::try_from(family).unwrap_or(-1) {
-        libc::AF_INET => "AF_INET".to_owned(),
-        libc::AF_INET6 => "AF_INET6".to_owned(),
-        libc::AF_NETLINK => "AF_NETLINK".to_owned(),
-        libc::AF_PACKET => "AF_PACKET".to_owned(),
-        other => format!("family {other}"),
+/// Text written on the stack ([`Write`] without allocating); what does not fit is cut.
+struct StackText<const N: usize> {
+    bytes: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> StackText<N> {
+    fn new() -> Self {
+        StackText {
+            bytes: [0; N],
+            len: 0,
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        // Only whole `str`s are written (a cut one is cut at a char boundary).
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or("")
+    }
+}
+
+impl<const N: usize> Write for StackText<N> {
+    fn write_str(&mut self, text: &str) -> std::fmt::Result {
+        let room = N - self.len;
+        let mut take = text.len().min(room);
+        while !text.is_char_boundary(take) {
+            take -= 1;
+        }
+        self.bytes[self.len..self.len + take].copy_from_slice(&text.as_bytes()[..take]);
+        self.len += take;
+        if take < text.len() {
+            Err(std::fmt::Error)
+        } else {
+            Ok(())
+        }
     }
 }
 
@@ -1187,14 +1247,17 @@ fn start_reporting(
     known: Known,
     host: Option<std::os::fd::OwnedFd>,
 ) -> std::io::Result<()> {
-    let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
-    let (ack_read, ack_write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+    use rustix::pipe::PipeFlags;
+    let (read, write) = rustix::pipe::pipe_with(PipeFlags::CLOEXEC)?;
+    // Both ends non-blocking: a handler never blocks reading a wake-up another took, and the
+    // reporting thread never blocks on wake-ups nobody read.
+    let (ack_read, ack_write) = rustix::pipe::pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)?;
     {
         use std::os::fd::IntoRawFd;
         REPORT_FD.store(write.into_raw_fd(), Ordering::Release);
         ACK_FD.store(ack_read.into_raw_fd(), Ordering::Release);
     }
-    let mut ack_write = std::fs::File::from(ack_write);
+    let prepared = super::report::Prepared::new(&grant);
     std::thread::Builder::new()
         .name("pi-hooks-sandbox-report".into())
         .spawn(move || {
@@ -1234,18 +1297,28 @@ fn start_reporting(
                     bytes.copy_from_slice(&record[i * 8..i * 8 + 8]);
                     u64::from_ne_bytes(bytes)
                 };
-                let number = word(0) as i64;
-                let args = [word(1), word(2), word(3), word(4)];
-                let (call, rule) = describe(number, &args, &grant, &known);
-                let reason = format!("refused by its seccomp filter: {rule}");
-                super::report::denied(&call, &reason, &grant);
+                let (number, sequence) = (word(0) as i64, word(1));
+                let args = [word(2), word(3), word(4), word(5)];
+                // Written on the stack and sent without allocating where it can be: the
+                // refused thread may hold the allocator's lock (a refused fork does).
+                let mut action = StackText::<256>::new();
+                let mut rule = StackText::<512>::new();
+                let mut reason = StackText::<600>::new();
+                let _ = describe_into(number, &args, &grant.plugin, &known, &mut action, &mut rule);
+                let _ = write!(reason, "refused by its seccomp filter: {}", rule.as_str());
+                if !prepared.denied_without_allocating(action.as_str(), reason.as_str()) {
+                    super::report::denied(action.as_str(), reason.as_str(), &grant);
+                }
                 // The report is out before the refused call returns, so the host sees it
                 // before the answer of the call the plugin was making.
-                let _ = std::io::Write::write_all(&mut ack_write, &[1]);
+                SENT[sequence as usize % WAITING].store(sequence, Ordering::Release);
+                // SAFETY: write(2) of one byte from a local, on our own non-blocking pipe.
+                let _ = unsafe { libc::write(ack_write.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
             }
         })?;
     // SAFETY: a zeroed sigaction is a valid starting point; the handler only calls write(2),
-    // poll(2) and read(2) and touches its own arguments, which is async-signal-safe.
+    // poll(2), read(2) and clock_gettime(2) and touches its own arguments and atomics, which
+    // is async-signal-safe.
     unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = on_sigsys as *const () as usize;
@@ -1258,9 +1331,20 @@ fn start_reporting(
     Ok(())
 }
 
+/// Milliseconds on the monotonic clock (async-signal-safe).
+fn now_ms() -> i64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime fills the local timespec passed.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    now.tv_sec * 1000 + now.tv_nsec / 1_000_000
+}
+
 /// The `SIGSYS` handler: a refused call returns `-EPERM` (`-EACCES` for `socket`, `-ENOSYS`
 /// for a call the filter does not know, see [`answer`]) and is passed to the reporting
-/// thread.
+/// thread; the call returns once its report went out (at most [`ACK_WAIT_MS`] later).
 extern "C" fn on_sigsys(
     _signal: libc::c_int,
     info: *mut libc::siginfo_t,
@@ -1273,26 +1357,37 @@ extern "C" fn on_sigsys(
     let number = unsafe { *(info as *const u8).add(24).cast::<i32>() };
     let errno = answer(i64::from(number));
     let args = set_return(context, -i64::from(errno));
+    let sequence = SEQUENCE.fetch_add(1, Ordering::AcqRel) + 1;
     let mut record = [0u8; RECORD_BYTES];
     record[..8].copy_from_slice(&i64::from(number).to_ne_bytes());
+    record[8..16].copy_from_slice(&sequence.to_ne_bytes());
     for (i, arg) in args.iter().enumerate() {
-        record[8 + i * 8..16 + i * 8].copy_from_slice(&arg.to_ne_bytes());
+        record[16 + i * 8..24 + i * 8].copy_from_slice(&arg.to_ne_bytes());
     }
     let fd = REPORT_FD.load(Ordering::Acquire);
-    if fd >= 0 {
-        // SAFETY: write(2) of a local buffer; a pipe write of 40 bytes is atomic.
-        let _ = unsafe { libc::write(fd, record.as_ptr().cast(), RECORD_BYTES) };
-        let ack = ACK_FD.load(Ordering::Acquire);
+    if fd < 0 {
+        return;
+    }
+    // SAFETY: write(2) of a local buffer; a pipe write of 48 bytes is atomic.
+    let _ = unsafe { libc::write(fd, record.as_ptr().cast(), RECORD_BYTES) };
+    let ack = ACK_FD.load(Ordering::Acquire);
+    let deadline = now_ms() + ACK_WAIT_MS;
+    let sent = &SENT[sequence as usize % WAITING];
+    while sent.load(Ordering::Acquire) != sequence {
+        let left = deadline - now_ms();
+        if left <= 0 {
+            break;
+        }
         let mut poll = libc::pollfd {
             fd: ack,
             events: libc::POLLIN,
             revents: 0,
         };
         let mut byte = 0u8;
-        // SAFETY: poll(2) and read(2) on our own pipe with local buffers, both
-        // async-signal-safe; the wait is bounded.
+        // SAFETY: poll(2) and a non-blocking read(2) on our own pipe with local buffers,
+        // both async-signal-safe; the wait is bounded.
         unsafe {
-            if libc::poll(&mut poll, 1, ACK_WAIT_MS) == 1 {
+            if libc::poll(&mut poll, 1, left.min(50) as i32) == 1 {
                 let _ = libc::read(ack, (&mut byte as *mut u8).cast(), 1);
             }
         }
