@@ -202,6 +202,7 @@ fn io_uring_file_handles_devices_chroot_and_unlisted_calls_are_refused_and_named
     let char_device = format!("mknod_char {}", out.display());
     let block_device = format!("mknod_block {}", out.display());
     let fifo = format!("mkfifo {}", out.display());
+    let lease = format!("lease {}", out.display());
     let run = run(
         &world,
         &settings,
@@ -212,6 +213,7 @@ fn io_uring_file_handles_devices_chroot_and_unlisted_calls_are_refused_and_named
             &char_device,
             &block_device,
             &fifo,
+            &lease,
             "chroot",
             "sethostname",
             "tiocsti",
@@ -241,6 +243,7 @@ fn io_uring_file_handles_devices_chroot_and_unlisted_calls_are_refused_and_named
             ("mknod_char", REFUSED),
             ("mknod_block", REFUSED),
             ("mkfifo", "ok"),
+            ("lease", REFUSED),
             ("chroot", REFUSED),
             ("sethostname", REFUSED),
             ("tiocsti", REFUSED),
@@ -275,6 +278,7 @@ fn io_uring_file_handles_devices_chroot_and_unlisted_calls_are_refused_and_named
         "open_by_handle_at",
         "mknodat of a character device",
         "mknodat of a block device",
+        "fcntl(F_SETLEASE)",
         "chroot",
         "sethostname",
         "ioctl(TIOCSTI)",

@@ -22,8 +22,8 @@ use super::Grant;
 /// plugin's `memoryMiB`: room for the host's own threads and buffers in the child.
 const HOST_SLACK_MIB: u64 = 64;
 
-/// How many processes (and threads) a plugin granted `exec` may start beyond those its user
-/// runs already (`RLIMIT_NPROC` counts per user).
+/// How many processes and threads a confined child that is not root may start beyond those
+/// its user runs already (`RLIMIT_NPROC` counts per user), where no pids cgroup bounds it.
 pub const EXTRA_PROCESSES: u64 = 64;
 
 /// The variables a confined child gets; all others are dropped (API keys and tokens in the

@@ -21,7 +21,8 @@
 //!   (of its own process only, not a process group or a user), `sched_setscheduler`,
 //!   `sched_setparam`, `sched_setattr`, `sched_setaffinity`, `ioprio_set`,
 //!   `process_vm_readv`/`writev` (the host reads its own memory, `crate::library::memory`),
-//!   `fcntl(F_SETOWN)` (`F_SETOWN_EX` is refused);
+//!   `fcntl(F_SETOWN)` (`F_SETOWN_EX` is refused, and so is `F_SETLEASE`: the host's own
+//!   open of a file the plugin holds a lease on would wait for it);
 //! - signals (`kill`, `tkill`, `tgkill`, `rt_sigqueueinfo`, `rt_tgsigqueueinfo`): not to the
 //!   host, not to the host's process group, not to every process (`kill(-1)`), and
 //!   `kill(0)` only when the child has a process group of its own (the host starts it in
@@ -899,6 +900,12 @@ fn describe_into(
         write!(action, " of pid {}", pid(target))?;
         return rule.write_str(not_own);
     }
+    if number == libc::SYS_fcntl && args[1] as u32 as i32 == libc::F_SETLEASE {
+        action.write_str("fcntl(F_SETLEASE)")?;
+        return rule.write_str(
+            "a confined plugin may not hold a lease (another process's open of the file would wait for it)",
+        );
+    }
     if number == libc::SYS_fcntl {
         if args[1] as u32 as u64 == F_SETOWN_EX {
             action.write_str("fcntl(F_SETOWN_EX)")?;
@@ -1102,6 +1109,7 @@ fn allowed(grant: &Grant, known: &Known) -> Result<BTreeMap<i64, Vec<SeccompRule
     let mut fcntl = vec![all(vec![
         cond(1, Dword, Ne, setown)?,
         cond(1, Dword, Ne, F_SETOWN_EX)?,
+        cond(1, Dword, Ne, libc::F_SETLEASE as u64)?,
     ])?];
     fcntl.extend(oneself(2, &[cond(1, Dword, Eq, setown)?])?);
     rules.insert(libc::SYS_fcntl, fcntl);
