@@ -142,7 +142,6 @@ const ALLOWED: &[i64] = &[
     libc::SYS_fchdir,
     libc::SYS_mkdirat,
     libc::SYS_unlinkat,
-    libc::SYS_renameat,
     libc::SYS_renameat2,
     libc::SYS_linkat,
     libc::SYS_symlinkat,
@@ -158,7 +157,6 @@ const ALLOWED: &[i64] = &[
     libc::SYS_fdatasync,
     libc::SYS_sync,
     libc::SYS_syncfs,
-    libc::SYS_sync_file_range,
     libc::SYS_flock,
     libc::SYS_dup,
     libc::SYS_dup3,
@@ -356,6 +354,8 @@ const ALLOWED_X86_64: &[i64] = &[
     libc::SYS_pause,
     libc::SYS_getrlimit,
     libc::SYS_arch_prctl,
+    libc::SYS_renameat,
+    libc::SYS_sync_file_range,
 ];
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -500,6 +500,7 @@ const REFUSED: &[(i64, &str)] = &[
         libc::SYS_pidfd_send_signal,
         "a confined plugin may not signal through a pidfd (use kill on its own processes)",
     ),
+    #[cfg(target_arch = "x86_64")]
     (
         libc::SYS_setrlimit,
         "a confined plugin may not change its limits (they bound it)",
