@@ -109,6 +109,19 @@ const WAITING: usize = 64;
 /// is not taken for its own).
 static SENT: [AtomicU64; WAITING] = [const { AtomicU64::new(0) }; WAITING];
 
+/// Newer calls the libc crate does not name on every machine (the numbers every
+/// architecture shares since Linux 5.1): `cachestat` (6.5), `fchmodat2` (6.6), the futex2
+/// calls (6.7).
+const SYS_CACHESTAT: i64 = 451;
+const SYS_FCHMODAT2: i64 = 452;
+const SYS_FUTEX_WAKE: i64 = 454;
+const SYS_FUTEX_WAIT: i64 = 455;
+const SYS_FUTEX_REQUEUE: i64 = 456;
+
+/// `map_shadow_stack` (x86-64, Linux 6.6: glibc's shadow stacks).
+#[cfg(target_arch = "x86_64")]
+const SYS_MAP_SHADOW_STACK: i64 = 453;
+
 /// Calls allowed whatever their arguments, on every machine.
 const ALLOWED: &[i64] = &[
     // Files through a descriptor or a path (Landlock judges paths; the supervisor names
@@ -147,6 +160,7 @@ const ALLOWED: &[i64] = &[
     libc::SYS_symlinkat,
     libc::SYS_fchmod,
     libc::SYS_fchmodat,
+    SYS_FCHMODAT2,
     libc::SYS_fchown,
     libc::SYS_fchownat,
     libc::SYS_utimensat,
@@ -205,6 +219,14 @@ const ALLOWED: &[i64] = &[
     libc::SYS_pkey_alloc,
     libc::SYS_pkey_free,
     libc::SYS_pkey_mprotect,
+    libc::SYS_mseal,
+    SYS_CACHESTAT,
+    // Linux AIO: reads and writes on descriptors already open.
+    libc::SYS_io_setup,
+    libc::SYS_io_destroy,
+    libc::SYS_io_submit,
+    libc::SYS_io_cancel,
+    libc::SYS_io_getevents,
     // Threads, futexes, the C library's and the runtime's bookkeeping.
     libc::SYS_rseq,
     libc::SYS_set_robust_list,
@@ -212,6 +234,9 @@ const ALLOWED: &[i64] = &[
     libc::SYS_set_tid_address,
     libc::SYS_futex,
     libc::SYS_futex_waitv,
+    SYS_FUTEX_WAKE,
+    SYS_FUTEX_WAIT,
+    SYS_FUTEX_REQUEUE,
     libc::SYS_restart_syscall,
     libc::SYS_exit,
     libc::SYS_exit_group,
@@ -354,6 +379,7 @@ const ALLOWED_X86_64: &[i64] = &[
     libc::SYS_pause,
     libc::SYS_getrlimit,
     libc::SYS_arch_prctl,
+    SYS_MAP_SHADOW_STACK,
     libc::SYS_renameat,
     libc::SYS_sync_file_range,
 ];

@@ -1,5 +1,6 @@
 //! The names of this machine's system calls, by number (from the kernel's `unistd_64.h` on
-//! x86-64 and `asm-generic/unistd.h` on AArch64), so that every refusal of the seccomp filter
+//! x86-64 and `asm-generic/unistd.h` on AArch64, and the calls since 451, numbered alike on
+//! every architecture), so that every refusal of the seccomp filter
 //! names its call ([`super::seccomp`]). An empty entry: no call has that number.
 
 /// The name of system call `number` of this machine's own ABI, if it has one.
@@ -461,6 +462,24 @@ const NAMES: &[&str] = &[
     "process_mrelease",
     "futex_waitv",
     "set_mempolicy_home_node",
+    // 451 on: numbers every architecture shares (Linux 6.5 to 6.15), newer than the headers.
+    "cachestat",
+    "fchmodat2",
+    "map_shadow_stack",
+    "futex_wake",
+    "futex_wait",
+    "futex_requeue",
+    "statmount",
+    "listmount",
+    "lsm_get_self_attr",
+    "lsm_set_self_attr",
+    "lsm_list_modules",
+    "mseal",
+    "setxattrat",
+    "getxattrat",
+    "listxattrat",
+    "removexattrat",
+    "open_tree_attr",
 ];
 
 #[cfg(target_arch = "aarch64")]
@@ -916,6 +935,24 @@ const NAMES: &[&str] = &[
     "process_mrelease",
     "futex_waitv",
     "set_mempolicy_home_node",
+    // 451 on: numbers every architecture shares (Linux 6.5 to 6.15), newer than the headers.
+    "cachestat",
+    "fchmodat2",
+    "map_shadow_stack",
+    "futex_wake",
+    "futex_wait",
+    "futex_requeue",
+    "statmount",
+    "listmount",
+    "lsm_get_self_attr",
+    "lsm_set_self_attr",
+    "lsm_list_modules",
+    "mseal",
+    "setxattrat",
+    "getxattrat",
+    "listxattrat",
+    "removexattrat",
+    "open_tree_attr",
 ];
 
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
@@ -931,6 +968,8 @@ mod tests {
             Some("io_uring_setup")
         );
         assert_eq!(super::name(libc::SYS_prlimit64), Some("prlimit64"));
+        assert_eq!(super::name(libc::SYS_mseal), Some("mseal"));
+        assert_eq!(super::name(452), Some("fchmodat2"));
         assert_eq!(super::name(100_000), None);
         assert_eq!(super::name(-1), None);
     }
