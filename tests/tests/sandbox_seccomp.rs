@@ -373,7 +373,7 @@ fn threads_bounded(run: &Run) -> usize {
 }
 
 #[test]
-fn as_root_a_memory_and_a_pids_cgroup_bound_memfd_memory_and_threads() {
+fn as_root_a_memory_and_a_pids_cgroup_bound_memfd_memory_threads_and_processes() {
     if !root() {
         eprintln!("skipped: the cgroups are made as root (the fallbacks are tested as nobody)");
         return;
@@ -414,6 +414,29 @@ fn as_root_a_memory_and_a_pids_cgroup_bound_memfd_memory_and_threads() {
     // Threads: bounded by the pids cgroup, root or not, exec or not.
     let run = run_limits(&world, None, "threads 400");
     threads_bounded(&run);
+    assert_eq!(run.ran, ["echo after"]);
+    // Processes (with exec): bounded by it too, and named; the plugin forks again after.
+    let settings = json!({"sandbox": {(world.key()): {"exec": ["true"]}}});
+    let run =
+        pi_hooks_tests::confined::run(&world, &settings, &[], &["forks 400", "fork", "after"]);
+    let outcome = run.outcome("forks");
+    let forks: usize = outcome
+        .strip_prefix("forks: failed after ")
+        .and_then(|rest| rest.strip_suffix(" forks: Resource temporarily unavailable"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{outcome}\n{}", run.stderr()));
+    assert!((1..128).contains(&forks), "{outcome}");
+    let report = run.report(
+        "sandbox denied fork: fork refused: its sandbox allows at most 128 threads and processes at once (exec: true)",
+    );
+    assert_eq!(report["extensionPath"], world.hostile.to_str().unwrap());
+    assert_eq!(
+        run.reports_with("sandbox denied fork"),
+        1,
+        "{:?}",
+        run.errors
+    );
+    outcomes(&run, &[("fork", "ok")]);
     assert_eq!(run.ran, ["echo after"]);
 }
 

@@ -15,7 +15,8 @@
 //!
 //! Past the memory bound the kernel's OOM killer ends the child (the host reports a kill
 //! by the kernel, like a crash); past the task bound a new thread or process fails with
-//! `EAGAIN`. Where no cgroup can be made, [`super::limits`] falls back on rlimits and says
+//! `EAGAIN` (a process is named by the supervisor, `super::supervisor`, as for a user
+//! bound by `RLIMIT_NPROC`; a thread is not). Where no cgroup can be made, [`super::limits`] falls back on rlimits and says
 //! what is left.
 
 use std::path::{Path, PathBuf};
@@ -24,6 +25,14 @@ use std::path::{Path, PathBuf};
 /// runtime's threads included: room for the runtime (a few threads), the plugin's threads,
 /// and with `exec` its processes.
 pub const MAX_TASKS: u64 = 128;
+
+/// The bound on tasks of the pids cgroup this process joined, once [`enter`] made one.
+static TASKS_BOUND: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+
+/// The bound on this process's tasks (threads and processes) its pids cgroup holds it to.
+pub fn tasks_bound() -> Option<u64> {
+    TASKS_BOUND.get().copied()
+}
 
 /// What the child's cgroups bound.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +53,14 @@ const PREFIX: &str = "pi-hooks-";
 /// `memory` bytes (if any) and its tasks to `tasks`. What could not be made is left
 /// unbounded here (the caller falls back on rlimits); nothing fails.
 pub fn enter(memory: Option<u64>, tasks: u64) -> Bounds {
+    let bounds = enter_any(memory, tasks);
+    if let Some(tasks) = bounds.tasks {
+        let _ = TASKS_BOUND.set(tasks);
+    }
+    bounds
+}
+
+fn enter_any(memory: Option<u64>, tasks: u64) -> Bounds {
     let Ok(own) = std::fs::read_to_string("/proc/self/cgroup") else {
         return Bounds::default();
     };

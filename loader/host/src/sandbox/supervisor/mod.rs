@@ -21,10 +21,11 @@
 //! `rename`, `renameat`, `link`, `symlink`), and, when the grant runs programs, `execve`
 //! and `execveat` (without `exec` the seccomp trap filter refuses those, and its verdict
 //! comes first). Calls Landlock does not govern (`stat`, `readlink`, `chmod`, ...) are not.
-//! With `memoryMiB`: `mmap`, `mremap` and `brk`. With `exec` (and not as root, whom
-//! `RLIMIT_NPROC` does not bind): `fork` and `vfork` (x86-64), `clone` without
-//! `CLONE_THREAD` (the filter tests its flags) and `clone3` (its flags are in memory: every
-//! `clone3`, threads too, comes to the supervisor, which reads them).
+//! With `memoryMiB`: `mmap`, `mremap` and `brk`. With `exec` (and, as root, whom
+//! `RLIMIT_NPROC` does not bind, only in a pids cgroup, `super::cgroup`): `fork` and
+//! `vfork` (x86-64), `clone` without `CLONE_THREAD` (the filter tests its flags) and
+//! `clone3` (its flags are in memory: every `clone3`, threads too, comes to the supervisor,
+//! which reads them; the trap filter answers it `ENOSYS` first, `super::seccomp`).
 //!
 //! How each is answered:
 //! - A call from another process (a program the plugin started inherits the filter): the
@@ -166,10 +167,11 @@ pub fn start(
     if grant.memory_mib.is_some() {
         numbers.extend(MEMORY_CALLS.iter().map(|(number, _)| *number));
     }
-    // Without `exec` the trap filter refuses new processes outright; root is not bound
-    // (RLIMIT_NPROC does not bind it), so there is nothing to name.
+    // Without `exec` the trap filter refuses new processes outright; root is bound only by
+    // a pids cgroup (RLIMIT_NPROC does not bind it): without one there is nothing to name.
     // SAFETY: geteuid has no preconditions.
-    let processes = !grant.exec.is_empty() && unsafe { libc::geteuid() } != 0;
+    let processes = !grant.exec.is_empty()
+        && (unsafe { libc::geteuid() } != 0 || super::cgroup::tasks_bound().is_some());
     if processes {
         numbers.extend_from_slice(PROCESS_CALLS);
     }
