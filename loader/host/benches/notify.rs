@@ -30,7 +30,9 @@ mod linux {
     use std::process::Command;
     use std::time::Instant;
 
-    use pi_hooks_host::sandbox::{Grant, landlock, limits, seccomp, supervisor};
+    use pi_hooks_host::sandbox::{
+        Grant, capabilities, cgroup, landlock, limits, seccomp, supervisor,
+    };
 
     const CHILD: &str = "PI_HOOKS_BENCH_CHILD";
     const FOLDER: &str = "PI_HOOKS_BENCH_FOLDER";
@@ -113,7 +115,12 @@ mod linux {
         let folder = PathBuf::from(std::env::var_os(FOLDER).expect("the bench's folder"));
         let grant = grant(&folder);
         let exe = std::env::current_exe().unwrap();
-        limits::apply(&grant).unwrap();
+        let bounds = cgroup::enter(
+            grant.memory_mib.map(limits::memory_bound),
+            cgroup::MAX_TASKS,
+        );
+        limits::apply(&grant, &bounds).unwrap();
+        capabilities::drop_all(&grant.plugin).unwrap();
         // As `sandbox::confine` does: opened before Landlock.
         let room = supervisor::Room::open();
         let applied = landlock::apply(&grant, &exe, &[]).unwrap();

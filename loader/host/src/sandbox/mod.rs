@@ -14,9 +14,12 @@
 //! The host resolves the grant ([`grant::Grant::resolve`]) and hands it to the child
 //! (`serve --sandbox JSON`); the child confines itself ([`confine`]) before it opens the
 //! plugin's library, so even the library's static constructors run confined. On Linux:
-//! `no_new_privs`, resource limits ([`limits`]), Landlock for files, TCP and signals
-//! ([`landlock`]), seccomp for the rest ([`seccomp`]), and a supervisor thread that names
-//! the file accesses Landlock refuses ([`supervisor`]). Elsewhere a confined plugin is
+//! cgroups of its own where it can make them, bounding its memory and tasks ([`cgroup`]),
+//! `no_new_privs` and resource limits ([`limits`]), every capability dropped
+//! ([`capabilities`]), Landlock for files, TCP and signals ([`landlock`]), a seccomp
+//! allow-list for the rest ([`seccomp`]), and a supervisor thread that names the file
+//! accesses Landlock refuses ([`supervisor`]). The host makes itself non-dumpable when it
+//! starts a confined child ([`limits::protect_host`]), and the child ends with the host. Elsewhere a confined plugin is
 //! refused unless the user passes `--unconfined-ok` ([`set_unconfined_ok`]).
 //!
 //! A refusal is reported ([`report`]): by the child's own checks (`exec` through the host
@@ -25,6 +28,10 @@
 //! as a `denied` notification, which the host shows on the terminal, in the JSON stream and
 //! in the hook trace, naming the plugin, the action and the grant.
 
+#[cfg(target_os = "linux")]
+pub mod capabilities;
+#[cfg(target_os = "linux")]
+pub mod cgroup;
 pub mod grant;
 #[cfg(target_os = "linux")]
 pub mod landlock;
@@ -36,6 +43,8 @@ pub mod report;
 pub mod seccomp;
 #[cfg(target_os = "linux")]
 pub mod supervisor;
+#[cfg(target_os = "linux")]
+pub mod syscall_names;
 
 use std::path::{Path, PathBuf};
 use std::sync::{OnceLock, RwLock};
@@ -446,17 +455,20 @@ pub fn confine(grant: Grant, plugin: &Path, settings: &[PathBuf]) -> Result<(), 
             grant.plugin
         ));
     }
-    limits::apply(&grant)?;
+    // Cgroups first (making them needs root's capabilities), then the limits, then every
+    // capability dropped, before Landlock and seccomp.
+    let bounds = cgroup::enter(
+        grant.memory_mib.map(limits::memory_bound),
+        cgroup::MAX_TASKS,
+    );
+    let mut lacking = limits::apply(&grant, &bounds)?;
+    capabilities::drop_all(&grant.plugin)?;
     // Read by the supervisor to tell a refused allocation's cause; out of reach once
     // Landlock is on.
     let room = grant.memory_mib.and_then(|_| supervisor::Room::open());
     let landlock = landlock::apply(&grant, plugin, settings)?;
-    let mut lacking = landlock.lacking;
-    // SAFETY: geteuid has no preconditions.
-    if !grant.exec.is_empty() && unsafe { libc::geteuid() } == 0 {
-        lacking.push("a bound on its processes (RLIMIT_NPROC does not bind root)".to_owned());
-    }
-    seccomp::apply(&grant)?;
+    lacking.extend(landlock.lacking);
+    lacking.extend(seccomp::apply(&grant)?);
     // Last: from here on the calling thread's path calls go through the supervisor.
     if let Err(missing) = supervisor::start(
         &grant,

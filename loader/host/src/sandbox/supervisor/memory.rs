@@ -124,20 +124,29 @@ fn address_space_limit() -> u64 {
 const BURST_GAP: Duration = Duration::from_millis(250);
 
 /// Refusals one after another of about the same size (within an eighth) are one burst,
-/// named once.
+/// named once. A refused `mremap` is an allocation of its own (`malloc` never retries with
+/// it): it starts a burst unless it follows another `mremap`; what follows it (`realloc`
+/// falls back on a new mapping) belongs to its burst.
 #[derive(Default)]
 pub struct Burst {
-    last: Option<(u64, Instant)>,
+    last: Option<(u64, Instant, Option<MemoryCall>)>,
 }
 
 impl Burst {
     /// Whether a refusal of `size` bytes starts a new burst (to be named).
     pub fn starts_with(&mut self, size: u64) -> bool {
+        self.starts_with_call(size, None)
+    }
+
+    /// Whether a refusal of `size` bytes by `call` starts a new burst (to be named).
+    pub fn starts_with_call(&mut self, size: u64, call: Option<MemoryCall>) -> bool {
         let now = Instant::now();
-        let same = self.last.is_some_and(|(last, at)| {
-            now.duration_since(at) < BURST_GAP && size.abs_diff(last) <= size.max(last) / 8
+        let same = self.last.is_some_and(|(last, at, last_call)| {
+            now.duration_since(at) < BURST_GAP
+                && size.abs_diff(last) <= size.max(last) / 8
+                && (call != Some(MemoryCall::Remap) || last_call == Some(MemoryCall::Remap))
         });
-        self.last = Some((size, now));
+        self.last = Some((size, now, call));
         !same
     }
 }
@@ -207,6 +216,10 @@ mod tests {
         assert!(burst.starts_with(256 << 20));
         assert!(!burst.starts_with((256 << 20) + (128 << 10)));
         assert!(burst.starts_with(8 << 20));
+        // A refused mremap of the size of a refused malloc is an allocation of its own; a
+        // mapping right after it is realloc's fallback.
+        assert!(burst.starts_with_call(8 << 20, Some(MemoryCall::Remap)));
+        assert!(!burst.starts_with_call(8 << 20, Some(MemoryCall::Map)));
         assert_eq!(Size((256 << 20) + 4096).to_string(), "256 MiB");
         assert_eq!(Size(1000).to_string(), "1 KiB");
     }

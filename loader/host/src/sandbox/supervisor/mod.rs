@@ -27,10 +27,11 @@
 //! `chown` family, `utimensat` (`utime`, `utimes`, `futimesat`), the `setxattr` and
 //! `removexattr` families and `inotify_add_watch`. Looks (`stat`, `statx`, `readlink`,
 //! `access`) are not: written in `checked`, left off for their cost and what they break.
-//! With `memoryMiB`: `mmap`, `mremap` and `brk`. With `exec` (and not as root, whom
-//! `RLIMIT_NPROC` does not bind): `fork` and `vfork` (x86-64), `clone` without
-//! `CLONE_THREAD` (the filter tests its flags) and `clone3` (its flags are in memory: every
-//! `clone3`, threads too, comes to the supervisor, which reads them).
+//! With `memoryMiB`: `mmap`, `mremap` and `brk`. With `exec` (and, as root, whom
+//! `RLIMIT_NPROC` does not bind, only in a pids cgroup, `super::cgroup`): `fork` and
+//! `vfork` (x86-64), `clone` without `CLONE_THREAD` (the filter tests its flags) and
+//! `clone3` (its flags are in memory: every `clone3`, threads too, comes to the supervisor,
+//! which reads them; the trap filter answers it `ENOSYS` first, `super::seccomp`).
 //!
 //! How each is answered:
 //! - A call from another process (a program the plugin started inherits the filter): the
@@ -193,10 +194,11 @@ pub fn start(
     if grant.memory_mib.is_some() {
         numbers.extend(MEMORY_CALLS.iter().map(|(number, _)| *number));
     }
-    // Without `exec` the trap filter refuses new processes outright; root is not bound
-    // (RLIMIT_NPROC does not bind it), so there is nothing to name.
+    // Without `exec` the trap filter refuses new processes outright; root is bound only by
+    // a pids cgroup (RLIMIT_NPROC does not bind it): without one there is nothing to name.
     // SAFETY: geteuid has no preconditions.
-    let processes = !grant.exec.is_empty() && unsafe { libc::geteuid() } != 0;
+    let processes = !grant.exec.is_empty()
+        && (unsafe { libc::geteuid() } != 0 || super::cgroup::tasks_bound().is_some());
     if processes {
         numbers.extend_from_slice(PROCESS_CALLS);
     }
@@ -520,7 +522,7 @@ fn supervise(fd: RawFd, link: &NamingLink, room: Option<&Room>, checks: &checked
             // the same address space, so the same mapping, made for it.
             let answer = unsafe { make_again(number, &args) };
             if let Some(size) = refused_size(room, memory, &args, answer)
-                && memory_bursts.starts_with(size)
+                && memory_bursts.starts_with_call(size, Some(memory))
             {
                 link.name_limit(request.id, Limit::Memory(size));
             }

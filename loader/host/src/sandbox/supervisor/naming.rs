@@ -341,11 +341,17 @@ impl Namer {
                 "memory"
             }
             Limit::Processes => {
-                let _ = write!(
-                    reason,
-                    "fork refused: its grant allows at most {} processes beyond what your user runs (exec: ",
-                    crate::sandbox::limits::EXTRA_PROCESSES
-                );
+                let _ = match crate::sandbox::cgroup::tasks_bound() {
+                    Some(tasks) => write!(
+                        reason,
+                        "fork refused: its sandbox allows at most {tasks} threads and processes at once (exec: "
+                    ),
+                    None => write!(
+                        reason,
+                        "fork refused: its grant allows at most {} processes beyond what your user runs (exec: ",
+                        crate::sandbox::limits::EXTRA_PROCESSES
+                    ),
+                };
                 for (i, program) in self.grant.exec.iter().enumerate() {
                     let _ = write!(reason, "{}{program}", if i > 0 { ", " } else { "" });
                 }

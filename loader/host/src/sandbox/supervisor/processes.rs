@@ -1,5 +1,5 @@
-//! Naming a refused process (a grant with `exec`, where `RLIMIT_NPROC` bounds the
-//! processes): the calls that start one are notified (`fork` and `vfork` on x86-64,
+//! Naming a refused process (a grant with `exec`, where `RLIMIT_NPROC` or a pids cgroup
+//! bounds the processes): the calls that start one are notified (`fork` and `vfork` on x86-64,
 //! `clone` without `CLONE_THREAD`, which the filter tells apart, and `clone3`, whose flags
 //! the supervisor reads). The supervisor cannot start the plugin's process for it, so it
 //! asks the kernel whether one would start now ([`new_process_refused`]); if not, the
