@@ -39,7 +39,10 @@
 //!   `CLONE_PARENT`;
 //!   `clone3` answers `ENOSYS` (its flags are in memory, where the filter cannot read them),
 //!   so the C library falls back to `clone`;
-//! - `socket`: any family with `network`, only Unix sockets without;
+//! - `socket`: any family with `network: true`; with a list of hosts, Unix, IPv4, IPv6 and
+//!   the routing netlink socket the C library's name lookup reads addresses from (the
+//!   supervisor checks every address the plugin reaches, `super::network`); only Unix
+//!   sockets without;
 //! - `execve`, `execveat`, `fork`, `vfork`: only when the grant runs programs.
 //!
 //! Refused and named with a reason of their own ([`REFUSED`]): `ptrace`, other processes'
@@ -777,6 +780,8 @@ struct Known {
     host_group: u32,
     /// Whether the child is in the host's process group (then `kill(0)` reaches the host).
     shares_group: bool,
+    /// Whether the grant's network is a list of hosts (sockets of some families allowed).
+    hosts_only: bool,
 }
 
 impl Known {
@@ -791,6 +796,7 @@ impl Known {
             host: host as u32,
             host_group: host_group as u32,
             shares_group: group == host_group,
+            hosts_only: false,
         }
     }
 }
@@ -871,7 +877,11 @@ fn describe_into(
             other => write!(action, "family {other}")?,
         }
         action.write_str(")")?;
-        return rule.write_str("its grant has network: no");
+        return rule.write_str(if known.hosts_only {
+            "its grant's network is a list of hosts: Unix, IPv4 and IPv6 sockets only"
+        } else {
+            "its grant has network: no"
+        });
     }
     if SIGNALS.contains(&number) {
         let target = pid(args[0]);
@@ -1090,8 +1100,20 @@ fn allowed(grant: &Grant, known: &Known) -> Result<BTreeMap<i64, Vec<SeccompRule
         }
         rules.insert(libc::SYS_clone, vec![all(vec![no_namespace])?]);
     }
-    if grant.network.any() {
+    if grant.network == crate::packages::manifest::Network::All {
         rules.insert(libc::SYS_socket, Vec::new());
+    } else if grant.network.any() {
+        // Host lists: the families whose addresses the supervisor checks, and netlink's
+        // routing family, read-only without capabilities (getaddrinfo's AI_ADDRCONFIG).
+        let mut families = Vec::new();
+        for family in [libc::AF_UNIX, libc::AF_INET, libc::AF_INET6] {
+            families.push(all(vec![cond(0, Dword, Eq, family as u64)?])?);
+        }
+        families.push(all(vec![
+            cond(0, Dword, Eq, libc::AF_NETLINK as u64)?,
+            cond(2, Dword, Eq, libc::NETLINK_ROUTE as u64)?,
+        ])?);
+        rules.insert(libc::SYS_socket, families);
     } else {
         let unix = cond(0, Dword, Eq, libc::AF_UNIX as u64)?;
         rules.insert(libc::SYS_socket, vec![all(vec![unix])?]);
@@ -1173,7 +1195,10 @@ pub fn apply(grant: &Grant) -> Result<Vec<String>, String> {
         format!("cannot confine plugin {} with seccomp: {e}", grant.plugin)
     };
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| fail(&e))?;
-    let known = Known::now();
+    let known = Known {
+        hosts_only: matches!(grant.network, crate::packages::manifest::Network::Hosts(_)),
+        ..Known::now()
+    };
     let rules = allowed(grant, &known).map_err(|e| fail(&e))?;
     let mut lacking = Vec::new();
     let host = watch(known.host);
@@ -1513,6 +1538,7 @@ mod tests {
             host: 50,
             host_group: 50,
             shares_group: false,
+            hosts_only: false,
         };
         for exec in [&[][..], &["sh"][..]] {
             let rules = allowed(&grant(exec), &known).unwrap();
@@ -1542,6 +1568,7 @@ mod tests {
             host: 50,
             host_group: 40,
             shares_group: false,
+            hosts_only: false,
         };
         let grant = grant(&[]);
         let name = |number, args: [u64; 4]| describe(number, &args, &grant, &known).0;
