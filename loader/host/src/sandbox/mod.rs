@@ -88,18 +88,12 @@ impl SettingsGrant {
                 }
                 let capabilities = match grant {
                     Value::Bool(false) => None,
-                    Value::Object(_) => Some(
-                        serde_json::from_value::<Capabilities>(grant.clone()).map_err(|e| {
-                            format!(
-                                "`sandbox.{name}` is not a grant ({e}); its keys are read, write (path lists), network (true/false), exec (program list) and memoryMiB (a number); fix the settings file"
-                            )
-                        })?,
-                    ),
-                    other => {
-                        return Err(format!(
-                            "`sandbox.{name}` must be a grant object, or false to run a package unconfined, found {other}; fix the settings file"
-                        ));
-                    }
+                    other => Some(Capabilities::from_value(other).map_err(|e| {
+                        format!(
+                            "`sandbox.{}` is not a grant ({e}; a grant is an object, or false to run a package unconfined); fix the settings file",
+                            crate::guards::display::escape(name)
+                        )
+                    })?),
                 };
                 Ok(SettingsGrant {
                     name: name.clone(),
@@ -126,6 +120,10 @@ pub enum Confinement {
 struct Registry {
     /// The user's settings file and its `sandbox` entries.
     settings: Option<(PathBuf, Vec<SettingsGrant>)>,
+    /// The user's settings file when it exists but could not be read (a syntax error, a
+    /// bad entry, an unreadable file), and why: then no plugin that could have a grant
+    /// there is loaded unconfined.
+    settings_error: Option<(PathBuf, String)>,
     /// Installed packages: library, name, version, accepted capabilities.
     packages: Vec<(PathBuf, String, String, Option<Capabilities>)>,
     /// What the variables stand for.
@@ -143,8 +141,22 @@ fn update(f: impl FnOnce(&mut Registry)) {
 /// are not read), and the folders `${cwd}`, `${home}`, `${tmp}` and `${data}` stand for.
 pub fn note_discovery(cwd: &Path, agent_dir: &Path, settings: &[Settings]) {
     let user = settings.iter().find(|s| !s.project);
+    // Discovery leaves out a settings file it could not read (and reports it); the sandbox
+    // must know it was there. Any error but "not there" counts: fail closed.
+    let settings_error = match user {
+        Some(_) => None,
+        None => {
+            let file = agent_dir.join("settings.json");
+            match crate::plugin_files::settings::read_settings(&file) {
+                Ok(None) => None,
+                Err(why) => Some((file, why)),
+                Ok(Some(_)) => Some((file, "settings file changed while it was read".to_owned())),
+            }
+        }
+    };
     update(|r| {
         r.settings = user.map(|s| (s.path.clone(), s.sandbox.clone()));
+        r.settings_error = settings_error;
         r.folders = Some(grant::Folders {
             cwd: cwd.to_path_buf(),
             home: crate::plugin_files::paths::home_dir(),
@@ -197,6 +209,26 @@ pub fn confinement(path: &Path) -> Result<Confinement, String> {
         .iter()
         .find(|(library, ..)| library == path);
     let identity = crate::plugin::own::Own::of(path).identity;
+    if let Some((settings_path, why)) = &registry.settings_error {
+        // The user's settings could not be read, so whether they grant this plugin
+        // something (or opt it out) is unknown. A package with accepted capabilities runs
+        // confined to them, which needs no settings; nothing else is loaded unconfined.
+        if let Some((_, name, version, Some(capabilities))) = package {
+            return Grant::resolve(
+                capabilities,
+                name,
+                &identity,
+                &format!("package {name} {version}"),
+                &folders,
+            )
+            .map(Confinement::Confined);
+        }
+        return Err(format!(
+            "not loaded, rather than loaded unconfined: the user settings {} could not be read, so any grant they hold for it is unknown ({}). Fix the file (or move it away) and start again",
+            settings_path.display(),
+            crate::guards::display::escape(why)
+        ));
+    }
     if let Some((settings_path, entries)) = &registry.settings {
         let base = settings_path.parent().unwrap_or_else(|| Path::new("."));
         let canonical = std::fs::canonicalize(path).ok();
@@ -502,9 +534,59 @@ mod tests {
         assert_eq!(list[1].capabilities, None);
         let e = SettingsGrant::list_from_settings_value(&json!(["gate"])).unwrap_err();
         assert!(e.contains("`sandbox` must be an object"), "{e}");
-        let e = SettingsGrant::list_from_settings_value(&json!({"gate": true})).unwrap_err();
-        assert!(e.contains("`sandbox.gate` must be a grant object"), "{e}");
-        let e = SettingsGrant::list_from_settings_value(&json!({"gate": {"net": 1}})).unwrap_err();
-        assert!(e.contains("unknown field `net`"), "{e}");
+        for (grant, why) in [
+            (json!(true), "must be an object of read and write"),
+            (
+                json!({"net": 1}),
+                "unknown field `net`; the keys are read and write",
+            ),
+            (
+                json!({"memoryMiB": "64"}),
+                "`memoryMiB` must be a whole number of MiB above 0 (such as 256), found a string (\"64\")",
+            ),
+            (
+                json!({"memoryMiB": -1}),
+                "`memoryMiB` must be a whole number",
+            ),
+            (
+                json!({"read": "${cwd}"}),
+                "`read` must be a list of path strings (such as [\"${cwd}\"]), found a string (\"${cwd}\")",
+            ),
+            (
+                json!({"write": [1]}),
+                "`write` must be a list of path strings, and one entry is a number (1)",
+            ),
+            (
+                json!({"network": "yes"}),
+                "`network` must be true, false or a list of host names",
+            ),
+            (
+                json!({"exec": "git"}),
+                "`exec` must be a list of program strings",
+            ),
+        ] {
+            let e = SettingsGrant::list_from_settings_value(&json!({"gate": grant})).unwrap_err();
+            assert!(
+                e.contains("`sandbox.gate` is not a grant (") && e.contains(why),
+                "{grant}: {e}"
+            );
+        }
+        // The same strict reading where capabilities come from a package or a record.
+        let e = serde_json::from_value::<Capabilities>(json!({"net": true})).unwrap_err();
+        assert!(e.to_string().contains("unknown field `net`"), "{e}");
+        let e = serde_json::from_value::<Option<Capabilities>>(json!(true)).unwrap_err();
+        assert!(e.to_string().contains("must be an object"), "{e}");
+        assert_eq!(
+            serde_json::from_value::<Capabilities>(
+                json!({"read": ["/a"], "network": ["h"], "memoryMiB": 8})
+            )
+            .unwrap(),
+            Capabilities {
+                read: vec!["/a".into()],
+                network: crate::packages::manifest::Network::Hosts(vec!["h".into()]),
+                memory_mib: Some(8),
+                ..Capabilities::default()
+            }
+        );
     }
 }

@@ -1,0 +1,158 @@
+//! Grants (`loader/host/src/sandbox/{mod,grant}.rs`) through the real binary, with the plugin
+//! of tests/fixtures/sandbox_grants.c.
+#![cfg(target_os = "linux")]
+
+use pi_hooks_tests::confined::{Run, World, read_run, world_of};
+use serde_json::{Value, json};
+
+fn world() -> World {
+    world_of("sandbox_grants")
+}
+
+/// Runs the plugin (`--hook`) with `settings` (raw text) as the user's settings.json.
+fn run_raw(world: &World, settings: &str, prompts: &[&str]) -> Run {
+    std::fs::write(world.sandbox.agent_dir().join("settings.json"), settings).unwrap();
+    run_raw_keep(world, prompts)
+}
+
+/// Runs the plugin (`--hook`) with the settings as they are.
+fn run_raw_keep(world: &World, prompts: &[&str]) -> Run {
+    let mut args = vec![
+        "run",
+        "--mode",
+        "json",
+        "--no-session",
+        "--script",
+        world.script.to_str().unwrap(),
+        "--hook",
+        world.hostile.to_str().unwrap(),
+    ];
+    args.extend_from_slice(prompts);
+    let command = world.sandbox.command_of(&world.binary, &args);
+    read_run(pi_hooks_tests::output_within(
+        command,
+        std::time::Duration::from_secs(60),
+    ))
+}
+
+/// The one line of stderr that names the plugin's library as not loaded.
+fn refusal_of(world: &World, run: &Run) -> String {
+    let stderr = run.stderr();
+    stderr
+        .lines()
+        .find(|l| l.contains(&format!("{:?}", world.hostile.display().to_string())))
+        .unwrap_or_else(|| panic!("no refusal of the plugin: {stderr}"))
+        .to_owned()
+}
+
+#[test]
+fn a_grant_that_is_not_what_it_says_keeps_the_plugin_out_naming_file_entry_and_field() {
+    let world = world();
+    let key = world.key();
+    let settings_file = world.sandbox.agent_dir().join("settings.json");
+    for (grant, field) in [
+        (json!({"net": true}), "unknown field `net`"),
+        (
+            json!({"memoryMiB": "64"}),
+            "`memoryMiB` must be a whole number of MiB above 0 (such as 256), found a string (\"64\")",
+        ),
+        (
+            json!({"read": "${cwd}"}),
+            "`read` must be a list of path strings (such as [\"${cwd}\"]), found a string (\"${cwd}\")",
+        ),
+        (json!(true), "must be an object of read and write"),
+        (
+            json!({"network": "true"}),
+            "`network` must be true, false or a list of host names",
+        ),
+    ] {
+        let settings = json!({"sandbox": {(key.clone()): grant}});
+        let run = run_raw(&world, &settings.to_string(), &["confined"]);
+        assert!(
+            run.outcomes.is_empty(),
+            "{grant}: the plugin ran: {:?}",
+            run.outcomes
+        );
+        let stderr = run.stderr();
+        // The settings file, the entry and the field...
+        assert!(
+            stderr.contains(&format!("{}", settings_file.display()))
+                && stderr.contains(&format!("`sandbox.{key}` is not a grant ("))
+                && stderr.contains(field),
+            "{grant}: {stderr}"
+        );
+        // ... and the plugin, not loaded rather than loaded unconfined.
+        let refusal = refusal_of(&world, &run);
+        assert!(
+            refusal.contains("not loaded, rather than loaded unconfined: the user settings")
+                && refusal.contains(&settings_file.display().to_string()),
+            "{refusal}"
+        );
+        assert!(
+            run.output.status.success(),
+            "the session did not go on: {stderr}"
+        );
+    }
+    // A good grant still confines the plugin, and lets it read what it grants.
+    let good = json!({"sandbox": {(key.clone()): {"read": ["~/.ssh"], "memoryMiB": 256}}});
+    let run = run_raw(&world, &good.to_string(), &["confined", "read"]);
+    assert_eq!(run.outcome("confined"), "confined: yes", "{}", run.stderr());
+    assert_eq!(
+        run.outcome("read"),
+        "read: ok SECRET-KEY",
+        "{}",
+        run.stderr()
+    );
+    // Without any settings file, a library without a grant runs as always.
+    std::fs::remove_file(&settings_file).unwrap();
+    let run = run_raw_keep(&world, &["confined"]);
+    assert_eq!(run.outcome("confined"), "confined: no", "{}", run.stderr());
+}
+
+#[test]
+fn a_user_settings_file_that_does_not_parse_loads_no_library_unconfined() {
+    let world = world();
+    let settings_file = world.sandbox.agent_dir().join("settings.json");
+    let key = world.key();
+    // A grant the user wrote, then a syntax error further on: the grant cannot be known.
+    let text = format!("{{\"sandbox\": {{\n  {key:?}: {{\"read\": [\"~/.ssh\"]}},\n}}\n}}");
+    let run = run_raw(&world, &text, &["confined", "read"]);
+    assert!(
+        run.outcomes.is_empty(),
+        "the plugin ran: {:?}",
+        run.outcomes
+    );
+    let refusal = refusal_of(&world, &run);
+    assert!(
+        refusal.contains(&format!(
+            "not loaded, rather than loaded unconfined: the user settings {} could not be read",
+            settings_file.display()
+        )) && refusal.contains("not valid JSON at line 2, column 60: Trailing commas")
+            && refusal.contains("Fix the file (or move it away) and start again"),
+        "{refusal}"
+    );
+    assert!(
+        run.output.status.success(),
+        "the session did not go on: {}",
+        run.stderr()
+    );
+    // The same file fixed: the grant holds.
+    std::fs::write(&settings_file, text.replace("]},\n", "]}\n")).unwrap();
+    let run = run_raw_keep(&world, &["confined", "read"]);
+    assert_eq!(run.outcome("confined"), "confined: yes", "{}", run.stderr());
+    assert_eq!(run.outcome("read"), "read: ok SECRET-KEY");
+    // A settings file that is there but cannot be read (a folder in its place) fails closed too.
+    std::fs::remove_file(&settings_file).unwrap();
+    std::fs::create_dir(&settings_file).unwrap();
+    let run = run_raw_keep(&world, &["confined"]);
+    assert!(
+        run.outcomes.is_empty(),
+        "the plugin ran: {:?}",
+        run.outcomes
+    );
+    assert!(
+        refusal_of(&world, &run).contains("rather than loaded unconfined"),
+        "{}",
+        run.stderr()
+    );
+}
