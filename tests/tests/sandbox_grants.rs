@@ -2,7 +2,10 @@
 //! of tests/fixtures/sandbox_grants.c.
 #![cfg(target_os = "linux")]
 
+use std::path::{Path, PathBuf};
+
 use pi_hooks_tests::confined::{Run, World, read_run, world_of};
+use pi_hooks_tests::packages::{ok, unpack};
 use serde_json::{Value, json};
 
 fn world() -> World {
@@ -155,4 +158,165 @@ fn a_user_settings_file_that_does_not_parse_loads_no_library_unconfined() {
         "{}",
         run.stderr()
     );
+}
+
+/// Packs the plugin with `capabilities` and installs it for the user; the installed
+/// library's path.
+fn install_package(world: &World, capabilities: &Value) -> PathBuf {
+    let file = world.sandbox.root().join("caps.json");
+    std::fs::write(&file, capabilities.to_string()).unwrap();
+    ok(
+        &world.sandbox,
+        &[
+            "pack",
+            world.hostile.to_str().unwrap(),
+            "--out",
+            world.sandbox.root().join("dist").to_str().unwrap(),
+            "--capabilities",
+            file.to_str().unwrap(),
+        ],
+    );
+    let folder = world.sandbox.root().join("hostile-package");
+    unpack(
+        &world.sandbox.root().join("dist/hostile-1.0.0.tgz"),
+        &folder,
+    );
+    ok(
+        &world.sandbox,
+        &["install", folder.to_str().unwrap(), "--yes"],
+    );
+    find_library(&world.sandbox.agent_dir()).expect("the installed library")
+}
+
+fn find_library(dir: &Path) -> Option<PathBuf> {
+    for entry in std::fs::read_dir(dir).ok()? {
+        let path = entry.ok()?.path();
+        if path.is_dir() && !path.is_symlink() {
+            if let Some(found) = find_library(&path) {
+                return Some(found);
+            }
+        } else if path.file_name().is_some_and(|n| n == "libhostile.so") {
+            return Some(path);
+        }
+    }
+    None
+}
+
+/// Runs with the settings as they are: the installed package, and the plain library too
+/// when `plain`.
+fn run_both(world: &World, plain: bool, prompts: &[&str]) -> Run {
+    let mut args = vec![
+        "run",
+        "--mode",
+        "json",
+        "--no-session",
+        "--script",
+        world.script.to_str().unwrap(),
+    ];
+    if plain {
+        args.extend(["--hook", world.hostile.to_str().unwrap()]);
+    }
+    args.extend_from_slice(prompts);
+    let run = read_run(pi_hooks_tests::output_within(
+        world.sandbox.command_of(&world.binary, &args),
+        std::time::Duration::from_secs(60),
+    ));
+    assert!(run.output.status.success(), "{}", run.stderr());
+    run
+}
+
+#[test]
+fn a_package_and_a_plain_library_of_the_same_file_name_never_take_each_others_grant() {
+    let world = world();
+    let installed = install_package(&world, &json!({"read": ["~/.ssh"]}));
+    assert_ne!(installed, world.hostile);
+    let settings_file = world.sandbox.agent_dir().join("settings.json");
+    let mut settings: Value =
+        serde_json::from_slice(&std::fs::read(&settings_file).unwrap()).unwrap();
+    let (confined_package, confined_plain) = ("confined package", "confined library");
+    let write = |settings: &mut Value, sandbox: Value| {
+        settings["sandbox"] = sandbox;
+        std::fs::write(&settings_file, settings.to_string()).unwrap();
+    };
+    // The package's library's path opted out (`false`): a path names a plain library, so
+    // the package stays confined to what it was granted at install.
+    write(
+        &mut settings,
+        json!({(installed.display().to_string()): false}),
+    );
+    let run = run_both(&world, false, &[confined_package, "read"]);
+    assert_eq!(run.outcome("confined"), "confined: yes", "{}", run.stderr());
+    assert_eq!(run.outcome("read"), "read: ok SECRET-KEY");
+    // A grant by its library's path (no read, a memory bound) is not the package's either.
+    write(
+        &mut settings,
+        json!({(installed.display().to_string()): {"memoryMiB": 64}}),
+    );
+    let run = run_both(&world, false, &[confined_package, "read"]);
+    assert_eq!(run.outcome("confined"), "confined: yes", "{}", run.stderr());
+    assert_eq!(run.outcome("read"), "read: ok SECRET-KEY");
+    // The other way: the package's name, granted or opted out, never names the plain
+    // library `libhostile.so`, which runs as it would without (here: unconfined), while
+    // the package takes the grant (confined, no read) or the opt-out.
+    write(&mut settings, json!({"hostile": {"memoryMiB": 64}}));
+    let run = run_both(&world, true, &[confined_plain, confined_package]);
+    let outcomes: Vec<&str> = run
+        .lines
+        .iter()
+        .filter(|l| l["type"] == "tool_execution_end")
+        .map(|l| l["result"]["content"][0]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        outcomes,
+        ["confined: no", "confined: yes"],
+        "{}",
+        run.stderr()
+    );
+    write(&mut settings, json!({"hostile": false}));
+    let run = run_both(&world, true, &[confined_plain, confined_package]);
+    let outcomes: Vec<&str> = run
+        .lines
+        .iter()
+        .filter(|l| l["type"] == "tool_execution_end")
+        .map(|l| l["result"]["content"][0]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        outcomes,
+        ["confined: no", "confined: no"],
+        "{}",
+        run.stderr()
+    );
+    // The plain library's path granted: the library is confined, the package keeps its own.
+    write(&mut settings, json!({(world.key()): {"memoryMiB": 64}}));
+    let run = run_both(&world, true, &[confined_plain, confined_package]);
+    let outcomes: Vec<&str> = run
+        .lines
+        .iter()
+        .filter(|l| l["type"] == "tool_execution_end")
+        .map(|l| l["result"]["content"][0]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        outcomes,
+        ["confined: yes", "confined: yes"],
+        "{}",
+        run.stderr()
+    );
+}
+
+#[test]
+fn with_the_user_settings_unreadable_neither_a_package_nor_a_plain_library_runs_unconfined() {
+    let world = world();
+    install_package(&world, &json!({"read": ["~/.ssh"]}));
+    let settings_file = world.sandbox.agent_dir().join("settings.json");
+    let mut text = std::fs::read_to_string(&settings_file).unwrap();
+    text.push_str("\n,");
+    std::fs::write(&settings_file, &text).unwrap();
+    let run = run_both(&world, true, &["confined", "read"]);
+    // The plain library is not loaded, nor the package (the user's settings list it).
+    let refusal = refusal_of(&world, &run);
+    assert!(
+        refusal.contains("rather than loaded unconfined"),
+        "{refusal}"
+    );
+    assert!(run.outcomes.is_empty(), "{:?}", run.outcomes);
 }

@@ -106,6 +106,8 @@ impl SettingsGrant {
 
 /// How a plugin runs, as far as the sandbox goes.
 #[derive(Debug, Clone, PartialEq)]
+// One value per plugin load, moved once: the size of a grant is no cost worth a box.
+#[allow(clippy::large_enum_variant)]
 pub enum Confinement {
     /// No grant: as before (in process, or isolated when `isolate` selects it).
     Unconfined,
