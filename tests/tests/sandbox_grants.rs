@@ -320,3 +320,138 @@ fn with_the_user_settings_unreadable_neither_a_package_nor_a_plain_library_runs_
     );
     assert!(run.outcomes.is_empty(), "{:?}", run.outcomes);
 }
+
+/// A session file made by a run (a header and a few entries), copied to each of `to`.
+fn session_files(world: &World, to: &[&Path]) {
+    let made = world.sandbox.root().join("made.jsonl");
+    if !made.exists() {
+        let output = world.sandbox.run(&[
+            "run",
+            "--script",
+            world.script.to_str().unwrap(),
+            "--session",
+            made.to_str().unwrap(),
+            "hello",
+        ]);
+        assert!(
+            made.is_file(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    for file in to {
+        std::fs::copy(&made, file).unwrap();
+    }
+}
+
+/// Runs the plugin with `grant` and a session, one prompt each.
+fn run_session(world: &World, grant: Value, prompts: &[&str]) -> Run {
+    let session = world.sandbox.root().join("session.jsonl");
+    pi_hooks_tests::confined::run(
+        world,
+        &json!({"sandbox": {(world.key()): grant}}),
+        &["--session", session.to_str().unwrap()],
+        prompts,
+    )
+}
+
+#[test]
+fn a_session_switch_uses_the_file_checked_not_the_link_swapped_in_during_session_before_switch() {
+    let world = world();
+    let out = world.sandbox.home().join("out");
+    let decoy = out.join("decoy.jsonl");
+    let kept = out.join("decoy-kept.jsonl");
+    let elsewhere = world.sandbox.home().join("elsewhere.jsonl");
+    session_files(&world, &[&decoy, &elsewhere]);
+    std::fs::hard_link(&decoy, &kept).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, out.join("decoy.jsonl.swap")).unwrap();
+    let before = std::fs::read_to_string(&elsewhere).unwrap();
+    let run = run_session(
+        &world,
+        json!({"write": ["${home}/out"]}),
+        &[&format!("/switch {}", decoy.display()), "after-the-switch"],
+    );
+    // The plugin did swap the decoy for a link to a session outside its grant...
+    assert!(decoy.is_symlink(), "no swap: {}", run.stderr());
+    // ... and the host went on with the file it checked: the next turn is in the decoy.
+    assert_eq!(
+        std::fs::read_to_string(&elsewhere).unwrap(),
+        before,
+        "the host wrote the file outside the grant"
+    );
+    let decoy_text = std::fs::read_to_string(&kept).unwrap();
+    assert!(
+        decoy_text.contains("after-the-switch"),
+        "{decoy_text}\n{}",
+        run.stderr()
+    );
+}
+
+#[test]
+fn a_fifo_or_a_device_in_the_grant_is_refused_as_a_session_and_the_host_goes_on() {
+    let world = world();
+    let out = world.sandbox.home().join("out");
+    let fifo = out.join("fifo.jsonl");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let started = std::time::Instant::now();
+    let run = run_session(
+        &world,
+        json!({"write": ["${home}/out", "/dev/zero", "/dev/urandom"]}),
+        &[
+            &format!("/switch {}", fifo.display()),
+            "/switch /dev/zero",
+            "/switch /dev/urandom",
+            "after",
+        ],
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    let fifo_refused = run.report(&format!(
+        "sandbox denied switchSession: switchSession of {} denied: it is a FIFO, not a regular file (the grant of plugin hostile",
+        fifo.display()
+    ));
+    assert!(
+        fifo_refused["error"].as_str().unwrap().contains("write: "),
+        "{fifo_refused}"
+    );
+    run.report("switchSession of /dev/zero denied: it is a character device, not a regular file");
+    run.report(
+        "switchSession of /dev/urandom denied: it is a character device, not a regular file",
+    );
+    // The session went on: the last turn ran.
+    assert!(run.ran.iter().any(|c| c == "echo after"), "{:?}", run.ran);
+}
+
+#[test]
+fn a_relative_session_path_is_resolved_against_the_sessions_working_directory_once() {
+    let world = world();
+    let out = world.sandbox.home().join("out");
+    let next = out.join("next.jsonl");
+    let elsewhere = world.sandbox.home().join("elsewhere.jsonl");
+    session_files(&world, &[&next, &elsewhere]);
+    let before = std::fs::read_to_string(&elsewhere).unwrap();
+    // The working directory is the project folder, beside home.
+    let run = run_session(
+        &world,
+        json!({"write": ["${home}/out"]}),
+        &[
+            "/switch ../home/elsewhere.jsonl",
+            "/switch ../home/out/next.jsonl",
+            "after-the-switch",
+        ],
+    );
+    run.report(&format!(
+        "switchSession of {} denied: the grant of plugin hostile",
+        elsewhere.display()
+    ));
+    assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), before);
+    let text = std::fs::read_to_string(&next).unwrap();
+    assert!(
+        text.contains("after-the-switch"),
+        "{text}\n{}",
+        run.stderr()
+    );
+}

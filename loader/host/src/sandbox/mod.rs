@@ -437,6 +437,129 @@ pub fn check_path(grant: &Grant, action: &str, path: &Path, write: bool) -> Resu
     ))
 }
 
+/// Opens, for a confined plugin, the host-side file `path` (absolute) it names, checked
+/// against `grant` for reading, or for writing too when `write`: the path is checked, then
+/// resolved once (an `O_PATH` handle that does not open the file itself, so a FIFO or a
+/// device does nothing), the handle must be a regular file and its real path (the kernel's
+/// name for it, `/proc/self/fd/N`) must lie in the grant; then the same file is opened
+/// through the handle, never through the path again. So a file swapped for a link, a
+/// folder swapped above it, a FIFO or a device in the grant cannot make the host use
+/// another file than the one checked. Returns the file (read and append when `write`,
+/// falling back to read-only where the user may not write it) and whether it is writable,
+/// or `Ok(Err)` when a file the grant allows cannot be opened (it does not exist: said as
+/// the session store says it). `Err` is the refusal, in [`check_path`]'s words.
+#[cfg(target_os = "linux")]
+pub fn open_checked(
+    grant: &Grant,
+    action: &str,
+    path: &Path,
+    write: bool,
+) -> Result<Result<(std::fs::File, bool), String>, String> {
+    use rustix::fs::{Mode, OFlags};
+    use std::os::fd::AsRawFd;
+    check_path(grant, action, path, write)?;
+    let denied = |why: String| {
+        format!(
+            "{action} of {} denied: {why} (the grant of plugin {}, {}: {})",
+            path.display(),
+            grant.plugin,
+            grant.source,
+            grant.summary()
+        )
+    };
+    let failed = |e: rustix::io::Errno| format!("{}: {}", path.display(), std::io::Error::from(e));
+    let handle = match rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty()) {
+        Ok(handle) => handle,
+        Err(e) => return Ok(Err(failed(e))),
+    };
+    let kind_of = |stat: &rustix::fs::Stat| match rustix::fs::FileType::from_raw_mode(stat.st_mode)
+    {
+        rustix::fs::FileType::RegularFile => None,
+        rustix::fs::FileType::Directory => Some("a folder"),
+        rustix::fs::FileType::Fifo => Some("a FIFO"),
+        rustix::fs::FileType::CharacterDevice => Some("a character device"),
+        rustix::fs::FileType::BlockDevice => Some("a block device"),
+        rustix::fs::FileType::Socket => Some("a socket"),
+        _ => Some("not a file"),
+    };
+    let stat = rustix::fs::fstat(&handle).map_err(|e| denied(format!("cannot stat it ({e})")))?;
+    if let Some(kind) = kind_of(&stat) {
+        return Err(denied(format!("it is {kind}, not a regular file")));
+    }
+    let through = PathBuf::from(format!("/proc/self/fd/{}", handle.as_raw_fd()));
+    let real = std::fs::read_link(&through)
+        .map_err(|e| denied(format!("its real path cannot be read from /proc ({e})")))?;
+    if !real.is_absolute() || real.to_string_lossy().ends_with(" (deleted)") {
+        return Err(denied(format!(
+            "it was removed or is not in a folder ({})",
+            real.display()
+        )));
+    }
+    if !grant.holds_real(&real, write) {
+        return Err(denied(format!(
+            "it is {}, which the grant does not let it {}",
+            real.display(),
+            if write { "write" } else { "read" }
+        )));
+    }
+    let reopen = |flags: OFlags| {
+        rustix::fs::open(
+            &through,
+            flags | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK,
+            Mode::empty(),
+        )
+    };
+    let (file, writable) = if write {
+        match reopen(OFlags::RDWR | OFlags::APPEND) {
+            Ok(fd) => (fd, true),
+            Err(rustix::io::Errno::ACCESS) => match reopen(OFlags::RDONLY) {
+                Ok(fd) => (fd, false),
+                Err(e) => return Ok(Err(failed(e))),
+            },
+            Err(e) => return Ok(Err(failed(e))),
+        }
+    } else {
+        match reopen(OFlags::RDONLY) {
+            Ok(fd) => (fd, false),
+            Err(e) => return Ok(Err(failed(e))),
+        }
+    };
+    let opened = rustix::fs::fstat(&file).map_err(|e| denied(format!("cannot stat it ({e})")))?;
+    if (opened.st_dev, opened.st_ino) != (stat.st_dev, stat.st_ino) || kind_of(&opened).is_some() {
+        return Err(denied("it changed while it was opened".to_owned()));
+    }
+    // Back to blocking: the session store reads and appends to it as to any file.
+    let flags = rustix::fs::fcntl_getfl(&file).map_err(|e| denied(e.to_string()))?;
+    rustix::fs::fcntl_setfl(&file, flags - OFlags::NONBLOCK).map_err(|e| denied(e.to_string()))?;
+    Ok(Ok((std::fs::File::from(file), writable)))
+}
+
+/// Files [`open_checked`] opened for a session a confined plugin switches to, by the
+/// absolute path the switch names, until the switch takes them ([`take_opened`]).
+type Opened = Result<(std::fs::File, bool), String>;
+static OPENED: std::sync::Mutex<Vec<(PathBuf, Opened)>> = std::sync::Mutex::new(Vec::new());
+
+/// Keeps `file` (checked and opened by [`open_checked`]) for the switch to `path`: the
+/// session is then read from and appended to that file, not to whatever `path` names when
+/// the switch happens (after `session_before_switch`); `Err`: the switch fails with that
+/// (the file could not be opened), rather than open the path later. A few are kept at most.
+pub fn keep_opened(path: &Path, opened: Result<(std::fs::File, bool), String>) {
+    let mut kept = OPENED.lock().unwrap_or_else(|e| e.into_inner());
+    kept.retain(|(p, ..)| p != path);
+    if kept.len() >= 8 {
+        drop(kept.remove(0));
+    }
+    kept.push((path.to_path_buf(), opened));
+}
+
+/// The file kept for a switch to `path` ([`keep_opened`]) and whether it is writable, taken
+/// (a switch to the same path later opens it again).
+pub fn take_opened(path: &Path) -> Option<Result<(std::fs::File, bool), String>> {
+    let mut kept = OPENED.lock().unwrap_or_else(|e| e.into_inner());
+    let at = kept.iter().position(|(p, ..)| p == path)?;
+    Some(kept.remove(at).1)
+}
+
 /// The grants the host holds isolated plugins to, by the proxy's plugin path.
 static HELD: RwLock<Vec<(String, Grant)>> = RwLock::new(Vec::new());
 
