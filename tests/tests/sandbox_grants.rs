@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use pi_hooks_tests::confined::{Run, World, read_run, world_of};
+use pi_hooks_tests::confined::{Run, World, read_run, run_with, world_of};
 use pi_hooks_tests::packages::{ok, unpack};
 use serde_json::{Value, json};
 
@@ -452,6 +452,110 @@ fn a_relative_session_path_is_resolved_against_the_sessions_working_directory_on
     assert!(
         text.contains("after-the-switch"),
         "{text}\n{}",
+        run.stderr()
+    );
+}
+
+#[test]
+fn an_exec_grant_by_name_finds_the_program_through_the_users_path() {
+    let world = world();
+    // A program only a folder of the user's PATH holds (as ~/.local/bin or ~/.cargo/bin do).
+    let tools = world.sandbox.root().join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    std::fs::copy(
+        std::fs::canonicalize("/bin/sh").unwrap(),
+        tools.join("mysh"),
+    )
+    .unwrap();
+    let path = format!(
+        "{}:{}",
+        tools.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = run_with(
+        &world,
+        &json!({"sandbox": {(world.key()): {"exec": ["mysh"]}}}),
+        &[],
+        &["spawn mysh", "hostexec mysh", "spawn sh"],
+        |command| {
+            command.env("PATH", &path);
+        },
+    );
+    assert_eq!(
+        run.outcome("spawn"),
+        "spawn: failed execvp (child status 126)"
+    );
+    // `spawn` was asked twice: the last outcome is `sh`'s, not granted; the first ran.
+    let ends: Vec<&str> = run
+        .lines
+        .iter()
+        .filter(|l| l["type"] == "tool_execution_end")
+        .map(|l| l["result"]["content"][0]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ends,
+        [
+            "spawn: ok",
+            "hostexec: ok via-host",
+            "spawn: failed execvp (child status 126)"
+        ],
+        "{}",
+        run.stderr()
+    );
+}
+
+#[test]
+fn a_granted_write_folder_that_does_not_exist_yet_is_usable() {
+    let world = world();
+    let later = world.sandbox.home().join("later/deeper");
+    assert!(!later.exists());
+    let run = pi_hooks_tests::confined::run(
+        &world,
+        &json!({"sandbox": {(world.key()): {"write": ["${home}/later/deeper"]}}}),
+        &[],
+        &[&format!("mkwrite {}/made", later.display())],
+    );
+    assert_eq!(
+        run.outcome("mkwrite"),
+        format!("mkwrite: ok {}/made/made.txt", later.display()),
+        "{}",
+        run.stderr()
+    );
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&later).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+    // Beside it, nothing: the folder made is the grant, not its parent.
+    let run = pi_hooks_tests::confined::run(
+        &world,
+        &json!({"sandbox": {(world.key()): {"write": ["${home}/later/deeper"]}}}),
+        &[],
+        &[&format!(
+            "mkwrite {}",
+            world.sandbox.home().join("later/beside").display()
+        )],
+    );
+    assert_eq!(
+        run.outcome("mkwrite"),
+        "mkwrite: failed mkdir: Permission denied"
+    );
+    // A link where the grant's parent should be: nothing is made through it.
+    let target = world.sandbox.root().join("elsewhere");
+    std::fs::create_dir_all(&target).unwrap();
+    std::os::unix::fs::symlink(&target, world.sandbox.home().join("linked")).unwrap();
+    let run = pi_hooks_tests::confined::run(
+        &world,
+        &json!({"sandbox": {(world.key()): {"write": ["${home}/linked/x"]}}}),
+        &[],
+        &["confined"],
+    );
+    assert_eq!(run.outcome("confined"), "confined: yes");
+    assert!(!target.join("x").exists());
+    assert!(
+        run.stderr()
+            .contains("is not a folder (a link or a file), so nothing is made beneath it"),
+        "{}",
         run.stderr()
     );
 }

@@ -564,8 +564,10 @@ pub fn take_opened(path: &Path) -> Option<Result<(std::fs::File, bool), String>>
 static HELD: RwLock<Vec<(String, Grant)>> = RwLock::new(Vec::new());
 
 /// Records that the isolated plugin at `path` is held to `grant` (the host checks its
-/// requests against it).
+/// requests against it), as its child is about to start: the grant's `write` folders that
+/// do not exist yet are made now ([`Grant::make_write_folders`]).
 pub fn hold(path: &str, grant: Grant) {
+    grant.make_write_folders();
     let mut held = HELD.write().unwrap_or_else(|e| e.into_inner());
     held.retain(|(p, _)| p != path);
     held.push((path.to_owned(), grant));
