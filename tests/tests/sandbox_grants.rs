@@ -559,3 +559,76 @@ fn a_granted_write_folder_that_does_not_exist_yet_is_usable() {
         run.stderr()
     );
 }
+
+/// The install record of the package `hostile`.
+fn install_record(world: &World) -> PathBuf {
+    fn find(dir: &Path) -> Option<PathBuf> {
+        for entry in std::fs::read_dir(dir).ok()? {
+            let path = entry.ok()?.path();
+            if path.is_dir() && !path.is_symlink() {
+                if let Some(found) = find(&path) {
+                    return Some(found);
+                }
+            } else if path.file_name().is_some_and(|n| n == "hostile.json")
+                && path.parent().is_some_and(|p| p.ends_with("install"))
+            {
+                return Some(path);
+            }
+        }
+        None
+    }
+    find(&world.sandbox.agent_dir()).expect("the install record")
+}
+
+#[test]
+fn a_grant_that_is_not_one_in_an_install_record_or_a_package_json_keeps_the_package_out() {
+    let world = world();
+    install_package(&world, &json!({"read": ["~/.ssh"]}));
+    let record = install_record(&world);
+    let good = std::fs::read_to_string(&record).unwrap();
+    let confined = run_both(&world, false, &["confined"]);
+    assert_eq!(confined.outcome("confined"), "confined: yes");
+    for (capabilities, field) in [
+        (
+            json!({"read": ["~/.ssh"], "net": true}),
+            "unknown field `net`",
+        ),
+        (
+            json!({"memoryMiB": "64"}),
+            "`memoryMiB` must be a whole number of MiB above 0 (such as 256), found a string (\"64\")",
+        ),
+        (json!(true), "must be an object of read and write"),
+    ] {
+        let mut value: Value = serde_json::from_str(&good).unwrap();
+        value["capabilities"] = capabilities.clone();
+        std::fs::write(&record, value.to_string()).unwrap();
+        let run = run_both(&world, false, &["confined"]);
+        assert!(
+            run.outcomes.is_empty(),
+            "{capabilities}: it ran: {:?}",
+            run.outcomes
+        );
+        let stderr = run.stderr();
+        assert!(
+            stderr.contains(&format!("the record {} cannot be read", record.display()))
+                && stderr.contains(field)
+                && stderr.contains("was not loaded"),
+            "{capabilities}: {stderr}"
+        );
+    }
+    std::fs::write(&record, &good).unwrap();
+    // A package.json whose capabilities are not a grant is refused at install.
+    let folder = world.sandbox.root().join("hostile-package");
+    pi_hooks_tests::packages::edit_package_json(&folder, |json| {
+        json["version"] = "1.0.1".into();
+        json["piHooks"]["manifest"]["capabilities"] = json!({"read": "${cwd}"});
+    });
+    let error = pi_hooks_tests::packages::refused(
+        &world.sandbox,
+        &["install", folder.to_str().unwrap(), "--yes"],
+    );
+    assert!(
+        error.contains("`read` must be a list of path strings"),
+        "{error}"
+    );
+}
