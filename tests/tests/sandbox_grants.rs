@@ -632,3 +632,36 @@ fn a_grant_that_is_not_one_in_an_install_record_or_a_package_json_keeps_the_pack
         "{error}"
     );
 }
+
+#[test]
+fn a_granted_folder_the_plugin_replaces_with_a_link_does_not_move_what_the_host_opens() {
+    let world = world();
+    let home = world.sandbox.home();
+    // Two write folders, one inside the other; a session outside the grant, and a link
+    // to its folder ready beside the inner one.
+    let (out, sub) = (home.join("out"), home.join("out/sub"));
+    std::fs::create_dir_all(&sub).unwrap();
+    let secret = home.join("secret");
+    std::fs::create_dir_all(&secret).unwrap();
+    let session = secret.join("s.jsonl");
+    session_files(&world, &[&session]);
+    let before = std::fs::read_to_string(&session).unwrap();
+    std::os::unix::fs::symlink(&secret, out.join("link")).unwrap();
+    let run = run_session(
+        &world,
+        json!({"write": ["${home}/out", "${home}/out/sub"]}),
+        &[
+            &format!("relink {}:{}", out.join("link").display(), sub.display()),
+            &format!("/switch {}", sub.join("s.jsonl").display()),
+            "after-the-switch",
+        ],
+    );
+    assert_eq!(run.outcome("relink"), "relink: ok", "{}", run.stderr());
+    assert!(sub.is_symlink());
+    run.report(&format!(
+        "switchSession of {} denied: it is {}, which the grant does not let it write",
+        sub.join("s.jsonl").display(),
+        std::fs::canonicalize(&session).unwrap().display()
+    ));
+    assert_eq!(std::fs::read_to_string(&session).unwrap(), before);
+}

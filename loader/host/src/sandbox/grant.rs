@@ -188,22 +188,6 @@ impl Grant {
     }
 }
 
-impl Grant {
-    /// Whether `real`, a path as the kernel names an open file (absolute, no links, no `.`
-    /// or `..`: `/proc/self/fd/N`'s target), lies in what the grant lets the plugin write
-    /// (`write`) or read. `real` is not resolved again; the grant's folders are, as they are
-    /// now.
-    pub fn holds_real(&self, real: &Path, write: bool) -> bool {
-        let inside = |roots: &[PathBuf]| {
-            roots.iter().any(|root| {
-                let root = std::fs::canonicalize(root).unwrap_or_else(|_| normalize(root));
-                real.starts_with(root)
-            })
-        };
-        inside(&self.write) || (!write && inside(&self.read))
-    }
-}
-
 /// Expands the variables and a leading `~/` of one entry; the result must be absolute.
 fn expand(entry: &str, folders: &Folders, data: &Path) -> Result<PathBuf, String> {
     let mut text = entry.to_owned();

@@ -11,6 +11,22 @@
 //! ([`crate::identity`]): a package by its name, a library by its path, never one for the
 //! other. A project's settings cannot grant or opt out anything.
 //!
+//! Grants are read strictly wherever they come from
+//! ([`crate::packages::manifest::Capabilities::from_value`]): an unknown key, a wrong type or
+//! a grant of `true` refuses the plugin, naming the file, the entry and the field. Fail
+//! closed: when the user's settings.json is there but cannot be read (a syntax error, a bad
+//! entry, any error but "not there"), whether it grants or opts out a plugin is unknown, so
+//! a plain library is not loaded, nor a package without accepted capabilities (a package
+//! with them runs confined to them, which needs no settings); the refusal names the file
+//! and why (line and column for a syntax error). An install record that cannot be read
+//! keeps its package out too (`crate::packages::installed`).
+//!
+//! A host-side file a confined plugin names (the session file of a switch) is checked and
+//! opened once, by a handle ([`open_checked`]): a regular file whose real path lies in the
+//! grant's folders as they were when the plugin started; the operation then uses that
+//! handle ([`take_opened`]), never the path again. A relative path is resolved against the
+//! session's working directory, once.
+//!
 //! The host resolves the grant ([`grant::Grant::resolve`]) and hands it to the child
 //! (`serve --sandbox JSON`); the child confines itself ([`confine`]) before it opens the
 //! plugin's library, so even the library's static constructors run confined. On Linux:
@@ -495,7 +511,7 @@ pub fn open_checked(
             real.display()
         )));
     }
-    if !grant.holds_real(&real, write) {
+    if !real_roots(grant).hold(&real, write) {
         return Err(denied(format!(
             "it is {}, which the grant does not let it {}",
             real.display(),
@@ -561,16 +577,49 @@ pub fn take_opened(path: &Path) -> Option<Result<(std::fs::File, bool), String>>
 }
 
 /// The grants the host holds isolated plugins to, by the proxy's plugin path.
-static HELD: RwLock<Vec<(String, Grant)>> = RwLock::new(Vec::new());
+static HELD: RwLock<Vec<(String, Grant, RealRoots)>> = RwLock::new(Vec::new());
+
+/// A grant's `read` and `write` folders with their links resolved as its child starts,
+/// before the plugin runs: what the host-side files a plugin names are checked against
+/// ([`open_checked`]), so a link the plugin puts in place of a granted folder later (one
+/// granted inside another it may write) moves nothing.
+#[derive(Debug, Clone, Default)]
+struct RealRoots {
+    read: Vec<PathBuf>,
+    write: Vec<PathBuf>,
+}
+
+impl RealRoots {
+    fn of(grant: &Grant) -> RealRoots {
+        let real = |roots: &[PathBuf]| {
+            roots
+                .iter()
+                .map(|root| std::fs::canonicalize(root).unwrap_or_else(|_| grant::normalize(root)))
+                .collect()
+        };
+        RealRoots {
+            read: real(&grant.read),
+            write: real(&grant.write),
+        }
+    }
+
+    /// Whether `real` (a kernel's name for an open file: absolute, no links) lies in them.
+    fn hold(&self, real: &Path, write: bool) -> bool {
+        let inside = |roots: &[PathBuf]| roots.iter().any(|root| real.starts_with(root));
+        inside(&self.write) || (!write && inside(&self.read))
+    }
+}
 
 /// Records that the isolated plugin at `path` is held to `grant` (the host checks its
 /// requests against it), as its child is about to start: the grant's `write` folders that
-/// do not exist yet are made now ([`Grant::make_write_folders`]).
+/// do not exist yet are made now ([`Grant::make_write_folders`]), and its folders' real
+/// paths are taken.
 pub fn hold(path: &str, grant: Grant) {
     grant.make_write_folders();
+    let roots = RealRoots::of(&grant);
     let mut held = HELD.write().unwrap_or_else(|e| e.into_inner());
-    held.retain(|(p, _)| p != path);
-    held.push((path.to_owned(), grant));
+    held.retain(|(p, ..)| p != path);
+    held.push((path.to_owned(), grant, roots));
 }
 
 /// The grant the isolated plugin at `path` is held to.
@@ -578,8 +627,19 @@ pub fn held(path: &str) -> Option<Grant> {
     HELD.read()
         .unwrap_or_else(|e| e.into_inner())
         .iter()
-        .find(|(p, _)| p == path)
-        .map(|(_, g)| g.clone())
+        .find(|(p, ..)| p == path)
+        .map(|(_, g, _)| g.clone())
+}
+
+/// The real folders of `grant` as they were when a plugin was held to it ([`hold`]), or
+/// as they are now for a grant no plugin is held to.
+fn real_roots(grant: &Grant) -> RealRoots {
+    HELD.read()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|(_, g, _)| g == grant)
+        .map(|(.., roots)| roots.clone())
+        .unwrap_or_else(|| RealRoots::of(grant))
 }
 
 /// Confines this process (a `serve` child about to load `plugin`) to `grant`, before the
