@@ -709,6 +709,57 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_host_side_file_is_opened_once_by_its_handle_and_must_be_a_regular_file_in_the_grant() {
+        let dir = tempfile::tempdir().unwrap();
+        let granted = dir.path().join("granted");
+        std::fs::create_dir(&granted).unwrap();
+        let grant = Grant {
+            plugin: "p".into(),
+            source: "s".into(),
+            read: vec![],
+            write: vec![granted.clone()],
+            network: crate::packages::manifest::Network::None,
+            exec: vec![],
+            exec_paths: vec![],
+            memory_mib: None,
+            data: PathBuf::new(),
+        };
+        let file = granted.join("s.jsonl");
+        std::fs::write(&file, "x\n").unwrap();
+        let (opened, writable) = open_checked(&grant, "switchSession", &file, true)
+            .unwrap()
+            .unwrap();
+        assert!(writable && opened.metadata().unwrap().is_file());
+        let missing = open_checked(&grant, "switchSession", &granted.join("none"), true)
+            .unwrap()
+            .unwrap_err();
+        assert!(missing.contains("No such file"), "{missing}");
+        let fifo = granted.join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let e = open_checked(&grant, "switchSession", &fifo, true).unwrap_err();
+        assert!(e.contains("it is a FIFO, not a regular file"), "{e}");
+        let e = open_checked(&grant, "switchSession", &granted, true).unwrap_err();
+        assert!(e.contains("it is a folder"), "{e}");
+        // A link in the grant to a file outside it: the real path is what counts.
+        let outside = dir.path().join("outside.jsonl");
+        std::fs::write(&outside, "y\n").unwrap();
+        std::os::unix::fs::symlink(&outside, granted.join("link.jsonl")).unwrap();
+        let e =
+            open_checked(&grant, "switchSession", &granted.join("link.jsonl"), true).unwrap_err();
+        assert!(e.contains("denied"), "{e}");
+        let e = open_checked(&grant, "switchSession", &outside, true).unwrap_err();
+        assert!(e.contains("does not let it write there"), "{e}");
+    }
+
     #[test]
     fn reads_settings_grants_and_names_a_wrong_one() {
         let list = SettingsGrant::list_from_settings_value(
