@@ -809,8 +809,20 @@ fn settings_not_valid_json() {
     let (path, _) = listing.error("settings.json");
     assert_eq!(Path::new(&path), settings);
     listing.expect_error("settings.json", "settings file is not valid JSON");
-    listing.expect_error_count(1);
-    listing.expect_loaded(&["good-folder", "good-cli"]);
+    // Fail closed: the user's settings may hold a grant for any plain library, so none is
+    // loaded unconfined while they cannot be read; each refusal names the file and why.
+    for plugin in ["good-folder.so", "good-cli.so"] {
+        let error = listing.expect_error(
+            plugin,
+            "not loaded, rather than loaded unconfined: the user settings",
+        );
+        assert!(
+            error.contains("not valid JSON at line 1, column 1: Unterminated object"),
+            "{error}"
+        );
+    }
+    listing.expect_error_count(3);
+    listing.expect_loaded(&[]);
 }
 
 /// Item 16b: A settings.json whose `hooks` is a number, not a list of paths.
@@ -824,8 +836,15 @@ fn settings_hooks_of_wrong_type() {
         "settings.json",
         "`hooks` must be an array of path strings, found a number (42)",
     );
-    listing.expect_error_count(1);
-    listing.expect_loaded(&["good-folder", "good-cli"]);
+    // Fail closed, as for a file that does not parse.
+    for plugin in ["good-folder.so", "good-cli.so"] {
+        listing.expect_error(
+            plugin,
+            "not loaded, rather than loaded unconfined: the user settings",
+        );
+    }
+    listing.expect_error_count(3);
+    listing.expect_loaded(&[]);
 }
 
 /// Item 17: A file name that is not UTF-8 (a valid library under the bytes `\xff\xfe.so`).

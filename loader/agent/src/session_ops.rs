@@ -48,6 +48,20 @@ pub struct ForkOutcome {
     pub text: Option<String>,
 }
 
+/// Whether `file` is the file at `path` (its device and inode).
+#[cfg(unix)]
+fn same_file(file: &std::fs::File, path: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let key = |m: std::fs::Metadata| (m.dev(), m.ino());
+    file.metadata().ok().map(key) == std::fs::metadata(path).ok().map(key)
+}
+
+/// Whether `file` is the file at `path` (never known here: taken as another).
+#[cfg(not(unix))]
+fn same_file(_file: &std::fs::File, _path: &std::path::Path) -> bool {
+    false
+}
+
 /// Whether a `session_before_*` result cancels.
 fn cancels(result: &Option<Value>) -> bool {
     result
@@ -240,6 +254,9 @@ impl Agent {
     }
 
     fn resume(&mut self, path: &str) -> Result<bool, String> {
+        // A confined plugin's switch: the file the host checked and opened for it, taken
+        // before `session_before_switch` can move anything (a swap then changes nothing).
+        let checked = pi_hooks_host::sandbox::take_opened(std::path::Path::new(path));
         self.refuse_while_running("switch sessions")?;
         let core = &self.core;
         if core.runner.has_handlers("session_before_switch")
@@ -258,7 +275,7 @@ impl Agent {
                 return Ok(true);
             }
         }
-        let next = self.open_for_switch(path)?;
+        let next = self.open_for_switch(path, checked)?;
         let previous = self.install(next, "resume", true);
         let core = &self.core;
         core.runner.emit(json!({
@@ -286,19 +303,34 @@ impl Agent {
         Ok(false)
     }
 
-    /// Opens the session file to switch to. The current file is locked by this host, so
-    /// switching to it again closes it first (and reopens it should that fail).
-    fn open_for_switch(&mut self, path: &str) -> Result<SessionStore, String> {
+    /// Opens the session file to switch to (through `checked`, the file the host already
+    /// opened for a confined plugin, when there is one). The current file is locked by this
+    /// host, so switching to it again closes it first (and reopens it should that fail).
+    fn open_for_switch(
+        &mut self,
+        path: &str,
+        checked: Option<Result<(std::fs::File, bool), String>>,
+    ) -> Result<SessionStore, String> {
         let wanted = std::path::Path::new(path);
         let failed = |e: pi_hooks_session::SessionError| format!("cannot switch sessions: {e}");
+        let checked = match checked {
+            Some(Err(why)) => return Err(format!("cannot switch sessions: {why}")),
+            Some(Ok(file)) => Some(file),
+            None => None,
+        };
         let current = Shared::lock(&self.core.shared.session)
             .path()
             .map(std::path::Path::to_path_buf);
-        let same = current.as_deref().is_some_and(|current| {
-            std::fs::canonicalize(current).ok() == std::fs::canonicalize(wanted).ok()
+        let same = current.as_deref().is_some_and(|current| match &checked {
+            Some((file, _)) => same_file(file, current),
+            None => std::fs::canonicalize(current).ok() == std::fs::canonicalize(wanted).ok(),
         });
+        let open = |checked: Option<(std::fs::File, bool)>| match checked {
+            Some((file, writable)) => SessionStore::open_file(file, writable, wanted),
+            None => SessionStore::open(wanted),
+        };
         if !same {
-            return SessionStore::open(wanted).map(|(s, _)| s).map_err(failed);
+            return open(checked).map(|(s, _)| s).map_err(failed);
         }
         let cwd = self.core.config.cwd.clone();
         let old = std::mem::replace(
@@ -306,7 +338,7 @@ impl Agent {
             SessionStore::in_memory(&cwd),
         );
         drop(old);
-        match SessionStore::open(wanted) {
+        match open(checked) {
             Ok((store, _)) => Ok(store),
             Err(error) => {
                 if let Ok((store, _)) = SessionStore::open(wanted) {

@@ -180,12 +180,29 @@ impl SessionStore {
             path: path.to_path_buf(),
             source,
         };
-        let (mut file, writable) = match OpenOptions::new().read(true).append(true).open(path) {
+        let (file, writable) = match OpenOptions::new().read(true).append(true).open(path) {
             Ok(file) => (file, true),
             Err(error) if error.kind() == io::ErrorKind::PermissionDenied => {
                 (File::open(path).map_err(read_error)?, false)
             }
             Err(error) => return Err(read_error(error)),
+        };
+        SessionStore::open_file(file, writable, path)
+    }
+
+    /// [`SessionStore::open`] of a file already open: `file` (opened for reading, and for
+    /// appending when `writable`) is what is read, locked and appended to, and `path` only
+    /// names it (in the store and in messages); it is never opened again. For a file the
+    /// host checked by its handle (a session a confined plugin switches to), so what was
+    /// checked is what is used.
+    pub fn open_file(
+        mut file: File,
+        writable: bool,
+        path: &Path,
+    ) -> Result<(SessionStore, Vec<String>), SessionError> {
+        let read_error = |source| SessionError::Read {
+            path: path.to_path_buf(),
+            source,
         };
         let mut warnings: Vec<String> = lock(&file, path)?.into_iter().collect();
         let mut bytes = Vec::new();

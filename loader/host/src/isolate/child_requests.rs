@@ -203,8 +203,7 @@ impl Answerer<'_> {
             "model" => Ok(s.model().unwrap_or(Value::Null)),
             "context_usage" => Ok(s.context_usage().unwrap_or(Value::Null)),
             "session_op" => {
-                let op = session_op(params)?;
-                self.check_session_path(&op)?;
+                let op = self.check_session_path(session_op(params)?)?;
                 let from_command = self.kind() == Some(CallKind::Command);
                 if !from_command && !matches!(op, SessionOp::Compact(_)) {
                     return Err(
@@ -231,27 +230,54 @@ impl Answerer<'_> {
     }
 
     /// A confined plugin (crate::sandbox) may switch to a session file only where its grant
-    /// lets it read and write: the host reads and appends to that file on its behalf.
-    fn check_session_path(&self, op: &SessionOp) -> Result<(), String> {
+    /// lets it read and write: the host reads and appends to that file on its behalf. A
+    /// relative path is resolved against the session's working directory, once; the file is
+    /// checked and opened here, by one handle ([`crate::sandbox::open_checked`]: a regular
+    /// file whose real path lies in the grant), and the switch uses that handle
+    /// ([`crate::sandbox::take_opened`]), so a swap during `session_before_switch` changes
+    /// nothing. The operation goes on with the absolute path.
+    fn check_session_path(&self, op: SessionOp) -> Result<SessionOp, String> {
         let Some(grant) = crate::sandbox::held(&self.state.path) else {
-            return Ok(());
+            return Ok(op);
         };
-        let SessionOp::Switch(file) = op else {
-            return Ok(());
+        let SessionOp::Switch(file) = &op else {
+            return Ok(op);
         };
-        let cwd = self
-            .services()
-            .ok()
-            .and_then(|s| s.runner_config())
-            .map(|c| std::path::PathBuf::from(c.cwd))
-            .unwrap_or_default();
-        let path = cwd.join(file);
-        crate::sandbox::check_path(&grant, "switchSession", &path, true).inspect_err(|reason| {
+        let report = |reason: &String| {
             if let Ok(services) = self.services() {
                 let params = json!({"action": "switchSession", "reason": reason, "plugin": grant.plugin, "grant": grant.summary(), "source": grant.source});
                 crate::sandbox::report::show(self.state, &params, services.as_ref());
             }
-        })
+        };
+        let named = std::path::Path::new(file);
+        let path = if named.is_absolute() {
+            crate::sandbox::grant::normalize(named)
+        } else {
+            let cwd = self
+                .services()
+                .ok()
+                .and_then(|s| s.runner_config())
+                .map(|c| std::path::PathBuf::from(c.cwd))
+                .filter(|cwd| cwd.is_absolute());
+            let Some(cwd) = cwd else {
+                let reason = format!(
+                    "switchSession of {} denied: a relative path, and the session's working directory is not known; name the session file by an absolute path",
+                    crate::guards::display::escape(file)
+                );
+                report(&reason);
+                return Err(reason);
+            };
+            crate::sandbox::grant::normalize(&cwd.join(named))
+        };
+        #[cfg(target_os = "linux")]
+        {
+            let opened = crate::sandbox::open_checked(&grant, "switchSession", &path, true)
+                .inspect_err(report)?;
+            crate::sandbox::keep_opened(&path, opened);
+        }
+        #[cfg(not(target_os = "linux"))]
+        crate::sandbox::check_path(&grant, "switchSession", &path, true).inspect_err(report)?;
+        Ok(SessionOp::Switch(path.to_string_lossy().into_owned()))
     }
 
     /// A dialog: the session's UI answers (the wait paused on the call's clock), or, without

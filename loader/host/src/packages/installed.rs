@@ -85,6 +85,20 @@ pub fn listed_packages(
     let records = store.installed();
     let mut npm: Option<Result<NpmCommand, String>> = None;
     let mut out = Vec::new();
+    // An install record that is there but cannot be read (a grant that is not one, a
+    // broken file) is said, and its package is not loaded (`plugin_of`), rather than
+    // loaded as if pi-hooks had never recorded what the user accepted.
+    for (file, why) in store
+        .records
+        .unreadable::<super::store::InstallRecord>(super::records::Kind::Install)
+    {
+        out.push(Err((
+            file,
+            format!(
+                "{why}; the package it records was not loaded. Reinstall it (`pi-hooks install <source>`) or remove the record"
+            ),
+        )));
+    }
     for source in sources {
         let record = records.iter().find(|r| r.source == source).cloned();
         // In the store, unless an install killed halfway left its folder aside (the store
@@ -164,6 +178,19 @@ fn plugin_of(listed: &ListedPackage, store: &Store) -> Option<Listed> {
         "package {} {} ({})",
         package.name, package.version, listed.source
     );
+    if listed.record.is_none()
+        && let Err(why) = store.records.read_checked::<super::store::InstallRecord>(
+            super::records::Kind::Install,
+            &super::records::RecordKey::package(&package.name),
+        )
+    {
+        return Some(Err((
+            json,
+            format!(
+                "{what}: {why}; it was not loaded rather than loaded with what it asks for now. Reinstall it (`pi-hooks install <source>`) or remove the record"
+            ),
+        )));
+    }
     // A package pi installed: what pi-hooks first saw of it is what the user accepted.
     let mut seen_grant = None;
     let checked = super::verify::verify_installed_signature(

@@ -112,9 +112,10 @@ pub struct Library {
 /// What a plugin declares it needs. A path starts with `${cwd}`, `${home}`, `${tmp}`,
 /// `${data}` (a folder of the plugin's own), `~/` or `/` ([`Capabilities::checked`] says
 /// which entries can be used). Shown at install, recorded, and enforced as the plugin's grant
-/// (`crate::sandbox::grant`).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+/// (`crate::sandbox::grant`). Read strictly wherever it comes from (a package.json, an
+/// install record, the user's `sandbox` settings): [`Capabilities::from_value`].
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
 pub struct Capabilities {
     /// Paths it reads.
     #[serde(default)]
@@ -134,7 +135,109 @@ pub struct Capabilities {
     pub memory_mib: Option<u64>,
 }
 
+/// The keys of a grant, in the words of a message.
+const GRANT_KEYS: &str = "read and write (lists of paths), network (true, false or a list of host names), exec (a list of programs) and memoryMiB (a whole number)";
+
+/// A JSON value's kind, for messages: `a string ("64")`, `a boolean (true)`.
+fn kind_of(value: &serde_json::Value) -> String {
+    use serde_json::Value;
+    let shown = |text: String| {
+        let text = crate::guards::display::escape(&text);
+        if text.chars().count() > 60 {
+            format!("{}...", text.chars().take(60).collect::<String>())
+        } else {
+            text.into_owned()
+        }
+    };
+    match value {
+        Value::Null => "null".to_owned(),
+        Value::Bool(b) => format!("a boolean ({b})"),
+        Value::Number(n) => format!("a number ({n})"),
+        Value::String(s) => format!("a string ({})", shown(format!("{s:?}"))),
+        Value::Array(_) => "a list".to_owned(),
+        Value::Object(_) => "an object".to_owned(),
+    }
+}
+
 impl Capabilities {
+    /// Reads capabilities (a grant) strictly: an object whose keys are `read`, `write`,
+    /// `network`, `exec` and `memoryMiB`, each of its type. `Err` names the field and what
+    /// was found instead: an unknown key (`{"net": true}`), a wrong type (`"memoryMiB":
+    /// "64"`, `"read": "${cwd}"`), anything but an object (a grant of `true`). The caller
+    /// adds the file and the entry.
+    pub fn from_value(value: &serde_json::Value) -> Result<Capabilities, String> {
+        use serde_json::Value;
+        let Value::Object(map) = value else {
+            return Err(format!(
+                "must be an object of {GRANT_KEYS}, found {}",
+                kind_of(value)
+            ));
+        };
+        let mut capabilities = Capabilities::default();
+        let list = |key: &str, value: &Value, what: &str| -> Result<Vec<String>, String> {
+            let wrong = |found: &Value| {
+                format!(
+                    "`{key}` must be a list of {what} (such as [\"${{cwd}}\"]), found {}",
+                    kind_of(found)
+                )
+            };
+            let Value::Array(items) = value else {
+                return Err(wrong(value));
+            };
+            items
+                .iter()
+                .map(|item| {
+                    item.as_str().map(str::to_owned).ok_or_else(|| {
+                        format!(
+                            "`{key}` must be a list of {what}, and one entry is {}",
+                            kind_of(item)
+                        )
+                    })
+                })
+                .collect()
+        };
+        for (key, value) in map {
+            match key.as_str() {
+                "read" => capabilities.read = list("read", value, "path strings")?,
+                "write" => capabilities.write = list("write", value, "path strings")?,
+                "exec" => capabilities.exec = list("exec", value, "program strings")?,
+                "network" => {
+                    capabilities.network = match value {
+                        Value::Bool(true) => Network::All,
+                        Value::Bool(false) => Network::None,
+                        Value::Array(_) => {
+                            Network::Hosts(list("network", value, "host name strings")?)
+                        }
+                        other => {
+                            return Err(format!(
+                                "`network` must be true, false or a list of host names (such as [\"api.github.com\"]), found {}",
+                                kind_of(other)
+                            ));
+                        }
+                    }
+                }
+                "memoryMiB" => {
+                    capabilities.memory_mib = match value {
+                        Value::Null => None,
+                        other => Some(other.as_u64().filter(|n| *n > 0).ok_or_else(|| {
+                            format!(
+                                "`memoryMiB` must be a whole number of MiB above 0 (such as 256), found {}",
+                                kind_of(other)
+                            )
+                        })?),
+                    }
+                }
+                other => {
+                    return Err(format!(
+                        "unknown field `{}`; the keys are {GRANT_KEYS}",
+                        crate::guards::display::escape(other)
+                    ));
+                }
+            }
+        }
+        Ok(capabilities)
+    }
+
     /// The same capabilities with every path normalised (`.`, `..` and empty parts taken
     /// out, lexically), or an error naming the field and the entry that cannot be used: a
     /// path that does not start with `${cwd}`, `${home}`, `${tmp}`, `${data}`, `~/` or `/`,
@@ -206,6 +309,15 @@ impl Capabilities {
             lines.push(format!("memory: {mib} MiB"));
         }
         lines
+    }
+}
+
+impl<'de> Deserialize<'de> for Capabilities {
+    /// Through [`Capabilities::from_value`]: the same strict reading wherever capabilities
+    /// come from.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = serde_json::Value::deserialize(deserializer)?;
+        Capabilities::from_value(&value).map_err(serde::de::Error::custom)
     }
 }
 

@@ -91,6 +91,49 @@ impl Records {
         serde_json::from_slice(&bytes).ok()
     }
 
+    /// The record `key` of `kind`: `Ok(None)` when there is none, `Err` naming the file and
+    /// why when one is there but cannot be read as a `T` (so a caller can refuse what it
+    /// records rather than go on as if there were none).
+    pub fn read_checked<T: DeserializeOwned>(
+        &self,
+        kind: Kind,
+        key: &RecordKey,
+    ) -> Result<Option<T>, String> {
+        let file = self.folder(kind).join(&key.file);
+        let shown = || crate::guards::display::escape(&file.display().to_string()).into_owned();
+        let Some(folder) = self.open(kind, false)? else {
+            return Ok(None);
+        };
+        let bytes = match folder.read_file(&key.file, MAX_RECORD_BYTES) {
+            Ok(bytes) => bytes,
+            Err(crate::plugin_files::files::ReadError::NotFound) => return Ok(None),
+            Err(e) => return Err(format!("the record {} cannot be read: {e}", shown())),
+        };
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| format!("the record {} cannot be read: {e}", shown()))
+    }
+
+    /// The records of `kind` that are there but cannot be read as a `T`: each file, and why.
+    pub fn unreadable<T: DeserializeOwned>(&self, kind: Kind) -> Vec<(PathBuf, String)> {
+        let Ok(Some(folder)) = self.open(kind, false) else {
+            return Vec::new();
+        };
+        let mut names = folder.names();
+        names.sort();
+        names
+            .iter()
+            .filter(|name| name.ends_with(".json") && !name.starts_with('.'))
+            .filter_map(|name| {
+                let key = RecordKey { file: name.clone() };
+                match self.read_checked::<T>(kind, &key) {
+                    Err(why) => Some((self.folder(kind).join(name), why)),
+                    Ok(_) => None,
+                }
+            })
+            .collect()
+    }
+
     /// Writes the record `key` of `kind` (whole or not at all, readable by the user only).
     pub fn write<T: Serialize>(
         &self,

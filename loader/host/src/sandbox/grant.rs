@@ -3,9 +3,13 @@
 //! A grant starts as [`Capabilities`] (a package's declared ones the user accepted at
 //! install, or a `sandbox` entry of the user's settings.json) and is resolved here once, in
 //! the host: `${cwd}`, `${home}`, `${tmp}` and `${data}` (a folder of the plugin's own under
-//! the agent directory) and a leading `~/` are expanded, and each program of `exec` is found
-//! (through `PATH` when it has no `/`). The resolved [`Grant`] is what the `serve` child is
-//! confined to and what the host checks the child's requests against.
+//! the agent directory) and a leading `~/` are expanded, each program of `exec` is found
+//! (through [`search_path`] when it has no `/`: the `PATH` the confined child runs with
+//! too). A `write` folder that does not exist yet is made (mode 0700) when the plugin's
+//! child starts ([`Grant::make_write_folders`]), so the plugin can use it: a Landlock rule
+//! can only name a file that exists. A `write` entry meant as a file that does not exist
+//! yet is made a folder too: grant its folder instead. The resolved [`Grant`] is what the
+//! `serve` child is confined to and what the host checks the child's requests against.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -97,7 +101,7 @@ impl Grant {
                     })?;
                     path.is_file().then_some(path)
                 } else {
-                    find_in_path(program, std::env::var_os("PATH").as_deref())
+                    find_in_path(program, Some(&search_path()))
                 };
             if let Some(path) = found {
                 exec_paths.push(std::fs::canonicalize(&path).unwrap_or(path));
@@ -238,6 +242,82 @@ pub fn normalize(path: &Path) -> PathBuf {
         }
     }
     out
+}
+
+/// The `PATH` a grant's programs are found through, and the one a confined child runs
+/// with (`super::limits`): the host's own, its absolute folders only, or
+/// `/usr/local/bin:/usr/bin:/bin` when it names none. One `PATH` for both, so a program
+/// the grant names by name is the one the plugin finds (`execvp`) and may run.
+pub fn search_path() -> std::ffi::OsString {
+    let host = std::env::var_os("PATH").unwrap_or_default();
+    let folders: Vec<PathBuf> = std::env::split_paths(&host)
+        .filter(|dir| dir.is_absolute())
+        .collect();
+    if folders.is_empty() {
+        return "/usr/local/bin:/usr/bin:/bin".into();
+    }
+    std::env::join_paths(folders).unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into())
+}
+
+impl Grant {
+    /// Makes each `write` folder that does not exist yet (mode 0700), so a Landlock rule can
+    /// name it and the plugin can use it (a rule needs a file to hold on to). Done by the
+    /// host as it starts the plugin's child; what cannot be made is said on stderr (the
+    /// plugin then cannot use that entry).
+    pub fn make_write_folders(&self) {
+        for path in &self.write {
+            if let Err(why) = make_missing_folder(path) {
+                eprintln!(
+                    "pi-hooks: warning: {}: `write` entry {} of {}: {} (the plugin cannot use it)",
+                    self.source,
+                    crate::guards::display::escape(&path.display().to_string()),
+                    self.plugin,
+                    crate::guards::display::escape(&why)
+                );
+            }
+        }
+    }
+}
+
+/// Makes the granted write folder `path` (absolute, normalised) when nothing is there:
+/// its missing folders, mode 0700, beneath the nearest one that exists, which must be a
+/// folder and not a link (so nothing is made through a link a plugin could have placed).
+/// Nothing is done when something is there already.
+fn make_missing_folder(path: &Path) -> Result<(), String> {
+    if std::fs::symlink_metadata(path).is_ok() {
+        return Ok(());
+    }
+    let mut missing = vec![path];
+    let mut ancestor = path.parent();
+    while let Some(dir) = ancestor {
+        match std::fs::symlink_metadata(dir) {
+            Ok(meta) if meta.is_dir() => break,
+            Ok(_) => {
+                return Err(format!(
+                    "{} is not a folder (a link or a file), so nothing is made beneath it",
+                    dir.display()
+                ));
+            }
+            Err(_) => {
+                missing.push(dir);
+                ancestor = dir.parent();
+            }
+        }
+    }
+    for dir in missing.into_iter().rev() {
+        let mut builder = std::fs::DirBuilder::new();
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        match builder.create(dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(format!("cannot make the folder {}: {e}", dir.display())),
+        }
+        if !std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
+            return Err(format!("{} is not a folder", dir.display()));
+        }
+    }
+    Ok(())
 }
 
 /// The file `program` names through `PATH` (the first executable regular file).

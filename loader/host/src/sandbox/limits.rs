@@ -31,7 +31,7 @@ pub const EXTRA_PROCESSES: u64 = 64;
 const KEPT_VARIABLES: &[&str] = &["HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "TERM"];
 
 /// Sets up `command` (the `serve` child of a confined plugin): a clean environment (the
-/// `KEPT_VARIABLES`, a plain `PATH`, `TMPDIR`) and, in the forked child, every descriptor
+/// `KEPT_VARIABLES`, the `PATH` its grant's programs were found through, `TMPDIR`) and, in the forked child, every descriptor
 /// above the protocol's (`keep`) marked close-on-exec, so none the host inherited or opened
 /// reaches the plugin. `grant` is the one the child will confine itself to.
 pub fn prepare_command(command: &mut Command, keep: i32, grant: &Grant) {
@@ -41,7 +41,7 @@ pub fn prepare_command(command: &mut Command, keep: i32, grant: &Grant) {
         .collect();
     command.env_clear();
     command.envs(kept);
-    command.env("PATH", "/usr/local/bin:/usr/bin:/bin");
+    command.env("PATH", super::grant::search_path());
     command.env("TMPDIR", std::env::temp_dir());
     // glibc reserves 64 MiB of address space per malloc arena; a handful of threads would
     // otherwise eat a small `memoryMiB` before the plugin allocates anything. With a memory

@@ -11,6 +11,22 @@
 //! ([`crate::identity`]): a package by its name, a library by its path, never one for the
 //! other. A project's settings cannot grant or opt out anything.
 //!
+//! Grants are read strictly wherever they come from
+//! ([`crate::packages::manifest::Capabilities::from_value`]): an unknown key, a wrong type or
+//! a grant of `true` refuses the plugin, naming the file, the entry and the field. Fail
+//! closed: when the user's settings.json is there but cannot be read (a syntax error, a bad
+//! entry, any error but "not there"), whether it grants or opts out a plugin is unknown, so
+//! a plain library is not loaded, nor a package without accepted capabilities (a package
+//! with them runs confined to them, which needs no settings); the refusal names the file
+//! and why (line and column for a syntax error). An install record that cannot be read
+//! keeps its package out too (`crate::packages::installed`).
+//!
+//! A host-side file a confined plugin names (the session file of a switch) is checked and
+//! opened once, by a handle ([`open_checked`]): a regular file whose real path lies in the
+//! grant's folders as they were when the plugin started; the operation then uses that
+//! handle ([`take_opened`]), never the path again. A relative path is resolved against the
+//! session's working directory, once.
+//!
 //! The host resolves the grant ([`grant::Grant::resolve`]) and hands it to the child
 //! (`serve --sandbox JSON`); the child confines itself ([`confine`]) before it opens the
 //! plugin's library, so even the library's static constructors run confined. On Linux:
@@ -98,18 +114,12 @@ impl SettingsGrant {
                 }
                 let capabilities = match grant {
                     Value::Bool(false) => None,
-                    Value::Object(_) => Some(
-                        serde_json::from_value::<Capabilities>(grant.clone()).map_err(|e| {
-                            format!(
-                                "`sandbox.{name}` is not a grant ({e}); its keys are read, write (path lists), network (true/false), exec (program list) and memoryMiB (a number); fix the settings file"
-                            )
-                        })?,
-                    ),
-                    other => {
-                        return Err(format!(
-                            "`sandbox.{name}` must be a grant object, or false to run a package unconfined, found {other}; fix the settings file"
-                        ));
-                    }
+                    other => Some(Capabilities::from_value(other).map_err(|e| {
+                        format!(
+                            "`sandbox.{}` is not a grant ({e}; a grant is an object, or false to run a package unconfined); fix the settings file",
+                            crate::guards::display::escape(name)
+                        )
+                    })?),
                 };
                 Ok(SettingsGrant {
                     name: name.clone(),
@@ -122,6 +132,8 @@ impl SettingsGrant {
 
 /// How a plugin runs, as far as the sandbox goes.
 #[derive(Debug, Clone, PartialEq)]
+// One value per plugin load, moved once: the size of a grant is no cost worth a box.
+#[allow(clippy::large_enum_variant)]
 pub enum Confinement {
     /// No grant: as before (in process, or isolated when `isolate` selects it).
     Unconfined,
@@ -136,6 +148,10 @@ pub enum Confinement {
 struct Registry {
     /// The user's settings file and its `sandbox` entries.
     settings: Option<(PathBuf, Vec<SettingsGrant>)>,
+    /// The user's settings file when it exists but could not be read (a syntax error, a
+    /// bad entry, an unreadable file), and why: then no plugin that could have a grant
+    /// there is loaded unconfined.
+    settings_error: Option<(PathBuf, String)>,
     /// Installed packages: library, name, version, accepted capabilities.
     packages: Vec<(PathBuf, String, String, Option<Capabilities>)>,
     /// What the variables stand for.
@@ -153,8 +169,22 @@ fn update(f: impl FnOnce(&mut Registry)) {
 /// are not read), and the folders `${cwd}`, `${home}`, `${tmp}` and `${data}` stand for.
 pub fn note_discovery(cwd: &Path, agent_dir: &Path, settings: &[Settings]) {
     let user = settings.iter().find(|s| !s.project);
+    // Discovery leaves out a settings file it could not read (and reports it); the sandbox
+    // must know it was there. Any error but "not there" counts: fail closed.
+    let settings_error = match user {
+        Some(_) => None,
+        None => {
+            let file = agent_dir.join("settings.json");
+            match crate::plugin_files::settings::read_settings(&file) {
+                Ok(None) => None,
+                Err(why) => Some((file, why)),
+                Ok(Some(_)) => Some((file, "settings file changed while it was read".to_owned())),
+            }
+        }
+    };
     update(|r| {
         r.settings = user.map(|s| (s.path.clone(), s.sandbox.clone()));
+        r.settings_error = settings_error;
         r.folders = Some(grant::Folders {
             cwd: cwd.to_path_buf(),
             home: crate::plugin_files::paths::home_dir(),
@@ -207,6 +237,26 @@ pub fn confinement(path: &Path) -> Result<Confinement, String> {
         .iter()
         .find(|(library, ..)| library == path);
     let identity = crate::plugin::own::Own::of(path).identity;
+    if let Some((settings_path, why)) = &registry.settings_error {
+        // The user's settings could not be read, so whether they grant this plugin
+        // something (or opt it out) is unknown. A package with accepted capabilities runs
+        // confined to them, which needs no settings; nothing else is loaded unconfined.
+        if let Some((_, name, version, Some(capabilities))) = package {
+            return Grant::resolve(
+                capabilities,
+                name,
+                &identity,
+                &format!("package {name} {version}"),
+                &folders,
+            )
+            .map(Confinement::Confined);
+        }
+        return Err(format!(
+            "not loaded, rather than loaded unconfined: the user settings {} could not be read, so any grant they hold for it is unknown ({}). Fix the file (or move it away) and start again",
+            settings_path.display(),
+            crate::guards::display::escape(why)
+        ));
+    }
     if let Some((settings_path, entries)) = &registry.settings {
         let base = settings_path.parent().unwrap_or_else(|| Path::new("."));
         let canonical = std::fs::canonicalize(path).ok();
@@ -413,15 +463,173 @@ pub fn check_path(grant: &Grant, action: &str, path: &Path, write: bool) -> Resu
     ))
 }
 
+/// Opens, for a confined plugin, the host-side file `path` (absolute) it names, checked
+/// against `grant` for reading, or for writing too when `write`: the path is checked, then
+/// resolved once (an `O_PATH` handle that does not open the file itself, so a FIFO or a
+/// device does nothing), the handle must be a regular file and its real path (the kernel's
+/// name for it, `/proc/self/fd/N`) must lie in the grant; then the same file is opened
+/// through the handle, never through the path again. So a file swapped for a link, a
+/// folder swapped above it, a FIFO or a device in the grant cannot make the host use
+/// another file than the one checked. Returns the file (read and append when `write`,
+/// falling back to read-only where the user may not write it) and whether it is writable,
+/// or `Ok(Err)` when a file the grant allows cannot be opened (it does not exist: said as
+/// the session store says it). `Err` is the refusal, in [`check_path`]'s words.
+#[cfg(target_os = "linux")]
+pub fn open_checked(
+    grant: &Grant,
+    action: &str,
+    path: &Path,
+    write: bool,
+) -> Result<Result<(std::fs::File, bool), String>, String> {
+    use rustix::fs::{Mode, OFlags};
+    use std::os::fd::AsRawFd;
+    check_path(grant, action, path, write)?;
+    let denied = |why: String| {
+        format!(
+            "{action} of {} denied: {why} (the grant of plugin {}, {}: {})",
+            path.display(),
+            grant.plugin,
+            grant.source,
+            grant.summary()
+        )
+    };
+    let failed = |e: rustix::io::Errno| format!("{}: {}", path.display(), std::io::Error::from(e));
+    let handle = match rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty()) {
+        Ok(handle) => handle,
+        Err(e) => return Ok(Err(failed(e))),
+    };
+    let kind_of = |stat: &rustix::fs::Stat| match rustix::fs::FileType::from_raw_mode(stat.st_mode)
+    {
+        rustix::fs::FileType::RegularFile => None,
+        rustix::fs::FileType::Directory => Some("a folder"),
+        rustix::fs::FileType::Fifo => Some("a FIFO"),
+        rustix::fs::FileType::CharacterDevice => Some("a character device"),
+        rustix::fs::FileType::BlockDevice => Some("a block device"),
+        rustix::fs::FileType::Socket => Some("a socket"),
+        _ => Some("not a file"),
+    };
+    let stat = rustix::fs::fstat(&handle).map_err(|e| denied(format!("cannot stat it ({e})")))?;
+    if let Some(kind) = kind_of(&stat) {
+        return Err(denied(format!("it is {kind}, not a regular file")));
+    }
+    let through = PathBuf::from(format!("/proc/self/fd/{}", handle.as_raw_fd()));
+    let real = std::fs::read_link(&through)
+        .map_err(|e| denied(format!("its real path cannot be read from /proc ({e})")))?;
+    if !real.is_absolute() || real.to_string_lossy().ends_with(" (deleted)") {
+        return Err(denied(format!(
+            "it was removed or is not in a folder ({})",
+            real.display()
+        )));
+    }
+    if !real_roots(grant).hold(&real, write) {
+        return Err(denied(format!(
+            "it is {}, which the grant does not let it {}",
+            real.display(),
+            if write { "write" } else { "read" }
+        )));
+    }
+    let reopen = |flags: OFlags| {
+        rustix::fs::open(
+            &through,
+            flags | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK,
+            Mode::empty(),
+        )
+    };
+    let (file, writable) = if write {
+        match reopen(OFlags::RDWR | OFlags::APPEND) {
+            Ok(fd) => (fd, true),
+            Err(rustix::io::Errno::ACCESS) => match reopen(OFlags::RDONLY) {
+                Ok(fd) => (fd, false),
+                Err(e) => return Ok(Err(failed(e))),
+            },
+            Err(e) => return Ok(Err(failed(e))),
+        }
+    } else {
+        match reopen(OFlags::RDONLY) {
+            Ok(fd) => (fd, false),
+            Err(e) => return Ok(Err(failed(e))),
+        }
+    };
+    let opened = rustix::fs::fstat(&file).map_err(|e| denied(format!("cannot stat it ({e})")))?;
+    if (opened.st_dev, opened.st_ino) != (stat.st_dev, stat.st_ino) || kind_of(&opened).is_some() {
+        return Err(denied("it changed while it was opened".to_owned()));
+    }
+    // Back to blocking: the session store reads and appends to it as to any file.
+    let flags = rustix::fs::fcntl_getfl(&file).map_err(|e| denied(e.to_string()))?;
+    rustix::fs::fcntl_setfl(&file, flags - OFlags::NONBLOCK).map_err(|e| denied(e.to_string()))?;
+    Ok(Ok((std::fs::File::from(file), writable)))
+}
+
+/// Files [`open_checked`] opened for a session a confined plugin switches to, by the
+/// absolute path the switch names, until the switch takes them ([`take_opened`]).
+type Opened = Result<(std::fs::File, bool), String>;
+static OPENED: std::sync::Mutex<Vec<(PathBuf, Opened)>> = std::sync::Mutex::new(Vec::new());
+
+/// Keeps `file` (checked and opened by [`open_checked`]) for the switch to `path`: the
+/// session is then read from and appended to that file, not to whatever `path` names when
+/// the switch happens (after `session_before_switch`); `Err`: the switch fails with that
+/// (the file could not be opened), rather than open the path later. A few are kept at most.
+pub fn keep_opened(path: &Path, opened: Result<(std::fs::File, bool), String>) {
+    let mut kept = OPENED.lock().unwrap_or_else(|e| e.into_inner());
+    kept.retain(|(p, ..)| p != path);
+    if kept.len() >= 8 {
+        drop(kept.remove(0));
+    }
+    kept.push((path.to_path_buf(), opened));
+}
+
+/// The file kept for a switch to `path` ([`keep_opened`]) and whether it is writable, taken
+/// (a switch to the same path later opens it again).
+pub fn take_opened(path: &Path) -> Option<Result<(std::fs::File, bool), String>> {
+    let mut kept = OPENED.lock().unwrap_or_else(|e| e.into_inner());
+    let at = kept.iter().position(|(p, ..)| p == path)?;
+    Some(kept.remove(at).1)
+}
+
 /// The grants the host holds isolated plugins to, by the proxy's plugin path.
-static HELD: RwLock<Vec<(String, Grant)>> = RwLock::new(Vec::new());
+static HELD: RwLock<Vec<(String, Grant, RealRoots)>> = RwLock::new(Vec::new());
+
+/// A grant's `read` and `write` folders with their links resolved as its child starts,
+/// before the plugin runs: what the host-side files a plugin names are checked against
+/// ([`open_checked`]), so a link the plugin puts in place of a granted folder later (one
+/// granted inside another it may write) moves nothing.
+#[derive(Debug, Clone, Default)]
+struct RealRoots {
+    read: Vec<PathBuf>,
+    write: Vec<PathBuf>,
+}
+
+impl RealRoots {
+    fn of(grant: &Grant) -> RealRoots {
+        let real = |roots: &[PathBuf]| {
+            roots
+                .iter()
+                .map(|root| std::fs::canonicalize(root).unwrap_or_else(|_| grant::normalize(root)))
+                .collect()
+        };
+        RealRoots {
+            read: real(&grant.read),
+            write: real(&grant.write),
+        }
+    }
+
+    /// Whether `real` (a kernel's name for an open file: absolute, no links) lies in them.
+    fn hold(&self, real: &Path, write: bool) -> bool {
+        let inside = |roots: &[PathBuf]| roots.iter().any(|root| real.starts_with(root));
+        inside(&self.write) || (!write && inside(&self.read))
+    }
+}
 
 /// Records that the isolated plugin at `path` is held to `grant` (the host checks its
-/// requests against it).
+/// requests against it), as its child is about to start: the grant's `write` folders that
+/// do not exist yet are made now ([`Grant::make_write_folders`]), and its folders' real
+/// paths are taken.
 pub fn hold(path: &str, grant: Grant) {
+    grant.make_write_folders();
+    let roots = RealRoots::of(&grant);
     let mut held = HELD.write().unwrap_or_else(|e| e.into_inner());
-    held.retain(|(p, _)| p != path);
-    held.push((path.to_owned(), grant));
+    held.retain(|(p, ..)| p != path);
+    held.push((path.to_owned(), grant, roots));
 }
 
 /// The grant the isolated plugin at `path` is held to.
@@ -429,8 +637,19 @@ pub fn held(path: &str) -> Option<Grant> {
     HELD.read()
         .unwrap_or_else(|e| e.into_inner())
         .iter()
-        .find(|(p, _)| p == path)
-        .map(|(_, g)| g.clone())
+        .find(|(p, ..)| p == path)
+        .map(|(_, g, _)| g.clone())
+}
+
+/// The real folders of `grant` as they were when a plugin was held to it ([`hold`]), or
+/// as they are now for a grant no plugin is held to.
+fn real_roots(grant: &Grant) -> RealRoots {
+    HELD.read()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|(_, g, _)| g == grant)
+        .map(|(.., roots)| roots.clone())
+        .unwrap_or_else(|| RealRoots::of(grant))
 }
 
 /// Confines this process (a `serve` child about to load `plugin`) to `grant`, before the
@@ -503,6 +722,57 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_host_side_file_is_opened_once_by_its_handle_and_must_be_a_regular_file_in_the_grant() {
+        let dir = tempfile::tempdir().unwrap();
+        let granted = dir.path().join("granted");
+        std::fs::create_dir(&granted).unwrap();
+        let grant = Grant {
+            plugin: "p".into(),
+            source: "s".into(),
+            read: vec![],
+            write: vec![granted.clone()],
+            network: crate::packages::manifest::Network::None,
+            exec: vec![],
+            exec_paths: vec![],
+            memory_mib: None,
+            data: PathBuf::new(),
+        };
+        let file = granted.join("s.jsonl");
+        std::fs::write(&file, "x\n").unwrap();
+        let (opened, writable) = open_checked(&grant, "switchSession", &file, true)
+            .unwrap()
+            .unwrap();
+        assert!(writable && opened.metadata().unwrap().is_file());
+        let missing = open_checked(&grant, "switchSession", &granted.join("none"), true)
+            .unwrap()
+            .unwrap_err();
+        assert!(missing.contains("No such file"), "{missing}");
+        let fifo = granted.join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let e = open_checked(&grant, "switchSession", &fifo, true).unwrap_err();
+        assert!(e.contains("it is a FIFO, not a regular file"), "{e}");
+        let e = open_checked(&grant, "switchSession", &granted, true).unwrap_err();
+        assert!(e.contains("it is a folder"), "{e}");
+        // A link in the grant to a file outside it: the real path is what counts.
+        let outside = dir.path().join("outside.jsonl");
+        std::fs::write(&outside, "y\n").unwrap();
+        std::os::unix::fs::symlink(&outside, granted.join("link.jsonl")).unwrap();
+        let e =
+            open_checked(&grant, "switchSession", &granted.join("link.jsonl"), true).unwrap_err();
+        assert!(e.contains("denied"), "{e}");
+        let e = open_checked(&grant, "switchSession", &outside, true).unwrap_err();
+        assert!(e.contains("does not let it write there"), "{e}");
+    }
+
     #[test]
     fn reads_settings_grants_and_names_a_wrong_one() {
         let list = SettingsGrant::list_from_settings_value(
@@ -515,9 +785,59 @@ mod tests {
         assert_eq!(list[1].capabilities, None);
         let e = SettingsGrant::list_from_settings_value(&json!(["gate"])).unwrap_err();
         assert!(e.contains("`sandbox` must be an object"), "{e}");
-        let e = SettingsGrant::list_from_settings_value(&json!({"gate": true})).unwrap_err();
-        assert!(e.contains("`sandbox.gate` must be a grant object"), "{e}");
-        let e = SettingsGrant::list_from_settings_value(&json!({"gate": {"net": 1}})).unwrap_err();
-        assert!(e.contains("unknown field `net`"), "{e}");
+        for (grant, why) in [
+            (json!(true), "must be an object of read and write"),
+            (
+                json!({"net": 1}),
+                "unknown field `net`; the keys are read and write",
+            ),
+            (
+                json!({"memoryMiB": "64"}),
+                "`memoryMiB` must be a whole number of MiB above 0 (such as 256), found a string (\"64\")",
+            ),
+            (
+                json!({"memoryMiB": -1}),
+                "`memoryMiB` must be a whole number",
+            ),
+            (
+                json!({"read": "${cwd}"}),
+                "`read` must be a list of path strings (such as [\"${cwd}\"]), found a string (\"${cwd}\")",
+            ),
+            (
+                json!({"write": [1]}),
+                "`write` must be a list of path strings, and one entry is a number (1)",
+            ),
+            (
+                json!({"network": "yes"}),
+                "`network` must be true, false or a list of host names",
+            ),
+            (
+                json!({"exec": "git"}),
+                "`exec` must be a list of program strings",
+            ),
+        ] {
+            let e = SettingsGrant::list_from_settings_value(&json!({"gate": grant})).unwrap_err();
+            assert!(
+                e.contains("`sandbox.gate` is not a grant (") && e.contains(why),
+                "{grant}: {e}"
+            );
+        }
+        // The same strict reading where capabilities come from a package or a record.
+        let e = serde_json::from_value::<Capabilities>(json!({"net": true})).unwrap_err();
+        assert!(e.to_string().contains("unknown field `net`"), "{e}");
+        let e = serde_json::from_value::<Option<Capabilities>>(json!(true)).unwrap_err();
+        assert!(e.to_string().contains("must be an object"), "{e}");
+        assert_eq!(
+            serde_json::from_value::<Capabilities>(
+                json!({"read": ["/a"], "network": ["h"], "memoryMiB": 8})
+            )
+            .unwrap(),
+            Capabilities {
+                read: vec!["/a".into()],
+                network: crate::packages::manifest::Network::Hosts(vec!["h".into()]),
+                memory_mib: Some(8),
+                ..Capabilities::default()
+            }
+        );
     }
 }
