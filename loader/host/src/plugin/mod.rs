@@ -50,7 +50,6 @@ pub struct LoadedPlugin {
 /// Where a loaded plugin's code runs ([`LoadedPlugin::runs`]).
 #[derive(Debug, Clone, PartialEq)]
 // Asked once in a while, never stored in bulk: the size of a grant is no cost worth a box.
-#[allow(clippy::large_enum_variant)]
 pub enum Runs {
     /// In the host's own process.
     InProcess,

@@ -133,7 +133,6 @@ impl SettingsGrant {
 /// How a plugin runs, as far as the sandbox goes.
 #[derive(Debug, Clone, PartialEq)]
 // One value per plugin load, moved once: the size of a grant is no cost worth a box.
-#[allow(clippy::large_enum_variant)]
 pub enum Confinement {
     /// No grant: as before (in process, or isolated when `isolate` selects it).
     Unconfined,
@@ -249,7 +248,7 @@ pub fn confinement(path: &Path) -> Result<Confinement, String> {
                 &format!("package {name} {version}"),
                 &folders,
             )
-            .map(Confinement::Confined);
+            .map(|grant| Confinement::Confined(Box::new(grant)));
         }
         return Err(format!(
             "not loaded, rather than loaded unconfined: the user settings {} could not be read, so any grant they hold for it is unknown ({}). Fix the file (or move it away) and start again",
