@@ -665,14 +665,20 @@ fn settings_files_that_are_fifos_are_refused_without_hanging() {
     assert!(loaded_names(&report).is_empty(), "{report:#}");
     let library = s.agent_dir().join("hooks/good.so");
     let error = error_text(&report, &library);
-    assert!(error.contains("not loaded, rather than loaded unconfined"), "{error}");
+    assert!(
+        error.contains("not loaded, rather than loaded unconfined"),
+        "{error}"
+    );
     let output = run_script(&s, &json!({"turns": [{"text": "done"}]}), &[]);
     assert_success(&output);
     // A FIFO in the project's settings alone reads nothing from it, and keeps nothing out.
     std::fs::remove_file(&user_settings).unwrap();
     let report = list_json(&s, &[], &[]);
     assert_eq!(loaded_names(&report), ["still-loads"], "{report:#}");
-    assert!(error_text(&report, &project_settings).contains("FIFO"), "{report:#}");
+    assert!(
+        error_text(&report, &project_settings).contains("FIFO"),
+        "{report:#}"
+    );
 }
 
 #[test]

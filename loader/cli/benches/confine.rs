@@ -62,10 +62,12 @@ fn main() {
     let lib = dir.path().join("lib");
     std::fs::create_dir_all(&lib).expect("lib dir");
     let plugins = common::build_plugins(&lib, "trivial", PLUGINS);
-    let grants: serde_json::Map<String, serde_json::Value> = (0..PLUGINS)
-        .map(|i| {
+    // Keyed by the library's path (a bare name would name a package).
+    let grants: serde_json::Map<String, serde_json::Value> = plugins
+        .iter()
+        .map(|library| {
             (
-                format!("trivial_{i:02}"),
+                library.display().to_string(),
                 serde_json::json!({"read": ["${cwd}"], "write": ["${data}"], "memoryMiB": 256}),
             )
         })
