@@ -28,6 +28,21 @@ pub struct World {
 }
 
 impl World {
+    /// The start of a scripted run of the hostile plugin: `run --mode json --no-session
+    /// --script SCRIPT --hook PLUGIN` (the prompts follow).
+    pub fn run_args(&self) -> Vec<&str> {
+        vec![
+            "run",
+            "--mode",
+            "json",
+            "--no-session",
+            "--script",
+            self.script.to_str().unwrap(),
+            "--hook",
+            self.hostile.to_str().unwrap(),
+        ]
+    }
+
     /// The `sandbox` key of the hostile library: its path (a bare name would name a package).
     pub fn key(&self) -> String {
         self.hostile.display().to_string()
@@ -142,17 +157,9 @@ pub fn run_with(
         settings.to_string(),
     )
     .unwrap();
-    let mut args = vec![
-        "run",
-        "--mode",
-        "json",
-        "--script",
-        world.script.to_str().unwrap(),
-        "--hook",
-        world.hostile.to_str().unwrap(),
-    ];
-    if !extra.contains(&"--session") {
-        args.push("--no-session");
+    let mut args = world.run_args();
+    if extra.contains(&"--session") {
+        args.retain(|a| *a != "--no-session");
     }
     args.extend_from_slice(extra);
     args.extend_from_slice(prompts);
@@ -217,5 +224,16 @@ pub fn read_run(output: Output) -> Run {
         errors,
         ran,
         lines,
+    }
+}
+
+/// Makes `uid` the owner of `path` and everything beneath it (a test's folder handed to the
+/// user `nobody`).
+pub fn hand_over(path: &std::path::Path, uid: u32) {
+    std::os::unix::fs::lchown(path, Some(uid), Some(uid)).unwrap();
+    if path.is_dir() && !path.is_symlink() {
+        for entry in std::fs::read_dir(path).unwrap() {
+            hand_over(&entry.unwrap().path(), uid);
+        }
     }
 }

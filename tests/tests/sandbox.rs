@@ -15,7 +15,7 @@
 
 use std::path::PathBuf;
 
-use pi_hooks_tests::confined::{Run, World, read_run, run, run_with, world};
+use pi_hooks_tests::confined::{Run, World, hand_over, read_run, run, run_with, world};
 use pi_hooks_tests::packages::{edit_package_json, ok, refused, unpack};
 use serde_json::{Value, json};
 
@@ -25,16 +25,6 @@ static FORKS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// The words naming an allocation past a grant of `memoryMiB` 64.
 const MEMORY_REFUSED: &str = "allocation of 256 MiB refused: past the memory its grant allows (memoryMiB 64; the child's own needs are counted besides)";
-
-/// Makes `uid` the owner of `path` and everything beneath it.
-fn hand_over(path: &std::path::Path, uid: u32) {
-    std::os::unix::fs::lchown(path, Some(uid), Some(uid)).unwrap();
-    if path.is_dir() && !path.is_symlink() {
-        for entry in std::fs::read_dir(path).unwrap() {
-            hand_over(&entry.unwrap().path(), uid);
-        }
-    }
-}
 
 fn port(world: &World) -> String {
     format!("connect {}", world.listener.local_addr().unwrap().port())

@@ -53,16 +53,7 @@ fn session(world: &World, settings: &Value, transport: &str, prompts: &[&str]) -
         settings.to_string(),
     )
     .unwrap();
-    let mut args = vec![
-        "run",
-        "--mode",
-        "json",
-        "--no-session",
-        "--script",
-        world.script.to_str().unwrap(),
-        "--hook",
-        world.hostile.to_str().unwrap(),
-    ];
+    let mut args = world.run_args();
     args.extend_from_slice(prompts);
     let mut command = world.sandbox.command_of(&world.binary, &args);
     command.env("PI_HOOKS_ISOLATE_TRANSPORT", transport);

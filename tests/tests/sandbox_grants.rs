@@ -20,16 +20,7 @@ fn run_raw(world: &World, settings: &str, prompts: &[&str]) -> Run {
 
 /// Runs the plugin (`--hook`) with the settings as they are.
 fn run_raw_keep(world: &World, prompts: &[&str]) -> Run {
-    let mut args = vec![
-        "run",
-        "--mode",
-        "json",
-        "--no-session",
-        "--script",
-        world.script.to_str().unwrap(),
-        "--hook",
-        world.hostile.to_str().unwrap(),
-    ];
+    let mut args = world.run_args();
     args.extend_from_slice(prompts);
     let command = world.sandbox.command_of(&world.binary, &args);
     read_run(pi_hooks_tests::output_within(

@@ -11,7 +11,7 @@
 //! apply.
 #![cfg(target_os = "linux")]
 
-use pi_hooks_tests::confined::{Run, World, run, run_with, world_of};
+use pi_hooks_tests::confined::{Run, World, hand_over, run, run_with, world_of};
 use serde_json::json;
 
 const REFUSED: &str = "failed Operation not permitted";
@@ -319,16 +319,6 @@ fn with_exec_granted_a_clone_into_new_namespaces_or_for_the_host_is_still_refuse
     assert_eq!(run.ran, ["echo after"]);
 }
 
-/// Makes `uid` the owner of `path` and everything beneath it.
-fn hand_over(path: &std::path::Path, uid: u32) {
-    std::os::unix::fs::lchown(path, Some(uid), Some(uid)).unwrap();
-    if path.is_dir() && !path.is_symlink() {
-        for entry in std::fs::read_dir(path).unwrap() {
-            hand_over(&entry.unwrap().path(), uid);
-        }
-    }
-}
-
 const NOBODY: u32 = 65534;
 
 /// Makes `world` runnable by `nobody`: a copy of the binary in the test's folder, every file
@@ -560,16 +550,7 @@ fn a_confined_child_and_what_it_started_end_with_a_host_killed_by_sigkill() {
     .unwrap();
     // As root the child's pids cgroup holds a program that left for a session of its own
     // too; elsewhere only the child's process group is ended.
-    let mut args = vec![
-        "run",
-        "--mode",
-        "json",
-        "--no-session",
-        "--script",
-        world.script.to_str().unwrap(),
-        "--hook",
-        world.hostile.to_str().unwrap(),
-    ];
+    let mut args = world.run_args();
     let wanted = if root() {
         args.push("daemon");
         2

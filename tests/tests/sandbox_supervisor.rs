@@ -392,21 +392,9 @@ fn with_the_network_names_resolve_and_the_ca_certificates_are_read() {
 fn a_bad_host_entry_keeps_the_plugin_from_loading_and_is_named() {
     let world = world();
     let settings = json!({"sandbox": {(world.key()): {"network": ["*"]}}});
-    let prompts = ["after"];
-    let output = world.sandbox.command_of(
-        &world.binary,
-        &[
-            "run",
-            "--mode",
-            "json",
-            "--no-session",
-            "--script",
-            world.script.to_str().unwrap(),
-            "--hook",
-            world.hostile.to_str().unwrap(),
-            prompts[0],
-        ],
-    );
+    let mut args = world.run_args();
+    args.push("after");
+    let output = world.sandbox.command_of(&world.binary, &args);
     std::fs::write(
         world.sandbox.agent_dir().join("settings.json"),
         settings.to_string(),

@@ -17,11 +17,11 @@
 //! The child is not trusted (it runs the plugin, which can write anything to its
 //! descriptors and its shared memory). Its stdout and stderr (fd 1 points at fd 2) reach
 //! the host's stderr only escaped (`crate::guards::display::escape`), each line marked with
-//! the plugin, at most [`STDERR_BYTES_PER_SECOND`]. A child that breaks the protocol is
+//! the plugin, at most `STDERR_BYTES_PER_SECOND`. A child that breaks the protocol is
 //! killed, and its end is [`Ended::Broke`] with what it did, which the proxy reports like a
 //! crash (the child restarted after its backoff): a message that is not a JSON object or is
-//! of no kind the protocol has ([`check_kind`]), a line longer than [`MAX_LINE_BYTES`] on the
-//! protocol pipe, more than [`MAX_PENDING_BYTES`] of lines waiting while nobody reads (pipe
+//! of no kind the protocol has ([`check_kind`]), a line longer than `MAX_LINE_BYTES` on the
+//! protocol pipe, more than `MAX_PENDING_BYTES` of lines waiting while nobody reads (pipe
 //! transport), anything but doorbells there after the `hello` with the ring transport, a
 //! garbled ring (`super::transport::ring`), or a `denied` notification the host cannot
 //! vouch for (`crate::sandbox::report::vouch`: one naming another plugin or grant, too long,

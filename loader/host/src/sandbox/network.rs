@@ -339,7 +339,7 @@ mod resolver {
 
     /// Checks the socket address `address` against the grant's hosts; `Err`: the length of
     /// why it is refused, written into `why`. Allocates nothing; may wait (at most
-    /// [`MISS_WAIT`]) for the names to be resolved again.
+    /// `MISS_WAIT`) for the names to be resolved again.
     pub fn check(address: &[u8], why: &mut [u8; 256]) -> Result<(), usize> {
         let Some((ip, port)) = parse(address) else {
             return Err(say(why, "not an Internet address"));

@@ -1,7 +1,7 @@
 //! The seccomp filter of a confined child: what Landlock does not cover. It is an
 //! allow-list: a call it does not list is refused, and every refusal is named.
 //!
-//! Allowed ([`allowed`]): the calls programs ordinarily make, in the kernel's own
+//! Allowed (`allowed`): the calls programs ordinarily make, in the kernel's own
 //! categories: files through a descriptor or a path (Landlock judges the paths), memory
 //! (`mmap`, `mremap`, `brk`, `madvise`, `mlock`, ...), threads and futexes, signals to itself
 //! and its own processes, time, polling and events (`epoll`, `eventfd`, `timerfd`,
@@ -45,7 +45,7 @@
 //!   sockets without;
 //! - `execve`, `execveat`, `fork`, `vfork`: only when the grant runs programs.
 //!
-//! Refused and named with a reason of their own ([`REFUSED`]): `ptrace`, other processes'
+//! Refused and named with a reason of their own (`REFUSED`): `ptrace`, other processes'
 //! memory, mounts, keyrings, namespaces, `bpf`, `perf_event_open`, `userfaultfd`, kernel
 //! modules, `kexec`, io_uring (`io_uring_setup`/`enter`/`register`: its operations would go
 //! around this filter and the supervisor), `open_by_handle_at` and `name_to_handle_at`,

@@ -15,7 +15,7 @@
 //! The child is not trusted: whatever it writes into the shared pages is checked before the
 //! host uses it (a position past the ring, a frame longer than [`MAX_FRAME`], or the `closed`
 //! word set by anyone but the host is [`RingError::Broken`], and the host, sleeping, wakes
-//! every [`HOST_RECHECK`] to look), and the host keeps its own copy of the positions it owns
+//! every `HOST_RECHECK` to look), and the host keeps its own copy of the positions it owns
 //! and of whether it closed the ring. Bytes are copied out of the mapping before anything
 //! reads them; what they say is checked by the host's reader (`crate::isolate::child`).
 
