@@ -442,3 +442,67 @@ fn wait_for_tool_start(stdout: std::process::ChildStdout) {
     rx.recv_timeout(Duration::from_secs(30))
         .expect("hang_tool never started");
 }
+
+/// A confined plugin's `log` follows `PI_HOOKS_LOG` as in process (the one variable of the
+/// host's environment besides the locale and the user's that reaches the child), and its
+/// line reaches the terminal through the host, marked with the plugin.
+#[test]
+fn a_confined_plugin_s_log_follows_pi_hooks_log() {
+    let world = world_of("sandbox_channel");
+    let logger = pi_hooks_tests::compile_c_text(
+        &world.sandbox.lib(),
+        "liblogger",
+        r#"#include "pi_hooks.h"
+static PiStatus init(const PiHostApi *host, PiPlugin *plugin) {
+    host->actions->log(plugin, PI_LOG_DEBUG, pi_str("debug-line-from-the-child"));
+    host->actions->log(plugin, PI_LOG_WARN, pi_str("warn-line-from-the-child"));
+    return PI_OK;
+}
+PI_HOOKS_PLUGIN("logger", "1.0.0", "logs in its init", init, NULL);
+"#,
+        &[],
+    );
+    let settings = json!({"sandbox": {(logger.display().to_string()): {"read": ["${cwd}"]}}});
+    std::fs::write(
+        world.sandbox.agent_dir().join("settings.json"),
+        settings.to_string(),
+    )
+    .unwrap();
+    for (level, debug_shown) in [("debug", true), ("warn", false)] {
+        let mut command = world.sandbox.command_of(
+            &world.binary,
+            &[
+                "run",
+                "--mode",
+                "json",
+                "--no-session",
+                "--script",
+                world.script.to_str().unwrap(),
+                "--hook",
+                logger.to_str().unwrap(),
+                "after",
+            ],
+        );
+        command.env("PI_HOOKS_LOG", level);
+        let output = pi_hooks_tests::output_within(command, Duration::from_secs(60));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{stderr}");
+        assert!(
+            stderr.contains("warn-line-from-the-child"),
+            "PI_HOOKS_LOG={level}: {stderr}"
+        );
+        assert_eq!(
+            stderr.contains("debug-line-from-the-child"),
+            debug_shown,
+            "PI_HOOKS_LOG={level}: {stderr}"
+        );
+        let json: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        assert!(
+            !json.iter().any(|l| l["type"] == "extension_error"),
+            "the plugin did not load confined: {json:?}"
+        );
+    }
+}

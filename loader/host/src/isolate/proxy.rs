@@ -26,8 +26,6 @@
 //! - the hook trace (`--trace`) does not see what happens inside the child: its `exec`
 //!   calls, timer starts and cancels and timer callbacks (its events, commands, tools,
 //!   dialogs, session actions and bus emissions are traced);
-//! - a confined child's environment is cleared (`crate::sandbox`), so `PI_HOOKS_LOG` does not
-//!   set its `log` level;
 //! - `before_agent_start` hands on at most eight messages (`EXTRA_MESSAGE_SLOTS`).
 //!
 //! Crashes: when the child dies (a signal, an exit) or does not answer an event or a tool

@@ -28,7 +28,17 @@ pub const EXTRA_PROCESSES: u64 = 64;
 
 /// The variables a confined child gets; all others are dropped (API keys and tokens in the
 /// host's environment never reach a plugin).
-const KEPT_VARIABLES: &[&str] = &["HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "TERM"];
+/// `PI_HOOKS_LOG` is a log level, kept so a confined plugin's `log` follows it as in process.
+const KEPT_VARIABLES: &[&str] = &[
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LC_ALL",
+    "TZ",
+    "TERM",
+    "PI_HOOKS_LOG",
+];
 
 /// Sets up `command` (the `serve` child of a confined plugin): a clean environment (the
 /// `KEPT_VARIABLES`, the `PATH` its grant's programs were found through, `TMPDIR`) and, in the forked child, every descriptor
