@@ -423,3 +423,32 @@ fn a_package_for_two_platforms_installs_the_library_of_this_one() {
     assert_eq!(loaded_names(&report), ["protected-paths"]);
     assert_ne!(report["packages"][0]["platform"], other);
 }
+
+/// pi 0.75 and later install a user's `npm:` package in `<agentDir>/npm/node_modules/NAME`
+/// (pi 1.6 included), not in the global root: a package there is found, loaded and guards a
+/// run (before, it was looked for only in `$(npm root -g)` and missed, silently).
+#[test]
+fn a_package_pi_installed_in_the_agent_dir_s_npm_folder_is_found() {
+    let sandbox = Sandbox::new();
+    let library = c_example_plugin(&sandbox.lib(), "protected-paths", "protected_paths");
+    let tgz = pack(&sandbox, &library, &sandbox.root().join("dist"), None);
+    let folder = sandbox.agent_dir().join("npm/node_modules/protected-paths");
+    unpack(&tgz, &folder);
+    std::fs::write(
+        sandbox.agent_dir().join("settings.json"),
+        serde_json::json!({"packages": ["npm:protected-paths"]}).to_string(),
+    )
+    .unwrap();
+    let report = sandbox.list_json(&[]);
+    assert_eq!(loaded_names(&report), ["protected-paths"], "{report:#}");
+    let path = report["plugins"][0]["path"].as_str().unwrap();
+    assert!(
+        std::path::Path::new(path).starts_with(&folder),
+        "{path} is not in {}",
+        folder.display()
+    );
+    assert_eq!(
+        demo_tool_results(&sandbox),
+        results(&[("bash", false), ("bash", false), ("write", true)])
+    );
+}

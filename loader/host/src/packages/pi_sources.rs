@@ -1,7 +1,9 @@
-//! pi's package sources and where pi 0.73.1 puts each (its `dist/core/package-manager.js`),
+//! pi's package sources and where pi puts each (its `dist/core/package-manager.js`),
 //! so that a package installed by pi or by pi-hooks is found by both:
 //!
-//! - `npm:NAME[@VERSION]`: for the user `npm install -g`, so in `$(npm root -g)/NAME`; for the
+//! - `npm:NAME[@VERSION]`: for the user, pi 0.75 and later install it in
+//!   `<agentDir>/npm/node_modules/NAME` (looked at first), older pi with `npm install -g`, so
+//!   in `$(npm root -g)/NAME`; for the
 //!   project `npm install --prefix <cwd>/.pi/npm`, so in `<cwd>/.pi/npm/node_modules/NAME`. npm
 //!   is run as the settings' `npmCommand` says (an array, the command first; project settings
 //!   over the user's), else as `npm`.
@@ -338,6 +340,12 @@ pub fn base_dir(scope: Scope, agent_dir: &Path, cwd: &Path) -> PathBuf {
     }
 }
 
+/// `<agentDir>/npm`, where pi 0.75 and later install a user's npm packages
+/// (`<agentDir>/npm/node_modules/NAME`).
+pub fn pi_npm_root(agent_dir: &Path) -> PathBuf {
+    agent_dir.join("npm")
+}
+
 /// `<cwd>/.pi/npm`, the `--prefix` of the project's npm packages.
 pub fn project_npm_root(cwd: &Path) -> PathBuf {
     cwd.join(".pi").join("npm")
@@ -353,6 +361,12 @@ pub fn install_dir(
 ) -> Result<PathBuf, String> {
     Ok(match (source, scope) {
         (PiSource::Npm { name, .. }, Scope::User) => {
+            // pi 0.75 and later keep a user's npm packages in `<agentDir>/npm/node_modules`
+            // (the global root is their fallback for older installs): there first.
+            let managed = pi_npm_root(agent_dir).join("node_modules").join(name);
+            if managed.is_dir() {
+                return Ok(managed);
+            }
             // `npm root -g` takes a node start (a few hundred ms on a busy machine), so its
             // answer is kept in `<agentDir>/pi-hooks/npm-root.json` for this npm command and
             // asked again when the package is not under the kept one.
