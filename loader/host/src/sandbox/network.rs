@@ -252,7 +252,8 @@ mod resolver {
         asked_count: usize,
     }
 
-    static TABLE: Mutex<Table> = Mutex::new(Table {
+    /// A table with nothing in it.
+    const EMPTY: Table = Table {
         entries: [Entry {
             address: [0; 16],
             port: 0,
@@ -263,23 +264,14 @@ mod resolver {
         asked: [[0; 256]; ASKED],
         asked_len: [0; ASKED],
         asked_count: 0,
-    });
+    };
+
+    static TABLE: Mutex<Table> = Mutex::new(EMPTY);
     static CHANGED: Condvar = Condvar::new();
     /// Whether the grant has a wildcard (the supervisor then reads DNS queries).
     static WILDCARDS: AtomicBool = AtomicBool::new(false);
     /// Literal rules and resolvers: fixed, set once at start.
-    static FIXED: Mutex<Table> = Mutex::new(Table {
-        entries: [Entry {
-            address: [0; 16],
-            port: 0,
-        }; ENTRIES],
-        len: 0,
-        generation: 0,
-        wanted: false,
-        asked: [[0; 256]; ASKED],
-        asked_len: [0; ASKED],
-        asked_count: 0,
-    });
+    static FIXED: Mutex<Table> = Mutex::new(EMPTY);
     static RESOLVERS: AtomicUsize = AtomicUsize::new(0);
 
     fn key(address: IpAddr) -> [u8; 16] {
