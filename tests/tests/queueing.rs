@@ -242,3 +242,66 @@ fn a_follow_up_sent_in_agent_end_passes_input_and_is_queued_before_agent_end_sho
     );
     client.close();
 }
+
+const AGENT_END_LISTENER: &str = r#"
+#include "pi_hooks.h"
+
+static const PiHostApi *host;
+
+static PiStatus on_agent_end(void *ud, const PiValue *event, PiContext *ctx, PiResult *result) {
+    (void)ud; (void)event; (void)result;
+    return host->ui->notify(ctx, pi_str("listener: agent_end"), PI_NOTIFY_INFO);
+}
+
+static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
+    host = h;
+    return host->registry->on(plugin, pi_str("agent_end"), on_agent_end, NULL);
+}
+
+PI_HOOKS_PLUGIN("agent-end-listener", "1.0.0", "says when it sees agent_end", init, NULL);
+"#;
+
+/// pi runs the `input` event of a message an `agent_end` handler sends inside the send, so
+/// it comes before the `agent_end` handlers of plugins loaded later, not after all of them.
+#[test]
+fn a_follow_up_s_input_runs_before_later_plugins_agent_end_handlers() {
+    use pi_hooks_tests::rpc_client::RpcClient;
+    let sandbox = Sandbox::new();
+    let sender = compile_c_text(&sandbox.lib(), "agent_end_sender", AGENT_END_SENDER, &[]);
+    let listener = compile_c_text(
+        &sandbox.lib(),
+        "agent_end_listener",
+        AGENT_END_LISTENER,
+        &[],
+    );
+    let script = sandbox.root().join("script.json");
+    std::fs::write(&script, json!({"turns": [{"text": "first"}]}).to_string()).unwrap();
+    let mut client = RpcClient::start(sandbox.command(&[
+        "rpc",
+        "--no-session",
+        "--no-hooks",
+        "--script",
+        script.to_str().unwrap(),
+        "-e",
+        sender.to_str().unwrap(),
+        "-e",
+        listener.to_str().unwrap(),
+    ]));
+    client.send(&json!({"id": "1", "type": "prompt", "message": "hello"}));
+    let (lines, _) = client.until(|l| l["type"] == "agent_end");
+    let notes: Vec<&str> = lines
+        .iter()
+        .filter(|l| l["method"] == "notify")
+        .filter_map(|l| l["message"].as_str())
+        .collect();
+    assert_eq!(
+        notes,
+        [
+            "input rpc: hello",
+            "input extension: from agent_end",
+            "listener: agent_end"
+        ],
+        "{lines:#?}"
+    );
+    client.close();
+}

@@ -521,10 +521,12 @@ impl Agent {
         // before the mode shows `agent_end`, so a client that prompts on reading it is heard.
         let end = json!({"type": "agent_end", "messages": new_messages});
         if core.runner.has_handlers("agent_end") {
-            core.runner.emit(end.clone());
             // A followUp sent by an `agent_end` handler: its `input` and `queue_update` come
-            // before the mode shows `agent_end`, as in pi; it is delivered in the next run.
-            core.flush_user_messages();
+            // right after that handler, before later handlers see `agent_end` and before the
+            // mode shows it, as in pi (whose send runs `input` inside the call); it is
+            // delivered in the next run.
+            core.runner
+                .emit_each(end.clone(), || core.flush_user_messages());
         }
         core.shared.streaming.store(false, Ordering::Release);
         core.shared.sink(&end);

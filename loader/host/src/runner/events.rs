@@ -522,6 +522,29 @@ impl Runner {
         self.run(&name, None, chain, self.timeout());
     }
 
+    /// Dispatches the notification `event` (its `type` names it) handler by handler, calling
+    /// `between` after each handler returned, before the next one runs: what a handler set in
+    /// motion (a user message it sent, whose `input` event pi runs inside the send) happens
+    /// before later handlers see the event, as in pi (`agent_end`). Same semantics as
+    /// [`Runner::emit`] otherwise.
+    pub fn emit_each(&self, event: Value, mut between: impl FnMut()) {
+        let Some(name) = event.get("type").and_then(Value::as_str).map(str::to_owned) else {
+            return;
+        };
+        // The set is held to the end, as `run` holds it: a reload waits for the dispatch.
+        let current = self.current.load();
+        let Some(slots) = current.set.index.get(name.as_str()) else {
+            return;
+        };
+        let payload = Arc::new(HostValue::from_json(event));
+        for slot in slots.iter() {
+            let one: Arc<[Slot]> = Arc::from([slot.clone()]);
+            let chain = Notify(payload.clone());
+            self.run_slots(&name, &one, &current.scope, chain, self.timeout());
+            between();
+        }
+    }
+
     /// Dispatches `input`: transforms chain, the first `handled` stops; a plain string
     /// result is a transform.
     pub fn emit_input(&self, text: &str, images: Option<Value>, source: &str) -> InputOutcome {

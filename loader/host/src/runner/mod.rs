@@ -555,6 +555,21 @@ impl Runner {
             return chain;
         };
         let scope = scope.unwrap_or(&current.scope);
+        let chain = self.run_slots(event, slots, scope, chain, timeout);
+        drop(current);
+        chain
+    }
+
+    /// Runs `chain` over `slots` (handlers of `event`, a whole list or a part of it) in
+    /// `scope`, timed by `timeout`, and reports the errors.
+    pub(crate) fn run_slots<C: Chain>(
+        &self,
+        event: &str,
+        slots: &Arc<[Slot]>,
+        scope: &Arc<CallScope>,
+        chain: C,
+        timeout: Option<Duration>,
+    ) -> C {
         let (chain, errors) = if crate::observe::trace::on() {
             self.run_traced(event, slots, scope, chain, timeout)
         } else {
@@ -568,7 +583,6 @@ impl Runner {
                 }
             }
         };
-        drop(current);
         for error in &errors {
             self.emit_error(error);
         }
