@@ -117,6 +117,14 @@ fn images_cross_the_bridge_in_the_real_pi() {
         &sandbox.agent_dir().join("extensions"),
         "libimage_reader.so",
     );
+    // pi 1.6 decodes and resizes a prompt's images by default (`images.autoResize`), which
+    // the 14-byte GIF above is too short for ("[Image omitted: could not be resized below the
+    // inline image size limit.]"): off, the images cross as they are, what this test is about.
+    std::fs::write(
+        sandbox.agent_dir().join("settings.json"),
+        json!({"images": {"autoResize": false}}).to_string(),
+    )
+    .unwrap();
     let mut pi = pi_rpc(&pi16(), &sandbox, &["--no-session"]);
     images_both_ways(&mut pi);
     let (status, _) = pi.close();
