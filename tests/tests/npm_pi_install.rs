@@ -128,7 +128,7 @@ fn pi_install_npm_gives_native_plugins(pi: &Pi) {
     let server = model();
     write_models(&sandbox, &server);
 
-    // No Rust toolchain on this user's PATH.
+    // No Rust toolchain on this user's PATH, nor on the PATH pi runs with (its node first).
     let cargo = user
         .command("sh")
         .args(["-c", "command -v cargo || command -v rustc"])
@@ -139,6 +139,20 @@ fn pi_install_npm_gives_native_plugins(pi: &Pi) {
         "cargo is on the pi user's PATH: {}",
         String::from_utf8_lossy(&cargo.stdout)
     );
+    let pi_command = user.pi(pi, &[]);
+    let pi_path = pi_command
+        .get_envs()
+        .find(|(name, _)| *name == "PATH")
+        .and_then(|(_, value)| value)
+        .expect("pi runs with the user's PATH");
+    for dir in std::env::split_paths(pi_path) {
+        for tool in ["cargo", "rustc"] {
+            assert!(
+                !dir.join(tool).exists(),
+                "{tool} is in {dir:?}, on pi's PATH"
+            );
+        }
+    }
 
     // One command for pi-hooks, one per native plugin.
     user.pi_ok(pi, &["install", "npm:pi-hooks"]);
