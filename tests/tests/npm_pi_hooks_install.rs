@@ -215,9 +215,15 @@ fn a_platform_without_a_binary_is_refused_by_name() {
     user.pi_ok(pi, &["install", "npm:@acme/arm-only"]);
 
     // pi-hooks (the binary the package brought, as serve in pi would) names both platforms.
-    let launcher = user
-        .npm_root_of(pi)
-        .join("@acme/arm-only/node_modules/pi-hooks/bridge/pi-hooks-launcher.cjs");
+    // pi 1.6 installs every user package into one npm project (`<agentDir>/npm`), so npm
+    // hoists the package's `pi-hooks` dependency beside it (pi 0.73.1's `npm install -g`
+    // nests it in the package's own node_modules).
+    let root = user.npm_root_of(pi);
+    assert!(
+        !root.join("@acme/arm-only/node_modules/pi-hooks").exists(),
+        "pi 1.6 nests nothing"
+    );
+    let launcher = root.join("pi-hooks/bridge/pi-hooks-launcher.cjs");
     let list = ok(user.command("node").arg(&launcher).args(["list", "--json"]));
     let list: Value = serde_json::from_slice(&list.stdout).unwrap();
     let errors = list["errors"].to_string();
