@@ -184,7 +184,16 @@ fn pi_install_npm_gives_native_plugins(pi: &Pi) {
     };
     assert!(!other.join("@acme/permission-gate").exists(), "{other:?}");
 
-    // `pi-hooks` through npm's launcher where pi installed it, which runs the prebuilt binary.
+    // `pi-hooks` through npm's launcher where pi installed it, which runs the prebuilt binary:
+    // pi 1.6 leaves it in <agentDir>/npm/node_modules/.bin (not on PATH), pi 0.73.1 in npm's
+    // global bin.
+    let launcher = if pi.version.starts_with("0.") {
+        user.npm_prefix().join("bin/pi-hooks")
+    } else {
+        root.join(".bin/pi-hooks")
+    };
+    assert!(launcher.exists(), "{launcher:?}");
+    assert_eq!(user.pi_hooks_launcher(), launcher);
     let version = user.pi_hooks(&["--version"]).output().unwrap();
     assert!(version.status.success(), "{version:?}");
     assert_eq!(
