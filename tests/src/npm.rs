@@ -406,7 +406,7 @@ pub fn serve_children(pid: u32) -> Vec<u32> {
     found
 }
 
-/// `git daemon` serving the repositories under a folder on a free port (pi 0.73.1 takes
+/// `git daemon` serving the repositories under a folder on a free port (pi 0.73.1 and 1.6 take
 /// `git:git://127.0.0.1:PORT/PATH`); killed when dropped.
 pub struct GitDaemon(Child, u16);
 
