@@ -527,8 +527,13 @@ fn a_signed_package_installed_with_npm_verifies_at_each_load() {
     // node_modules/, which the signature does not cover): what npm installed is what was
     // checked, and it loads.
     ok(&mut user.pi_hooks(&["install", "npm:@acme/signed-paths", "--yes"]));
+    // Where pi 1.6 keeps a user's npm packages (`<agentDir>/npm/node_modules`).
     let folder = user.npm_root_of(pi).join("@acme/signed-paths");
-    assert!(folder.join("pi-hooks.sig").is_file());
+    assert!(
+        folder.join("pi-hooks.sig").is_file(),
+        "pi-hooks installs where pi {} does, in {folder:?}",
+        pi.version
+    );
     let list: Value =
         serde_json::from_slice(&ok(&mut user.pi_hooks(&["list", "--json"])).stdout).unwrap();
     assert_eq!(list["plugins"][0]["name"], "protected-paths", "{list}");
