@@ -12,6 +12,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use crate::tools::Pi;
 use crate::{Sandbox, target_dir, workspace_root};
 
 /// A verdaccio serving on 127.0.0.1, stopped when dropped.
@@ -282,19 +283,25 @@ impl<'a> PiUser<'a> {
         command
     }
 
-    /// `pi ARGS` (pi 0.73.1's cli.js under node).
-    pub fn pi(&self, args: &[&str]) -> Command {
-        let mut command = self.command("node");
-        command.arg(crate::pi_e2e::pi_cli()).args(args);
+    /// `pi ARGS` of `pi` (its `cli.js` under its node) in this environment, its node's folder
+    /// first on PATH (pi runs `npm`, whose `#!/usr/bin/env node` then finds pi's node too).
+    pub fn pi(&self, pi: &Pi, args: &[&str]) -> Command {
+        let mut command = self.command(&pi.node);
+        let mut path = self.path();
+        if let Some(folder) = pi.node.parent().filter(|f| !f.as_os_str().is_empty()) {
+            path = format!("{}:{path}", folder.display());
+        }
+        command.arg(&pi.cli).args(args).env("PATH", path);
         command
     }
 
-    /// Runs `pi ARGS` and asserts it succeeded; returns its output.
-    pub fn pi_ok(&self, args: &[&str]) -> Output {
-        let output = self.pi(args).output().expect("run pi");
+    /// Runs `pi ARGS` of `pi` and asserts it succeeded; returns its output.
+    pub fn pi_ok(&self, pi: &Pi, args: &[&str]) -> Output {
+        let output = self.pi(pi, args).output().expect("run pi");
         assert!(
             output.status.success(),
-            "pi {args:?} failed ({}):\nstdout: {}\nstderr: {}",
+            "pi {} {args:?} failed ({}):\nstdout: {}\nstderr: {}",
+            pi.version,
             output.status,
             String::from_utf8_lossy(&output.stdout),
             String::from_utf8_lossy(&output.stderr)
@@ -302,23 +309,54 @@ impl<'a> PiUser<'a> {
         output
     }
 
-    /// `pi-hooks ARGS` as the pi user has it: npm's launcher on PATH.
+    /// `pi-hooks ARGS` as the pi user has it after `pi install npm:pi-hooks`: npm's launcher
+    /// where pi installed the package, `<agentDir>/npm/node_modules/.bin/pi-hooks` for pi 0.75
+    /// and later (pi 1.6), else npm's global `bin` (pi 0.73.1 installs with `npm install -g`).
     pub fn pi_hooks(&self, args: &[&str]) -> Command {
-        let mut command = self.command(self.npm_prefix().join("bin/pi-hooks"));
+        let mut command = self.command(self.pi_hooks_launcher());
         command.args(args);
         command
     }
 
-    /// `pi --mode rpc` with the fake model of `models.json` in the agent directory.
-    pub fn pi_rpc(&self, extra: &[&str]) -> crate::rpc_client::RpcClient {
-        let mut command = self.pi(&[
-            "--mode",
-            "rpc",
-            "--provider",
-            "fake",
-            "--model",
-            "fake-model",
-        ]);
+    /// The `pi-hooks` launcher [`PiUser::pi_hooks`] runs.
+    pub fn pi_hooks_launcher(&self) -> PathBuf {
+        let managed = self.pi_npm_root().join(".bin/pi-hooks");
+        if managed.exists() {
+            managed
+        } else {
+            self.npm_prefix().join("bin/pi-hooks")
+        }
+    }
+
+    /// Where pi 0.75 and later (pi 1.6) install a user's `npm:` packages:
+    /// `<agentDir>/npm/node_modules`.
+    pub fn pi_npm_root(&self) -> PathBuf {
+        self.sandbox.agent_dir().join("npm/node_modules")
+    }
+
+    /// Where `pi` installs a user's `npm:` packages: [`PiUser::pi_npm_root`] for pi 1.6,
+    /// `npm root -g` ([`PiUser::npm_global_root`]) for pi 0.73.1.
+    pub fn npm_root_of(&self, pi: &Pi) -> PathBuf {
+        if pi.version.starts_with("0.") {
+            self.npm_global_root()
+        } else {
+            self.pi_npm_root()
+        }
+    }
+
+    /// `pi --mode rpc` of `pi` with the fake model of `models.json` in the agent directory.
+    pub fn pi_rpc(&self, pi: &Pi, extra: &[&str]) -> crate::rpc_client::RpcClient {
+        let mut command = self.pi(
+            pi,
+            &[
+                "--mode",
+                "rpc",
+                "--provider",
+                "fake",
+                "--model",
+                "fake-model",
+            ],
+        );
         command.args(extra).env("PI_OFFLINE", "1");
         crate::rpc_client::RpcClient::start(command)
     }
@@ -368,7 +406,7 @@ pub fn serve_children(pid: u32) -> Vec<u32> {
     found
 }
 
-/// `git daemon` serving the repositories under a folder on a free port (pi 0.73.1 takes
+/// `git daemon` serving the repositories under a folder on a free port (pi 0.73.1 and 1.6 take
 /// `git:git://127.0.0.1:PORT/PATH`); killed when dropped.
 pub struct GitDaemon(Child, u16);
 

@@ -1,20 +1,14 @@
-//! The real pi (0.73.1, installed from scripts/pi-peer/package-lock.json by
-//! scripts/pi-peer/install.sh, which [`crate::tools::pi_peer`] runs on first use) in RPC mode with the pi bridge installed by `pi-hooks bridge
-//! install`, talking to a [`FakeOpenAi`] server, for the bridge's end-to-end tests.
-
-use std::path::PathBuf;
-use std::process::Command;
+//! The real pi in RPC mode with the pi bridge installed by `pi-hooks bridge install`, talking
+//! to a [`FakeOpenAi`] server, for the bridge's end-to-end tests. Which pi is the caller's
+//! [`Pi`]: [`crate::tools::pi16`] (pi 1.6.0 on node 22, the pi pi-hooks follows) for most
+//! tests, [`crate::tools::pi073`] (pi 0.73.1) for the smaller set that keeps its users
+//! working. Either is installed on first use; an install that cannot happen (no node or npm,
+//! no registry) fails the test saying what to do, never a silent skip.
 
 use crate::Sandbox;
 use crate::fake_openai::FakeOpenAi;
 use crate::rpc_client::RpcClient;
-
-/// pi's `cli.js`, installing pi first if needed ([`crate::tools::pi_peer`]); an install
-/// that cannot happen (no node or npm, no registry) fails the test saying what to do, never a
-/// silent skip.
-pub fn pi_cli() -> PathBuf {
-    crate::tools::pi_peer().join("@mariozechner/pi-coding-agent/dist/cli.js")
-}
+use crate::tools::Pi;
 
 /// Installs the bridge into the sandbox's agent directory with `pi-hooks bridge install`
 /// (so it finds `pi-hooks` through the `pi-hooks.json` the install writes) and points pi's
@@ -33,23 +27,23 @@ pub fn prepare(sandbox: &Sandbox, server: &FakeOpenAi) {
     .expect("write models.json");
 }
 
-/// `pi --mode rpc --provider fake --model fake-model <extra>` in the sandbox's project, with
-/// its HOME and agent directory, offline.
-pub fn pi_rpc(sandbox: &Sandbox, extra: &[&str]) -> RpcClient {
-    pi_rpc_with_model(sandbox, "fake", "fake-model", extra)
+/// `pi --mode rpc --provider fake --model fake-model <extra>` of `pi` in the sandbox's
+/// project, with its HOME and agent directory, offline.
+pub fn pi_rpc(pi: &Pi, sandbox: &Sandbox, extra: &[&str]) -> RpcClient {
+    pi_rpc_with_model(pi, sandbox, "fake", "fake-model", extra)
 }
 
-/// `pi --mode rpc --provider <provider> --model <model> <extra>` in the sandbox's project,
-/// with its HOME and agent directory, offline.
+/// `pi --mode rpc --provider <provider> --model <model> <extra>` of `pi` in the sandbox's
+/// project, with its HOME and agent directory, offline.
 pub fn pi_rpc_with_model(
+    pi: &Pi,
     sandbox: &Sandbox,
     provider: &str,
     model: &str,
     extra: &[&str],
 ) -> RpcClient {
-    let mut command = Command::new("node");
+    let mut command = pi.command();
     command
-        .arg(pi_cli())
         .args(["--mode", "rpc", "--provider", provider, "--model", model])
         .args(extra)
         .current_dir(sandbox.project())

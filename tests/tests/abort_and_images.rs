@@ -324,7 +324,7 @@ fn an_isolated_handler_reads_the_abort_while_it_runs() {
     client.close();
 }
 
-/// pi's `ctx.signal.aborted` through the bridge: the plugin, loaded by the real pi 0.73.1,
+/// pi's `ctx.signal.aborted` through the bridge: the plugin, loaded by the real pi 1.6.0,
 /// reads that pi's run was aborted while its handler runs.
 #[test]
 fn a_native_handler_in_pi_reads_that_pi_s_run_was_aborted() {
@@ -345,7 +345,7 @@ fn a_native_handler_in_pi_reads_that_pi_s_run_was_aborted() {
         &sandbox.agent_dir().join("extensions"),
         "libabort_waiter.so",
     );
-    let mut pi = pi_rpc(&sandbox, &["--no-session"]);
+    let mut pi = pi_rpc(&pi_hooks_tests::tools::pi16(), &sandbox, &["--no-session"]);
     waiter_sees_the_abort(&mut pi);
     pi.close();
 }

@@ -1,4 +1,4 @@
-//! The claude-hooks plugin inside the real pi (0.73.1, RPC mode, through the bridge installed
+//! The claude-hooks plugin inside the real pi (1.6.0 on node 22, RPC mode, through the bridge installed
 //! by `pi-hooks bridge install`, a fake OpenAI-compatible server as the model): the same
 //! `~/.claude/settings.json` as in pi-hooks, with real shell scripts: a `PreToolUse` guard
 //! that blocks `rm -rf` by exit 2, `SessionStart` and `UserPromptSubmit` context,
@@ -7,6 +7,7 @@
 use pi_hooks_tests::fake_openai::{FakeOpenAi, Reply, after_tool, tool_call, user_texts};
 use pi_hooks_tests::pi_e2e::{pi_rpc, prepare};
 use pi_hooks_tests::rpc_client::RpcClient;
+use pi_hooks_tests::tools::pi16;
 use pi_hooks_tests::{Sandbox, rust_plugin};
 use serde_json::{Value, json};
 
@@ -152,7 +153,7 @@ printf '%s' '{"decision":"block","reason":"run the tests first"}'"#,
     .unwrap();
     std::fs::create_dir_all(sandbox.project().join("victim")).unwrap();
 
-    let mut pi = pi_rpc(&sandbox, &["--no-session"]);
+    let mut pi = pi_rpc(&pi16(), &sandbox, &["--no-session"]);
 
     // PreToolUse: exit 2 blocks pi's own bash; stderr is the reason the model reads.
     let lines = run(&mut pi, "1", "wipe it");
@@ -206,7 +207,7 @@ printf '%s' '{"decision":"block","reason":"run the tests first"}'"#,
         json!({"hooks": {"Stop": hooks(&stop)}}).to_string(),
     )
     .unwrap();
-    let mut pi = pi_rpc(&sandbox, &["--no-session"]);
+    let mut pi = pi_rpc(&pi16(), &sandbox, &["--no-session"]);
     pi.send(&json!({"id": "4", "type": "prompt", "message": "finish up"}));
     // pi does not hold its loop for `turn_end` handlers: the feedback starts the next turn.
     let (mut lines, last) = pi.until(|l| {

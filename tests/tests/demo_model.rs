@@ -7,7 +7,7 @@
 //! - The HTTP answers are OpenAI's: one server-sent event per HTTP chunk, the role chunk
 //!   first, the usage chunk and `[DONE]` last; whole completions for `stream: false`;
 //!   `GET /v1/models`; the printed models.json entry.
-//! - The README's no-key path in the real pi 0.73.1 (RPC mode): `demo-model
+//! - The README's no-key path in the real pi 1.6.0 (RPC mode, on node 22): `demo-model
 //!   --write-models-json`, `bridge install`, the C permission gate and protected-paths in the
 //!   agent directory's `extensions/`: pi asks the C plugin's question, and the `rm -rf` is
 //!   blocked.
@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use pi_hooks_host::testing::PluginTest;
 use pi_hooks_tests::pi_e2e::pi_rpc_with_model;
+use pi_hooks_tests::tools::pi16;
 use pi_hooks_tests::{
     Sandbox, c_example_plugin, json_lines, output_within, pi_hooks_bin, protected_paths_plugin,
     rust_plugin,
@@ -403,7 +404,13 @@ fn the_readme_s_no_key_path_blocks_rm_rf_in_the_real_pi() {
         let name = plugin.file_name().unwrap().to_str().unwrap().to_owned();
         sandbox.install(&plugin, &extensions, &name);
     }
-    let mut pi = pi_rpc_with_model(&sandbox, "pi-hooks-demo", "demo", &["--no-session"]);
+    let mut pi = pi_rpc_with_model(
+        &pi16(),
+        &sandbox,
+        "pi-hooks-demo",
+        "demo",
+        &["--no-session"],
+    );
 
     pi.send(&json!({"id": "1", "type": "prompt", "message": "Run the demo."}));
     let (before, select) =

@@ -1,11 +1,12 @@
 //! Images cross the `serve` protocol both ways: an RPC `prompt` with `images` reaches a native
 //! plugin's `input` event, and a plugin's `send_user_message_content` with an image block
 //! reaches the user message, when the plugin runs in a `serve` child: `pi-hooks rpc
-//! --isolate`, and the real pi 0.73.1 through the bridge.
+//! --isolate`, and the real pi 1.6.0 through the bridge.
 
 use pi_hooks_tests::fake_openai::{FakeOpenAi, Reply};
 use pi_hooks_tests::pi_e2e::{pi_rpc, prepare};
 use pi_hooks_tests::rpc_client::RpcClient;
+use pi_hooks_tests::tools::pi16;
 use pi_hooks_tests::{Sandbox, compile_c_text};
 use serde_json::{Value, json};
 
@@ -116,7 +117,15 @@ fn images_cross_the_bridge_in_the_real_pi() {
         &sandbox.agent_dir().join("extensions"),
         "libimage_reader.so",
     );
-    let mut pi = pi_rpc(&sandbox, &["--no-session"]);
+    // pi 1.6 decodes and resizes a prompt's images by default (`images.autoResize`), which
+    // the 14-byte GIF above is too short for ("[Image omitted: could not be resized below the
+    // inline image size limit.]"): off, the images cross as they are, what this test is about.
+    std::fs::write(
+        sandbox.agent_dir().join("settings.json"),
+        json!({"images": {"autoResize": false}}).to_string(),
+    )
+    .unwrap();
+    let mut pi = pi_rpc(&pi16(), &sandbox, &["--no-session"]);
     images_both_ways(&mut pi);
     let (status, _) = pi.close();
     assert!(status.success(), "{status}");

@@ -1,5 +1,6 @@
-//! `pi-hooks install npm:` and the real pi 0.73.1 share one list of packages: what either
-//! installs from the local npm registry (verdaccio) the other lists and loads, and `pi update`
+//! `pi-hooks install npm:` and the real pi (1.6.0 on node 22; 0.73.1 for the first test too)
+//! share one list of packages: what either installs from the local npm registry (verdaccio)
+//! the other lists and loads, and `pi update`
 //! and `pi remove` do what a pi user expects of them with native packages. A platform without
 //! a binary, of pi-hooks or of a native package, is refused naming the ones there are. The pi
 //! user has no Rust toolchain on PATH: `pi-hooks` is npm's launcher of the prebuilt binary.
@@ -8,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use pi_hooks_tests::npm::{GitDaemon, PiUser, Registry, git, pack_as, settings_packages};
 use pi_hooks_tests::packages::{edit_package_json, unpack};
+use pi_hooks_tests::tools::{Pi, pi16, pi073};
 use pi_hooks_tests::{Sandbox, protected_paths_plugin, rust_plugin};
 use serde_json::{Value, json};
 
@@ -63,6 +65,16 @@ fn edited(tgz: &Path, dir: &Path, change: impl FnOnce(&mut Value)) -> PathBuf {
 
 #[test]
 fn pi_hooks_install_npm_and_pi_agree() {
+    pi_hooks_install_npm_and_pi_agree_in(&pi16());
+}
+
+/// The same with pi 0.73.1, which installs a user's packages with `npm install -g`.
+#[test]
+fn pi_hooks_install_npm_and_pi_0_73_agree() {
+    pi_hooks_install_npm_and_pi_agree_in(&pi073());
+}
+
+fn pi_hooks_install_npm_and_pi_agree_in(pi: &Pi) {
     let sandbox = Sandbox::new();
     let registry = Registry::with_pi_hooks();
     let dist = sandbox.root().join("dist");
@@ -96,27 +108,45 @@ fn pi_hooks_install_npm_and_pi_agree() {
         json!({ "npmCommand": ["sh", wrapper] }).to_string(),
     )
     .unwrap();
-    user.pi_ok(&["install", "npm:pi-hooks"]);
+    user.pi_ok(pi, &["install", "npm:pi-hooks"]);
 
-    // pi-hooks installs with npm where pi does, and records it as pi does: pi lists it.
+    // pi-hooks installs with npm where pi does (pi 1.6: `npm install SPEC --prefix
+    // <agentDir>/npm`; pi 0.73.1: `npm install -g SPEC`), and records it as pi does: pi lists
+    // it.
     ok(&mut user.pi_hooks(&["install", "npm:@acme/permission-gate", "--yes"]));
     let logged = std::fs::read_to_string(&calls).unwrap();
-    assert!(logged.contains("install -g pi-hooks"), "{logged}");
+    let root = user.npm_root_of(pi);
+    let installs = |name: &str| {
+        if pi.version.starts_with("0.") {
+            format!("install -g {name}")
+        } else {
+            format!(
+                "install {name} --prefix {}",
+                root.parent().unwrap().display()
+            )
+        }
+    };
+    assert!(logged.contains(&installs("pi-hooks")), "{logged}");
     assert!(
         logged.contains("pack @acme/permission-gate --json --ignore-scripts"),
         "{logged}"
     );
     assert!(
-        logged.contains("install -g @acme/permission-gate"),
-        "{logged}"
+        logged
+            .lines()
+            .any(|l| l.starts_with(&installs("@acme/permission-gate"))),
+        "pi-hooks installs where pi {} does: {logged}",
+        pi.version
     );
-    let root = user.npm_global_root();
-    assert!(root.join("@acme/permission-gate/package.json").is_file());
+    assert!(
+        root.join("@acme/permission-gate/package.json").is_file(),
+        "{root:?}"
+    );
     assert_eq!(
         settings_packages(&sandbox.agent_dir().join("settings.json")),
         json!(["npm:pi-hooks", "npm:@acme/permission-gate"])
     );
-    let listed = stdout(&user.pi_ok(&["list"]));
+    let listed = stdout(&user.pi_ok(pi, &["list"]));
     assert!(listed.contains("npm:@acme/permission-gate"), "{listed}");
     assert!(
         listed.contains(&root.join("@acme/permission-gate").display().to_string()),
@@ -124,7 +154,7 @@ fn pi_hooks_install_npm_and_pi_agree() {
     );
 
     // The reverse: pi installs, pi-hooks lists it.
-    user.pi_ok(&["install", "npm:@acme/protected-paths"]);
+    user.pi_ok(pi, &["install", "npm:@acme/protected-paths"]);
     assert_eq!(
         pi_hooks_packages_listed(&user),
         [
@@ -142,14 +172,14 @@ fn pi_hooks_install_npm_and_pi_agree() {
         json["version"] = "9.9.9".into();
     });
     registry.publish(&next);
-    user.pi_ok(&["update", "--extensions"]);
+    user.pi_ok(pi, &["update", "--extensions"]);
     assert!(
         pi_hooks_packages_listed(&user)
             .contains(&("npm:@acme/protected-paths".to_owned(), "9.9.9".to_owned()))
     );
 
     // `pi remove` of one pi-hooks installed: gone from both lists and from npm's folder.
-    user.pi_ok(&["remove", "npm:@acme/permission-gate"]);
+    user.pi_ok(pi, &["remove", "npm:@acme/permission-gate"]);
     assert!(!root.join("@acme/permission-gate").exists());
     assert_eq!(
         pi_hooks_packages_listed(&user),
@@ -158,7 +188,7 @@ fn pi_hooks_install_npm_and_pi_agree() {
     // `pi-hooks remove` of one pi installed: uninstalled with npm as pi does.
     ok(&mut user.pi_hooks(&["remove", "@acme/protected-paths"]));
     assert!(!root.join("@acme/protected-paths").exists());
-    let listed = stdout(&user.pi_ok(&["list"]));
+    let listed = stdout(&user.pi_ok(pi, &["list"]));
     assert!(!listed.contains("protected-paths"), "{listed}");
     assert!(pi_hooks_packages_listed(&user).is_empty());
 }
@@ -181,12 +211,19 @@ fn a_platform_without_a_binary_is_refused_by_name() {
     });
     registry.publish(&arm_only);
     let user = PiUser::new(&sandbox, &registry);
-    user.pi_ok(&["install", "npm:@acme/arm-only"]);
+    let pi = &pi16();
+    user.pi_ok(pi, &["install", "npm:@acme/arm-only"]);
 
     // pi-hooks (the binary the package brought, as serve in pi would) names both platforms.
-    let launcher = user
-        .npm_global_root()
-        .join("@acme/arm-only/node_modules/pi-hooks/bridge/pi-hooks-launcher.cjs");
+    // pi 1.6 installs every user package into one npm project (`<agentDir>/npm`), so npm
+    // hoists the package's `pi-hooks` dependency beside it (pi 0.73.1's `npm install -g`
+    // nests it in the package's own node_modules).
+    let root = user.npm_root_of(pi);
+    assert!(
+        !root.join("@acme/arm-only/node_modules/pi-hooks").exists(),
+        "pi 1.6 nests nothing"
+    );
+    let launcher = root.join("pi-hooks/bridge/pi-hooks-launcher.cjs");
     let list = ok(user.command("node").arg(&launcher).args(["list", "--json"]));
     let list: Value = serde_json::from_slice(&list.stdout).unwrap();
     let errors = list["errors"].to_string();
@@ -243,7 +280,8 @@ fn pi_hooks_install_git_clones_where_pi_does() {
     let daemon = GitDaemon::start(&served);
     let source = format!("git:git://127.0.0.1:{}/acme/permission-gate", daemon.port());
     let user = PiUser::new(&sandbox, &registry);
-    user.pi_ok(&["install", "npm:pi-hooks"]);
+    let pi = &pi16();
+    user.pi_ok(pi, &["install", "npm:pi-hooks"]);
 
     ok(&mut user.pi_hooks(&["install", &source, "--yes"]));
     // In pi's folder for it, with the npm install pi runs after a clone (the bridge).
@@ -259,7 +297,7 @@ fn pi_hooks_install_git_clones_where_pi_does() {
             .exists(),
         "the store keeps only the record"
     );
-    let listed = stdout(&user.pi_ok(&["list"]));
+    let listed = stdout(&user.pi_ok(pi, &["list"]));
     assert!(listed.contains(&source), "{listed}");
     assert!(listed.contains(&clone.display().to_string()), "{listed}");
     let plugins = stdout(&ok(&mut user.pi_hooks(&["list"])));
@@ -483,13 +521,19 @@ fn a_signed_package_installed_with_npm_verifies_at_each_load() {
     );
     registry.publish(&tgz);
     let user = PiUser::new(&sandbox, &registry);
-    user.pi_ok(&["install", "npm:pi-hooks"]);
+    let pi = &pi16();
+    user.pi_ok(pi, &["install", "npm:pi-hooks"]);
     // npm installs the package and its dependency (the pi-hooks npm package, in its
     // node_modules/, which the signature does not cover): what npm installed is what was
     // checked, and it loads.
     ok(&mut user.pi_hooks(&["install", "npm:@acme/signed-paths", "--yes"]));
-    let folder = user.npm_global_root().join("@acme/signed-paths");
-    assert!(folder.join("pi-hooks.sig").is_file());
+    // Where pi 1.6 keeps a user's npm packages (`<agentDir>/npm/node_modules`).
+    let folder = user.npm_root_of(pi).join("@acme/signed-paths");
+    assert!(
+        folder.join("pi-hooks.sig").is_file(),
+        "pi-hooks installs where pi {} does, in {folder:?}",
+        pi.version
+    );
     let list: Value =
         serde_json::from_slice(&ok(&mut user.pi_hooks(&["list", "--json"])).stdout).unwrap();
     assert_eq!(list["plugins"][0]["name"], "protected-paths", "{list}");

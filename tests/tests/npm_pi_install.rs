@@ -1,5 +1,6 @@
 //! A pi user with node and npm but no Rust toolchain (cargo and rustc are not on PATH) gets
-//! native plugins with the real pi 0.73.1's `pi install` alone: pi-hooks' npm packages (made
+//! native plugins with the real pi's `pi install` alone (pi 1.6.0 on node 22, and the user
+//! path again with pi 0.73.1): pi-hooks' npm packages (made
 //! by scripts/npm-packages.sh from the release build) and native plugins packed by
 //! `pi-hooks pack` (the Rust permission-gate, the C protected-paths) are published to a local
 //! npm registry (verdaccio), pi installs them (`npm:` for the user and `-l` for the project,
@@ -15,6 +16,7 @@ use pi_hooks_tests::npm::{
 };
 use pi_hooks_tests::packages::unpack;
 use pi_hooks_tests::rpc_client::RpcClient;
+use pi_hooks_tests::tools::{Pi, pi16, pi073};
 use pi_hooks_tests::{Sandbox, protected_paths_plugin, rust_plugin};
 use serde_json::{Value, json};
 
@@ -111,13 +113,22 @@ fn env_write_is_blocked(pi: &mut RpcClient, id: &str, project: &Path) {
 
 #[test]
 fn pi_install_npm_gives_a_pi_user_native_plugins_with_one_serve() {
+    pi_install_npm_gives_native_plugins(&pi16());
+}
+
+#[test]
+fn pi_0_73_install_npm_gives_a_pi_user_native_plugins_with_one_serve() {
+    pi_install_npm_gives_native_plugins(&pi073());
+}
+
+fn pi_install_npm_gives_native_plugins(pi: &Pi) {
     let sandbox = Sandbox::new();
     let published = publish(&sandbox);
     let user = PiUser::new(&sandbox, &published.registry);
     let server = model();
     write_models(&sandbox, &server);
 
-    // No Rust toolchain on this user's PATH.
+    // No Rust toolchain on this user's PATH, nor on the PATH pi runs with (its node first).
     let cargo = user
         .command("sh")
         .args(["-c", "command -v cargo || command -v rustc"])
@@ -128,11 +139,25 @@ fn pi_install_npm_gives_a_pi_user_native_plugins_with_one_serve() {
         "cargo is on the pi user's PATH: {}",
         String::from_utf8_lossy(&cargo.stdout)
     );
+    let pi_command = user.pi(pi, &[]);
+    let pi_path = pi_command
+        .get_envs()
+        .find(|(name, _)| *name == "PATH")
+        .and_then(|(_, value)| value)
+        .expect("pi runs with the user's PATH");
+    for dir in std::env::split_paths(pi_path) {
+        for tool in ["cargo", "rustc"] {
+            assert!(
+                !dir.join(tool).exists(),
+                "{tool} is in {dir:?}, on pi's PATH"
+            );
+        }
+    }
 
     // One command for pi-hooks, one per native plugin.
-    user.pi_ok(&["install", "npm:pi-hooks"]);
-    user.pi_ok(&["install", "npm:@acme/permission-gate"]);
-    user.pi_ok(&["install", "npm:@acme/protected-paths"]);
+    user.pi_ok(pi, &["install", "npm:pi-hooks"]);
+    user.pi_ok(pi, &["install", "npm:@acme/permission-gate"]);
+    user.pi_ok(pi, &["install", "npm:@acme/protected-paths"]);
     assert_eq!(
         settings_packages(&sandbox.agent_dir().join("settings.json")),
         json!([
@@ -141,13 +166,34 @@ fn pi_install_npm_gives_a_pi_user_native_plugins_with_one_serve() {
             "npm:@acme/protected-paths"
         ])
     );
-    // pi installed them globally with npm, where `npm root -g` says.
-    let root = user.npm_global_root();
+    // pi 1.6 installed them in <agentDir>/npm/node_modules, pi 0.73.1 globally with npm
+    // (where `npm root -g` says); never both.
+    let root = user.npm_root_of(pi);
     for name in ["pi-hooks", "@acme/permission-gate", "@acme/protected-paths"] {
-        assert!(root.join(name).join("package.json").is_file(), "{name}");
+        assert!(
+            root.join(name).join("package.json").is_file(),
+            "pi {} installs {name} in {}",
+            pi.version,
+            root.display()
+        );
     }
+    let other = if root == user.npm_global_root() {
+        user.pi_npm_root()
+    } else {
+        user.npm_global_root()
+    };
+    assert!(!other.join("@acme/permission-gate").exists(), "{other:?}");
 
-    // `pi-hooks` is on PATH through npm's launcher, which runs the prebuilt binary.
+    // `pi-hooks` through npm's launcher where pi installed it, which runs the prebuilt binary:
+    // pi 1.6 leaves it in <agentDir>/npm/node_modules/.bin (not on PATH), pi 0.73.1 in npm's
+    // global bin.
+    let launcher = if pi.version.starts_with("0.") {
+        user.npm_prefix().join("bin/pi-hooks")
+    } else {
+        root.join(".bin/pi-hooks")
+    };
+    assert!(launcher.exists(), "{launcher:?}");
+    assert_eq!(user.pi_hooks_launcher(), launcher);
     let version = user.pi_hooks(&["--version"]).output().unwrap();
     assert!(version.status.success(), "{version:?}");
     assert_eq!(
@@ -155,13 +201,13 @@ fn pi_install_npm_gives_a_pi_user_native_plugins_with_one_serve() {
         format!("pi-hooks {}", pi_hooks_host::packages::HOST_VERSION)
     );
 
-    let mut pi = user.pi_rpc(&["--no-session"]);
-    rm_rf_is_blocked(&mut pi, "1");
-    env_write_is_blocked(&mut pi, "2", &sandbox.project());
+    let mut session = user.pi_rpc(pi, &["--no-session"]);
+    rm_rf_is_blocked(&mut session, "1");
+    env_write_is_blocked(&mut session, "2", &sandbox.project());
     // Three copies of the bridge (pi-hooks' and one beside each native package), one serve.
-    let serves = serve_children(pi.pid());
+    let serves = serve_children(session.pid());
     assert_eq!(serves.len(), 1, "serve processes of pi: {serves:?}");
-    let (status, _) = pi.close();
+    let (status, _) = session.close();
     assert!(status.success(), "{status}");
 
     // pi-hooks sees what pi installed.
@@ -181,6 +227,7 @@ fn pi_install_npm_gives_a_pi_user_native_plugins_with_one_serve() {
 
 #[test]
 fn pi_install_for_the_project_and_from_git() {
+    let pi = &pi16();
     let sandbox = Sandbox::new();
     let published = publish(&sandbox);
     let user = PiUser::new(&sandbox, &published.registry);
@@ -189,8 +236,8 @@ fn pi_install_for_the_project_and_from_git() {
 
     // pi-hooks for the user (its command on PATH), the project's package in .pi/npm, listed
     // in .pi/settings.json.
-    user.pi_ok(&["install", "npm:pi-hooks"]);
-    user.pi_ok(&["install", "-l", "npm:@acme/protected-paths"]);
+    user.pi_ok(pi, &["install", "npm:pi-hooks"]);
+    user.pi_ok(pi, &["install", "-l", "npm:@acme/protected-paths"]);
     assert_eq!(
         settings_packages(&sandbox.project().join(".pi/settings.json")),
         json!(["npm:@acme/protected-paths"])
@@ -209,9 +256,9 @@ fn pi_install_for_the_project_and_from_git() {
     git(&repo, &["add", "-A"]);
     git(&repo, &["commit", "--quiet", "-m", "permission-gate"]);
     let daemon = GitDaemon::start(&served);
-    // pi 0.73.1 takes a git:// URL with its `git:` prefix (a bare one it reads as a path).
+    // pi takes a git:// URL with its `git:` prefix (a bare one it reads as a path).
     let url = format!("git:git://127.0.0.1:{}/acme/permission-gate", daemon.port());
-    user.pi_ok(&["install", &url]);
+    user.pi_ok(pi, &["install", &url]);
     let clone = sandbox
         .agent_dir()
         .join("git/127.0.0.1/acme/permission-gate");
@@ -236,11 +283,11 @@ fn pi_install_for_the_project_and_from_git() {
     let trusted = user.pi_hooks(&["trust", &library]).output().unwrap();
     assert!(trusted.status.success(), "{trusted:?}");
 
-    let mut pi = user.pi_rpc(&["--no-session"]);
-    rm_rf_is_blocked(&mut pi, "1");
-    env_write_is_blocked(&mut pi, "2", &sandbox.project());
-    assert_eq!(serve_children(pi.pid()).len(), 1);
-    let (status, _) = pi.close();
+    let mut session = user.pi_rpc(pi, &["--no-session"]);
+    rm_rf_is_blocked(&mut session, "1");
+    env_write_is_blocked(&mut session, "2", &sandbox.project());
+    assert_eq!(serve_children(session.pid()).len(), 1);
+    let (status, _) = session.close();
     assert!(status.success(), "{status}");
 
     // A new commit upstream (version 1.0.1), brought in by pi's own `pi update`: pi-hooks
@@ -253,7 +300,7 @@ fn pi_install_for_the_project_and_from_git() {
         &repo,
         &["commit", "--quiet", "-am", "permission-gate 1.0.1"],
     );
-    user.pi_ok(&["update", &url]);
+    user.pi_ok(pi, &["update", &url]);
     let updated: Value =
         serde_json::from_slice(&std::fs::read(clone.join("package.json")).unwrap()).unwrap();
     assert_eq!(updated["version"], "1.0.1", "pi updated the clone");
@@ -266,9 +313,9 @@ fn pi_install_for_the_project_and_from_git() {
         .find(|p| p["source"] == url.as_str())
         .unwrap_or_else(|| panic!("the git package after pi update: {list:#}"));
     assert_eq!(gate["version"], "1.0.1", "{gate:#}");
-    let mut pi = user.pi_rpc(&["--no-session"]);
-    rm_rf_is_blocked(&mut pi, "3");
-    let (status, _) = pi.close();
+    let mut session = user.pi_rpc(pi, &["--no-session"]);
+    rm_rf_is_blocked(&mut session, "3");
+    let (status, _) = session.close();
     assert!(status.success(), "{status}");
     drop(daemon);
 }

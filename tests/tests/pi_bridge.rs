@@ -1,5 +1,6 @@
-//! Native plugins inside the real pi: pi 0.73.1 in RPC mode (from scripts/pi-peer, installed
-//! by .ci/run) with the bridge installed by `pi-hooks bridge install`, a fake
+//! Native plugins inside the real pi: pi 1.6.0 on node 22 in RPC mode (`tools::pi16`, from
+//! scripts/pi-peer-1.6), and for the blocking tests pi 0.73.1 too (`tools::pi073`, from
+//! scripts/pi-peer), with the bridge installed by `pi-hooks bridge install`, a fake
 //! OpenAI-compatible server scripting the model (tests/src/fake_openai.rs), and native
 //! plugins dropped into the agent directory: the C protected-paths and confirm-command, the
 //! Rust permission-gate and workflow, a plugin rebuilt and reloaded through pi's `/reload`,
@@ -12,6 +13,7 @@ use pi_hooks_tests::fake_openai::{
 };
 use pi_hooks_tests::pi_e2e::{pi_rpc, prepare};
 use pi_hooks_tests::rpc_client::{RpcClient, command_source_info};
+use pi_hooks_tests::tools::{Pi, pi16, pi073};
 use pi_hooks_tests::workflow::install_examples;
 use pi_hooks_tests::{
     Sandbox, c_example_plugin, c_fixture, compile_c_text, protected_paths_plugin, rust_plugin,
@@ -84,6 +86,16 @@ fn result_text(end: &Value) -> String {
 
 #[test]
 fn native_plugins_gate_pi_s_tools_and_ask_through_pi_s_ui() {
+    native_plugins_gate_pi_s_tools_and_ask_through_pi_s_ui_in(&pi16());
+}
+
+/// The same with pi 0.73.1.
+#[test]
+fn native_plugins_gate_pi_s_tools_and_ask_through_pi_s_ui_pi_0_73() {
+    native_plugins_gate_pi_s_tools_and_ask_through_pi_s_ui_in(&pi073());
+}
+
+fn native_plugins_gate_pi_s_tools_and_ask_through_pi_s_ui_in(peer: &Pi) {
     let sandbox = Sandbox::new();
     let server = model();
     prepare(&sandbox, &server);
@@ -93,7 +105,7 @@ fn native_plugins_gate_pi_s_tools_and_ask_through_pi_s_ui() {
         &sandbox,
         &c_example_plugin(&sandbox.lib(), "confirm-command", "confirm_command"),
     );
-    let mut pi = pi_rpc(&sandbox, &["--no-session"]);
+    let mut pi = pi_rpc(peer, &sandbox, &["--no-session"]);
 
     // permission-gate asks with pi's select dialog; "No" blocks with its reason.
     pi.send(&json!({"id": "1", "type": "prompt", "message": "wipe the build"}));
@@ -146,6 +158,10 @@ fn native_plugins_gate_pi_s_tools_and_ask_through_pi_s_ui() {
 /// pi's `event.input` in place, as a pi extension does (spawn-hook: `CUSTOM_VAR=1`, `pnpm`).
 #[test]
 fn a_native_plugin_rewrites_the_input_of_pi_s_bash() {
+    a_native_plugin_rewrites_the_input_of_pi_s_bash_in(&pi16());
+}
+
+fn a_native_plugin_rewrites_the_input_of_pi_s_bash_in(peer: &Pi) {
     let sandbox = Sandbox::new();
     let server = model();
     prepare(&sandbox, &server);
@@ -153,7 +169,7 @@ fn a_native_plugin_rewrites_the_input_of_pi_s_bash() {
         &sandbox,
         &c_example_plugin(&sandbox.lib(), "spawn-hook", "spawn_hook"),
     );
-    let mut pi = pi_rpc(&sandbox, &["--no-session"]);
+    let mut pi = pi_rpc(peer, &sandbox, &["--no-session"]);
     let lines = run(&mut pi, "1", "check npm");
     let start = lines
         .iter()
@@ -174,12 +190,16 @@ fn a_native_plugin_rewrites_the_input_of_pi_s_bash() {
 
 #[test]
 fn the_workflow_plugin_steers_pi_s_session() {
+    the_workflow_plugin_steers_pi_s_session_in(&pi16());
+}
+
+fn the_workflow_plugin_steers_pi_s_session_in(peer: &Pi) {
     let sandbox = Sandbox::new();
     let server = model();
     prepare(&sandbox, &server);
     install_examples(&sandbox);
     install(&sandbox, &rust_plugin("workflow"));
-    let mut pi = pi_rpc(&sandbox, &["--no-session"]);
+    let mut pi = pi_rpc(peer, &sandbox, &["--no-session"]);
 
     // /workflow starts it: the status reaches pi's setStatus, the first phase (planning,
     // whitelist read/grep/find/ls) blocks the model's bash call with the workflow's reason.
@@ -235,13 +255,23 @@ fn the_workflow_plugin_steers_pi_s_session() {
 
 #[test]
 fn a_native_segfault_is_reported_fails_closed_and_is_restarted_while_pi_runs() {
+    a_native_segfault_is_reported_fails_closed_and_is_restarted_while_pi_runs_in(&pi16());
+}
+
+/// The same with pi 0.73.1.
+#[test]
+fn a_native_segfault_is_reported_fails_closed_and_is_restarted_while_pi_runs_pi_0_73() {
+    a_native_segfault_is_reported_fails_closed_and_is_restarted_while_pi_runs_in(&pi073());
+}
+
+fn a_native_segfault_is_reported_fails_closed_and_is_restarted_while_pi_runs_in(peer: &Pi) {
     let sandbox = Sandbox::new();
     let server = model();
     prepare(&sandbox, &server);
     install(&sandbox, &c_fixture(&sandbox.lib(), "segv_on_crash", &[]));
     install(&sandbox, &protected_paths_plugin(&sandbox.lib()));
     let session = sandbox.root().join("session.jsonl");
-    let mut pi = pi_rpc(&sandbox, &["--session", session.to_str().unwrap()]);
+    let mut pi = pi_rpc(peer, &sandbox, &["--session", session.to_str().unwrap()]);
 
     let lines = run(&mut pi, "1", "crash now");
     let end = tool_end(&lines);
@@ -335,6 +365,10 @@ PI_HOOKS_PLUGIN("versioned", VERSION, "says its version", init, NULL);
 
 #[test]
 fn pi_s_reload_loads_a_rebuilt_native_plugin() {
+    pi_s_reload_loads_a_rebuilt_native_plugin_in(&pi16());
+}
+
+fn pi_s_reload_loads_a_rebuilt_native_plugin_in(peer: &Pi) {
     let sandbox = Sandbox::new();
     let server = model();
     prepare(&sandbox, &server);
@@ -351,7 +385,7 @@ fn pi_s_reload_loads_a_rebuilt_native_plugin() {
         std::fs::rename(built, hooks.join("libversioned.so")).unwrap();
     };
     build("1.0.0");
-    let mut pi = pi_rpc(&sandbox, &["--no-session"]);
+    let mut pi = pi_rpc(peer, &sandbox, &["--no-session"]);
     pi.until(|l| l["method"] == "notify" && l["message"] == "started startup 1.0.0");
     let version = |pi: &mut RpcClient| {
         pi.send(&json!({"id": "v", "type": "prompt", "message": "/ver"}));
@@ -515,6 +549,10 @@ fn bridge_install_warns_about_the_hooks_folders_pi_stops_at() {
 /// directory, listed in settings, and named with `-e`.
 #[test]
 fn pi_s_source_info_for_each_kind_of_place() {
+    pi_s_source_info_for_each_kind_of_place_in(&pi16());
+}
+
+fn pi_s_source_info_for_each_kind_of_place_in(peer: &Pi) {
     let sandbox = Sandbox::new();
     let server = model();
     prepare(&sandbox, &server);
@@ -540,7 +578,11 @@ fn pi_s_source_info_for_each_kind_of_place() {
         .unwrap_or_else(|| json!({}));
     value["extensions"] = json!([listed]);
     std::fs::write(&settings, value.to_string()).unwrap();
-    let mut pi = pi_rpc(&sandbox, &["--no-session", "-e", cli.to_str().unwrap()]);
+    let mut pi = pi_rpc(
+        peer,
+        &sandbox,
+        &["--no-session", "-e", cli.to_str().unwrap()],
+    );
     pi.send(&json!({"id": "c", "type": "get_commands"}));
     let response = pi.response("c");
     let info = |name: &str| command_source_info(&response, name);

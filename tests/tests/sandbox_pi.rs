@@ -1,4 +1,4 @@
-//! Grants inside the real pi: pi 0.73.1 in RPC mode with the bridge (`pi-hooks bridge
+//! Grants inside the real pi: pi 1.6.0 (on node 22) in RPC mode with the bridge (`pi-hooks bridge
 //! install`), whose `pi-hooks serve` loads an installed package that declares capabilities
 //! in a confined child of its own, as `run` does. The hostile C plugin
 //! (tests/fixtures/sandbox_hostile.c), packed with `read: ["~/.ssh"]` and `network: false`,
@@ -16,6 +16,7 @@ use pi_hooks_tests::npm::serve_children;
 use pi_hooks_tests::packages::{edit_package_json, ok, refused, unpack};
 use pi_hooks_tests::pi_e2e::{pi_rpc, prepare};
 use pi_hooks_tests::rpc_client::RpcClient;
+use pi_hooks_tests::tools::pi16;
 use pi_hooks_tests::{Sandbox, c_fixture_as};
 use serde_json::{Value, json};
 
@@ -116,7 +117,7 @@ fn in_pi_an_installed_package_runs_confined_to_its_capabilities() {
     std::fs::write(sandbox.home().join(".ssh/id_rsa"), "SECRET-KEY\n").unwrap();
     std::fs::create_dir_all(sandbox.home().join("out")).unwrap();
     install_package(&sandbox, &json!({"read": ["~/.ssh"], "network": false}));
-    let mut pi = pi_rpc(&sandbox, &["--no-session"]);
+    let mut pi = pi_rpc(&pi16(), &sandbox, &["--no-session"]);
 
     // What the grant allows works: the package reads the key it was granted.
     let (read, _) = attack(&mut pi, "1", "read");
@@ -177,8 +178,8 @@ fn a_package_pi_installed_that_asks_for_more_after_an_update_waits_for_a_grant()
     let sandbox = Sandbox::new();
     let folder = package_folder(&sandbox, &json!({"read": ["~/.ssh"]}));
     // The real pi installs it (a local package: pi lists the folder in `packages`).
-    let install = std::process::Command::new("node")
-        .arg(pi_hooks_tests::pi_e2e::pi_cli())
+    let install = pi16()
+        .command()
         .args(["install", folder.to_str().unwrap()])
         .current_dir(sandbox.project())
         .env("HOME", sandbox.home())
