@@ -100,10 +100,11 @@ impl HostServices for AgentServices {
     }
 
     fn append_entry(&self, custom_type: &str, data: Option<Value>) -> Result<(), String> {
-        Shared::lock(&self.shared.session)
+        let id = Shared::lock(&self.shared.session)
             .append_custom(custom_type, data)
-            .map(drop)
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        self.shared.entry_appended(&id);
+        Ok(())
     }
 
     /// pi's rules: `nextTurn` waits for the next prompt; while streaming the message steers

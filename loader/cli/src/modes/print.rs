@@ -33,7 +33,7 @@ pub fn run(setup: CoreSetup, prompts: Vec<String>, output: Output) -> i32 {
     }
     let sink: EventSink = if json {
         let stdout = stdout.clone();
-        Box::new(move |event: &Value| stdout.line(event))
+        Box::new(move |event: &Value| stdout.line(&core::json_event(event)))
     } else {
         Box::new(|_: &Value| {})
     };

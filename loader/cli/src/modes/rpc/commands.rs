@@ -195,7 +195,7 @@ impl Commands {
         let id = parsed.get("id");
         let Some(name) = kind.and_then(Value::as_str) else {
             let error = format!("Unknown command: {}", js_text(kind));
-            return self.out.line(&failure(None, kind.cloned(), &error));
+            return self.out.line(&failure(id, kind.cloned(), &error));
         };
         let response = match self.command(name, &parsed, id) {
             Some(Ok(data)) => success(id, name, data),
@@ -226,8 +226,8 @@ impl Commands {
     }
 
     /// Runs a command: `Some(Ok(data))`, `Some(Err(message))`, or `None` when the response
-    /// is written elsewhere (later for a prompt, an abort or a bash command; at once for an
-    /// unknown command, whose line has no `id`).
+    /// is written elsewhere (later for a prompt, an abort or a bash command). Every failure
+    /// carries the request's `id`, an unknown command's too (pi 1.6).
     fn command(
         &self,
         name: &str,
@@ -235,30 +235,32 @@ impl Commands {
         id: Option<&Value>,
     ) -> Option<Result<Option<Value>, String>> {
         let agent = &self.agent;
-        let images = command.get("images");
         Some(Ok(match name {
             "prompt" => return self.prompt(command, id),
-            "steer" => {
-                let text = match message_of(name, command) {
-                    Ok(text) => text,
-                    Err(error) => return Some(Err(error)),
-                };
-                if let Some(refused) = queued_plugin_command(agent, text) {
-                    return Some(Err(refused));
-                }
-                agent.steer(text, images);
-                None
+            "steer" => return self.queue_input("steer", command, id),
+            "follow_up" => return self.queue_input("follow_up", command, id),
+            "clear_queue" => Some(agent.clear_queue()),
+            "get_available_thinking_levels" => {
+                // This host sends no reasoning level: "off" is the only one, as pi lists it
+                // for a model without reasoning.
+                Some(json!({"levels": ["off"]}))
             }
-            "follow_up" => {
-                let text = match message_of(name, command) {
-                    Ok(text) => text,
-                    Err(error) => return Some(Err(error)),
+            "get_entries" => {
+                let entries = agent.entries();
+                let entries = match command.get("since") {
+                    None | Some(Value::Null) => entries,
+                    Some(since) => {
+                        let Some(at) = entries.iter().position(|e| e["id"] == *since) else {
+                            return Some(Err(format!("Entry not found: {}", js_text(Some(since)))));
+                        };
+                        entries[at + 1..].to_vec()
+                    }
                 };
-                if let Some(refused) = queued_plugin_command(agent, text) {
-                    return Some(Err(refused));
-                }
-                agent.follow_up(text, images);
-                None
+                Some(json!({"entries": entries, "leafId": agent.leaf_id()}))
+            }
+            "get_tree" => {
+                self.get_tree(id);
+                return None;
             }
             "abort" => {
                 self.abort(id.cloned());
@@ -439,11 +441,7 @@ impl Commands {
                     "{name} is not supported by pi-hooks (this host has no such feature yet)"
                 )));
             }
-            _ => {
-                let error = format!("Unknown command: {name}");
-                self.out.line(&failure(None, Some(name.into()), &error));
-                return None;
-            }
+            _ => return Some(Err(format!("Unknown command: {name}"))),
         }))
     }
 
@@ -475,14 +473,16 @@ impl Commands {
             pi_hooks_host::services::runtime::handle().spawn_blocking(move || {
                 let line =
                     match agent.prompt_while_running(&text, images.as_ref(), behavior.as_deref()) {
-                        Ok(()) => success(id.as_ref(), "prompt", None),
+                        Ok(disposition) => {
+                            success(id.as_ref(), "prompt", Some(disposition_data(disposition)))
+                        }
                         Err(error) => failure(id.as_ref(), Some("prompt".into()), &error),
                     };
                 out.line(&line);
             });
             return None;
         }
-        let response = success(id, "prompt", None);
+        let response = success(id, "prompt", Some(disposition_data("started")));
         let text = text.to_owned();
         let images = command.get("images").cloned();
         let out = self.out.clone();
@@ -492,19 +492,88 @@ impl Commands {
         let job: Job = Box::new(move |agent| {
             prompts.start();
             *pending.lock().unwrap_or_else(|e| e.into_inner()) = Some(response);
-            agent.prompt_with_images(&text, images.as_ref());
-            // No run (a command, a handled input): the prompt is done before its response
-            // is read, so the client's next prompt is accepted.
-            prompts.finish();
-            if let Some(response) = pending.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                out.line(&response);
-            }
+            agent.prompt_with_images_then(&text, images.as_ref(), || {
+                // No run (a command, a handled input): the prompt is done before its
+                // response is read, so the client's next prompt is accepted. It is answered
+                // as pi 1.6 answers it, "handled", before what plugins queued meanwhile runs.
+                prompts.finish();
+                if let Some(mut response) = pending.lock().unwrap_or_else(|e| e.into_inner()).take()
+                {
+                    response["data"] = disposition_data("handled");
+                    out.line(&response);
+                }
+            });
         });
         if self.jobs.send(job).is_err() {
             self.prompts.withdraw();
             return Some(Err("the agent has stopped".into()));
         }
         None
+    }
+
+    /// `steer` / `follow_up` (`name`), as pi 1.6's: a plugin command's text is refused, then
+    /// `input` handlers see the text and it is queued; answered with `data.disposition`
+    /// (`"queued"` or `"handled"`). With `input` handlers it runs on a thread that may block
+    /// (a handler may wait for a dialog, whose answer this input task must go on reading).
+    fn queue_input(
+        &self,
+        name: &'static str,
+        command: &Value,
+        id: Option<&Value>,
+    ) -> Option<Result<Option<Value>, String>> {
+        let text = match message_of(name, command) {
+            Ok(text) => text,
+            Err(error) => return Some(Err(error)),
+        };
+        if let Some(refused) = queued_plugin_command(&self.agent, text) {
+            return Some(Err(refused));
+        }
+        let steer = name == "steer";
+        let images = command.get("images");
+        if !self.agent.has_input_handlers() {
+            let disposition = self.agent.queue_input(text, images, steer);
+            return Some(Ok(Some(disposition_data(disposition))));
+        }
+        let (agent, out, id) = (self.agent.clone(), self.out.clone(), id.cloned());
+        let (text, images) = (text.to_owned(), images.cloned());
+        pi_hooks_host::services::runtime::handle().spawn_blocking(move || {
+            let disposition = agent.queue_input(&text, images.as_ref(), steer);
+            out.line(&success(
+                id.as_ref(),
+                name,
+                Some(disposition_data(disposition)),
+            ));
+        });
+        None
+    }
+
+    /// `get_tree`: pi's `getTree()` as `{tree, leafId}`. A session is a chain as deep as it
+    /// is long, and JSON is written (and dropped) recursively: the answer is built and
+    /// written on a thread with a stack sized for that, not on this input task.
+    fn get_tree(&self, id: Option<&Value>) {
+        let entries = self.agent.entries();
+        let leaf = self.agent.leaf_id();
+        let (out, request) = (self.out.clone(), id.cloned());
+        let stack = 64 * 1024 * 1024 + entries.len() * 4096;
+        let spawned = std::thread::Builder::new()
+            .name("pi-hooks-rpc-tree".into())
+            .stack_size(stack)
+            .spawn(move || {
+                let tree = super::tree::session_tree(entries);
+                let line = success(
+                    request.as_ref(),
+                    "get_tree",
+                    Some(json!({"tree": tree, "leafId": leaf})),
+                );
+                out.line(&line);
+            });
+        if let Err(error) = spawned {
+            self.out.line(&failure(
+                id,
+                Some("get_tree".into()),
+                &format!("get_tree: cannot start a thread: {error}"),
+            ));
+        }
     }
 
     /// `new_session{parentSession?}`: run on the agent's thread, answered with
@@ -683,6 +752,11 @@ impl Commands {
             "cost": cost,
         })
     }
+}
+
+/// `{"disposition": …}`: pi 1.6's `data` of a `prompt`, `steer` or `follow_up` response.
+fn disposition_data(disposition: &str) -> Value {
+    json!({ "disposition": disposition })
 }
 
 /// pi's refusal of a plugin command's text as a `steer` or `follow_up` message (a command
