@@ -106,7 +106,12 @@ impl AgentHandle {
 
     /// Whether a plugin handles the `input` event (then queueing a message runs plugin code).
     pub fn has_input_handlers(&self) -> bool {
-        self.runner.has_handlers("input")
+        self.has_handlers("input")
+    }
+
+    /// Whether a loaded plugin handles `event`.
+    pub fn has_handlers(&self, event: &str) -> bool {
+        self.runner.has_handlers(event)
     }
 
     /// pi 1.6's `clear_queue`: the steering and follow-up messages waiting are dropped and

@@ -670,7 +670,11 @@ impl Commands {
         });
     }
 
-    /// `bash`: answered with pi's `BashResult` once the command has ended.
+    /// `bash{command, excludeFromContext?}`, as pi 1.6's: plugins' `user_bash` first (a
+    /// `{result}` answers it without running anything; `{command, cwd, env}` changes what
+    /// runs, as for `!command` in the terminal), then the shell, its output streamed as `bash_execution_update {id, delta}`
+    /// lines (the request's `id`, left out when it has none); answered with pi's
+    /// `BashResult` once the command has ended, recorded with `excludeFromContext` when asked.
     fn bash(&self, command: &Value, id: Option<Value>) {
         let Some(text) = command.get("command").and_then(Value::as_str) else {
             let error = wrong_field("bash", "command", "a string", command);
@@ -678,15 +682,83 @@ impl Commands {
                 .out
                 .line(&failure(id.as_ref(), Some("bash".into()), &error));
         };
+        let excluded = match command.get("excludeFromContext") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(excluded)) => *excluded,
+            Some(_) => {
+                let error = wrong_field("bash", "excludeFromContext", "a boolean", command);
+                return self
+                    .out
+                    .line(&failure(id.as_ref(), Some("bash".into()), &error));
+            }
+        };
+        let updates = {
+            let (out, id) = (self.out.clone(), id.clone());
+            Box::new(move |delta: &str| {
+                let mut line = Map::new();
+                line.insert("type".into(), "bash_execution_update".into());
+                if let Some(id) = &id {
+                    line.insert("id".into(), id.clone());
+                }
+                line.insert("delta".into(), delta.into());
+                out.line(&Value::Object(line));
+            })
+        };
         let run = super::bash::BashRun {
             command: text.to_owned(),
             cwd: self.cwd.clone(),
-            ..Default::default()
+            env: Vec::new(),
+            exclude_from_context: excluded,
         };
-        let run = self.bash.clone().execute(run, self.agent.clone());
-        let out = self.out.clone();
+        let (agent, out, bash) = (self.agent.clone(), self.out.clone(), self.bash.clone());
+        if !agent.has_handlers("user_bash") {
+            // Started here, so an `abort_bash` read after this line reaches it.
+            let running = bash.execute_streaming(run, agent, updates);
+            pi_hooks_host::services::runtime::handle().spawn(async move {
+                let line = match running.await {
+                    Ok(result) => success(id.as_ref(), "bash", Some(result)),
+                    Err(error) => failure(id.as_ref(), Some("bash".into()), &error),
+                };
+                out.line(&line);
+            });
+            return;
+        }
         pi_hooks_host::services::runtime::handle().spawn(async move {
-            let line = match run.await {
+            // Plugin code: on a thread that may block (a handler may open a dialog).
+            let answer = {
+                let (agent, text) = (agent.clone(), run.command.clone());
+                tokio::task::spawn_blocking(move || agent.user_bash(&text, excluded))
+                    .await
+                    .ok()
+                    .flatten()
+            };
+            let result = match answer {
+                Some(answer) if answer.get("result").is_some_and(Value::is_object) => {
+                    let result = answer["result"].clone();
+                    super::bash::record(&agent, &run.command, result, excluded).await
+                }
+                answer => {
+                    // `{command, cwd, env}`: what runs instead (as `!command` in the terminal).
+                    let answer = answer.unwrap_or_default();
+                    let run = super::bash::BashRun {
+                        command: answer["command"]
+                            .as_str()
+                            .map_or(run.command, str::to_owned),
+                        cwd: answer["cwd"]
+                            .as_str()
+                            .map_or(run.cwd, std::path::PathBuf::from),
+                        env: answer["env"]
+                            .as_object()
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                            .collect(),
+                        exclude_from_context: excluded,
+                    };
+                    bash.execute_streaming(run, agent, updates).await
+                }
+            };
+            let line = match result {
                 Ok(result) => success(id.as_ref(), "bash", Some(result)),
                 Err(error) => failure(id.as_ref(), Some("bash".into()), &error),
             };
