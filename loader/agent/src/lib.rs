@@ -256,6 +256,9 @@ pub struct Agent {
     /// How many runs are in progress on this thread: a retry or an overflow recovery runs
     /// inside the run it continues, and only the outermost one settles (`agent_settled`).
     run_depth: u32,
+    /// Called once when the prompt being handled starts its run (see
+    /// [`Agent::prompt_with_images_then`]).
+    run_started: Option<Box<dyn FnOnce() + Send>>,
 }
 
 impl Agent {
@@ -305,6 +308,7 @@ impl Agent {
             watching: None,
             overflow_recovery_attempted: false,
             run_depth: 0,
+            run_started: None,
             core: Core {
                 runner,
                 builtin,
@@ -360,22 +364,27 @@ impl Agent {
     /// mimeType}` blocks): as in pi they reach the `input` event, `before_agent_start` and the
     /// user message after its text.
     pub fn prompt_with_images(&mut self, text: &str, images: Option<&Value>) {
-        self.prompt_with_images_then(text, images, || {});
+        self.prompt_with_images_then(text, images, Box::new(|| {}), || {});
     }
 
-    /// [`Agent::prompt_with_images`], calling `own_done` once the prompt itself is over (its
-    /// run has settled, or a command or an `input` handler handled it), before what plugins
-    /// queued meanwhile runs: RPC answers a handled prompt there (pi's `handled`
-    /// disposition).
+    /// [`Agent::prompt_with_images`] with pi 1.6's two moments of a prompt: `started` is
+    /// called when the prompt starts a run (after `input` and `before_agent_start`, before
+    /// `agent_start` reaches anyone: pi's `preflightResult("started")`), `own_done` once the
+    /// prompt itself is over (its run has settled, or a command or an `input` handler
+    /// handled it and `started` was never called), before what plugins queued meanwhile
+    /// runs. RPC answers the prompt at one of the two.
     pub fn prompt_with_images_then(
         &mut self,
         text: &str,
         images: Option<&Value>,
+        started: Box<dyn FnOnce() + Send>,
         own_done: impl FnOnce(),
     ) {
         let source = self.core.config.input_source;
         let images = images.filter(|i| i.as_array().is_some_and(|a| !a.is_empty()));
+        self.run_started = Some(started);
         self.prompt_from(text, source, images.cloned());
+        self.run_started = None;
         own_done();
         self.drain_runs();
     }
@@ -482,6 +491,9 @@ impl Agent {
 
     /// One agent run, from `agent_start` to `agent_end`, then its retry or compaction.
     fn run_once(&mut self, mut pending: Vec<Value>, system_prompt: String, prompt: &str) {
+        if let Some(started) = self.run_started.take() {
+            started();
+        }
         let abort = CancelToken::new();
         let core = &self.core;
         *Shared::lock(&core.shared.abort) = abort.clone();

@@ -38,7 +38,8 @@ pub struct Commands {
     pub jobs: Sender<Job>,
     /// Prompts queued or running on the agent's thread.
     pub prompts: Arc<PromptGate>,
-    /// The response of the prompt being started, written before the run's first event.
+    /// The response of the prompt being started: written when its run starts (`started`)
+    /// or once it was handled without one (`handled`).
     pub pending: Arc<std::sync::Mutex<Option<Value>>>,
     /// The session's working directory (`bash` runs there).
     pub cwd: std::path::PathBuf,
@@ -492,7 +493,18 @@ impl Commands {
         let job: Job = Box::new(move |agent| {
             prompts.start();
             *pending.lock().unwrap_or_else(|e| e.into_inner()) = Some(response);
-            agent.prompt_with_images_then(&text, images.as_ref(), || {
+            // A run starts: answered after preflight, as pi 1.6 answers, "started", before
+            // the run's `agent_start` reaches plugins or the client.
+            let started = {
+                let (pending, out) = (pending.clone(), out.clone());
+                Box::new(move || {
+                    if let Some(response) = pending.lock().unwrap_or_else(|e| e.into_inner()).take()
+                    {
+                        out.line(&response);
+                    }
+                })
+            };
+            agent.prompt_with_images_then(&text, images.as_ref(), started, || {
                 // No run (a command, a handled input): the prompt is done before its
                 // response is read, so the client's next prompt is accepted. It is answered
                 // as pi 1.6 answers it, "handled", before what plugins queued meanwhile runs.

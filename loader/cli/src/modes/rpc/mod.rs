@@ -96,16 +96,8 @@ pub fn run(setup: CoreSetup) -> i32 {
     let prompts = Arc::new(commands::PromptGate::default());
     let sink: EventSink = {
         let out = out.clone();
-        let pending = pending.clone();
         let prompts = prompts.clone();
         Box::new(move |event: &Value| {
-            // A prompt's response goes out after preflight, as pi 1.6's: just before its
-            // run's `agent_start`, with `data.disposition` "started".
-            if event["type"] == "agent_start"
-                && let Some(response) = pending.lock().unwrap_or_else(|e| e.into_inner()).take()
-            {
-                out.line(&response);
-            }
             if event["type"] == "agent_end" {
                 // The run is over before a client can read that it is: a prompt sent on
                 // reading `agent_end` is accepted, not refused as busy.
