@@ -161,7 +161,10 @@ fn a_tool_call_streamed_in_pieces_runs_through_the_real_tool_path() {
         ])
     });
     let sandbox = Sandbox::new();
-    let plugins = [("watcher", json!({"handlers": [{"event": "tool_call"}]}))];
+    let plugins = [(
+        "watcher",
+        json!({"handlers": [{"event": "tool_call"}, {"event": "message_update"}]}),
+    )];
     let mut command = behave_command(&sandbox, &plugins, &["run", "--mode", "json", "write it"]);
     command.args([
         "--no-session",
@@ -218,9 +221,23 @@ fn a_tool_call_streamed_in_pieces_runs_through_the_real_tool_path() {
             "toolcall_end"
         ]
     );
-    // While streaming, the partial arguments are parsed as far as they go.
+    // pi 1.6's stream: the start names the call; the deltas are the pieces.
+    assert_eq!(first_turn[0]["assistantMessageEvent"]["id"], "call_abc");
+    assert_eq!(first_turn[0]["assistantMessageEvent"]["toolName"], "bash");
+    // While streaming, the partial arguments are parsed as far as they go (in the message
+    // plugins get with each update; the stream carries deltas only).
+    let partials: Vec<Value> = read_behave_log(&sandbox.behave_log())
+        .into_iter()
+        .filter(|l| l.tag == "message_update")
+        .map(|l| l.value)
+        .filter(|v| {
+            v["assistantMessageEvent"]["type"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("toolcall"))
+        })
+        .collect();
     assert_eq!(
-        first_turn[2]["message"]["content"][1]["arguments"]["command"],
+        partials[2]["message"]["content"][1]["arguments"]["command"],
         "echo stre"
     );
     let ends: Vec<&Value> = lines

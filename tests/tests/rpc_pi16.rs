@@ -369,3 +369,102 @@ fn json_mode_prints_pi_16_s_lines() {
         .collect();
     assert_eq!(text, "Running echo json-16");
 }
+
+#[test]
+fn a_retried_run_says_will_retry_and_settles_once() {
+    use pi_hooks_tests::fake_openai::{FakeOpenAi, Reply};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let calls = Arc::new(AtomicUsize::new(0));
+    let server = FakeOpenAi::start(move |_| {
+        if calls.fetch_add(1, Ordering::SeqCst) < 2 {
+            Reply::Status(
+                503,
+                json!({"error": {"message": "The server is overloaded"}}).to_string(),
+            )
+        } else {
+            Reply::Text("recovered".into())
+        }
+    });
+    let sandbox = Sandbox::new();
+    std::fs::write(
+        sandbox.agent_dir().join("settings.json"),
+        json!({"retry": {"baseDelayMs": 20}}).to_string(),
+    )
+    .unwrap();
+    let output = sandbox
+        .command(&[
+            "run",
+            "--mode",
+            "json",
+            "--no-session",
+            "--no-hooks",
+            "--provider",
+            "local",
+            "--model",
+            "m",
+            "--base-url",
+            &server.base_url,
+            "hello",
+        ])
+        .env("OPENAI_API_KEY", "sk-test")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let outline: Vec<String> = json_lines(&output)
+        .iter()
+        .filter_map(|l| match l["type"].as_str()? {
+            "agent_end" => Some(format!("agent_end willRetry={}", l["willRetry"])),
+            "agent_settled" => Some(format!("agent_settled aborted={}", l["aborted"])),
+            "agent_start" => Some("agent_start".into()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        outline,
+        [
+            "agent_start",
+            "agent_end willRetry=true",
+            "agent_start",
+            "agent_end willRetry=true",
+            "agent_start",
+            "agent_end willRetry=false",
+            "agent_settled aborted=false",
+        ]
+    );
+}
+
+#[test]
+fn an_entry_a_plugin_appends_at_session_start_reaches_the_json_stream() {
+    let sandbox = Sandbox::new();
+    let script = script(&sandbox);
+    let config = json!({"handlers": [
+        {"event": "session_start", "append_entry": {"customType": "boot16", "data": {"at": "start"}}}
+    ]});
+    let output = pi_hooks_tests::behave_command(
+        &sandbox,
+        &[("booter", config)],
+        &[
+            "run",
+            "--mode",
+            "json",
+            "--no-session",
+            "--no-hooks",
+            "--script",
+            script.to_str().unwrap(),
+        ],
+    )
+    .arg("echo boot")
+    .output()
+    .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let lines = json_lines(&output);
+    assert_eq!(lines[0]["type"], "session", "the header first: {lines:#?}");
+    assert_eq!(lines[1]["type"], "entry_appended", "{lines:#?}");
+    let entry = &lines[1]["entry"];
+    assert_eq!(entry["type"], "custom");
+    assert_eq!(entry["customType"], "boot16");
+    assert_eq!(entry["data"], json!({"at": "start"}));
+    assert!(entry["id"].as_str().is_some_and(|id| !id.is_empty()));
+    assert_eq!(lines[2]["type"], "agent_start");
+}
