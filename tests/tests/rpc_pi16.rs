@@ -468,3 +468,19 @@ fn an_entry_a_plugin_appends_at_session_start_reaches_the_json_stream() {
     assert!(entry["id"].as_str().is_some_and(|id| !id.is_empty()));
     assert_eq!(lines[2]["type"], "agent_start");
 }
+
+#[test]
+fn naming_the_session_tells_the_client_with_session_info_changed() {
+    let sandbox = Sandbox::new();
+    let script = script(&sandbox);
+    let mut client = Client::start(rpc(&sandbox, &script));
+    client.send(&json!({"id": "n", "type": "set_session_name", "name": "  my work "}));
+    let (before, response) = client.until(|l| l["id"] == "n");
+    assert_eq!(response["success"], true, "{response}");
+    assert_eq!(
+        before,
+        [json!({"type": "session_info_changed", "name": "my work"})]
+    );
+    let (status, _) = client.close();
+    assert_eq!(status.code(), Some(0));
+}

@@ -342,12 +342,14 @@ impl AgentHandle {
         )
     }
 
-    /// Names the session (a `session_info` entry).
+    /// Names the session (a `session_info` entry; the mode gets `session_info_changed`).
     pub fn set_session_name(&self, name: &str) -> Result<(), String> {
         Shared::lock(&self.shared.session)
             .append_session_info(name)
             .map(drop)
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        self.shared.session_info_changed();
+        Ok(())
     }
 
     /// The text of the last assistant message.

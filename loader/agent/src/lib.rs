@@ -212,6 +212,17 @@ impl Shared {
         }
     }
 
+    /// The session's name changed: pi 1.6's `session_info_changed {name?}` line for the mode
+    /// (`name` left out when the session has none).
+    fn session_info_changed(&self) {
+        let name = Self::lock(&self.session).session_name();
+        let mut event = serde_json::json!({"type": "session_info_changed"});
+        if let Some(name) = name {
+            event["name"] = name.into();
+        }
+        self.sink(&event);
+    }
+
     fn abort_token(&self) -> CancelToken {
         Self::lock(&self.abort).clone()
     }

@@ -89,7 +89,9 @@ impl HostServices for AgentServices {
         Shared::lock(&self.shared.session)
             .append_session_info(name)
             .map(drop)
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        self.shared.session_info_changed();
+        Ok(())
     }
 
     fn set_label(&self, entry_id: &str, label: Option<&str>) -> Result<(), String> {
