@@ -396,8 +396,23 @@ impl Agent {
         self.run_started = Some(started);
         self.prompt_from(text, source, images.cloned());
         self.run_started = None;
+        // A plugin command's session operations belong to it (pi awaits them inside the
+        // command): done before the prompt counts as over.
+        self.drain_session_ops();
         own_done();
         self.drain_runs();
+    }
+
+    /// Performs the session operations plugin commands asked for (a model selection first).
+    fn drain_session_ops(&mut self) {
+        loop {
+            self.apply_model_request();
+            let op = Shared::lock(&self.core.shared.queues)
+                .session_ops
+                .pop_front();
+            let Some((plugin, op)) = op else { break };
+            self.perform_requested(&plugin, op);
+        }
     }
 
     /// Runs what plugins queued while the agent was idle (a timer's `send_user_message`, a
