@@ -50,8 +50,8 @@ pub fn load_error_lines(report: &LoadReport, out: &LineWriter) {
     }
 }
 
-/// An agent event as pi 1.6's RPC and JSON modes print it (`toJsonEvent` in pi's
-/// `dist/modes/json-event.js`): a `message_update` carries the delta only, as
+/// An agent event as pi 1.6's RPC and JSON modes print it (pi's `toJsonEvent`): a
+/// `message_update` carries the delta only, as
 /// `{type, usage, assistantMessageEvent}` (the partial message is left out, its `usage` is
 /// kept), with the event's own `partial` left out too and a `toolcall_start` naming its call
 /// (`id`, `toolName`, read from the partial message). Any other event is printed as it is.

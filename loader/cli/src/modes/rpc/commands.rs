@@ -1,5 +1,5 @@
 //! RPC commands: one parsed stdin line in, at most one `response` line out, as pi 1.6.0's
-//! `dist/modes/rpc/rpc-mode.js` answers (`prompt`, `steer` and `follow_up` with
+//! RPC mode answers (`prompt`, `steer` and `follow_up` with
 //! `data.disposition`; `clear_queue`, `get_entries`, `get_tree`,
 //! `get_available_thinking_levels`; every failure with the request's `id`). Commands that
 //! only read or queue run here, on the input task, so they answer while a prompt runs; a
