@@ -357,6 +357,7 @@ fn one_tool_call_follows_pi_s_event_order() {
             "message_end assistant",
             "turn_end",
             "agent_end",
+            "agent_settled",
         ],
         "{}",
         run.dump()

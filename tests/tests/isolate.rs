@@ -367,6 +367,13 @@ fn comparable(lines: Vec<Value>) -> Vec<Value> {
         .filter(|l| l["type"] != "session")
         .map(|mut l| {
             strip(&mut l);
+            // An appended entry's ids are random (pi 1.6's `entry_appended` line).
+            if l["type"] == "entry_appended"
+                && let Some(entry) = l["entry"].as_object_mut()
+            {
+                entry.remove("id");
+                entry.remove("parentId");
+            }
             l
         })
         .collect()

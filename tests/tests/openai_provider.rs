@@ -82,9 +82,11 @@ fn streamed_text_arrives_in_deltas_with_usage_and_the_key() {
         .map(|l| l["assistantMessageEvent"]["delta"].as_str().unwrap())
         .collect();
     assert_eq!(deltas, ["Hello", ", ", "world."]);
+    // As pi's agent loop: the stream's `start` and `done` are message_start / message_end,
+    // never updates.
     let kinds = update_kinds(&lines);
-    assert_eq!(kinds.first().map(String::as_str), Some("start"));
-    assert_eq!(kinds.last().map(String::as_str), Some("done"));
+    assert_eq!(kinds.first().map(String::as_str), Some("text_start"));
+    assert_eq!(kinds.last().map(String::as_str), Some("text_end"));
     let message = assistant_end(&lines);
     assert_eq!(
         message["content"],
@@ -159,7 +161,10 @@ fn a_tool_call_streamed_in_pieces_runs_through_the_real_tool_path() {
         ])
     });
     let sandbox = Sandbox::new();
-    let plugins = [("watcher", json!({"handlers": [{"event": "tool_call"}]}))];
+    let plugins = [(
+        "watcher",
+        json!({"handlers": [{"event": "tool_call"}, {"event": "message_update"}]}),
+    )];
     let mut command = behave_command(&sandbox, &plugins, &["run", "--mode", "json", "write it"]);
     command.args([
         "--no-session",
@@ -216,9 +221,23 @@ fn a_tool_call_streamed_in_pieces_runs_through_the_real_tool_path() {
             "toolcall_end"
         ]
     );
-    // While streaming, the partial arguments are parsed as far as they go.
+    // pi 1.6's stream: the start names the call; the deltas are the pieces.
+    assert_eq!(first_turn[0]["assistantMessageEvent"]["id"], "call_abc");
+    assert_eq!(first_turn[0]["assistantMessageEvent"]["toolName"], "bash");
+    // While streaming, the partial arguments are parsed as far as they go (in the message
+    // plugins get with each update; the stream carries deltas only).
+    let partials: Vec<Value> = read_behave_log(&sandbox.behave_log())
+        .into_iter()
+        .filter(|l| l.tag == "message_update")
+        .map(|l| l.value)
+        .filter(|v| {
+            v["assistantMessageEvent"]["type"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("toolcall"))
+        })
+        .collect();
     assert_eq!(
-        first_turn[2]["message"]["content"][1]["arguments"]["command"],
+        partials[2]["message"]["content"][1]["arguments"]["command"],
         "echo stre"
     );
     let ends: Vec<&Value> = lines
@@ -289,15 +308,13 @@ fn reasoning_content_becomes_a_thinking_block() {
     assert_eq!(
         kinds,
         [
-            "start",
             "thinking_start",
             "thinking_delta",
             "thinking_delta",
             "text_start",
             "text_delta",
             "thinking_end",
-            "text_end",
-            "done"
+            "text_end"
         ]
     );
 }
@@ -367,9 +384,10 @@ fn failing_run_at(server: &FakeOpenAi) -> String {
         .as_str()
         .expect("an errorMessage")
         .to_owned();
-    assert_eq!(
-        update_kinds(&lines).last().map(String::as_str),
-        Some("error")
+    // The stream's `error` ends the message (message_end), it is no update.
+    assert!(
+        !update_kinds(&lines).iter().any(|k| k == "error"),
+        "{lines:#?}"
     );
     let turn_end = lines.iter().find(|l| l["type"] == "turn_end").unwrap();
     assert_eq!(turn_end["toolResults"], json!([]));
@@ -660,7 +678,9 @@ fn abort_ends_a_turn_while_the_server_is_silent() {
     let mut client = RpcClient::start(provider_command(&sandbox, &server, &["rpc"]));
     client.send(&json!({"id": "p", "type": "prompt", "message": "take your time"}));
     client.until(|l| {
-        l["type"] == "message_update" && l["message"]["content"][0]["text"] == "Thinking about it"
+        l["type"] == "message_update"
+            && l["assistantMessageEvent"]["type"] == "text_delta"
+            && l["assistantMessageEvent"]["delta"] == "Thinking about it"
     });
     client.send(&json!({"id": "a", "type": "abort"}));
     let (lines, _) = client.until(|l| l["type"] == "agent_end");

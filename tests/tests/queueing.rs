@@ -229,7 +229,7 @@ fn a_follow_up_sent_in_agent_end_passes_input_and_is_queued_before_agent_end_sho
             json!("input rpc: hello"),
             json!("input extension: from agent_end"),
             json!({"type": "queue_update", "steering": [], "followUp": ["from agent_end"]}),
-            json!({"type": "agent_end"}),
+            json!({"type": "agent_end", "willRetry": false}),
         ],
         "{lines:#?}"
     );

@@ -137,13 +137,13 @@ fn failure_lines_are_pi_s_and_framing_is_lf_only() {
     client.send(&json!({"id": "req-1", "type": "bogus_command"}));
     assert_eq!(
         client.next_line(),
-        json!({"type":"response","command":"bogus_command","success":false,"error":"Unknown command: bogus_command"}),
-        "the id is not echoed for an unknown command, as in pi"
+        json!({"id":"req-1","type":"response","command":"bogus_command","success":false,"error":"Unknown command: bogus_command"}),
+        "the id is echoed for an unknown command, as in pi 1.6"
     );
     client.send(&json!({"id": "req-badjson"}));
     assert_eq!(
         client.next_line(),
-        json!({"type":"response","success":false,"error":"Unknown command: undefined"})
+        json!({"id":"req-badjson","type":"response","success":false,"error":"Unknown command: undefined"})
     );
     // CRLF is accepted; U+2028/U+2029 inside a line do not split it.
     client.send_raw("{\"id\":\"a\u{2028}b\u{2029}c\",\"type\":\"get_state\"}\r\n".as_bytes());
@@ -261,11 +261,15 @@ fn a_prompt_streams_json_mode_s_events_and_stdin_close_shuts_down() {
     let response = client.next_line();
     assert_eq!(
         response,
-        json!({"id":"p1","type":"response","command":"prompt","success":true}),
+        json!({"id":"p1","type":"response","command":"prompt","success":true,"data":{"disposition":"started"}}),
         "the response comes after preflight, before the run's events"
     );
-    let (mut events, end) = client.until(|l| l["type"] == "agent_end");
-    events.push(end.clone());
+    let (mut events, settled) = client.until(|l| l["type"] == "agent_settled");
+    events.push(settled.clone());
+    assert_eq!(settled, json!({"type": "agent_settled", "aborted": false}));
+    let end = events[events.len() - 2].clone();
+    assert_eq!(end["type"], "agent_end", "agent_settled follows agent_end");
+    assert_eq!(end["willRetry"], false, "{end}");
     assert_eq!(events[0]["type"], "agent_start");
     assert_eq!(end["messages"].as_array().map(Vec::len), Some(4), "{end}");
     // As pi prints them: `turn_start` bare, `turn_end` without the extension-only turnIndex.
@@ -353,9 +357,9 @@ fn open_dialog(sandbox: &Sandbox, timeout_ms: &str) -> (Client, Value) {
     (client, confirm)
 }
 
-/// The `tool_execution_end` of the run (reading through `agent_end`).
+/// The `tool_execution_end` of the run (reading through `agent_settled`).
 fn tool_end(client: &mut Client) -> Value {
-    let (before, _) = client.until(|l| l["type"] == "agent_end");
+    let (before, _) = client.until(|l| l["type"] == "agent_settled");
     before
         .into_iter()
         .find(|l| l["type"] == "tool_execution_end")
@@ -387,7 +391,7 @@ fn confirm_answered_yes_runs_the_tool_and_input_is_read_while_it_waits() {
     client.send(&json!({"id": "fu", "type": "follow_up", "message": "and then"}));
     assert_eq!(
         client.response("fu"),
-        json!({"id":"fu","type":"response","command":"follow_up","success":true})
+        json!({"id":"fu","type":"response","command":"follow_up","success":true,"data":{"disposition":"queued"}})
     );
     client.send(&json!({"id": "s3", "type": "get_state"}));
     assert_eq!(client.response("s3")["data"]["pendingMessageCount"], 2);
@@ -623,7 +627,7 @@ fn select_input_and_editor_round_trip_and_setters_are_fire_and_forget() {
     // The response of a plugin command comes after its handler (and its dialogs) finished.
     assert_eq!(
         client.next_line(),
-        json!({"id":"p","type":"response","command":"prompt","success":true})
+        json!({"id":"p","type":"response","command":"prompt","success":true,"data":{"disposition":"handled"}})
     );
     let (status, _) = client.close();
     assert!(status.success());
@@ -721,11 +725,12 @@ fn rpc_with_session(sandbox: &Sandbox, script: &Path) -> (Command, PathBuf) {
     (command, file)
 }
 
-/// Runs one prompt to its `agent_end`, so the session file has a user and an assistant entry.
+/// Runs one prompt until it settles (`agent_settled`, after `agent_end`), so the session file
+/// has a user and an assistant entry.
 fn first_run(client: &mut Client) {
     client.send(&json!({"id": "first", "type": "prompt", "message": "hello"}));
     assert_eq!(client.response("first")["success"], true);
-    client.until(|l| l["type"] == "agent_end");
+    client.until(|l| l["type"] == "agent_settled");
 }
 
 /// `get_state` still answers (as the very next line) with `messages` messages and nothing
@@ -824,11 +829,11 @@ fn missing_fields_and_wrong_types_get_error_responses_and_the_host_keeps_serving
     client.send(&json!({"id": {}, "type": "prompt", "message": false}));
     assert_eq!(client.next_line()["id"], json!({}));
     // A `type` that is not a string, and lines that are JSON but not objects: pi's
-    // `Unknown command: ${command.type}` without the id.
+    // `Unknown command: ${command.type}`, with the id when there is one (pi 1.6).
     client.send(&json!({"id": "j", "type": 42}));
     assert_eq!(
         client.next_line(),
-        json!({"type": "response", "command": 42, "success": false, "error": "Unknown command: 42"})
+        json!({"id": "j", "type": "response", "command": 42, "success": false, "error": "Unknown command: 42"})
     );
     for line in ["42", "[]", "\"prompt\"", "true"] {
         client.send_raw(format!("{line}\n").as_bytes());
@@ -941,6 +946,7 @@ fn a_10_mb_prompt_is_handled_and_a_line_over_16_mib_is_refused_in_bounded_memory
     assert_eq!(client.response("big")["success"], true);
     let (_, end) = client.until(|l| l["type"] == "agent_end");
     assert_eq!(end["messages"][0]["content"][0]["text"], message.as_str());
+    client.until(|l| l["type"] == "agent_settled");
     still_serving(&mut client, 2);
     session_intact(client, &file, &[&message]);
 }

@@ -47,23 +47,26 @@ impl AgentHandle {
     /// (and may handle or transform it), and it is queued as a steering or follow-up message
     /// by `streaming_behavior` (`"steer"` or `"followUp"`); without one, pi's error. Call it
     /// on a thread that may block: the command or the handlers may wait for dialogs.
+    ///
+    /// Gives pi 1.6's disposition: `"handled"` (a command ran, or a handler handled the
+    /// text) or `"queued"`.
     pub fn prompt_while_running(
         &self,
         text: &str,
         images: Option<&Value>,
         streaming_behavior: Option<&str>,
-    ) -> Result<(), String> {
+    ) -> Result<&'static str, String> {
         if text.trim() == "/reload" {
             return Err(super::reload::BUSY.into());
         }
         if super::plugin_tool::run_command(&self.runner, text, &self.cwd) {
-            return Ok(());
+            return Ok("handled");
         }
         let (text, images) = match self
             .runner
             .emit_input(text, images.cloned(), self.input_source)
         {
-            InputOutcome::Handled(_) => return Ok(()),
+            InputOutcome::Handled(_) => return Ok("handled"),
             InputOutcome::Transform { text, images } => (text, images),
             InputOutcome::Continue => (text.to_owned(), images.cloned()),
         };
@@ -72,7 +75,68 @@ impl AgentHandle {
             Some("steer") => self.steer(&text, images.as_ref()),
             _ => return Err(super::ALREADY_PROCESSING.into()),
         }
-        Ok(())
+        Ok("queued")
+    }
+
+    /// RPC `steer` / `follow_up` as pi 1.6's `_queueUserInput`: `input` handlers see the text
+    /// first (source: the mode's, `"rpc"`), and may handle it (`"handled"`) or transform it;
+    /// then it is queued (`"queued"`). The caller refuses a plugin command's text before.
+    /// Call it on a thread that may block when [`AgentHandle::has_input_handlers`]: the
+    /// handlers may wait for dialogs.
+    pub fn queue_input(&self, text: &str, images: Option<&Value>, steer: bool) -> &'static str {
+        let (text, images) = if self.has_input_handlers() {
+            match self
+                .runner
+                .emit_input(text, images.cloned(), self.input_source)
+            {
+                InputOutcome::Handled(_) => return "handled",
+                InputOutcome::Transform { text, images } => (text, images),
+                InputOutcome::Continue => (text.to_owned(), images.cloned()),
+            }
+        } else {
+            (text.to_owned(), images.cloned())
+        };
+        if steer {
+            self.steer(&text, images.as_ref());
+        } else {
+            self.follow_up(&text, images.as_ref());
+        }
+        "queued"
+    }
+
+    /// Whether a plugin handles the `input` event (then queueing a message runs plugin code).
+    pub fn has_input_handlers(&self) -> bool {
+        self.has_handlers("input")
+    }
+
+    /// Whether a loaded plugin handles `event`.
+    pub fn has_handlers(&self, event: &str) -> bool {
+        self.runner.has_handlers(event)
+    }
+
+    /// pi 1.6's `clear_queue`: the steering and follow-up messages waiting are dropped and
+    /// their texts returned as `{steering, followUp}`; a `queue_update` with both empty goes
+    /// to the mode.
+    pub fn clear_queue(&self) -> Value {
+        {
+            let mut queues = Shared::lock(&self.shared.queues);
+            queues.steer.clear();
+            queues.follow_up.clear();
+        }
+        let (steering, follow_up) = self.shared.clear_queued_texts();
+        json!({"steering": steering, "followUp": follow_up})
+    }
+
+    /// pi's `getEntries`: every session entry in file order (the header excluded).
+    pub fn entries(&self) -> Vec<Value> {
+        Shared::lock(&self.shared.session).entries().to_vec()
+    }
+
+    /// The id of the session's leaf entry (`None` for an empty session).
+    pub fn leaf_id(&self) -> Option<String> {
+        Shared::lock(&self.shared.session)
+            .leaf_id()
+            .map(str::to_owned)
     }
 
     /// Whether a run is in progress.
@@ -278,12 +342,14 @@ impl AgentHandle {
         )
     }
 
-    /// Names the session (a `session_info` entry).
+    /// Names the session (a `session_info` entry; the mode gets `session_info_changed`).
     pub fn set_session_name(&self, name: &str) -> Result<(), String> {
         Shared::lock(&self.shared.session)
             .append_session_info(name)
             .map(drop)
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        self.shared.session_info_changed();
+        Ok(())
     }
 
     /// The text of the last assistant message.

@@ -193,6 +193,36 @@ impl Shared {
         sink(&queue_update_event(&queued));
     }
 
+    /// Empties the texts a client queued (RPC `clear_queue`), tells the mode with an empty
+    /// `queue_update`, and gives the texts back as `(steering, followUp)`.
+    fn clear_queued_texts(&self) -> (Vec<String>, Vec<String>) {
+        let mut sink = Self::lock(&self.sink);
+        let mut queued = Self::lock(&self.queued_texts);
+        let taken = std::mem::take(&mut *queued);
+        sink(&queue_update_event(&queued));
+        (taken.steering, taken.follow_up)
+    }
+
+    /// A session entry was appended outside a run's messages (a plugin's `append_entry`):
+    /// pi 1.6's `entry_appended {entry}` line for the mode.
+    fn entry_appended(&self, id: &str) {
+        let entry = Self::lock(&self.session).entry(id).cloned();
+        if let Some(entry) = entry {
+            self.sink(&serde_json::json!({"type": "entry_appended", "entry": entry}));
+        }
+    }
+
+    /// The session's name changed: pi 1.6's `session_info_changed {name?}` line for the mode
+    /// (`name` left out when the session has none).
+    fn session_info_changed(&self) {
+        let name = Self::lock(&self.session).session_name();
+        let mut event = serde_json::json!({"type": "session_info_changed"});
+        if let Some(name) = name {
+            event["name"] = name.into();
+        }
+        self.sink(&event);
+    }
+
     fn abort_token(&self) -> CancelToken {
         Self::lock(&self.abort).clone()
     }
@@ -234,6 +264,12 @@ pub struct Agent {
     /// A context overflow was already answered by one compaction and retry since the last
     /// user prompt (pi's `_overflowRecoveryAttempted`).
     overflow_recovery_attempted: bool,
+    /// How many runs are in progress on this thread: a retry or an overflow recovery runs
+    /// inside the run it continues, and only the outermost one settles (`agent_settled`).
+    run_depth: u32,
+    /// Called once when the prompt being handled starts its run (see
+    /// [`Agent::prompt_with_images_then`]).
+    run_started: Option<Box<dyn FnOnce() + Send>>,
 }
 
 impl Agent {
@@ -282,6 +318,8 @@ impl Agent {
             model,
             watching: None,
             overflow_recovery_attempted: false,
+            run_depth: 0,
+            run_started: None,
             core: Core {
                 runner,
                 builtin,
@@ -337,10 +375,44 @@ impl Agent {
     /// mimeType}` blocks): as in pi they reach the `input` event, `before_agent_start` and the
     /// user message after its text.
     pub fn prompt_with_images(&mut self, text: &str, images: Option<&Value>) {
+        self.prompt_with_images_then(text, images, Box::new(|| {}), || {});
+    }
+
+    /// [`Agent::prompt_with_images`] with pi 1.6's two moments of a prompt: `started` is
+    /// called when the prompt starts a run (after `input` and `before_agent_start`, before
+    /// `agent_start` reaches anyone: pi's `preflightResult("started")`), `own_done` once the
+    /// prompt itself is over (its run has settled, or a command or an `input` handler
+    /// handled it and `started` was never called), before what plugins queued meanwhile
+    /// runs. RPC answers the prompt at one of the two.
+    pub fn prompt_with_images_then(
+        &mut self,
+        text: &str,
+        images: Option<&Value>,
+        started: Box<dyn FnOnce() + Send>,
+        own_done: impl FnOnce(),
+    ) {
         let source = self.core.config.input_source;
         let images = images.filter(|i| i.as_array().is_some_and(|a| !a.is_empty()));
+        self.run_started = Some(started);
         self.prompt_from(text, source, images.cloned());
+        self.run_started = None;
+        // A plugin command's session operations belong to it (pi awaits them inside the
+        // command): done before the prompt counts as over.
+        self.drain_session_ops();
+        own_done();
         self.drain_runs();
+    }
+
+    /// Performs the session operations plugin commands asked for (a model selection first).
+    fn drain_session_ops(&mut self) {
+        loop {
+            self.apply_model_request();
+            let op = Shared::lock(&self.core.shared.queues)
+                .session_ops
+                .pop_front();
+            let Some((plugin, op)) = op else { break };
+            self.perform_requested(&plugin, op);
+        }
     }
 
     /// Runs what plugins queued while the agent was idle (a timer's `send_user_message`, a
@@ -424,7 +496,30 @@ impl Agent {
     }
 
     /// One agent run.
-    fn run(&mut self, mut pending: Vec<Value>, system_prompt: String, prompt: &str) {
+    fn run(&mut self, pending: Vec<Value>, system_prompt: String, prompt: &str) {
+        self.run_depth += 1;
+        self.run_once(pending, system_prompt, prompt);
+        self.run_depth -= 1;
+        if self.run_depth == 0 {
+            self.settle();
+        }
+    }
+
+    /// The run is over and nothing continues it (no retry, no overflow recovery left): pi
+    /// 1.6's `agent_settled {aborted}` line for the mode, `aborted` when an abort reached
+    /// the run (or the wait before its retry).
+    fn settle(&mut self) {
+        let aborted = self.core.shared.abort_token().is_cancelled();
+        self.core
+            .shared
+            .sink(&json!({"type": "agent_settled", "aborted": aborted}));
+    }
+
+    /// One agent run, from `agent_start` to `agent_end`, then its retry or compaction.
+    fn run_once(&mut self, mut pending: Vec<Value>, system_prompt: String, prompt: &str) {
+        if let Some(started) = self.run_started.take() {
+            started();
+        }
         let abort = CancelToken::new();
         let core = &self.core;
         *Shared::lock(&core.shared.abort) = abort.clone();
@@ -463,7 +558,11 @@ impl Agent {
                         started = true;
                         core.emit(json!({"type": "message_start", "message": partial}));
                     }
-                    core.emit(json!({"type": "message_update", "message": partial, "assistantMessageEvent": event}));
+                    // pi's agent loop turns the stream's `start` into `message_start` and its
+                    // `done` / `error` into `message_end`: only the deltas are updates.
+                    if !matches!(event["type"].as_str(), Some("start" | "done" | "error")) {
+                        core.emit(json!({"type": "message_update", "message": partial, "assistantMessageEvent": event}));
+                    }
                 });
                 if abort.is_cancelled() {
                     message["stopReason"] = "aborted".into();
@@ -529,6 +628,9 @@ impl Agent {
                 .emit_each(end.clone(), || core.flush_user_messages());
         }
         core.shared.streaming.store(false, Ordering::Release);
+        // pi 1.6 tells clients (not plugins) whether the run is retried.
+        let mut end = end;
+        end["willRetry"] = retry::will_retry(core, &new_messages, &abort).into();
         core.shared.sink(&end);
         // pi's order: a transient error is retried first; only a run that is not retried
         // goes on to the compaction check.

@@ -85,6 +85,23 @@ impl Agent {
     }
 }
 
+/// pi 1.6's `agent_end.willRetry` (`_willRetryAfterAgentEnd`): the run was not aborted,
+/// retry is on with attempts left, and the run's last assistant answer is a transient error
+/// that [`Agent::check_retry`] will retry.
+pub(super) fn will_retry(core: &Core, run_messages: &[Value], abort: &CancelToken) -> bool {
+    if abort.is_cancelled() || !core.shared.auto_retry.load(Ordering::Acquire) {
+        return false;
+    }
+    if core.shared.retry_attempt.load(Ordering::Acquire) >= core.config.retry.max_retries {
+        return false;
+    }
+    run_messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "assistant")
+        .is_some_and(is_retryable)
+}
+
 /// An answer that is not an error ended a retry in progress: `auto_retry_end {success: true}`.
 pub(super) fn note_success(core: &Core) {
     let attempt = core.shared.retry_attempt.swap(0, Ordering::AcqRel);

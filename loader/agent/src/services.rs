@@ -89,7 +89,9 @@ impl HostServices for AgentServices {
         Shared::lock(&self.shared.session)
             .append_session_info(name)
             .map(drop)
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        self.shared.session_info_changed();
+        Ok(())
     }
 
     fn set_label(&self, entry_id: &str, label: Option<&str>) -> Result<(), String> {
@@ -100,10 +102,11 @@ impl HostServices for AgentServices {
     }
 
     fn append_entry(&self, custom_type: &str, data: Option<Value>) -> Result<(), String> {
-        Shared::lock(&self.shared.session)
+        let id = Shared::lock(&self.shared.session)
             .append_custom(custom_type, data)
-            .map(drop)
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        self.shared.entry_appended(&id);
+        Ok(())
     }
 
     /// pi's rules: `nextTurn` waits for the next prompt; while streaming the message steers

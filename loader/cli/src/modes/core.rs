@@ -50,6 +50,43 @@ pub fn load_error_lines(report: &LoadReport, out: &LineWriter) {
     }
 }
 
+/// An agent event as pi 1.6's RPC and JSON modes print it (pi's `toJsonEvent`): a
+/// `message_update` carries the delta only, as
+/// `{type, usage, assistantMessageEvent}` (the partial message is left out, its `usage` is
+/// kept), with the event's own `partial` left out too and a `toolcall_start` naming its call
+/// (`id`, `toolName`, read from the partial message). Any other event is printed as it is.
+pub fn json_event(event: &serde_json::Value) -> std::borrow::Cow<'_, serde_json::Value> {
+    use std::borrow::Cow;
+    if event["type"] != "message_update" {
+        return Cow::Borrowed(event);
+    }
+    let message = &event["message"];
+    let mut delta = event["assistantMessageEvent"].clone();
+    if let Some(fields) = delta.as_object_mut() {
+        fields.remove("partial");
+        if fields.get("type").and_then(serde_json::Value::as_str) == Some("toolcall_start") {
+            let index = fields
+                .get("contentIndex")
+                .and_then(serde_json::Value::as_u64)
+                .and_then(|i| usize::try_from(i).ok());
+            let call = index
+                .and_then(|i| message["content"].get(i))
+                .filter(|block| block["type"] == "toolCall");
+            if let Some(call) = call {
+                fields.insert("id".into(), call["id"].clone());
+                fields.insert("toolName".into(), call["name"].clone());
+            }
+        }
+    }
+    let mut line = serde_json::Map::new();
+    line.insert("type".into(), "message_update".into());
+    if let Some(usage) = message.get("usage") {
+        line.insert("usage".into(), usage.clone());
+    }
+    line.insert("assistantMessageEvent".into(), delta);
+    Cow::Owned(serde_json::Value::Object(line))
+}
+
 /// Builds the runner and the agent. Plugin errors go to stderr as
 /// `Extension error (<path>): <message>`, and to `error_lines` as pi's `extension_error`
 /// objects when given. Events go to `sink`.

@@ -1,5 +1,7 @@
 //! Print mode (`-p`: the final assistant text on stdout) and JSON mode (`--mode json`: the
-//! session header, then every event as one JSON line, as pi writes them). Neither has a UI:
+//! session header, then every event as one JSON line, as pi 1.6 writes them: see
+//! [`core::json_event`] for `message_update`; each run ends with `agent_end {messages,
+//! willRetry}`, then `agent_settled {aborted}` once nothing continues it). Neither has a UI:
 //! `hasUI` is false and dialogs answer their defaults. Plugin errors go to stderr as
 //! `Extension error (<path>): <message>` (and, in JSON mode, also as `extension_error` lines).
 //! In print mode a run whose last assistant message failed prints its `errorMessage` on
@@ -33,7 +35,7 @@ pub fn run(setup: CoreSetup, prompts: Vec<String>, output: Output) -> i32 {
     }
     let sink: EventSink = if json {
         let stdout = stdout.clone();
-        Box::new(move |event: &Value| stdout.line(event))
+        Box::new(move |event: &Value| stdout.line(&core::json_event(event)))
     } else {
         Box::new(|_: &Value| {})
     };

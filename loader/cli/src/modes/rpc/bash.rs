@@ -68,6 +68,17 @@ impl BashControl {
         run: BashRun,
         agent: AgentHandle,
     ) -> impl std::future::Future<Output = Result<Value, String>> + Send + 'static {
+        self.execute_streaming(run, agent, Box::new(|_| {}))
+    }
+
+    /// [`BashControl::execute`], handing each piece of output to `on_output` as it comes
+    /// (text, `\r` removed, never a split UTF-8 character): RPC's `bash_execution_update`.
+    pub fn execute_streaming(
+        self: Arc<Self>,
+        run: BashRun,
+        agent: AgentHandle,
+        mut on_output: Box<dyn FnMut(&str) + Send>,
+    ) -> impl std::future::Future<Output = Result<Value, String>> + Send + 'static {
         let abort = Arc::new(Abort::default());
         *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(abort.clone());
         async move {
@@ -77,7 +88,7 @@ impl BashControl {
                 env,
                 exclude_from_context,
             } = run;
-            let result = self::run(&command, &cwd, &env, &abort).await;
+            let result = self::run(&command, &cwd, &env, &abort, &mut *on_output).await;
             {
                 // A later command took the switch over (pi keeps one): leave it to that one.
                 let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
@@ -132,6 +143,7 @@ async fn run(
     cwd: &std::path::Path,
     env: &[(String, String)],
     abort: &Abort,
+    on_output: &mut (dyn FnMut(&str) + Send),
 ) -> Result<Value, String> {
     let mut shell = tokio::process::Command::new(shell_program());
     shell.envs(env.iter().map(|(k, v)| (k, v)));
@@ -159,6 +171,9 @@ async fn run(
     }
     drop(sender);
     let mut output = Vec::new();
+    // Where the output not yet handed to `on_output` starts (an incomplete UTF-8 character
+    // waits for the rest of its bytes).
+    let mut streamed = 0;
     let mut status = None;
     let mut cancelled = false;
     let drain = tokio::time::sleep(Duration::from_secs(u64::MAX / 4));
@@ -166,7 +181,10 @@ async fn run(
     loop {
         tokio::select! {
             chunk = chunks.recv() => match chunk {
-                Some(chunk) => output.extend_from_slice(&chunk),
+                Some(chunk) => {
+                    output.extend_from_slice(&chunk);
+                    streamed += stream_text(&output[streamed..], on_output);
+                }
                 None => break,
             },
             exited = child.wait(), if status.is_none() => {
@@ -190,6 +208,9 @@ async fn run(
         Some(status) => status,
         None => child.wait().await.ok(),
     };
+    if streamed < output.len() {
+        on_output(&String::from_utf8_lossy(&output[streamed..]).replace('\r', ""));
+    }
     let text = String::from_utf8_lossy(&output).replace('\r', "");
     let truncation = truncate_tail(&text, TruncationOptions::default());
     let mut result = Map::new();
@@ -213,6 +234,25 @@ async fn run(
         result.insert("fullOutputPath".into(), path.into());
     }
     Ok(Value::Object(result))
+}
+
+/// Hands the complete UTF-8 text at the start of `bytes` to `on_output` (`\r` removed;
+/// invalid bytes as U+FFFD), keeping back an incomplete character at the end; the number of
+/// bytes handed over.
+fn stream_text(bytes: &[u8], on_output: &mut (dyn FnMut(&str) + Send)) -> usize {
+    let complete = match std::str::from_utf8(bytes) {
+        Ok(_) => bytes.len(),
+        // An incomplete character at the end waits; an invalid one goes out as U+FFFD.
+        Err(error) if error.error_len().is_none() => error.valid_up_to(),
+        Err(_) => bytes.len(),
+    };
+    if complete > 0 {
+        let text = String::from_utf8_lossy(&bytes[..complete]).replace('\r', "");
+        if !text.is_empty() {
+            on_output(&text);
+        }
+    }
+    complete
 }
 
 /// Copies a pipe into `sender` until EOF.

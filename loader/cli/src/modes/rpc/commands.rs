@@ -1,6 +1,9 @@
-//! RPC commands: one parsed stdin line in, at most one `response` line out, as pi 0.73.1's
-//! `rpc-mode.js` answers. Commands that only read or queue run here, on the input task, so
-//! they answer while a prompt runs; a prompt is handed to the agent's thread.
+//! RPC commands: one parsed stdin line in, at most one `response` line out, as pi 1.6.0's
+//! RPC mode answers (`prompt`, `steer` and `follow_up` with
+//! `data.disposition`; `clear_queue`, `get_entries`, `get_tree`,
+//! `get_available_thinking_levels`; every failure with the request's `id`). Commands that
+//! only read or queue run here, on the input task, so they answer while a prompt runs; a
+//! prompt is handed to the agent's thread.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -38,7 +41,8 @@ pub struct Commands {
     pub jobs: Sender<Job>,
     /// Prompts queued or running on the agent's thread.
     pub prompts: Arc<PromptGate>,
-    /// The response of the prompt being started, written before the run's first event.
+    /// The response of the prompt being started: written when its run starts (`started`)
+    /// or once it was handled without one (`handled`).
     pub pending: Arc<std::sync::Mutex<Option<Value>>>,
     /// The session's working directory (`bash` runs there).
     pub cwd: std::path::PathBuf,
@@ -195,7 +199,7 @@ impl Commands {
         let id = parsed.get("id");
         let Some(name) = kind.and_then(Value::as_str) else {
             let error = format!("Unknown command: {}", js_text(kind));
-            return self.out.line(&failure(None, kind.cloned(), &error));
+            return self.out.line(&failure(id, kind.cloned(), &error));
         };
         let response = match self.command(name, &parsed, id) {
             Some(Ok(data)) => success(id, name, data),
@@ -226,8 +230,8 @@ impl Commands {
     }
 
     /// Runs a command: `Some(Ok(data))`, `Some(Err(message))`, or `None` when the response
-    /// is written elsewhere (later for a prompt, an abort or a bash command; at once for an
-    /// unknown command, whose line has no `id`).
+    /// is written elsewhere (later for a prompt, an abort or a bash command). Every failure
+    /// carries the request's `id`, an unknown command's too (pi 1.6).
     fn command(
         &self,
         name: &str,
@@ -235,30 +239,32 @@ impl Commands {
         id: Option<&Value>,
     ) -> Option<Result<Option<Value>, String>> {
         let agent = &self.agent;
-        let images = command.get("images");
         Some(Ok(match name {
             "prompt" => return self.prompt(command, id),
-            "steer" => {
-                let text = match message_of(name, command) {
-                    Ok(text) => text,
-                    Err(error) => return Some(Err(error)),
-                };
-                if let Some(refused) = queued_plugin_command(agent, text) {
-                    return Some(Err(refused));
-                }
-                agent.steer(text, images);
-                None
+            "steer" => return self.queue_input("steer", command, id),
+            "follow_up" => return self.queue_input("follow_up", command, id),
+            "clear_queue" => Some(agent.clear_queue()),
+            "get_available_thinking_levels" => {
+                // This host sends no reasoning level: "off" is the only one, as pi lists it
+                // for a model without reasoning.
+                Some(json!({"levels": ["off"]}))
             }
-            "follow_up" => {
-                let text = match message_of(name, command) {
-                    Ok(text) => text,
-                    Err(error) => return Some(Err(error)),
+            "get_entries" => {
+                let entries = agent.entries();
+                let entries = match command.get("since") {
+                    None | Some(Value::Null) => entries,
+                    Some(since) => {
+                        let Some(at) = entries.iter().position(|e| e["id"] == *since) else {
+                            return Some(Err(format!("Entry not found: {}", js_text(Some(since)))));
+                        };
+                        entries[at + 1..].to_vec()
+                    }
                 };
-                if let Some(refused) = queued_plugin_command(agent, text) {
-                    return Some(Err(refused));
-                }
-                agent.follow_up(text, images);
-                None
+                Some(json!({"entries": entries, "leafId": agent.leaf_id()}))
+            }
+            "get_tree" => {
+                self.get_tree(id);
+                return None;
             }
             "abort" => {
                 self.abort(id.cloned());
@@ -439,11 +445,7 @@ impl Commands {
                     "{name} is not supported by pi-hooks (this host has no such feature yet)"
                 )));
             }
-            _ => {
-                let error = format!("Unknown command: {name}");
-                self.out.line(&failure(None, Some(name.into()), &error));
-                return None;
-            }
+            _ => return Some(Err(format!("Unknown command: {name}"))),
         }))
     }
 
@@ -475,14 +477,16 @@ impl Commands {
             pi_hooks_host::services::runtime::handle().spawn_blocking(move || {
                 let line =
                     match agent.prompt_while_running(&text, images.as_ref(), behavior.as_deref()) {
-                        Ok(()) => success(id.as_ref(), "prompt", None),
+                        Ok(disposition) => {
+                            success(id.as_ref(), "prompt", Some(disposition_data(disposition)))
+                        }
                         Err(error) => failure(id.as_ref(), Some("prompt".into()), &error),
                     };
                 out.line(&line);
             });
             return None;
         }
-        let response = success(id, "prompt", None);
+        let response = success(id, "prompt", Some(disposition_data("started")));
         let text = text.to_owned();
         let images = command.get("images").cloned();
         let out = self.out.clone();
@@ -492,19 +496,99 @@ impl Commands {
         let job: Job = Box::new(move |agent| {
             prompts.start();
             *pending.lock().unwrap_or_else(|e| e.into_inner()) = Some(response);
-            agent.prompt_with_images(&text, images.as_ref());
-            // No run (a command, a handled input): the prompt is done before its response
-            // is read, so the client's next prompt is accepted.
-            prompts.finish();
-            if let Some(response) = pending.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                out.line(&response);
-            }
+            // A run starts: answered after preflight, as pi 1.6 answers, "started", before
+            // the run's `agent_start` reaches plugins or the client.
+            let started = {
+                let (pending, out) = (pending.clone(), out.clone());
+                Box::new(move || {
+                    if let Some(response) = pending.lock().unwrap_or_else(|e| e.into_inner()).take()
+                    {
+                        out.line(&response);
+                    }
+                })
+            };
+            agent.prompt_with_images_then(&text, images.as_ref(), started, || {
+                // No run (a command, a handled input): the prompt is done before its
+                // response is read, so the client's next prompt is accepted. It is answered
+                // as pi 1.6 answers it, "handled", before what plugins queued meanwhile runs.
+                prompts.finish();
+                if let Some(mut response) = pending.lock().unwrap_or_else(|e| e.into_inner()).take()
+                {
+                    response["data"] = disposition_data("handled");
+                    out.line(&response);
+                }
+            });
         });
         if self.jobs.send(job).is_err() {
             self.prompts.withdraw();
             return Some(Err("the agent has stopped".into()));
         }
         None
+    }
+
+    /// `steer` / `follow_up` (`name`), as pi 1.6's: a plugin command's text is refused, then
+    /// `input` handlers see the text and it is queued; answered with `data.disposition`
+    /// (`"queued"` or `"handled"`). With `input` handlers it runs on a thread that may block
+    /// (a handler may wait for a dialog, whose answer this input task must go on reading).
+    fn queue_input(
+        &self,
+        name: &'static str,
+        command: &Value,
+        id: Option<&Value>,
+    ) -> Option<Result<Option<Value>, String>> {
+        let text = match message_of(name, command) {
+            Ok(text) => text,
+            Err(error) => return Some(Err(error)),
+        };
+        if let Some(refused) = queued_plugin_command(&self.agent, text) {
+            return Some(Err(refused));
+        }
+        let steer = name == "steer";
+        let images = command.get("images");
+        if !self.agent.has_input_handlers() {
+            let disposition = self.agent.queue_input(text, images, steer);
+            return Some(Ok(Some(disposition_data(disposition))));
+        }
+        let (agent, out, id) = (self.agent.clone(), self.out.clone(), id.cloned());
+        let (text, images) = (text.to_owned(), images.cloned());
+        pi_hooks_host::services::runtime::handle().spawn_blocking(move || {
+            let disposition = agent.queue_input(&text, images.as_ref(), steer);
+            out.line(&success(
+                id.as_ref(),
+                name,
+                Some(disposition_data(disposition)),
+            ));
+        });
+        None
+    }
+
+    /// `get_tree`: pi's `getTree()` as `{tree, leafId}`. A session is a chain as deep as it
+    /// is long, and JSON is written (and dropped) recursively: the answer is built and
+    /// written on a thread with a stack sized for that, not on this input task.
+    fn get_tree(&self, id: Option<&Value>) {
+        let entries = self.agent.entries();
+        let leaf = self.agent.leaf_id();
+        let (out, request) = (self.out.clone(), id.cloned());
+        let stack = 64 * 1024 * 1024 + entries.len() * 4096;
+        let spawned = std::thread::Builder::new()
+            .name("pi-hooks-rpc-tree".into())
+            .stack_size(stack)
+            .spawn(move || {
+                let tree = super::tree::session_tree(entries);
+                let line = success(
+                    request.as_ref(),
+                    "get_tree",
+                    Some(json!({"tree": tree, "leafId": leaf})),
+                );
+                out.line(&line);
+            });
+        if let Err(error) = spawned {
+            self.out.line(&failure(
+                id,
+                Some("get_tree".into()),
+                &format!("get_tree: cannot start a thread: {error}"),
+            ));
+        }
     }
 
     /// `new_session{parentSession?}`: run on the agent's thread, answered with
@@ -601,7 +685,11 @@ impl Commands {
         });
     }
 
-    /// `bash`: answered with pi's `BashResult` once the command has ended.
+    /// `bash{command, excludeFromContext?}`, as pi 1.6's: plugins' `user_bash` first (a
+    /// `{result}` answers it without running anything; `{command, cwd, env}` changes what
+    /// runs, as for `!command` in the terminal), then the shell, its output streamed as `bash_execution_update {id, delta}`
+    /// lines (the request's `id`, left out when it has none); answered with pi's
+    /// `BashResult` once the command has ended, recorded with `excludeFromContext` when asked.
     fn bash(&self, command: &Value, id: Option<Value>) {
         let Some(text) = command.get("command").and_then(Value::as_str) else {
             let error = wrong_field("bash", "command", "a string", command);
@@ -609,15 +697,83 @@ impl Commands {
                 .out
                 .line(&failure(id.as_ref(), Some("bash".into()), &error));
         };
+        let excluded = match command.get("excludeFromContext") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(excluded)) => *excluded,
+            Some(_) => {
+                let error = wrong_field("bash", "excludeFromContext", "a boolean", command);
+                return self
+                    .out
+                    .line(&failure(id.as_ref(), Some("bash".into()), &error));
+            }
+        };
+        let updates = {
+            let (out, id) = (self.out.clone(), id.clone());
+            Box::new(move |delta: &str| {
+                let mut line = Map::new();
+                line.insert("type".into(), "bash_execution_update".into());
+                if let Some(id) = &id {
+                    line.insert("id".into(), id.clone());
+                }
+                line.insert("delta".into(), delta.into());
+                out.line(&Value::Object(line));
+            })
+        };
         let run = super::bash::BashRun {
             command: text.to_owned(),
             cwd: self.cwd.clone(),
-            ..Default::default()
+            env: Vec::new(),
+            exclude_from_context: excluded,
         };
-        let run = self.bash.clone().execute(run, self.agent.clone());
-        let out = self.out.clone();
+        let (agent, out, bash) = (self.agent.clone(), self.out.clone(), self.bash.clone());
+        if !agent.has_handlers("user_bash") {
+            // Started here, so an `abort_bash` read after this line reaches it.
+            let running = bash.execute_streaming(run, agent, updates);
+            pi_hooks_host::services::runtime::handle().spawn(async move {
+                let line = match running.await {
+                    Ok(result) => success(id.as_ref(), "bash", Some(result)),
+                    Err(error) => failure(id.as_ref(), Some("bash".into()), &error),
+                };
+                out.line(&line);
+            });
+            return;
+        }
         pi_hooks_host::services::runtime::handle().spawn(async move {
-            let line = match run.await {
+            // Plugin code: on a thread that may block (a handler may open a dialog).
+            let answer = {
+                let (agent, text) = (agent.clone(), run.command.clone());
+                tokio::task::spawn_blocking(move || agent.user_bash(&text, excluded))
+                    .await
+                    .ok()
+                    .flatten()
+            };
+            let result = match answer {
+                Some(answer) if answer.get("result").is_some_and(Value::is_object) => {
+                    let result = answer["result"].clone();
+                    super::bash::record(&agent, &run.command, result, excluded).await
+                }
+                answer => {
+                    // `{command, cwd, env}`: what runs instead (as `!command` in the terminal).
+                    let answer = answer.unwrap_or_default();
+                    let run = super::bash::BashRun {
+                        command: answer["command"]
+                            .as_str()
+                            .map_or(run.command, str::to_owned),
+                        cwd: answer["cwd"]
+                            .as_str()
+                            .map_or(run.cwd, std::path::PathBuf::from),
+                        env: answer["env"]
+                            .as_object()
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                            .collect(),
+                        exclude_from_context: excluded,
+                    };
+                    bash.execute_streaming(run, agent, updates).await
+                }
+            };
+            let line = match result {
                 Ok(result) => success(id.as_ref(), "bash", Some(result)),
                 Err(error) => failure(id.as_ref(), Some("bash".into()), &error),
             };
@@ -683,6 +839,11 @@ impl Commands {
             "cost": cost,
         })
     }
+}
+
+/// `{"disposition": …}`: pi 1.6's `data` of a `prompt`, `steer` or `follow_up` response.
+fn disposition_data(disposition: &str) -> Value {
+    json!({ "disposition": disposition })
 }
 
 /// pi's refusal of a plugin command's text as a `steer` or `follow_up` message (a command

@@ -1,5 +1,6 @@
-//! RPC mode (`pi-hooks rpc`): pi 0.73.1's JSONL protocol on stdin/stdout, so a pi RPC client
-//! drives the host unchanged. Commands come in as lines ([`framing`]) and are answered by
+//! RPC mode (`pi-hooks rpc`): pi 1.6's JSONL protocol on stdin/stdout (a superset of pi
+//! 0.73.1's: its clients ignore the lines they do not know), so a pi RPC client drives the
+//! host unchanged. Commands come in as lines ([`framing`]) and are answered by
 //! [`commands`]; events go out as the same JSON lines JSON mode prints; plugins' UI calls
 //! become `extension_ui_request` lines ([`ui`]).
 //!
@@ -11,6 +12,7 @@
 
 pub mod bash;
 pub mod commands;
+pub mod tree;
 pub mod ui;
 
 use std::sync::{Arc, Mutex};
@@ -94,19 +96,14 @@ pub fn run(setup: CoreSetup) -> i32 {
     let prompts = Arc::new(commands::PromptGate::default());
     let sink: EventSink = {
         let out = out.clone();
-        let pending = pending.clone();
         let prompts = prompts.clone();
         Box::new(move |event: &Value| {
-            // A prompt's response goes out after preflight: before its first event.
-            if let Some(response) = pending.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                out.line(&response);
-            }
             if event["type"] == "agent_end" {
                 // The run is over before a client can read that it is: a prompt sent on
                 // reading `agent_end` is accepted, not refused as busy.
                 prompts.finish();
             }
-            out.line(event);
+            out.line(&core::json_event(event));
         })
     };
     let mut agent = core::build(setup, Some(out.clone()), sink);
