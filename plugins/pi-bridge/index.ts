@@ -20,6 +20,9 @@
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
+// pi's own module (aliased to the running pi by its extension loader: 0.73.1, and 1.6 under
+// the old name too), for `createLocalBashOperations`.
+import * as piCodingAgent from "@mariozechner/pi-coding-agent";
 import { Text } from "@mariozechner/pi-tui";
 import { PiSide } from "./client-requests.ts";
 import { applyToolInput, type BashOperations, decisionFor, payloadFor, setLocalBash, whileDown } from "./events.ts";
@@ -82,12 +85,8 @@ function runningBridge(): boolean {
 /** pi's local shell (`createLocalBashOperations`, in pi 0.73.1 and 1.6), which runs a native
  * `user_bash` rewrite (events.ts); `undefined` in a pi without it. */
 function piLocalBash(): (() => BashOperations) | undefined {
-	try {
-		const make = require("@mariozechner/pi-coding-agent").createLocalBashOperations;
-		return typeof make === "function" ? () => make() : undefined;
-	} catch {
-		return undefined;
-	}
+	const make = (piCodingAgent as { createLocalBashOperations?: unknown }).createLocalBashOperations;
+	return typeof make === "function" ? () => make() : undefined;
 }
 
 export default async function piHooksBridge(pi: ExtensionAPI): Promise<void> {

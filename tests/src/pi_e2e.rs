@@ -65,3 +65,47 @@ pub fn pi_rpc_with_model(
         .env_remove("PI_HOOKS_TRACE_FILE");
     RpcClient::start(command)
 }
+
+/// `pi` (any installed version, [`crate::tools::Pi`]) in the sandbox's project, with its HOME
+/// and agent directory, offline, and none of pi-hooks' own variables from the test's
+/// environment; the caller adds the mode, the arguments and more environment.
+pub fn pi_command_of(pi: &crate::tools::Pi, sandbox: &Sandbox) -> Command {
+    let mut command = pi.command();
+    command
+        .current_dir(sandbox.project())
+        .env("HOME", sandbox.home())
+        .env("PI_CODING_AGENT_DIR", sandbox.agent_dir())
+        .env("PI_OFFLINE", "1")
+        .env("PI_SKIP_VERSION_CHECK", "1")
+        .env("PI_TELEMETRY", "0")
+        .env_remove("PI_HOOKS_BIN")
+        .env_remove("PI_HOOKS_CACHE_DIR")
+        .env_remove("PI_HOOKS_LOG")
+        .env_remove("PI_HOOKS_TRACE")
+        .env_remove("PI_HOOKS_TRACE_FILE")
+        .env_remove("PI_HOOKS_BOUNDARY_CONTEXT");
+    command
+}
+
+/// `pi --mode rpc --provider fake --model fake-model <extra>` of `pi` ([`pi_command_of`]),
+/// with `env` added to its environment.
+pub fn pi_rpc_of(
+    pi: &crate::tools::Pi,
+    sandbox: &Sandbox,
+    extra: &[&str],
+    env: &[(String, String)],
+) -> RpcClient {
+    let mut command = pi_command_of(pi, sandbox);
+    command
+        .args([
+            "--mode",
+            "rpc",
+            "--provider",
+            "fake",
+            "--model",
+            "fake-model",
+        ])
+        .args(extra)
+        .envs(env.iter().map(|(k, v)| (k, v)));
+    RpcClient::start(command)
+}
