@@ -19,7 +19,7 @@ use std::time::Duration;
 use pi_hooks_tests::fake_openai::{FakeOpenAi, Reply};
 use pi_hooks_tests::pi_e2e::{pi_command_of, pi_rpc_of, prepare};
 use pi_hooks_tests::rpc_client::RpcClient;
-use pi_hooks_tests::tools::{Pi, pi16};
+use pi_hooks_tests::tools::{Pi, pi16, pi073};
 use pi_hooks_tests::{
     BehaveLine, Sandbox, behave_command, behave_env_var, behave_plugin, read_behave_log,
 };
@@ -239,6 +239,43 @@ fn native_plugins_read_pi_s_mode_and_turn_end_s_context_is_cut_down() {
     let context = end["context"].as_object().expect("context object");
     assert_eq!(context.keys().collect::<Vec<_>>(), ["canContinue"], "{end}");
     assert!(context["canContinue"].is_boolean(), "{end}");
+}
+
+/// pi 0.73.1 keeps working: no `ctx.mode` there, so the mode follows `hasUI` (RPC), its
+/// `before_agent_start` (no `messageType`) and `turn_end` (no context preview) pass as they are.
+#[test]
+fn pi_0_73_1_keeps_its_mode_rule_and_payloads() {
+    let pi = pi073();
+    let sandbox = Sandbox::new();
+    let server = model();
+    prepare(&sandbox, &server);
+    let env = native(
+        &sandbox,
+        "old",
+        json!({"handlers": [
+            {"event": "session_start", "log_ctx": true},
+            {"event": "before_agent_start",
+             "result": {"message": {"customType": "native-note", "content": "from the native plugin", "display": false}}},
+            {"event": "turn_end"}
+        ]}),
+    );
+    let mut rpc = pi_rpc_of(&pi, &sandbox, &["--no-session"], &env);
+    let lines = run(&mut rpc, "1", "hello there");
+    no_extension_error(&lines);
+    let (status, _) = rpc.close();
+    assert!(status.success(), "{status}");
+    assert_eq!(logged_mode(&sandbox.behave_log()), 3, "hasUI: RPC");
+    let start = &calls(&sandbox.behave_log(), "before_agent_start")[0].value;
+    assert_eq!(start["prompt"], "hello there", "{start}");
+    assert!(start.get("messageType").is_none(), "{start}");
+    let end = &calls(&sandbox.behave_log(), "turn_end")[0].value;
+    assert_eq!(end["turnIndex"], 0, "{end}");
+    assert!(end.get("context").is_none(), "{end}");
+    assert!(
+        server.requests()[0]
+            .to_string()
+            .contains("from the native plugin")
+    );
 }
 
 /// `pi --mode <mode> ... "hi"` (one prompt, then exit), with `env`; its output.
