@@ -29,10 +29,31 @@ export function contextOf(ctx: ExtensionContext): { sessionFile: string | null; 
 }
 
 /** Shows a line to pi's user: a notification where pi has a UI (its TUI, an RPC client), on
- * stderr in pi's print and JSON modes, where `ctx.ui.notify` shows nothing. */
+ * stderr in pi's print and JSON modes, where `ctx.ui.notify` shows nothing; there with
+ * control, bidirectional and invisible characters (from a plugin's text) made visible as
+ * `pi_hooks_host::guards::display::escape` does, so none reaches the terminal. */
 export function tell(ctx: ExtensionContext | undefined, message: string, level: "info" | "warning" | "error"): void {
 	if (ctx?.hasUI) ctx.ui.notify(message, level);
-	else process.stderr.write(`${message}\n`);
+	else process.stderr.write(`${escapeForTerminal(message)}\n`);
+}
+
+/** `text` with every control character (C0, DEL, C1) and every bidirectional or invisible
+ * format character written as a visible escape (`\n`, `\r`, `\t`, `\e`, `\u{202e}`). */
+export function escapeForTerminal(text: string): string {
+	return text.replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g, (c) => {
+		switch (c) {
+			case "\n":
+				return "\\n";
+			case "\r":
+				return "\\r";
+			case "\t":
+				return "\\t";
+			case "\u001b":
+				return "\\e";
+			default:
+				return `\\u{${c.charCodeAt(0).toString(16)}}`;
+		}
+	});
 }
 
 export class Supervisor {
