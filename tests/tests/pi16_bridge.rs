@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use pi_hooks_tests::fake_openai::{FakeOpenAi, Reply};
 use pi_hooks_tests::pi_e2e::{pi_command_of, pi_rpc_of, prepare};
+use pi_hooks_tests::pty;
 use pi_hooks_tests::rpc_client::RpcClient;
 use pi_hooks_tests::tools::{Pi, pi16, pi073};
 use pi_hooks_tests::{
@@ -239,6 +240,61 @@ fn native_plugins_read_pi_s_mode_and_turn_end_s_context_is_cut_down() {
     let context = end["context"].as_object().expect("context object");
     assert_eq!(context.keys().collect::<Vec<_>>(), ["canContinue"], "{end}");
     assert!(context["canContinue"].is_boolean(), "{end}");
+}
+
+/// pi 1.6's TUI: native plugins read `PI_MODE_INTERACTIVE` (pi's `ctx.mode` "tui").
+#[test]
+fn pi_s_tui_is_the_interactive_mode() {
+    let pi = pi16();
+    let sandbox = Sandbox::new();
+    let server = model();
+    prepare(&sandbox, &server);
+    let env = native(&sandbox, "moder", context_logger());
+    let mut command = pty::command_for(
+        &pi.node,
+        &sandbox,
+        &[
+            pi.cli.to_str().unwrap(),
+            "--provider",
+            "fake",
+            "--model",
+            "fake-model",
+            "--no-session",
+        ],
+    );
+    let node_folder = pi.node.parent().unwrap().display().to_string();
+    command.env(
+        "PATH",
+        format!(
+            "{node_folder}:{}",
+            std::env::var("PATH").unwrap_or_default()
+        ),
+    );
+    for (key, value) in [
+        ("PI_OFFLINE", "1"),
+        ("PI_SKIP_VERSION_CHECK", "1"),
+        ("PI_TELEMETRY", "0"),
+    ] {
+        command.env(key, value);
+    }
+    command.env_remove("PI_HOOKS_BIN");
+    for (key, value) in &env {
+        command.env(key, value);
+    }
+    let tui = pty::Pty::spawn(command, 40, 120);
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    while calls(&sandbox.behave_log(), "session_start:ctx").is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no session_start in pi's TUI; screen:\n{}",
+            tui.screen_text()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(logged_mode(&sandbox.behave_log()), 4, "pi's TUI");
+    let ctx = &calls(&sandbox.behave_log(), "session_start:ctx")[0].value;
+    assert_eq!(ctx["hasUI"], true, "{ctx}");
+    drop(tui);
 }
 
 /// pi 0.73.1 keeps working: no `ctx.mode` there, so the mode follows `hasUI` (RPC), its
