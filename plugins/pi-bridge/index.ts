@@ -20,11 +20,14 @@
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
+// pi's own module (aliased to the running pi by its extension loader: 0.73.1, and 1.6 under
+// the old name too), for `createLocalBashOperations`.
+import * as piCodingAgent from "@mariozechner/pi-coding-agent";
 import { Text } from "@mariozechner/pi-tui";
 import { PiSide } from "./client-requests.ts";
-import { applyToolInput, decisionFor, payloadFor, whileDown } from "./events.ts";
+import { applyToolInput, type BashOperations, decisionFor, payloadFor, setLocalBash, whileDown } from "./events.ts";
 import type { Hello } from "./serve-client.ts";
-import { contextOf, Supervisor } from "./supervisor.ts";
+import { contextOf, Supervisor, tell } from "./supervisor.ts";
 
 /** The npm package's binary lookup (platform-binary.cjs), loaded through jiti's require. */
 const platformBinary: {
@@ -79,8 +82,16 @@ function runningBridge(): boolean {
 	}
 }
 
+/** pi's local shell (`createLocalBashOperations`, in pi 0.73.1 and 1.6), which runs a native
+ * `user_bash` rewrite (events.ts); `undefined` in a pi without it. */
+function piLocalBash(): (() => BashOperations) | undefined {
+	const make = (piCodingAgent as { createLocalBashOperations?: unknown }).createLocalBashOperations;
+	return typeof make === "function" ? () => make() : undefined;
+}
+
 export default async function piHooksBridge(pi: ExtensionAPI): Promise<void> {
 	if (runningBridge()) return;
+	setLocalBash(piLocalBash());
 	const active = { pi };
 	(globalThis as any)[ACTIVE] = active;
 	const release = () => {
@@ -147,7 +158,8 @@ function registerEvents(pi: ExtensionAPI, side: PiSide, supervisor: Supervisor, 
 	// The bridge itself needs the session's start (flags, load problems) and end (its child).
 	pi.on("session_start", async (event, ctx) => {
 		side.ctx = ctx;
-		for (const problem of problems.splice(0)) ctx.ui.notify(`pi-hooks: ${problem}`, "warning");
+		// Shown in every mode: a plugin that did not load (a guard missing) must not go unseen.
+		for (const problem of problems.splice(0)) tell(ctx, `pi-hooks: ${problem}`, "warning");
 		await supervisor.sendFlags();
 		if (wanted.has("session_start")) await forward("session_start", 0, event, ctx);
 	});

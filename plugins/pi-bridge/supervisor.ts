@@ -14,9 +14,46 @@ const MAX_DELAY_MS = 10_000;
 /** A child that ran this long without crashing resets the backoff and the report. */
 const STABLE_MS = 30_000;
 
-/** The context serve applies before a request (docs/serve-protocol.md, "context"). */
-export function contextOf(ctx: ExtensionContext): { sessionFile: string | null; hasUI: boolean } {
-	return { sessionFile: ctx.sessionManager.getSessionFile() ?? null, hasUI: ctx.hasUI };
+/** pi's `ctx.mode` (pi 0.78.1 and later; 1.6: `"tui" | "rpc" | "json" | "print"`) as the
+ * `PI_MODE_*` native plugins read in `context->mode`. */
+const PI_MODES: Record<string, number> = { print: 1, json: 2, rpc: 3, tui: 4 };
+
+/** The context serve applies before a request (docs/serve-protocol.md, "context"): the
+ * session file, whether there is a UI, and the mode pi runs in. A pi without `ctx.mode`
+ * (0.73.1) sends none, and serve derives it from `hasUI` (RPC with a UI, print without). */
+export function contextOf(ctx: ExtensionContext): { sessionFile: string | null; hasUI: boolean; mode?: number } {
+	const context: { sessionFile: string | null; hasUI: boolean; mode?: number } = { sessionFile: ctx.sessionManager.getSessionFile() ?? null, hasUI: ctx.hasUI };
+	const mode = (ctx as { mode?: unknown }).mode;
+	if (typeof mode === "string" && mode in PI_MODES) context.mode = PI_MODES[mode];
+	return context;
+}
+
+/** Shows a line to pi's user: a notification where pi has a UI (its TUI, an RPC client), on
+ * stderr in pi's print and JSON modes, where `ctx.ui.notify` shows nothing; there with
+ * control, bidirectional and invisible characters (from a plugin's text) made visible as
+ * `pi_hooks_host::guards::display::escape` does, so none reaches the terminal. */
+export function tell(ctx: ExtensionContext | undefined, message: string, level: "info" | "warning" | "error"): void {
+	if (ctx?.hasUI) ctx.ui.notify(message, level);
+	else process.stderr.write(`${escapeForTerminal(message)}\n`);
+}
+
+/** `text` with every control character (C0, DEL, C1) and every bidirectional or invisible
+ * format character written as a visible escape (`\n`, `\r`, `\t`, `\e`, `\u{202e}`). */
+export function escapeForTerminal(text: string): string {
+	return text.replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g, (c) => {
+		switch (c) {
+			case "\n":
+				return "\\n";
+			case "\r":
+				return "\\r";
+			case "\t":
+				return "\\t";
+			case "\u001b":
+				return "\\e";
+			default:
+				return `\\u{${c.charCodeAt(0).toString(16)}}`;
+		}
+	});
 }
 
 export class Supervisor {
@@ -73,7 +110,7 @@ export class Supervisor {
 		if (line.type === "notification") {
 			this.side.notice(line.method, line.params ?? {});
 		} else if (line.type === "extension_error") {
-			this.side.ctx?.ui.notify(`Extension error (${line.extensionPath}): ${line.error}`, "error");
+			tell(this.side.ctx, `Extension error (${line.extensionPath}): ${line.error}`, "error");
 		}
 	}
 
@@ -88,7 +125,7 @@ export class Supervisor {
 		if (!this.reported) {
 			this.reported = true;
 			const last = crash.stderr.length > 0 ? ` Last output: ${crash.stderr.slice(-3).join(" | ")}` : "";
-			this.side.ctx?.ui.notify(`pi-hooks: serve ${what} while handling ${crash.during}; restarting in ${this.delay} ms.${last}`, "error");
+			tell(this.side.ctx, `pi-hooks: serve ${what} while handling ${crash.during}; restarting in ${this.delay} ms.${last}`, "error");
 		}
 		const wait = this.delay;
 		this.delay = Math.min(this.delay * 2, MAX_DELAY_MS);

@@ -5,6 +5,8 @@
 //! working. Either is installed on first use; an install that cannot happen (no node or npm,
 //! no registry) fails the test saying what to do, never a silent skip.
 
+use std::process::Command;
+
 use crate::Sandbox;
 use crate::fake_openai::FakeOpenAi;
 use crate::rpc_client::RpcClient;
@@ -42,10 +44,19 @@ pub fn pi_rpc_with_model(
     model: &str,
     extra: &[&str],
 ) -> RpcClient {
-    let mut command = pi.command();
+    let mut command = pi_command_of(pi, sandbox);
     command
         .args(["--mode", "rpc", "--provider", provider, "--model", model])
-        .args(extra)
+        .args(extra);
+    RpcClient::start(command)
+}
+
+/// `pi` (any installed version) in the sandbox's project, with its HOME
+/// and agent directory, offline, and none of pi-hooks' own variables from the test's
+/// environment; the caller adds the mode, the arguments and more environment.
+pub fn pi_command_of(pi: &Pi, sandbox: &Sandbox) -> Command {
+    let mut command = pi.command();
+    command
         .current_dir(sandbox.project())
         .env("HOME", sandbox.home())
         .env("PI_CODING_AGENT_DIR", sandbox.agent_dir())
@@ -56,6 +67,30 @@ pub fn pi_rpc_with_model(
         .env_remove("PI_HOOKS_CACHE_DIR")
         .env_remove("PI_HOOKS_LOG")
         .env_remove("PI_HOOKS_TRACE")
-        .env_remove("PI_HOOKS_TRACE_FILE");
+        .env_remove("PI_HOOKS_TRACE_FILE")
+        .env_remove("PI_HOOKS_BOUNDARY_CONTEXT");
+    command
+}
+
+/// `pi --mode rpc --provider fake --model fake-model <extra>` of `pi` ([`pi_command_of`]),
+/// with `env` added to its environment.
+pub fn pi_rpc_of(
+    pi: &Pi,
+    sandbox: &Sandbox,
+    extra: &[&str],
+    env: &[(String, String)],
+) -> RpcClient {
+    let mut command = pi_command_of(pi, sandbox);
+    command
+        .args([
+            "--mode",
+            "rpc",
+            "--provider",
+            "fake",
+            "--model",
+            "fake-model",
+        ])
+        .args(extra)
+        .envs(env.iter().map(|(k, v)| (k, v)));
     RpcClient::start(command)
 }

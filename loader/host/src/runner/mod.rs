@@ -29,6 +29,7 @@ mod lookup;
 mod render;
 mod shortcuts;
 mod timed;
+mod whole;
 
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;

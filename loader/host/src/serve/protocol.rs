@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
+use crate::guards::display::escape;
 use crate::lifecycle::load::LoadReport;
 use crate::plugin::LoadedPlugin;
 use crate::runner::Runner;
@@ -84,9 +85,10 @@ fn text<'a>(payload: &'a Value, event: &str, field: &str) -> Result<&'a str, Str
     })
 }
 
-/// An optional field of `payload` (`None` when missing or null).
-fn optional(payload: &Value, field: &str) -> Option<Value> {
-    payload.get(field).filter(|v| !v.is_null()).cloned()
+/// The payload's fields as pi sent them (`payload` is an object: checked by [`event`]); the
+/// runner's whole-payload entry points pass them on to the plugins unchanged.
+fn fields(payload: &Value) -> Map<String, Value> {
+    payload.as_object().cloned().unwrap_or_default()
 }
 
 /// Dispatches the event `name` with `payload` (its fields, without `type`) and gives the
@@ -101,10 +103,11 @@ pub fn event(runner: &Runner, name: &str, payload: &Value) -> Result<Value, Stri
     let payload = if payload.is_null() { &empty } else { payload };
     Ok(match name {
         "tool_call" => {
-            let id = text(payload, name, "toolCallId")?;
-            let tool = text(payload, name, "toolName")?;
-            let input = payload.get("input").cloned().unwrap_or_else(|| json!({}));
-            match runner.emit_tool_call(Runner::tool_call_payload(id, tool, &input)) {
+            text(payload, name, "toolCallId")?;
+            text(payload, name, "toolName")?;
+            let mut event = fields(payload);
+            event.entry("input").or_insert_with(|| json!({}));
+            match runner.emit_tool_call(Runner::tool_call_event_payload(event)) {
                 ToolCallOutcome::Block { reason } => json!({"block": true, "reason": reason}),
                 ToolCallOutcome::Allow { input: None, .. } => json!({"block": false}),
                 ToolCallOutcome::Allow {
@@ -113,31 +116,31 @@ pub fn event(runner: &Runner, name: &str, payload: &Value) -> Result<Value, Stri
             }
         }
         "tool_result" => {
-            let id = text(payload, name, "toolCallId")?;
-            let tool = text(payload, name, "toolName")?;
-            let input = payload.get("input").cloned().unwrap_or_else(|| json!({}));
-            let content = payload.get("content").cloned().unwrap_or_else(|| json!([]));
-            let details = payload.get("details").cloned().unwrap_or(Value::Null);
-            let is_error = payload
-                .get("isError")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
-            match runner.emit_tool_result(id, tool, &input, content, details, is_error) {
-                Some(patch) => json!({
-                    "content": patch.content,
-                    "details": patch.details,
-                    "isError": patch.is_error,
-                }),
+            text(payload, name, "toolCallId")?;
+            text(payload, name, "toolName")?;
+            let mut event = fields(payload);
+            event.entry("input").or_insert_with(|| json!({}));
+            event.entry("content").or_insert_with(|| json!([]));
+            if !event.get("isError").is_some_and(Value::is_boolean) {
+                event.insert("isError".into(), false.into());
+            }
+            match runner.emit_tool_result_event(event) {
+                // `details` is always there (`null`: none); `structuredContent` and `usage`
+                // when the final result has them.
+                Some(mut patch) => {
+                    patch.entry("details").or_insert(Value::Null);
+                    Value::Object(patch)
+                }
                 None => Value::Null,
             }
         }
         "input" => {
-            let input_text = text(payload, name, "text")?;
-            let source = payload
-                .get("source")
-                .and_then(Value::as_str)
-                .unwrap_or("extension");
-            match runner.emit_input(input_text, optional(payload, "images"), source) {
+            text(payload, name, "text")?;
+            let mut event = fields(payload);
+            if !event.get("source").is_some_and(Value::is_string) {
+                event.insert("source".into(), "extension".into());
+            }
+            match runner.emit_input_event(event) {
                 InputOutcome::Continue => json!({"action": "continue"}),
                 InputOutcome::Transform { text, images } => {
                     json!({"action": "transform", "text": text, "images": images})
@@ -165,12 +168,29 @@ pub fn event(runner: &Runner, name: &str, payload: &Value) -> Result<Value, Stri
             json!({"messages": runner.emit_context(messages)})
         }
         "before_agent_start" => {
-            let prompt = text(payload, name, "prompt")?;
-            let system = payload
-                .get("systemPrompt")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            match runner.emit_before_agent_start(prompt, optional(payload, "images"), system) {
+            // pi 1.6 (1.2.0): `messageType` "user" carries `prompt` (and `images`), "custom"
+            // the custom `message` that starts the run and no prompt; pi 0.73.1 sends no
+            // `messageType` and always a prompt.
+            match payload.get("messageType").and_then(Value::as_str) {
+                Some("custom") => {
+                    if !payload.get("message").is_some_and(Value::is_object) {
+                        return Err(format!(
+                            "event before_agent_start: a \"custom\" run's payload.message must be an object, got {}",
+                            payload.get("message").unwrap_or(&Value::Null)
+                        ));
+                    }
+                }
+                None | Some("user") => {
+                    text(payload, name, "prompt")?;
+                }
+                Some(other) => {
+                    return Err(format!(
+                        "event before_agent_start: payload.messageType must be \"user\" or \"custom\", got {:?}",
+                        escape(other)
+                    ));
+                }
+            }
+            match runner.emit_before_agent_start_event(fields(payload)) {
                 Some(outcome) => json!({
                     "messages": outcome.messages,
                     "systemPrompt": outcome.system_prompt,
@@ -206,16 +226,19 @@ pub fn event(runner: &Runner, name: &str, payload: &Value) -> Result<Value, Stri
             super::actions::event_with_result(runner, name, payload)
         }
         "user_bash" => {
-            let command = text(payload, name, "command")?;
-            let exclude = payload
+            text(payload, name, "command")?;
+            let mut event = fields(payload);
+            if !event
                 .get("excludeFromContext")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
-            let cwd = runner.config().cwd;
-            let cwd = payload.get("cwd").and_then(Value::as_str).unwrap_or(&cwd);
-            runner
-                .emit_user_bash(command, exclude, cwd)
-                .unwrap_or(Value::Null)
+                .is_some_and(Value::is_boolean)
+            {
+                event.insert("excludeFromContext".into(), false.into());
+            }
+            if !event.get("cwd").is_some_and(Value::is_string) {
+                event.insert("cwd".into(), runner.config().cwd.into());
+            }
+            // A failing handler fails the request (pi 1.6: the command does not run).
+            runner.emit_user_bash_event(event)?.unwrap_or(Value::Null)
         }
         _ => {
             let mut event = payload.as_object().cloned().unwrap_or_default();
