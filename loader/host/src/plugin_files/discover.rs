@@ -110,6 +110,9 @@ pub struct Discovery {
     /// Project entries dropped because they name one of the user's own plugins (the user's
     /// entry keeps its place and trust); `error` says so in one line.
     pub shadowed: Vec<SourceError>,
+    /// Project plugins (and the project's `settings.json`) not loaded because pi does not
+    /// trust the project ([`crate::plugin_files::pi_trust`]); `error` says why and what to do.
+    pub declined: Vec<SourceError>,
 }
 
 /// Finds the candidates.
@@ -117,6 +120,12 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
     let mut found = Discovery::default();
     let mut raw: Vec<Candidate> = Vec::new();
     let project = options.cwd.join(".pi");
+    // pi's "no" for this project is final: none of its plugins loads, pinned or not, and its
+    // settings are not read (as in pi).
+    let declined = match crate::plugin_files::pi_trust::decide(&options.agent_dir, &options.cwd) {
+        crate::plugin_files::pi_trust::PiTrust::Declined(why) => Some(why),
+        _ => None,
+    };
     if !options.no_discovery {
         for dir in [project.join("hooks"), project.join("extensions")] {
             scan_dir(&dir, Origin::Project, false, &mut raw);
@@ -138,6 +147,17 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
         ),
     ];
     for (path, origin) in sources {
+        if let Some(why) = &declined
+            && origin == Origin::ProjectSettings
+        {
+            if path.exists() {
+                found.declined.push(SourceError {
+                    path: path.display().to_string(),
+                    error: format!("not read: {why}"),
+                });
+            }
+            continue;
+        }
         match read_settings(&path) {
             Ok(None) => {}
             Ok(Some(mut settings)) => {
@@ -166,6 +186,9 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
             (Scope::Project, Origin::ProjectPackage),
             (Scope::User, Origin::Package),
         ] {
+            if declined.is_some() && scope == Scope::Project {
+                continue;
+            }
             let store = Store::new(scope, &options.agent_dir, &options.cwd);
             for listed in package_plugins(&store, &options.agent_dir, &options.cwd) {
                 match listed {
@@ -184,6 +207,20 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
     }
     for entry in &options.explicit {
         explicit(&resolve(entry, &options.cwd), Origin::Cli, &mut raw);
+    }
+    if let Some(why) = &declined {
+        raw.retain(|candidate| {
+            if !candidate.origin.needs_trust() {
+                return true;
+            }
+            found.declined.push(SourceError {
+                path: candidate.path.display().to_string(),
+                error: format!(
+                    "project plugin not loaded: {why} (`pi-hooks trust` does not override pi's decision)"
+                ),
+            });
+            false
+        });
     }
     dedupe(raw, &mut found);
     found
