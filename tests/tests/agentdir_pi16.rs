@@ -1,0 +1,267 @@
+//! One agent directory shared with pi 1.6 (issue 33 items 2 and 6), through the real binary:
+//! a `packages` entry with nothing where pi puts it is said in every mode (a guard that is
+//! silently missing is the worst outcome); pi's project trust (`trust.json`,
+//! `defaultProjectTrust`, `--approve`/`--no-approve`, and serve's `PI_HOOKS_PROJECT_TRUST`
+//! from the bridge) stops a project's native plugins even when `pi-hooks trust` pinned them.
+
+use std::process::Output;
+
+use pi_hooks_tests::rpc_client::RpcClient;
+use pi_hooks_tests::{Sandbox, c_example_plugin, json_lines, loaded_names};
+use serde_json::{Value, json};
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// `(toolName, isError)` of every tool result of the embedded demo run (a harmless bash, an
+/// `rm -rf` in a scratch folder, a write to `.env`), run with `extra` arguments.
+fn demo_tool_results(sandbox: &Sandbox, extra: &[&str]) -> (Vec<(String, bool)>, Output) {
+    let mut args = vec!["run", "--mode", "json", "--no-session"];
+    args.extend_from_slice(extra);
+    let output = sandbox.run(&args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let results = json_lines(&output)
+        .iter()
+        .filter(|e| e["type"] == "message_end" && e["message"]["role"] == "toolResult")
+        .map(|e| {
+            (
+                e["message"]["toolName"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                e["message"]["isError"].as_bool().unwrap_or_default(),
+            )
+        })
+        .collect();
+    (results, output)
+}
+
+/// Whether the demo's write to `.env` was blocked (protected-paths acted).
+fn env_write_blocked(results: &[(String, bool)]) -> bool {
+    results
+        .iter()
+        .any(|(name, error)| name == "write" && *error)
+}
+
+/// `pi-hooks serve` with `env`; its `hello`.
+fn serve_hello(sandbox: &Sandbox, env: &[(&str, &str)]) -> Value {
+    let mut command = sandbox.command(&["serve"]);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let mut client = RpcClient::start(command);
+    let hello = client.next_line();
+    client.close();
+    hello
+}
+
+#[test]
+fn a_packages_entry_with_nothing_where_pi_puts_it_is_said_in_every_mode() {
+    let sandbox = Sandbox::new();
+    std::fs::write(
+        sandbox.agent_dir().join("settings.json"),
+        json!({"packages": ["npm:@acme/permission-gate", "./gone"]}).to_string(),
+    )
+    .unwrap();
+    // A package pi installed that is not a native one (no `piHooks` key) stays quiet.
+    let ts = sandbox.agent_dir().join("npm/node_modules/pi-ts-thing");
+    std::fs::create_dir_all(&ts).unwrap();
+    std::fs::write(ts.join("package.json"), r#"{"name":"pi-ts-thing"}"#).unwrap();
+    let mut settings: Value =
+        serde_json::from_slice(&std::fs::read(sandbox.agent_dir().join("settings.json")).unwrap())
+            .unwrap();
+    settings["packages"]
+        .as_array_mut()
+        .unwrap()
+        .push("npm:pi-ts-thing".into());
+    std::fs::write(
+        sandbox.agent_dir().join("settings.json"),
+        settings.to_string(),
+    )
+    .unwrap();
+    let managed = sandbox
+        .agent_dir()
+        .join("npm/node_modules/@acme/permission-gate");
+
+    // list: the entry, where it was looked for, what to do.
+    let list = sandbox.run(&["list"]);
+    let text = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        text.contains("package npm:@acme/permission-gate is listed but not installed")
+            && text.contains(&managed.display().to_string())
+            && text.contains("npm's global folder")
+            && text.contains("`pi install npm:@acme/permission-gate`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("package ./gone is listed but its folder"),
+        "{text}"
+    );
+    assert!(!text.contains("pi-ts-thing"), "{text}");
+
+    // JSON mode: an `extension_error` line on stdout, and the line on stderr.
+    let (_, output) = demo_tool_results(&sandbox, &[]);
+    let lines = json_lines(&output);
+    let errors: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["type"] == "extension_error" && l["event"] == "load")
+        .collect();
+    assert_eq!(errors.len(), 2, "{lines:#?}");
+    assert!(
+        errors[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("npm:@acme/permission-gate is listed but not installed"),
+        "{errors:#?}"
+    );
+    assert!(
+        stderr(&output).contains("npm:@acme/permission-gate is listed but not installed"),
+        "{}",
+        stderr(&output)
+    );
+
+    // Print mode: on stderr.
+    let print = sandbox.run(&["run", "--no-session"]);
+    assert!(
+        stderr(&print).contains("npm:@acme/permission-gate is listed but not installed"),
+        "{}",
+        stderr(&print)
+    );
+
+    // serve (what the bridge shows in pi): in the hello's errors.
+    let hello = serve_hello(&sandbox, &[]);
+    let text = hello["errors"].to_string();
+    assert!(
+        text.contains("npm:@acme/permission-gate is listed but not installed"),
+        "{hello:#}"
+    );
+
+    // Once pi installs it there, it loads and the warning is gone.
+    let library = c_example_plugin(&sandbox.lib(), "protected-paths", "protected_paths");
+    let tgz =
+        pi_hooks_tests::packages::pack(&sandbox, &library, &sandbox.root().join("dist"), None);
+    pi_hooks_tests::packages::unpack(&tgz, &managed);
+    std::fs::write(
+        sandbox.agent_dir().join("settings.json"),
+        json!({"packages": ["npm:@acme/permission-gate"]}).to_string(),
+    )
+    .unwrap();
+    let report = sandbox.list_json(&[]);
+    assert_eq!(loaded_names(&report), ["protected-paths"], "{report:#}");
+    assert_eq!(report["errors"], json!([]), "{report:#}");
+}
+
+/// A project with protected-paths in `.pi/extensions/`, pinned with `pi-hooks trust`.
+fn trusted_project_plugin(sandbox: &Sandbox) {
+    let library = c_example_plugin(&sandbox.lib(), "protected-paths", "protected_paths");
+    let plugin = sandbox.install(
+        &library,
+        &sandbox.project().join(".pi/extensions"),
+        "libprotected_paths.so",
+    );
+    let out = sandbox.run(&["trust", plugin.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn pi_s_no_for_the_project_is_final_even_for_a_pinned_plugin() {
+    let sandbox = Sandbox::new();
+    trusted_project_plugin(&sandbox);
+    // No decision of pi's: the pin decides (as before).
+    let (results, _) = demo_tool_results(&sandbox, &[]);
+    assert!(env_write_blocked(&results), "{results:?}");
+
+    // pi's saved "do not trust" (what `/trust` writes, canonical folder keys).
+    let canonical = std::fs::canonicalize(sandbox.project()).unwrap();
+    let store = sandbox.agent_dir().join("trust.json");
+    std::fs::write(
+        &store,
+        json!({canonical.to_str().unwrap(): false}).to_string(),
+    )
+    .unwrap();
+    let (results, output) = demo_tool_results(&sandbox, &[]);
+    assert!(!env_write_blocked(&results), "{results:?}");
+    assert!(
+        stderr(&output).contains("project plugin not loaded: pi does not trust this project"),
+        "{}",
+        stderr(&output)
+    );
+    let report = sandbox.list_json(&[]);
+    assert_eq!(loaded_names(&report), Vec::<String>::new(), "{report:#}");
+    assert!(
+        report["warnings"].to_string().contains("trust.json"),
+        "{report:#}"
+    );
+    // `--approve` (pi's flag) for this run: the pin decides again.
+    let (results, _) = demo_tool_results(&sandbox, &["--approve"]);
+    assert!(env_write_blocked(&results), "{results:?}");
+
+    // A saved "trust" of a parent folder, and `--no-approve` over it.
+    std::fs::write(
+        &store,
+        json!({canonical.parent().unwrap().to_str().unwrap(): true}).to_string(),
+    )
+    .unwrap();
+    let (results, _) = demo_tool_results(&sandbox, &[]);
+    assert!(env_write_blocked(&results), "{results:?}");
+    let (results, output) = demo_tool_results(&sandbox, &["--no-approve"]);
+    assert!(!env_write_blocked(&results), "{results:?}");
+    assert!(
+        stderr(&output).contains("--no-approve"),
+        "{}",
+        stderr(&output)
+    );
+
+    // `defaultProjectTrust: "never"` with nothing saved.
+    std::fs::remove_file(&store).unwrap();
+    std::fs::write(
+        sandbox.agent_dir().join("settings.json"),
+        json!({"defaultProjectTrust": "never"}).to_string(),
+    )
+    .unwrap();
+    let (results, output) = demo_tool_results(&sandbox, &[]);
+    assert!(!env_write_blocked(&results), "{results:?}");
+    assert!(
+        stderr(&output).contains("`defaultProjectTrust` is \"never\""),
+        "{}",
+        stderr(&output)
+    );
+
+    // A trust store pi would refuse: nothing of the project loads.
+    std::fs::remove_file(sandbox.agent_dir().join("settings.json")).unwrap();
+    std::fs::write(
+        &store,
+        json!({canonical.to_str().unwrap(): "yes"}).to_string(),
+    )
+    .unwrap();
+    let report = sandbox.list_json(&[]);
+    assert_eq!(loaded_names(&report), Vec::<String>::new(), "{report:#}");
+    assert!(
+        report["warnings"]
+            .to_string()
+            .contains("must be true, false, or null"),
+        "{report:#}"
+    );
+}
+
+#[test]
+fn serve_takes_pi_s_decision_from_the_bridge() {
+    let sandbox = Sandbox::new();
+    trusted_project_plugin(&sandbox);
+    let hello = serve_hello(&sandbox, &[]);
+    assert_eq!(hello["plugins"][0]["name"], "protected-paths", "{hello:#}");
+    let hello = serve_hello(&sandbox, &[("PI_HOOKS_PROJECT_TRUST", "yes")]);
+    assert_eq!(hello["plugins"][0]["name"], "protected-paths", "{hello:#}");
+    let hello = serve_hello(&sandbox, &[("PI_HOOKS_PROJECT_TRUST", "no")]);
+    assert_eq!(hello["plugins"], json!([]), "{hello:#}");
+    assert!(
+        hello["loadMessages"]
+            .to_string()
+            .contains("pi does not trust this project (PI_HOOKS_PROJECT_TRUST=no"),
+        "{hello:#}"
+    );
+    // A value that is neither fails closed.
+    let hello = serve_hello(&sandbox, &[("PI_HOOKS_PROJECT_TRUST", "maybe")]);
+    assert_eq!(hello["plugins"], json!([]), "{hello:#}");
+}
