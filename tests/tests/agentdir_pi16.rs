@@ -265,3 +265,66 @@ fn serve_takes_pi_s_decision_from_the_bridge() {
     let hello = serve_hello(&sandbox, &[("PI_HOOKS_PROJECT_TRUST", "maybe")]);
     assert_eq!(hello["plugins"], json!([]), "{hello:#}");
 }
+
+/// What `pi config` writes (`-builtin:mcp`, `+builtin:…`) is pi's own and no load failure;
+/// `!pattern`, `+path` and `-path` filter the folder's and the listed plugins as in pi.
+#[test]
+fn pi_s_extensions_entry_forms_are_understood() {
+    let sandbox = Sandbox::new();
+    let library = c_example_plugin(&sandbox.lib(), "protected-paths", "protected_paths");
+    sandbox.install(
+        &library,
+        &sandbox.agent_dir().join("extensions"),
+        "libprotected_paths.so",
+    );
+    let listed = sandbox.install(&library, &sandbox.root().join("more"), "libgate_copy.so");
+    let settings = |entries: Value| {
+        std::fs::write(
+            sandbox.agent_dir().join("settings.json"),
+            json!({"extensions": entries}).to_string(),
+        )
+        .unwrap();
+        sandbox.list_json(&[])
+    };
+    let report = settings(json!([
+        "-builtin:mcp",
+        "+builtin:codemode",
+        "builtin:tool-search"
+    ]));
+    assert_eq!(loaded_names(&report), ["protected-paths"], "{report:#}");
+    assert_eq!(report["errors"], json!([]), "{report:#}");
+    let (results, _) = demo_tool_results(&sandbox, &[]);
+    assert!(env_write_blocked(&results), "{results:?}");
+
+    // `!pattern` excludes the folder's file; `+path` brings it back; `-path` wins over both.
+    let report = settings(json!(["-builtin:mcp", "!libprotected*.so"]));
+    assert_eq!(loaded_names(&report), Vec::<String>::new(), "{report:#}");
+    let (results, _) = demo_tool_results(&sandbox, &[]);
+    assert!(!env_write_blocked(&results), "{results:?}");
+    let report = settings(json!([
+        "!libprotected*.so",
+        "+extensions/libprotected_paths.so"
+    ]));
+    assert_eq!(loaded_names(&report), ["protected-paths"], "{report:#}");
+    let report = settings(json!([
+        "+extensions/libprotected_paths.so",
+        "-extensions/libprotected_paths.so"
+    ]));
+    assert_eq!(loaded_names(&report), Vec::<String>::new(), "{report:#}");
+
+    // A listed folder: `-path` (absolute) drops one file of it, the other still loads.
+    let other = sandbox.install(&library, &sandbox.root().join("more"), "libgate_other.so");
+    let report = settings(json!([
+        "-extensions/libprotected_paths.so",
+        listed.parent().unwrap().to_str().unwrap(),
+        format!("-{}", listed.display()),
+    ]));
+    let paths: Vec<&str> = report["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, [other.to_str().unwrap()], "{report:#}");
+    assert_eq!(report["errors"], json!([]), "{report:#}");
+}

@@ -2,7 +2,8 @@
 //!
 //! Order: project `<cwd>/.pi/hooks/` and `<cwd>/.pi/extensions/`, global
 //! `<agentDir>/hooks/` and `<agentDir>/extensions/`, then `hooks` and `extensions` from the
-//! project's and then the user's `settings.json`, then `--hook`/`-e` paths. Inside a folder,
+//! project's and then the user's `settings.json` (with pi's entry forms,
+//! [`crate::plugin_files::entry_forms`]), then `--hook`/`-e` paths. Inside a folder,
 //! files with this platform's library suffix in name order. Duplicates (same canonical path)
 //! keep their first place.
 
@@ -11,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::plugin_files::entry_forms::EntryForms;
 use crate::plugin_files::paths::{LIBRARY_SUFFIX, has_library_suffix, resolve};
 use crate::plugin_files::settings::{Settings, read_settings};
 
@@ -162,10 +164,30 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
             Ok(None) => {}
             Ok(Some(mut settings)) => {
                 settings.project = origin == Origin::ProjectSettings;
+                // pi's entry forms (`crate::plugin_files::entry_forms`): `!`, `+` and `-`
+                // entries filter the scope's folder files and its listed ones; pi's
+                // `builtin:` names are passed over.
+                let forms = EntryForms::split(settings.hooks.iter().chain(&settings.extensions));
+                let base = settings.base_dir().to_path_buf();
+                let folder_origin = if settings.project {
+                    Origin::Project
+                } else {
+                    Origin::Global
+                };
+                raw.retain(|c| {
+                    c.origin != folder_origin || forms.folder_file_enabled(&c.path, &base)
+                });
                 if !options.no_discovery {
-                    for entry in settings.hooks.iter().chain(&settings.extensions) {
-                        explicit(&resolve(entry, settings.base_dir()), origin, &mut raw);
+                    let start = raw.len();
+                    for entry in &forms.plain {
+                        explicit(&resolve(entry, &base), origin, &mut raw);
                     }
+                    let listed = raw.split_off(start);
+                    raw.extend(
+                        listed
+                            .into_iter()
+                            .filter(|c| forms.listed_file_enabled(&c.path, &base)),
+                    );
                 }
                 found.settings.push(settings);
             }

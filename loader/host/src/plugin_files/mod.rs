@@ -6,6 +6,7 @@
 
 pub mod beneath;
 pub mod discover;
+pub mod entry_forms;
 pub mod files;
 pub mod paths;
 pub mod pi_trust;
