@@ -328,3 +328,92 @@ fn pi_s_extensions_entry_forms_are_understood() {
     assert_eq!(paths, [other.to_str().unwrap()], "{report:#}");
     assert_eq!(report["errors"], json!([]), "{report:#}");
 }
+
+/// A session pi 1.6 edited (`context_edit` entries, as `appendContextEdit` writes them)
+/// continues in pi-hooks with the edits in force: the replaced content is what the model gets,
+/// an entry edited to `null` is left out, and the latest edit of a target wins.
+#[test]
+fn context_edit_entries_are_honoured_on_resume() {
+    use pi_hooks_tests::fake_openai::{FakeOpenAi, Reply, user_texts};
+    let sandbox = Sandbox::new();
+    let server = FakeOpenAi::start(|body| {
+        Reply::Text(format!(
+            "answer {}",
+            body["messages"].as_array().map_or(0, Vec::len)
+        ))
+    });
+    let file = sandbox.root().join("session.jsonl");
+    let run = |prompt: &str| {
+        let output = sandbox
+            .command(&["run", "--mode", "json", "--session", file.to_str().unwrap()])
+            .args([
+                "--provider",
+                "local",
+                "--model",
+                "m",
+                "--base-url",
+                &server.base_url,
+            ])
+            .arg(prompt)
+            .env("OPENAI_API_KEY", "sk-test")
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+    };
+    run("my secret is hunter2");
+    run("second question");
+    let entries: Vec<Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let messages: Vec<&Value> = entries.iter().filter(|e| e["type"] == "message").collect();
+    let (secret, first_answer, second) = (
+        messages[0]["id"].as_str().unwrap(),
+        messages[1]["id"].as_str().unwrap(),
+        messages[2]["id"].as_str().unwrap(),
+    );
+    assert_eq!(messages[1]["message"]["role"], "assistant");
+    let mut parent = entries.last().unwrap()["id"].as_str().unwrap().to_owned();
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    for (n, (target, replacement)) in [
+        (secret, json!({"content": "first try"})),
+        (
+            secret,
+            json!({"content": [{"type": "text", "text": "[EDITED OUT]"}]}),
+        ),
+        (first_answer, Value::Null),
+        (second, json!({"content": "second question, edited"})),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let id = format!("edit{n:04}");
+        text.push_str(
+            &json!({"type": "context_edit", "id": id, "parentId": parent,
+                "timestamp": "2026-11-28T06:00:00.000Z", "targetId": target,
+                "replacement": replacement})
+            .to_string(),
+        );
+        text.push('\n');
+        parent = id;
+    }
+    std::fs::write(&file, text).unwrap();
+    run("third question");
+    let last = server.requests().pop().unwrap();
+    assert_eq!(
+        user_texts(&last),
+        ["[EDITED OUT]", "second question, edited", "third question"],
+        "{last:#}"
+    );
+    let sent = last["messages"].to_string();
+    assert!(!sent.contains("hunter2"), "{sent}");
+    let assistants: Vec<&Value> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .collect();
+    // The first answer is left out, the second is there.
+    assert_eq!(assistants.len(), 1, "{last:#}");
+}
