@@ -417,3 +417,64 @@ fn context_edit_entries_are_honoured_on_resume() {
     // The first answer is left out, the second is there.
     assert_eq!(assistants.len(), 1, "{last:#}");
 }
+
+/// One `models.json` for both hosts: values resolve as pi 1.6 resolves them (`$VAR`,
+/// `${VAR}`, literals, `!command`, `$$`/`$!` escapes), checked on the wire.
+#[test]
+fn models_json_values_resolve_as_pi_1_6_resolves_them() {
+    use pi_hooks_tests::fake_openai::{FakeOpenAi, Reply};
+    let sandbox = Sandbox::new();
+    let server = FakeOpenAi::start(|_| Reply::Text("ok".into()));
+    let run = |api_key: &str, headers: Value| {
+        let mut models = server.models_json();
+        models["providers"]["fake"]["apiKey"] = api_key.into();
+        models["providers"]["fake"]["headers"] = headers;
+        std::fs::write(sandbox.agent_dir().join("models.json"), models.to_string()).unwrap();
+        let output = sandbox
+            .command(&["run", "--mode", "json", "--no-session"])
+            .args(["--provider", "fake", "--model", "fake-model", "hello"])
+            .env("MY_TEST_KEY", "sk-real")
+            .env("TEAM", "blue")
+            .env_remove("PI_HOOKS_UNSET_KEY")
+            .output()
+            .unwrap();
+        let end = json_lines(&output)
+            .into_iter()
+            .rfind(|l| l["type"] == "message_end" && l["message"]["role"] == "assistant")
+            .unwrap_or_else(|| panic!("no answer: {}", stderr(&output)));
+        (server.recorded().pop(), end)
+    };
+    let (sent, _) = run("$MY_TEST_KEY", json!({}));
+    assert_eq!(
+        sent.unwrap().header("authorization"),
+        Some("Bearer sk-real")
+    );
+    let (sent, _) = run("MY_TEST_KEY", json!({}));
+    assert_eq!(
+        sent.unwrap().header("authorization"),
+        Some("Bearer MY_TEST_KEY")
+    );
+    let (sent, _) = run(
+        "${MY_TEST_KEY}-2",
+        json!({"X-Team": "team-$TEAM", "X-Cmd": "!printf ' cmd-value '", "X-Lit": "$$TEAM$!"}),
+    );
+    let sent = sent.unwrap();
+    assert_eq!(sent.header("authorization"), Some("Bearer sk-real-2"));
+    assert_eq!(sent.header("x-team"), Some("team-blue"));
+    assert_eq!(sent.header("x-cmd"), Some("cmd-value"));
+    assert_eq!(sent.header("x-lit"), Some("$TEAM!"));
+    // A variable that is not set fails the request with pi's words; nothing is sent.
+    let before = server.recorded().len();
+    let (_, end) = run("$PI_HOOKS_UNSET_KEY", json!({}));
+    assert_eq!(server.recorded().len(), before);
+    assert_eq!(end["message"]["stopReason"], "error", "{end:#}");
+    assert!(
+        end["message"]["errorMessage"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(
+                "Failed to resolve API key for provider \"fake\" from environment variable: PI_HOOKS_UNSET_KEY"
+            ),
+        "{end:#}"
+    );
+}
