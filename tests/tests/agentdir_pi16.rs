@@ -478,3 +478,97 @@ fn models_json_values_resolve_as_pi_1_6_resolves_them() {
         "{end:#}"
     );
 }
+
+/// `pi-hooks install npm:` puts a user package where pi 1.6 keeps them
+/// (`<agentDir>/npm/node_modules`, `npm install --prefix`) once pi keeps them there, and
+/// `remove` takes it out of there; without pi's folder it goes to npm's global folder as
+/// before. After `pi update --extensions` moved a package pi-hooks installed globally into
+/// pi's folder, the moved copy is the one that loads.
+#[test]
+fn pi_hooks_install_npm_uses_pi_s_folder_and_follows_a_move() {
+    use pi_hooks_tests::npm::{PiUser, Registry, pack_as};
+    let sandbox = Sandbox::new();
+    let registry = Registry::start();
+    let library = c_example_plugin(&sandbox.lib(), "protected-paths", "protected_paths");
+    let tgz = pack_as(
+        &sandbox,
+        &library,
+        "@acme/protected-paths",
+        &sandbox.root().join("dist"),
+    );
+    registry.publish(&tgz);
+    // The package depends on `pi-hooks` (the bridge pi loads); a stand-in for it, so that the
+    // test needs no release build of pi-hooks' own npm packages.
+    let stub = sandbox.root().join("pi-hooks-stub");
+    std::fs::create_dir_all(&stub).unwrap();
+    std::fs::write(
+        stub.join("package.json"),
+        r#"{"name": "pi-hooks", "version": "999.0.0"}"#,
+    )
+    .unwrap();
+    registry.publish(&stub);
+    let user = PiUser::new(&sandbox, &registry);
+    let pi_hooks = |args: &[&str]| {
+        let output = user
+            .command(pi_hooks_tests::pi_hooks_bin())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "pi-hooks {args:?}: {}",
+            stderr(&output)
+        );
+        output
+    };
+    let managed_root = sandbox.agent_dir().join("npm");
+    let managed = managed_root.join("node_modules/@acme/protected-paths");
+    let global = user.npm_global_root().join("@acme/protected-paths");
+    let loaded_from = || {
+        let output = user
+            .command(pi_hooks_tests::pi_hooks_bin())
+            .args(["list", "--json"])
+            .output()
+            .unwrap();
+        let report = pi_hooks_tests::parse_json_output(&output);
+        assert_eq!(loaded_names(&report), ["protected-paths"], "{report:#}");
+        std::path::PathBuf::from(report["plugins"][0]["path"].as_str().unwrap())
+    };
+
+    // pi 1.6 made its npm project (at its first `pi install npm:…`).
+    std::fs::create_dir_all(&managed_root).unwrap();
+    std::fs::write(
+        managed_root.join("package.json"),
+        "{\n  \"name\": \"pi-extensions\",\n  \"private\": true\n}",
+    )
+    .unwrap();
+    pi_hooks(&["install", "npm:@acme/protected-paths", "--yes"]);
+    assert!(managed.join("package.json").is_file());
+    assert!(!global.exists());
+    assert!(loaded_from().starts_with(&managed));
+    pi_hooks(&["remove", "@acme/protected-paths"]);
+    assert!(!managed.exists());
+
+    // No folder of pi's: npm's global folder, as every pi finds it.
+    std::fs::remove_dir_all(&managed_root).unwrap();
+    pi_hooks(&["install", "npm:@acme/protected-paths", "--yes"]);
+    assert!(global.join("package.json").is_file());
+    assert!(loaded_from().starts_with(&global));
+    // `pi update --extensions` reinstalls it in pi's folder (the global copy stays).
+    let output = user
+        .command("npm")
+        .args([
+            "install",
+            "@acme/protected-paths",
+            "--ignore-scripts",
+            "--prefix",
+        ])
+        .arg(&managed_root)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(managed.join("package.json").is_file());
+    assert!(loaded_from().starts_with(&managed));
+    pi_hooks(&["remove", "@acme/protected-paths"]);
+    assert!(!managed.exists());
+}
