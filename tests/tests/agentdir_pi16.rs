@@ -416,6 +416,36 @@ fn context_edit_entries_are_honoured_on_resume() {
         .collect();
     // The first answer is left out, the second is there.
     assert_eq!(assistants.len(), 1, "{last:#}");
+
+    // A compaction summarizes what the context holds: the secret is not sent to the model
+    // that summarizes either.
+    std::fs::write(
+        sandbox.agent_dir().join("settings.json"),
+        json!({"compaction": {"keepRecentTokens": 1}}).to_string(),
+    )
+    .unwrap();
+    let before = server.requests().len();
+    let mut command = sandbox.command(&["rpc", "--session", file.to_str().unwrap()]);
+    command
+        .args([
+            "--provider",
+            "local",
+            "--model",
+            "m",
+            "--base-url",
+            &server.base_url,
+        ])
+        .env("OPENAI_API_KEY", "sk-test");
+    let mut client = RpcClient::start(command);
+    client.send(&json!({"id": "c", "type": "compact"}));
+    let compacted = client.response("c");
+    assert_eq!(compacted["success"], true, "{compacted}");
+    client.close();
+    let summarizing = &server.requests()[before..];
+    assert!(!summarizing.is_empty());
+    let sent = serde_json::to_string(summarizing).unwrap();
+    assert!(sent.contains("[EDITED OUT]"), "{sent}");
+    assert!(!sent.contains("hunter2"), "{sent}");
 }
 
 /// One `models.json` for both hosts: values resolve as pi 1.6 resolves them (`$VAR`,

@@ -76,14 +76,7 @@ pub fn build(branch: &[&Value]) -> SessionContext {
     };
     // pi 0.87's `context_edit` entries: the latest one on the branch for a target replaces
     // its content or (`replacement: null`) leaves it out (pi's `buildSessionProjection`).
-    let mut edits: HashMap<&str, &Value> = HashMap::new();
-    for entry in &selected {
-        if kind(entry) == "context_edit"
-            && let Some(target) = entry.get("targetId").and_then(Value::as_str)
-        {
-            edits.insert(target, entry);
-        }
-    }
+    let edits = context_edits(selected.iter().copied());
     let mut messages = Vec::new();
     for (index, entry) in selected.iter().enumerate() {
         let start = messages.len();
@@ -110,6 +103,41 @@ pub fn build(branch: &[&Value]) -> SessionContext {
         thinking_level,
         model,
     }
+}
+
+/// The latest `context_edit` entry of each target among `entries` (in branch order), by the
+/// target's id.
+pub(crate) fn context_edits<'a>(
+    entries: impl IntoIterator<Item = &'a Value>,
+) -> HashMap<&'a str, &'a Value> {
+    let mut edits = HashMap::new();
+    for entry in entries {
+        if kind(entry) == "context_edit"
+            && let Some(target) = entry.get("targetId").and_then(Value::as_str)
+        {
+            edits.insert(target, entry);
+        }
+    }
+    edits
+}
+
+/// `message` (what `entry` gives the context) as its `context_edit` in `edits` leaves it:
+/// unchanged, replaced, or `None` when the edit removes it.
+pub(crate) fn edited(
+    entry: &Value,
+    message: Value,
+    edits: &HashMap<&str, &Value>,
+) -> Option<Value> {
+    let Some(edit) = entry
+        .get("id")
+        .and_then(Value::as_str)
+        .and_then(|id| edits.get(id))
+    else {
+        return Some(message);
+    };
+    let mut messages = vec![message];
+    apply_edit(&mut messages, 0, edit);
+    messages.pop()
 }
 
 /// Applies a `context_edit` to the messages its target gave (`messages[start..]`), as pi's
