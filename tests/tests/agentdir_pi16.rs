@@ -261,6 +261,11 @@ fn serve_takes_pi_s_decision_from_the_bridge() {
             .contains("pi does not trust this project (PI_HOOKS_PROJECT_TRUST=no"),
         "{hello:#}"
     );
+    // pi's own flags on serve's command line do the same.
+    let mut client = RpcClient::start(sandbox.command(&["serve", "--no-approve"]));
+    let hello = client.next_line();
+    client.close();
+    assert_eq!(hello["plugins"], json!([]), "{hello:#}");
     // A value that is neither fails closed.
     let hello = serve_hello(&sandbox, &[("PI_HOOKS_PROJECT_TRUST", "maybe")]);
     assert_eq!(hello["plugins"], json!([]), "{hello:#}");
