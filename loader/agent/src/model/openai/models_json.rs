@@ -266,7 +266,8 @@ fn model_info(provider: &str, base_url: &str, model: &Value, provider_config: &V
 /// pi 1.6's value resolution for `apiKey` and `headers` (its
 /// `dist/core/resolve-config-value.js`, since pi 0.77):
 ///
-/// - `!command` runs the command with `sh -c` and uses its output, trimmed;
+/// - `!command` runs the command with `sh -c` and uses its output, trimmed (at most 10 s, as
+///   pi);
 /// - anything else is a template: `$NAME` and `${NAME}` are replaced by the environment
 ///   variable's value, `$$` is a `$` and `$!` a `!`; a `$` not followed by a name (or a
 ///   `${…}` that is not a name) stays as it is; the rest is literal, so a plain `sk-…` or
@@ -281,17 +282,9 @@ fn model_info(provider: &str, base_url: &str, model: &Value, provider_config: &V
 pub fn resolve_config_value(value: &str, description: &str) -> Result<String, String> {
     if let Some(command) = value.strip_prefix('!') {
         let failed = || format!("Failed to resolve {description} from shell command: {command}");
-        let output = std::process::Command::new("sh")
-            .args(["-c", command])
-            .stdin(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .output()
-            .map_err(|_| failed())?;
-        let text = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-        if !output.status.success() || text.is_empty() {
-            return Err(failed());
-        }
-        return Ok(text);
+        return run_with_limit(command, COMMAND_LIMIT)
+            .filter(|text| !text.is_empty())
+            .ok_or_else(failed);
     }
     let mut resolved = String::new();
     let mut missing: Vec<&str> = Vec::new();
@@ -318,6 +311,50 @@ pub fn resolve_config_value(value: &str, description: &str) -> Result<String, St
             many.join(", ")
         )),
     }
+}
+
+/// How long a `!command` may run (pi's `timeout: 10000`); it is then killed and fails.
+const COMMAND_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// `sh -c command`'s standard output, trimmed, when it exits with 0 within `limit`.
+fn run_with_limit(command: &str, limit: std::time::Duration) -> Option<String> {
+    use std::io::Read;
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", command])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let mut stdout = child.stdout.take()?;
+    let reader = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = stdout.read_to_end(&mut bytes);
+        bytes
+    });
+    let started = std::time::Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if started.elapsed() < limit => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    // A grandchild still holding the pipe keeps the reader waiting: not waited for then.
+    let bytes = if status.is_some() {
+        reader.join().ok()?
+    } else {
+        Vec::new()
+    };
+    status
+        .filter(std::process::ExitStatus::success)
+        .map(|_| String::from_utf8_lossy(&bytes).trim().to_owned())
 }
 
 /// A piece of a config value template.
@@ -449,6 +486,10 @@ mod tests {
         assert_eq!(
             r("$PI_HOOKS_UNSET_X-$PI_HOOKS_UNSET_Y").unwrap_err(),
             "Failed to resolve API key for provider \"p\" from environment variables: PI_HOOKS_UNSET_X, PI_HOOKS_UNSET_Y"
+        );
+        assert_eq!(
+            run_with_limit("sleep 5; echo late", std::time::Duration::from_millis(200)),
+            None
         );
         assert_eq!(
             template_parts("$A1_b2c${D}"),
