@@ -167,11 +167,23 @@ pub fn prepare_branch_entries(entries: &[Value], token_budget: u64) -> BranchPre
             file_ops.add_from_details(&entry["details"]);
         }
     }
+    // pi 1.6's `context_edit`s of messages and custom messages apply here too (the latest
+    // edit per target): what an extension edited out of the context is not summarized.
+    let edits = super::context::context_edits(entries);
     let mut messages = Vec::new();
     let mut total_tokens = 0;
     for entry in entries.iter().rev() {
         let Some(message) = message_for_branch(entry) else {
             continue;
+        };
+        let message = match entry.get("type").and_then(Value::as_str) {
+            Some("message" | "custom_message") => {
+                match super::context::edited(entry, message, &edits) {
+                    Some(message) => message,
+                    None => continue,
+                }
+            }
+            _ => message,
         };
         file_ops.add_from_message(&message);
         let tokens = estimate_tokens(&message);
@@ -435,6 +447,33 @@ mod tests {
                 "{BRANCH_SUMMARY_PREAMBLE}S\n\n<read-files>\nr.md\n</read-files>\n\n<modified-files>\nm.rs\n</modified-files>"
             )
         );
+    }
+
+    #[test]
+    fn context_edits_apply_to_what_a_branch_summary_sees() {
+        let entries = [
+            node(
+                "u1",
+                None,
+                json!({"role": "user", "content": "secret hunter2"}),
+            ),
+            node(
+                "a1",
+                Some("u1"),
+                json!({"role": "assistant", "content": [{"type": "text", "text": "gone"}]}),
+            ),
+            json!({"type": "context_edit", "id": "e1", "parentId": "a1", "targetId": "u1",
+                   "replacement": {"content": "[EDITED OUT]"}}),
+            json!({"type": "context_edit", "id": "e2", "parentId": "e1", "targetId": "a1",
+                   "replacement": null}),
+        ];
+        let prepared = prepare_branch_entries(&entries, 0);
+        let text = serde_json::to_string(&prepared.messages).unwrap();
+        assert!(
+            text.contains("[EDITED OUT]") && !text.contains("hunter2"),
+            "{text}"
+        );
+        assert!(!text.contains("gone"), "{text}");
     }
 
     #[test]

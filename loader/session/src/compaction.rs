@@ -618,12 +618,15 @@ pub fn prepare_compaction(
         Some(turn_start) if cut.is_split_turn => turn_start,
         _ => cut.first_kept_entry_index,
     };
+    // What is summarized is what the context holds: pi 1.6's `context_edit`s applied (a
+    // secret an extension edited out of the context is not sent to the summarizer either).
+    let edits = context::context_edits(branch.get(boundary_start..).unwrap_or_default());
     let messages = |range: std::ops::Range<usize>| -> Vec<Value> {
         branch
             .get(range)
             .unwrap_or_default()
             .iter()
-            .filter_map(message_for_compaction)
+            .filter_map(|entry| context::edited(entry, message_for_compaction(entry)?, &edits))
             .collect()
     };
     let messages_to_summarize = messages(boundary_start..history_end.max(boundary_start));
@@ -782,6 +785,32 @@ mod tests {
             keep_recent_tokens: keep,
             ..CompactionSettings::default()
         }
+    }
+
+    #[test]
+    fn what_is_summarized_has_the_context_edits_applied() {
+        let mut entries = vec![
+            user("u1", &format!("my secret is hunter2 {}", "a".repeat(400))),
+            assistant("a1", &"b".repeat(400)),
+            user("u2", &"c".repeat(400)),
+            assistant("a2", &"d".repeat(400)),
+        ];
+        entries.push(entry(
+            "e1",
+            "context_edit",
+            json!({"targetId": "u1", "replacement": {"content": "[EDITED OUT]"}}),
+        ));
+        entries.push(entry(
+            "e2",
+            "context_edit",
+            json!({"targetId": "a1", "replacement": null}),
+        ));
+        entries.push(user("u3", &"e".repeat(400)));
+        let prepared = prepare_compaction(&entries, &settings(150)).unwrap();
+        let summarized = serde_json::to_string(&prepared.messages_to_summarize).unwrap();
+        assert!(summarized.contains("[EDITED OUT]"), "{summarized}");
+        assert!(!summarized.contains("hunter2"), "{summarized}");
+        assert!(!summarized.contains(&"b".repeat(400)), "{summarized}");
     }
 
     #[test]

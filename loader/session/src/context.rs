@@ -5,10 +5,14 @@
 //! `branch_summary` entries with a summary give `{role:"branchSummary", summary, fromId,
 //! timestamp}`. When the branch holds a compaction (the last one counts), the context is its
 //! summary `{role:"compactionSummary", summary, tokensBefore, timestamp}`, then the entries from
-//! its `firstKeptEntryId` up to the compaction, then everything after it. Timestamps in these
+//! its `firstKeptEntryId` up to the compaction, then everything after it. pi 0.87's
+//! `context_edit` entries (`{targetId, replacement: {content} | null}`) among those replace
+//! or leave out their target's message, the latest edit of a target winning. Timestamps in these
 //! made-up messages are milliseconds since the epoch (`new Date(entry.timestamp).getTime()`),
 //! `null` where pi would get `NaN`. Turning `custom` / summary roles into user messages for the
 //! model (pi's `convertToLlm`) is the agent loop's business.
+
+use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 
@@ -54,31 +58,120 @@ pub fn build(branch: &[&Value]) -> SessionContext {
         }
     }
 
-    let mut messages = Vec::new();
-    match compaction {
-        None => branch
-            .iter()
-            .for_each(|entry| push_message(&mut messages, entry)),
+    // The entries the context is made of (pi's `buildContextEntries`): with a compaction,
+    // the compaction first, then the kept entries before it and everything after it.
+    let selected: Vec<&Value> = match compaction {
+        None => branch.to_vec(),
         Some(at) => {
-            let compaction = branch[at];
-            messages.push(json!({
-                "role": "compactionSummary",
-                "summary": compaction.get("summary").cloned().unwrap_or(Value::Null),
-                "tokensBefore": compaction.get("tokensBefore").cloned().unwrap_or(Value::Null),
-                "timestamp": millis(compaction),
-            }));
-            let first_kept = compaction.get("firstKeptEntryId");
+            let first_kept = branch[at].get("firstKeptEntryId");
             let kept = branch[..at]
                 .iter()
                 .skip_while(|entry| entry.get("id") != first_kept || first_kept.is_none());
-            kept.chain(&branch[at + 1..])
-                .for_each(|entry| push_message(&mut messages, entry));
+            std::iter::once(&branch[at])
+                .chain(kept)
+                .chain(&branch[at + 1..])
+                .copied()
+                .collect()
+        }
+    };
+    // pi 0.87's `context_edit` entries: the latest one on the branch for a target replaces
+    // its content or (`replacement: null`) leaves it out (pi's `buildSessionProjection`).
+    let edits = context_edits(selected.iter().copied());
+    let mut messages = Vec::new();
+    for (index, entry) in selected.iter().enumerate() {
+        let start = messages.len();
+        if index == 0 && compaction.is_some() {
+            messages.push(json!({
+                "role": "compactionSummary",
+                "summary": entry.get("summary").cloned().unwrap_or(Value::Null),
+                "tokensBefore": entry.get("tokensBefore").cloned().unwrap_or(Value::Null),
+                "timestamp": millis(entry),
+            }));
+        } else {
+            push_message(&mut messages, entry);
+        }
+        if let Some(edit) = entry
+            .get("id")
+            .and_then(Value::as_str)
+            .and_then(|id| edits.get(id))
+        {
+            apply_edit(&mut messages, start, edit);
         }
     }
     SessionContext {
         messages,
         thinking_level,
         model,
+    }
+}
+
+/// The latest `context_edit` entry of each target among `entries` (in branch order), by the
+/// target's id.
+pub(crate) fn context_edits<'a>(
+    entries: impl IntoIterator<Item = &'a Value>,
+) -> HashMap<&'a str, &'a Value> {
+    let mut edits = HashMap::new();
+    for entry in entries {
+        if kind(entry) == "context_edit"
+            && let Some(target) = entry.get("targetId").and_then(Value::as_str)
+        {
+            edits.insert(target, entry);
+        }
+    }
+    edits
+}
+
+/// `message` (what `entry` gives the context) as its `context_edit` in `edits` leaves it:
+/// unchanged, replaced, or `None` when the edit removes it.
+pub(crate) fn edited(
+    entry: &Value,
+    message: Value,
+    edits: &HashMap<&str, &Value>,
+) -> Option<Value> {
+    let Some(edit) = entry
+        .get("id")
+        .and_then(Value::as_str)
+        .and_then(|id| edits.get(id))
+    else {
+        return Some(message);
+    };
+    let mut messages = vec![message];
+    apply_edit(&mut messages, 0, edit);
+    messages.pop()
+}
+
+/// Applies a `context_edit` to the messages its target gave (`messages[start..]`), as pi's
+/// `projectContextEntry`: `replacement: null` removes them; `{content}` replaces the content
+/// of user, assistant, tool-result and custom messages (a string given to an assistant or
+/// tool result becomes one text block). An edit of another shape changes nothing.
+fn apply_edit(messages: &mut Vec<Value>, start: usize, edit: &Value) {
+    match edit.get("replacement") {
+        Some(Value::Null) => messages.truncate(start),
+        Some(Value::Object(replacement)) => {
+            for message in &mut messages[start..] {
+                let role = message.get("role").and_then(Value::as_str).unwrap_or("");
+                if !matches!(role, "user" | "assistant" | "toolResult" | "custom") {
+                    continue;
+                }
+                let content = match replacement.get("content") {
+                    Some(Value::String(text)) if matches!(role, "assistant" | "toolResult") => {
+                        Some(json!([{"type": "text", "text": text}]))
+                    }
+                    other => other.cloned(),
+                };
+                if let Some(object) = message.as_object_mut() {
+                    match content {
+                        Some(content) => {
+                            object.insert("content".into(), content);
+                        }
+                        None => {
+                            object.remove("content");
+                        }
+                    }
+                }
+            }
+        }
+        _ => {}
     }
 }
 

@@ -16,7 +16,7 @@ use super::{CommandError, current_dir, write_stderr, write_stdout};
 use pi_hooks_host::guards::display::escape;
 use pi_hooks_host::packages::archive::{Limits, extract_tgz};
 use pi_hooks_host::packages::manifest::{Capabilities, parse_package_json};
-use pi_hooks_host::packages::pi_sources::{NpmCommand, PiSource, install_dir};
+use pi_hooks_host::packages::pi_sources::{self, NpmCommand, PiSource, install_dir};
 use pi_hooks_host::packages::platform::host_platform;
 use pi_hooks_host::packages::store::{InstallRecord, Scope, Store};
 use pi_hooks_host::packages::verify::{Layout, choose_library, verify_signature};
@@ -719,8 +719,10 @@ pub(super) fn npm_folder(scope: Scope, cwd: &Path) -> Result<PathBuf, String> {
     }
 }
 
-/// Installs `spec` with npm where pi does (`npm install -g SPEC`; for a project `npm install
-/// SPEC --prefix <cwd>/.pi/npm`, in an npm project pi would make), with lifecycle scripts
+/// Installs `spec` with npm where pi does (`npm install SPEC --prefix <agentDir>/npm` once pi
+/// 0.75+ keeps the user's packages there ([`pi_sources::pi_manages_user_npm`]), else `npm
+/// install -g SPEC`; for a project `npm install SPEC --prefix <cwd>/.pi/npm`, in an npm
+/// project pi would make), with lifecycle scripts
 /// off (the package's and its dependencies': nothing of a package runs at install), and
 /// returns its folder once `check` accepts what npm put there. When npm fails or `check`
 /// refuses, what npm put there is removed if it was not there before.
@@ -734,11 +736,38 @@ fn npm_install(
     let cwd = current_dir();
     let agent = agent_dir()?;
     let source = PiSource::parse(&format!("npm:{spec}"));
-    let target = install_dir(&source, scope, &agent, &cwd, npm)?;
+    let managed = scope == Scope::User && pi_sources::pi_manages_user_npm(&agent);
+    let target = match &source {
+        // pi 0.75+'s place for a user's package, once pi keeps them there.
+        PiSource::Npm { name, .. } if managed => pi_sources::pi_npm_root(&agent)
+            .join("node_modules")
+            .join(name),
+        _ => install_dir(&source, scope, &agent, &cwd, npm)?,
+    };
     let target_existed = target.exists();
-    let root = pi_hooks_host::packages::pi_sources::project_npm_root(&cwd);
+    let root = if managed {
+        pi_sources::pi_npm_root(&agent)
+    } else {
+        pi_sources::project_npm_root(&cwd)
+    };
     let root_existed = root.exists();
     let mut command = match scope {
+        Scope::User if managed => {
+            // As pi 1.6 installs it (`npm install SPEC --prefix <agentDir>/npm
+            // --legacy-peer-deps --no-audit --no-fund`), scripts off.
+            let mut command = npm.command(&[
+                "install",
+                spec,
+                "--ignore-scripts",
+                NPM_OWN_GIT,
+                "--legacy-peer-deps",
+                "--no-audit",
+                "--no-fund",
+                "--prefix",
+            ]);
+            command.arg(&root);
+            command
+        }
         Scope::User => npm.command(&["install", "-g", spec, "--ignore-scripts"]),
         Scope::Project => {
             // The npm project pi keeps a project's packages in, made as pi makes it; nothing
@@ -809,9 +838,11 @@ fn undo_npm_install(
     let PiSource::Npm { name, .. } = source else {
         return;
     };
+    let managed = scope == Scope::User
+        && agent_dir().is_ok_and(|agent| root == pi_sources::pi_npm_root(&agent));
     let mut command = match scope {
-        Scope::User => npm.command(&["uninstall", "-g", name, "--ignore-scripts"]),
-        Scope::Project => {
+        Scope::User if !managed => npm.command(&["uninstall", "-g", name, "--ignore-scripts"]),
+        _ => {
             let mut command = npm.command(&["uninstall", name, "--ignore-scripts", "--prefix"]);
             command.arg(root);
             command

@@ -209,6 +209,14 @@ pub struct Sources {
     /// The project directory (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+    /// pi's `--approve`: trust the project for this run as far as pi's project trust goes
+    /// (its plugins still load only once pinned with `pi-hooks trust`).
+    #[arg(long, conflicts_with = "no_approve")]
+    pub approve: bool,
+    /// pi's `--no-approve`: no project plugin loads and the project's settings.json is not
+    /// read, whatever `pi-hooks trust` pinned.
+    #[arg(long = "no-approve")]
+    pub no_approve: bool,
 }
 
 impl Sources {
@@ -224,6 +232,9 @@ impl Sources {
     fn options(
         &self,
     ) -> Result<pi_hooks_host::plugin_files::discover::DiscoveryOptions, CommandError> {
+        if self.approve || self.no_approve {
+            pi_hooks_host::plugin_files::pi_trust::set_override(Some(self.approve));
+        }
         pi_hooks_host::lifecycle::load::default_options(
             self.cwd(),
             self.hooks.clone(),

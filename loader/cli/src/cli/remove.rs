@@ -64,7 +64,7 @@ pub(super) fn remove(args: RemoveArgs) -> Result<ExitCode, CommandError> {
     let in_store = listed.record.as_ref().is_some_and(|r| r.location.is_none());
     if !in_store {
         match PiSource::parse(&listed.source) {
-            PiSource::Npm { name, .. } => npm_uninstall(&cwd, scope, &name)?,
+            PiSource::Npm { name, .. } => npm_uninstall(&cwd, scope, &name, &listed.folder)?,
             PiSource::Git { host, path, .. } => {
                 remove_clone(&agent, &cwd, scope, &host, &path).map_err(CommandError::failed)?
             }
@@ -132,10 +132,20 @@ fn remove_clone(
     }
 }
 
-/// `npm uninstall` of `name` where pi installed it for `scope`.
-fn npm_uninstall(cwd: &Path, scope: Scope, name: &str) -> Result<(), CommandError> {
+/// `npm uninstall` of `name` where pi installed it for `scope` (for the user: pi 0.75+'s
+/// `<agentDir>/npm` when its `folder` is there, else npm's global folder).
+fn npm_uninstall(cwd: &Path, scope: Scope, name: &str, folder: &Path) -> Result<(), CommandError> {
     let npm = super::install::npm_command()?;
+    let managed = agent_dir()
+        .ok()
+        .map(|agent| pi_hooks_host::packages::pi_sources::pi_npm_root(&agent))
+        .filter(|root| scope == Scope::User && folder.starts_with(root));
     let mut command = match scope {
+        Scope::User if managed.is_some() => {
+            let mut command = npm.command(&["uninstall", name, "--ignore-scripts", "--prefix"]);
+            command.arg(managed.as_deref().unwrap_or(folder));
+            command
+        }
         // Lifecycle scripts off, as at install.
         Scope::User => npm.command(&["uninstall", "-g", name, "--ignore-scripts"]),
         Scope::Project => {

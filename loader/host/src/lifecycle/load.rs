@@ -109,6 +109,7 @@ pub fn load_candidates(options: &DiscoveryOptions) -> (LoadReport, Vec<Candidate
         warnings: discovery
             .shadowed
             .into_iter()
+            .chain(discovery.declined)
             .map(|s| LoadWarning {
                 path: s.path,
                 warning: s.error,

@@ -117,7 +117,18 @@ pub fn listed_packages(
         }
         let parsed = PiSource::parse(&source);
         let npm = npm.get_or_insert_with(|| NpmCommand::from_user_settings(agent_dir));
-        let folder = match record.as_ref().and_then(|r| r.location.clone()) {
+        // pi's place first for a user's npm package (`pi update --extensions` moves one
+        // pi-hooks installed in npm's global folder there, leaving the old copy behind).
+        let managed = match (&parsed, store.scope) {
+            (PiSource::Npm { name, .. }, Scope::User) => Some(
+                super::pi_sources::pi_npm_root(agent_dir)
+                    .join("node_modules")
+                    .join(name),
+            )
+            .filter(|managed| managed.is_dir()),
+            _ => None,
+        };
+        let folder = match managed.or_else(|| record.as_ref().and_then(|r| r.location.clone())) {
             Some(location) => location,
             None => match npm
                 .as_ref()
@@ -136,8 +147,16 @@ pub fn listed_packages(
         };
         let json = folder.join("package.json");
         let Ok(bytes) = crate::plugin_files::files::read_regular(&json, 1 << 20) else {
-            // Not installed (pi installs a project's missing packages when it starts), or a
-            // single-file extension of pi's.
+            // A folder without a package.json, or a single-file extension of pi's: not a
+            // pi-hooks package. Nothing at all where pi puts it: said, since whether it is
+            // a native package (a guard, say) cannot be known, and a guard that is silently
+            // missing is the worst outcome (issue 33).
+            if std::fs::symlink_metadata(&folder).is_err() {
+                out.push(Err((
+                    store.settings.clone(),
+                    not_installed(&source, &parsed, store.scope, &folder, agent_dir),
+                )));
+            }
             continue;
         };
         let is_ours = serde_json::from_slice::<Value>(&bytes)
@@ -157,6 +176,49 @@ pub fn listed_packages(
         }
     }
     out
+}
+
+/// What is said of a `packages` entry with nothing where pi puts it: where it was looked
+/// for and what to do. pi installs a missing package when it starts (a project's once the
+/// project is trusted); pi-hooks installs nothing when a host starts.
+fn not_installed(
+    source: &str,
+    parsed: &PiSource,
+    scope: Scope,
+    folder: &Path,
+    agent_dir: &Path,
+) -> String {
+    use crate::guards::display::escape;
+    let looked = match (parsed, scope) {
+        (PiSource::Npm { name, .. }, Scope::User) => {
+            let managed = super::pi_sources::pi_npm_root(agent_dir)
+                .join("node_modules")
+                .join(name);
+            if managed == folder {
+                escape(&folder.display().to_string()).into_owned()
+            } else {
+                format!(
+                    "{}, where pi 0.75 and later install it, and in {}, npm's global folder",
+                    escape(&managed.display().to_string()),
+                    escape(&folder.display().to_string())
+                )
+            }
+        }
+        _ => escape(&folder.display().to_string()).into_owned(),
+    };
+    if let PiSource::Local { .. } = parsed {
+        return format!(
+            "package {} is listed but its folder {looked} does not exist. If it is a native plugin, it is not running. Fix the path or remove the entry",
+            escape(source)
+        );
+    }
+    let local = if scope == Scope::Project { " -l" } else { "" };
+    format!(
+        "package {} is listed but not installed (looked in {looked}). If it is a native plugin, it is not running. Install it (`pi install{local} {}` or `pi-hooks install{local} {}`) or remove the entry",
+        escape(source),
+        escape(source),
+        escape(source)
+    )
 }
 
 /// The plugin of a listed package, checked as the module's documentation says.

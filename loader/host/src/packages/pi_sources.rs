@@ -346,6 +346,15 @@ pub fn pi_npm_root(agent_dir: &Path) -> PathBuf {
     agent_dir.join("npm")
 }
 
+/// Whether pi 0.75 or later keeps this user's npm packages in `<agentDir>/npm` (it made the
+/// npm project there, `<agentDir>/npm/package.json`, at its first `pi install npm:…`):
+/// then `pi-hooks install npm:…` puts a user package there too (`npm install --prefix`), where
+/// pi finds, updates and removes it. Without it (pi 0.73.1, or no npm package installed by
+/// pi yet) the package goes to npm's global folder, where every pi finds it.
+pub fn pi_manages_user_npm(agent_dir: &Path) -> bool {
+    pi_npm_root(agent_dir).join("package.json").is_file()
+}
+
 /// `<cwd>/.pi/npm`, the `--prefix` of the project's npm packages.
 pub fn project_npm_root(cwd: &Path) -> PathBuf {
     cwd.join(".pi").join("npm")

@@ -2,7 +2,8 @@
 //!
 //! Order: project `<cwd>/.pi/hooks/` and `<cwd>/.pi/extensions/`, global
 //! `<agentDir>/hooks/` and `<agentDir>/extensions/`, then `hooks` and `extensions` from the
-//! project's and then the user's `settings.json`, then `--hook`/`-e` paths. Inside a folder,
+//! project's and then the user's `settings.json` (with pi's entry forms,
+//! [`crate::plugin_files::entry_forms`]), then `--hook`/`-e` paths. Inside a folder,
 //! files with this platform's library suffix in name order. Duplicates (same canonical path)
 //! keep their first place.
 
@@ -11,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::plugin_files::entry_forms::EntryForms;
 use crate::plugin_files::paths::{LIBRARY_SUFFIX, has_library_suffix, resolve};
 use crate::plugin_files::settings::{Settings, read_settings};
 
@@ -110,6 +112,9 @@ pub struct Discovery {
     /// Project entries dropped because they name one of the user's own plugins (the user's
     /// entry keeps its place and trust); `error` says so in one line.
     pub shadowed: Vec<SourceError>,
+    /// Project plugins (and the project's `settings.json`) not loaded because pi does not
+    /// trust the project ([`crate::plugin_files::pi_trust`]); `error` says why and what to do.
+    pub declined: Vec<SourceError>,
 }
 
 /// Finds the candidates.
@@ -117,6 +122,12 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
     let mut found = Discovery::default();
     let mut raw: Vec<Candidate> = Vec::new();
     let project = options.cwd.join(".pi");
+    // pi's "no" for this project is final: none of its plugins loads, pinned or not, and its
+    // settings are not read (as in pi).
+    let declined = match crate::plugin_files::pi_trust::decide(&options.agent_dir, &options.cwd) {
+        crate::plugin_files::pi_trust::PiTrust::Declined(why) => Some(why),
+        _ => None,
+    };
     if !options.no_discovery {
         for dir in [project.join("hooks"), project.join("extensions")] {
             scan_dir(&dir, Origin::Project, false, &mut raw);
@@ -138,14 +149,45 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
         ),
     ];
     for (path, origin) in sources {
+        if let Some(why) = &declined
+            && origin == Origin::ProjectSettings
+        {
+            if path.exists() {
+                found.declined.push(SourceError {
+                    path: path.display().to_string(),
+                    error: format!("not read: {why}"),
+                });
+            }
+            continue;
+        }
         match read_settings(&path) {
             Ok(None) => {}
             Ok(Some(mut settings)) => {
                 settings.project = origin == Origin::ProjectSettings;
+                // pi's entry forms (`crate::plugin_files::entry_forms`): `!`, `+` and `-`
+                // entries filter the scope's folder files and its listed ones; pi's
+                // `builtin:` names are passed over.
+                let forms = EntryForms::split(settings.hooks.iter().chain(&settings.extensions));
+                let base = settings.base_dir().to_path_buf();
+                let folder_origin = if settings.project {
+                    Origin::Project
+                } else {
+                    Origin::Global
+                };
+                raw.retain(|c| {
+                    c.origin != folder_origin || forms.folder_file_enabled(&c.path, &base)
+                });
                 if !options.no_discovery {
-                    for entry in settings.hooks.iter().chain(&settings.extensions) {
-                        explicit(&resolve(entry, settings.base_dir()), origin, &mut raw);
+                    let start = raw.len();
+                    for entry in &forms.plain {
+                        explicit(&resolve(entry, &base), origin, &mut raw);
                     }
+                    let listed = raw.split_off(start);
+                    raw.extend(
+                        listed
+                            .into_iter()
+                            .filter(|c| forms.listed_file_enabled(&c.path, &base)),
+                    );
                 }
                 found.settings.push(settings);
             }
@@ -166,6 +208,9 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
             (Scope::Project, Origin::ProjectPackage),
             (Scope::User, Origin::Package),
         ] {
+            if declined.is_some() && scope == Scope::Project {
+                continue;
+            }
             let store = Store::new(scope, &options.agent_dir, &options.cwd);
             for listed in package_plugins(&store, &options.agent_dir, &options.cwd) {
                 match listed {
@@ -184,6 +229,20 @@ pub fn discover(options: &DiscoveryOptions) -> Discovery {
     }
     for entry in &options.explicit {
         explicit(&resolve(entry, &options.cwd), Origin::Cli, &mut raw);
+    }
+    if let Some(why) = &declined {
+        raw.retain(|candidate| {
+            if !candidate.origin.needs_trust() {
+                return true;
+            }
+            found.declined.push(SourceError {
+                path: candidate.path.display().to_string(),
+                error: format!(
+                    "project plugin not loaded: {why} (`pi-hooks trust` does not override pi's decision)"
+                ),
+            });
+            false
+        });
     }
     dedupe(raw, &mut found);
     found

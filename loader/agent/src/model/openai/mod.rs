@@ -59,14 +59,22 @@ impl OpenAiModel {
         let base = model.info["baseUrl"].as_str().unwrap_or_default();
         let url = format!("{}/chat/completions", base.trim_end_matches('/'));
         let mut headers = Vec::new();
+        let provider = model.info["provider"].as_str().unwrap_or_default();
         if let Some(key) = &model.api_key {
-            let key = resolve_config_value(key)?;
-            if !key.is_empty() {
-                headers.push(("Authorization".to_owned(), format!("Bearer {key}")));
+            match resolve_config_value(key, &format!("API key for provider \"{provider}\"")) {
+                Ok(key) if !key.is_empty() => {
+                    headers.push(("Authorization".to_owned(), format!("Bearer {key}")));
+                }
+                Ok(_) => {}
+                Err(_) if model.key_optional => {}
+                Err(e) => return Err(e),
             }
         }
         for (name, value) in &model.headers {
-            headers.push((name.clone(), resolve_config_value(value)?));
+            headers.push((
+                name.clone(),
+                resolve_config_value(value, &format!("provider \"{provider}\" header \"{name}\""))?,
+            ));
         }
         Ok((url, headers))
     }

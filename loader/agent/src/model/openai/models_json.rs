@@ -22,9 +22,14 @@ pub struct ProviderModel {
     /// pi's `Model` object: `{id, name, api, provider, baseUrl, reasoning, input, cost,
     /// contextWindow, maxTokens}` (plus `headers` and `compat` when configured).
     pub info: Value,
-    /// The API key as configured: `!command`, the name of an environment variable, or the
-    /// key itself (resolved at request time, as pi does); `None` sends no `Authorization`.
+    /// The API key as configured: `!command`, a template with `$VAR`s, or the key itself
+    /// (resolved at request time by [`resolve_config_value`], as pi does); `None` sends no
+    /// `Authorization`.
     pub api_key: Option<String>,
+    /// The command line's provider (`$OPENAI_API_KEY`): a key that does not resolve sends no
+    /// `Authorization` rather than failing (a `models.json` key that does not resolve fails
+    /// the request, as in pi).
+    pub key_optional: bool,
     /// Extra request headers, values resolved as `api_key` is.
     pub headers: Vec<(String, String)>,
     /// How far the server follows OpenAI (pi's `compat`, detected and configured).
@@ -131,7 +136,8 @@ pub fn command_line_model(provider: &str, base_url: &str, id: &str) -> ProviderM
     ProviderModel {
         compat: Compat::detect(provider, base_url),
         info,
-        api_key: Some(OPENAI_API_KEY_ENV.to_owned()),
+        api_key: Some(format!("${OPENAI_API_KEY_ENV}")),
+        key_optional: true,
         headers: Vec::new(),
     }
 }
@@ -225,6 +231,7 @@ impl ModelsJson {
                         .and_then(Value::as_str)
                         .map(str::to_owned),
                     headers: model_headers,
+                    key_optional: false,
                     compat,
                 });
             }
@@ -256,26 +263,163 @@ fn model_info(provider: &str, base_url: &str, model: &Value, provider_config: &V
     info
 }
 
-/// pi's value resolution for `apiKey` and `headers`: `!command` runs the command with `sh -c`
-/// and uses its output (trimmed), the name of a set environment variable uses its value,
-/// anything else is the value itself.
-pub fn resolve_config_value(value: &str) -> Result<String, String> {
+/// pi 1.6's value resolution for `apiKey` and `headers` (its
+/// `dist/core/resolve-config-value.js`, since pi 0.77):
+///
+/// - `!command` runs the command with `sh -c` and uses its output, trimmed (at most 10 s, as
+///   pi);
+/// - anything else is a template: `$NAME` and `${NAME}` are replaced by the environment
+///   variable's value, `$$` is a `$` and `$!` a `!`; a `$` not followed by a name (or a
+///   `${…}` that is not a name) stays as it is; the rest is literal, so a plain `sk-…` or
+///   `MY_KEY` is sent as written.
+///
+/// It fails as pi's `resolveConfigValueOrThrow` does, with pi's words: a variable that is
+/// unset or empty, a command that fails or prints nothing. `description` says what the value
+/// is (`API key for provider "local"`).
+///
+/// A difference from pi 0.73.1 (which pi-hooks followed before): there a plain value was
+/// the name of an environment variable when one was set; in pi 1.6 it is literal.
+pub fn resolve_config_value(value: &str, description: &str) -> Result<String, String> {
     if let Some(command) = value.strip_prefix('!') {
-        let output = std::process::Command::new("sh")
-            .args(["-c", command])
-            .stdin(std::process::Stdio::null())
-            .output()
-            .map_err(|e| format!("cannot run the apiKey command `{command}`: {e}"))?;
-        if !output.status.success() {
-            return Err(format!(
-                "the apiKey command `{command}` failed ({}): {}",
-                output.status,
-                String::from_utf8_lossy(&output.stderr).trim()
-            ));
-        }
-        return Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned());
+        let failed = || format!("Failed to resolve {description} from shell command: {command}");
+        return run_with_limit(command, COMMAND_LIMIT)
+            .filter(|text| !text.is_empty())
+            .ok_or_else(failed);
     }
-    Ok(std::env::var(value).unwrap_or_else(|_| value.to_owned()))
+    let mut resolved = String::new();
+    let mut missing: Vec<&str> = Vec::new();
+    for part in template_parts(value) {
+        match part {
+            Part::Literal(text) => resolved.push_str(text),
+            Part::Env(name) => match std::env::var(name) {
+                Ok(text) if !text.is_empty() => resolved.push_str(&text),
+                _ => {
+                    if !missing.contains(&name) {
+                        missing.push(name);
+                    }
+                }
+            },
+        }
+    }
+    match missing.as_slice() {
+        [] => Ok(resolved),
+        [one] => Err(format!(
+            "Failed to resolve {description} from environment variable: {one}"
+        )),
+        many => Err(format!(
+            "Failed to resolve {description} from environment variables: {}",
+            many.join(", ")
+        )),
+    }
+}
+
+/// How long a `!command` may run (pi's `timeout: 10000`); it is then killed and fails.
+const COMMAND_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// `sh -c command`'s standard output, trimmed, when it exits with 0 within `limit`.
+fn run_with_limit(command: &str, limit: std::time::Duration) -> Option<String> {
+    use std::io::Read;
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", command])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let mut stdout = child.stdout.take()?;
+    let reader = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = stdout.read_to_end(&mut bytes);
+        bytes
+    });
+    let started = std::time::Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if started.elapsed() < limit => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    // A grandchild still holding the pipe keeps the reader waiting: not waited for then.
+    let bytes = if status.is_some() {
+        reader.join().ok()?
+    } else {
+        Vec::new()
+    };
+    status
+        .filter(std::process::ExitStatus::success)
+        .map(|_| String::from_utf8_lossy(&bytes).trim().to_owned())
+}
+
+/// A piece of a config value template.
+#[derive(Debug, PartialEq, Eq)]
+enum Part<'a> {
+    Literal(&'a str),
+    Env(&'a str),
+}
+
+/// pi's `parseConfigValueTemplate`.
+fn template_parts(config: &str) -> Vec<Part<'_>> {
+    let is_name = |s: &str| {
+        let mut chars = s.chars();
+        chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    let mut parts = Vec::new();
+    let mut index = 0;
+    while index < config.len() {
+        let Some(dollar) = config[index..].find('$').map(|i| index + i) else {
+            parts.push(Part::Literal(&config[index..]));
+            break;
+        };
+        if dollar > index {
+            parts.push(Part::Literal(&config[index..dollar]));
+        }
+        let rest = &config[dollar + 1..];
+        if rest.starts_with('$') || rest.starts_with('!') {
+            parts.push(Part::Literal(&rest[..1]));
+            index = dollar + 2;
+        } else if let Some(braced) = rest.strip_prefix('{') {
+            match braced.find('}') {
+                None => {
+                    parts.push(Part::Literal("$"));
+                    index = dollar + 1;
+                }
+                Some(end) => {
+                    let name = &braced[..end];
+                    if is_name(name) {
+                        parts.push(Part::Env(name));
+                    } else {
+                        parts.push(Part::Literal(&config[dollar..dollar + 3 + end]));
+                    }
+                    index = dollar + 3 + end;
+                }
+            }
+        } else {
+            let len = rest
+                .char_indices()
+                .find(|&(i, c)| {
+                    !(c.is_ascii_alphabetic() || c == '_' || (i > 0 && c.is_ascii_digit()))
+                })
+                .map_or(rest.len(), |(i, _)| i);
+            if len > 0 {
+                parts.push(Part::Env(&rest[..len]));
+                index = dollar + 1 + len;
+            } else {
+                parts.push(Part::Literal("$"));
+                index = dollar + 1;
+            }
+        }
+    }
+    parts
 }
 
 #[cfg(test)]
@@ -322,16 +466,34 @@ mod tests {
     }
 
     #[test]
-    fn config_values_resolve_as_pi_resolves_them() {
-        assert_eq!(resolve_config_value("sk-literal").unwrap(), "sk-literal");
+    fn config_values_resolve_as_pi_1_6_resolves_them() {
+        let r = |v: &str| resolve_config_value(v, "API key for provider \"p\"");
+        let path = std::env::var("PATH").unwrap();
+        assert_eq!(r("sk-literal").unwrap(), "sk-literal");
+        assert_eq!(r("PATH").unwrap(), "PATH");
+        assert_eq!(r("$PATH").unwrap(), path);
+        assert_eq!(r("${PATH}").unwrap(), path);
+        assert_eq!(r("a-${PATH}-b").unwrap(), format!("a-{path}-b"));
         assert_eq!(
-            resolve_config_value("!echo ' from-command '").unwrap(),
-            "from-command"
+            r("$$PATH $!x $ ${not a name} ${x").unwrap(),
+            "$PATH !x $ ${not a name} ${x"
+        );
+        assert_eq!(r("!echo ' from-command '").unwrap(), "from-command");
+        assert_eq!(
+            r("!exit 3").unwrap_err(),
+            "Failed to resolve API key for provider \"p\" from shell command: exit 3"
         );
         assert_eq!(
-            resolve_config_value("PATH").unwrap(),
-            std::env::var("PATH").unwrap()
+            r("$PI_HOOKS_UNSET_X-$PI_HOOKS_UNSET_Y").unwrap_err(),
+            "Failed to resolve API key for provider \"p\" from environment variables: PI_HOOKS_UNSET_X, PI_HOOKS_UNSET_Y"
         );
-        assert!(resolve_config_value("!exit 3").is_err());
+        assert_eq!(
+            run_with_limit("sleep 5; echo late", std::time::Duration::from_millis(200)),
+            None
+        );
+        assert_eq!(
+            template_parts("$A1_b2c${D}"),
+            [Part::Env("A1_b2c"), Part::Env("D")]
+        );
     }
 }
