@@ -17,7 +17,9 @@ export function decisionFor(name: string, result: any, index = 0): unknown {
 	if (result === null || result === undefined) return undefined;
 	switch (name) {
 		case "tool_call":
-			return result.block ? { block: true, reason: result.reason } : undefined;
+			if (!result.block) return undefined;
+			// pi 1.6: `terminate` stops the agent after the batch when every result has it.
+			return result.terminate ? { block: true, reason: result.reason, terminate: true } : { block: true, reason: result.reason };
 		case "tool_result":
 			return { content: result.content, details: result.details ?? undefined, isError: result.isError };
 		case "input":
@@ -41,6 +43,20 @@ export function decisionFor(name: string, result: any, index = 0): unknown {
 				promptPaths: (result.promptPaths ?? []).map((p: { path: string }) => p.path),
 				themePaths: (result.themePaths ?? []).map((p: { path: string }) => p.path),
 			};
+		// pi 1.6's results (issue 33, item 4), combined by serve across the native plugins.
+		case "turn_end":
+		case "agent_before_settle":
+			// Boundaries: serve's chain started from pi's `entries` and `continue`.
+			return { entries: result.entries, continue: result.continue };
+		case "message_end":
+			return result.message ? { message: result.message } : undefined;
+		case "context_with_system":
+			return { messages: result.messages };
+		case "before_provider_headers":
+			// pi ignores the return value: applyHeaders has changed `event.headers` in place.
+			return undefined;
+		case "project_trust":
+			return result.trusted === "yes" || result.trusted === "no" ? result : undefined;
 		default:
 			// user_bash and session_before_*: the combined result as pi expects it.
 			return result;
@@ -64,4 +80,15 @@ export function applyToolInput(event: { input?: unknown }, result: any): void {
 /** What a handler returns while serve is down: `tool_call` fails closed, the rest waits. */
 export function whileDown(name: string, reason: string): unknown {
 	return name === "tool_call" ? { block: true, reason } : undefined;
+}
+
+/** A `before_provider_headers` decision: as a pi handler does, change pi's `event.headers` in
+ * place (serve's `headers` are the merged ones; a `null` value deletes that header in pi). */
+export function applyHeaders(event: { headers?: unknown }, result: any): void {
+	const headers = result?.headers;
+	const target = event.headers as Record<string, unknown> | undefined;
+	if (headers === null || typeof headers !== "object" || target === null || typeof target !== "object") return;
+	for (const [name, value] of Object.entries(headers)) {
+		if (target[name] !== value) target[name] = value;
+	}
 }

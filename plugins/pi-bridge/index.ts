@@ -22,7 +22,7 @@ import { dirname, join } from "node:path";
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
 import { Text } from "@mariozechner/pi-tui";
 import { PiSide } from "./client-requests.ts";
-import { applyToolInput, decisionFor, payloadFor, whileDown } from "./events.ts";
+import { applyHeaders, applyToolInput, decisionFor, payloadFor, whileDown } from "./events.ts";
 import type { Hello } from "./serve-client.ts";
 import { contextOf, Supervisor } from "./supervisor.ts";
 
@@ -136,6 +136,7 @@ function registerEvents(pi: ExtensionAPI, side: PiSide, supervisor: Supervisor, 
 		try {
 			const result = await request;
 			if (name === "tool_call") applyToolInput(event, result);
+			if (name === "before_provider_headers") applyHeaders(event, result);
 			return decisionFor(name, result, 0);
 		} catch (error) {
 			// A tool call the native plugins could not judge does not run.

@@ -12,6 +12,7 @@
 //!
 //! Every event goes to the plugins first, then to the mode's event sink (JSON output, RPC).
 
+mod boundary;
 mod compaction;
 mod handle;
 pub mod model;
@@ -234,6 +235,10 @@ pub struct Agent {
     /// A context overflow was already answered by one compaction and retry since the last
     /// user prompt (pi's `_overflowRecoveryAttempted`).
     overflow_recovery_attempted: bool,
+    /// How deep in [`Agent::run`] the agent is: a retry or an overflow recovery runs again
+    /// from inside a run; only the outermost settles (pi 1.6's `agent_before_settle`,
+    /// `agent_settled`).
+    run_depth: u32,
 }
 
 impl Agent {
@@ -282,6 +287,7 @@ impl Agent {
             model,
             watching: None,
             overflow_recovery_attempted: false,
+            run_depth: 0,
             core: Core {
                 runner,
                 builtin,
@@ -423,8 +429,50 @@ impl Agent {
         self.run(pending, system_prompt, &text);
     }
 
-    /// One agent run.
-    fn run(&mut self, mut pending: Vec<Value>, system_prompt: String, prompt: &str) {
+    /// One agent run, and when it is not a retry or recovery inside another, its settling
+    /// (pi 1.6): `agent_before_settle` (not after an abort), whose `continue` starts one more
+    /// run from the context as it is, then `agent_settled {aborted}`.
+    fn run(&mut self, pending: Vec<Value>, system_prompt: String, prompt: &str) {
+        self.run_depth += 1;
+        self.run_once(pending, system_prompt.clone(), prompt);
+        self.run_depth -= 1;
+        if self.run_depth == 0 {
+            self.settle(&system_prompt);
+        }
+    }
+
+    /// pi 1.6's end of a prompt's activity, after `agent_end` and any retry or compaction.
+    fn settle(&mut self, system_prompt: &str) {
+        loop {
+            if self.core.shared.abort_token().is_cancelled() {
+                break;
+            }
+            let outcome = Shared::lock(&self.core.shared.messages)
+                .iter()
+                .rev()
+                .find(|m| m["role"] == "assistant")
+                .map_or("completed", boundary::outcome_of);
+            if !self
+                .core
+                .boundary(json!({"type": "agent_before_settle"}), outcome)
+            {
+                break;
+            }
+            self.run_depth += 1;
+            self.run_once(Vec::new(), system_prompt.to_owned(), "");
+            self.run_depth -= 1;
+        }
+        let aborted = self.core.shared.abort_token().is_cancelled();
+        if self.core.runner.has_handlers("agent_settled") {
+            self.core
+                .runner
+                .emit(json!({"type": "agent_settled", "aborted": aborted}));
+            self.core.flush_user_messages();
+        }
+    }
+
+    /// One agent run: `agent_start` ... `agent_end`, then a retry or a compaction.
+    fn run_once(&mut self, mut pending: Vec<Value>, system_prompt: String, prompt: &str) {
         let abort = CancelToken::new();
         let core = &self.core;
         *Shared::lock(&core.shared.abort) = abort.clone();
@@ -444,6 +492,9 @@ impl Agent {
             }
             let messages = Shared::lock(&core.shared.messages).clone();
             let context = core.runner.emit_context(messages);
+            // pi 1.6: then `context_with_system` (this host keeps the system prompt apart, so
+            // its messages are the same conversation).
+            let context = core.runner.emit_context_with_system(context);
             let tools = core.active_tool_specs();
             let assistant = if abort.is_cancelled() {
                 let message = aborted_message(&core.shared.model_info());
@@ -470,7 +521,7 @@ impl Agent {
                 }
                 message
             };
-            core.end_assistant(&assistant);
+            let assistant = core.end_assistant(&assistant);
             new_messages.push(assistant.clone());
             let stop = assistant["stopReason"]
                 .as_str()
@@ -483,13 +534,15 @@ impl Agent {
                 .filter(|b| b["type"] == "toolCall")
                 .cloned()
                 .collect();
-            let results = if stop == "aborted" || stop == "error" {
-                Vec::new()
+            let (results, terminate) = if stop == "aborted" || stop == "error" {
+                (Vec::new(), false)
             } else {
                 core.execute_tools(&calls)
             };
             new_messages.extend(results.iter().cloned());
-            core.emit(json!({"type": "turn_end", "turnIndex": turn_index, "message": assistant, "toolResults": results}));
+            // pi 1.6: `turn_end` is a boundary for plugins (`{entries, continue}`).
+            let turn_end = json!({"type": "turn_end", "turnIndex": turn_index, "message": assistant, "toolResults": results});
+            let asked_continue = core.turn_end(turn_end, &assistant, &results);
             turn_index += 1;
             if stop == "aborted" || stop == "error" {
                 break;
@@ -505,12 +558,17 @@ impl Agent {
                 pending = steer;
                 continue;
             }
-            if !calls.is_empty() {
+            // pi 1.6: a batch whose every call was blocked with `terminate` ends the run.
+            if !calls.is_empty() && !terminate {
                 continue;
             }
             let follow_up = std::mem::take(&mut Shared::lock(&core.shared.queues).follow_up);
             if !follow_up.is_empty() {
                 pending = follow_up;
+                continue;
+            }
+            // A `turn_end` handler asked for one more request (a context-only turn).
+            if asked_continue {
                 continue;
             }
             break;
@@ -686,20 +744,68 @@ impl Core {
         fields
     }
 
-    /// Adds a message: `message_start`, the session entry, the agent state, `message_end`.
-    fn add_message(&self, message: &Value) {
+    /// Adds a message: `message_start`, `message_end` (which may replace it), the session
+    /// entry and the agent state; returns the message as stored.
+    fn add_message(&self, message: &Value) -> Value {
         self.emit(json!({"type": "message_start", "message": message}));
-        self.persist(message);
-        self.emit(json!({"type": "message_end", "message": message}));
+        self.end_message(message)
     }
 
-    /// Ends the assistant message (its start and updates were streamed).
-    fn end_assistant(&self, message: &Value) {
-        self.persist(message);
-        self.emit(json!({"type": "message_end", "message": message}));
+    /// Ends the assistant message (its start and updates were streamed); returns it as stored.
+    fn end_assistant(&self, message: &Value) -> Value {
+        let message = self.end_message(message);
         if message["stopReason"] != "error" {
             retry::note_success(self);
         }
+        message
+    }
+
+    /// `message_end` as pi 1.6 runs it: the plugins first, whose `{message}` results chain
+    /// and replace the message (same role only), then the session entry and the agent state
+    /// get the final message, then the mode sees it.
+    fn end_message(&self, message: &Value) -> Value {
+        let message = if self.runner.has_handlers("message_end") {
+            let replaced = self.runner.emit_message_end(message);
+            self.flush_user_messages();
+            match replaced {
+                // pi: a replacement without content gets empty content.
+                Some(mut replaced) => {
+                    if replaced.get("content").is_none_or(Value::is_null) {
+                        replaced["content"] = json!([]);
+                    }
+                    replaced
+                }
+                None => message.clone(),
+            }
+        } else {
+            message.clone()
+        };
+        self.persist(&message);
+        self.shared
+            .sink(&json!({"type": "message_end", "message": message}));
+        message
+    }
+
+    /// `turn_end`: a boundary for the plugins (pi 1.6: `messageEntryId`,
+    /// `toolResultEntryIds`, `entries`, `continue`, `context`, `outcome` beside pi 0.73.1's
+    /// fields), then the mode's line; answers whether a handler asked for one more request.
+    fn turn_end(&self, mut event: Value, assistant: &Value, results: &[Value]) -> bool {
+        let mut asked = false;
+        if self.runner.has_handlers("turn_end") {
+            let mut plugin_event = event.clone();
+            plugin_event["messageEntryId"] = self.entry_id_of(assistant).into();
+            plugin_event["toolResultEntryIds"] = results
+                .iter()
+                .filter_map(|r| self.entry_id_of(r))
+                .collect::<Vec<_>>()
+                .into();
+            asked = self.boundary(plugin_event, boundary::outcome_of(assistant));
+        }
+        if let Some(fields) = event.as_object_mut() {
+            fields.remove("turnIndex");
+        }
+        self.shared.sink(&event);
+        asked
     }
 
     fn persist(&self, message: &Value) {

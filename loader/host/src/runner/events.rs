@@ -253,6 +253,8 @@ struct ToolCallChain {
     blocked: Option<String>,
     last: Option<Value>,
     input: Option<Value>,
+    /// The block asked the agent to stop after the tool batch (pi 1.6's `terminate`).
+    terminate: bool,
 }
 
 impl ToolCallChain {
@@ -306,6 +308,7 @@ impl Chain for ToolCallChain {
                 .and_then(Value::as_str)
                 .filter(|r| !r.is_empty());
             self.blocked = Some(reason.unwrap_or("Tool execution was blocked").to_owned());
+            self.terminate = result.get("terminate").is_some_and(truthy);
             return Flow::Stop;
         }
         if let Some(input) = result.as_object_mut().and_then(|r| r.remove("input"))
@@ -616,19 +619,28 @@ impl Runner {
     /// blocks (fail closed). A result's `input` replaces the tool's arguments: later handlers
     /// see it and the tool runs with it (pi's handlers mutate `event.input` in place). Untimed and inline unless `toolCallTimeout` is set.
     pub fn emit_tool_call(&self, payload: Arc<HostValue>) -> ToolCallOutcome {
+        self.emit_tool_call_full(payload).0
+    }
+
+    /// [`Runner::emit_tool_call`] and whether the blocking result also said `terminate`.
+    pub(crate) fn emit_tool_call_full(&self, payload: Arc<HostValue>) -> (ToolCallOutcome, bool) {
         let chain = ToolCallChain {
             payload,
             blocked: None,
             last: None,
             input: None,
+            terminate: false,
         };
         let chain = self.run("tool_call", None, chain, self.tool_call_timeout());
         match chain.blocked {
-            Some(reason) => ToolCallOutcome::Block { reason },
-            None => ToolCallOutcome::Allow {
-                last: chain.last,
-                input: chain.input,
-            },
+            Some(reason) => (ToolCallOutcome::Block { reason }, chain.terminate),
+            None => (
+                ToolCallOutcome::Allow {
+                    last: chain.last,
+                    input: chain.input,
+                },
+                false,
+            ),
         }
     }
 
