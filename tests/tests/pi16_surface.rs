@@ -1,0 +1,458 @@
+//! pi 1.6's hook surface for native plugins (issue 33, item 4; ABI 1.7), exercised with a real
+//! C plugin compiled against the committed header (tests/fixtures/pi16_surface.c) in the real
+//! binary's own modes, and with the `behave` fixture through `pi-hooks serve` (what the pi
+//! bridge relays to pi 1.6):
+//!
+//! - the run end as in pi 1.6: `agent_end`, then `agent_before_settle` (its `{entries,
+//!   continue}` honoured: entries written, one more run), then `agent_settled {aborted}`;
+//! - `turn_end`'s `{entries}`, `tool_call`'s `terminate`, `message_end`'s `{message}`,
+//!   `context_with_system`'s `{messages}`;
+//! - the context additions (`is_project_trusted`, `system_prompt_options`, `thinking_level`)
+//!   and a widget set with no placement (`PI_WIDGET_DEFAULT`);
+//! - serve's answers for the new results (boundaries, `message_end`, `context_with_system`,
+//!   `before_provider_headers`, `terminate`, `project_trust`).
+
+use std::path::PathBuf;
+use std::process::Output;
+use std::time::Duration;
+
+use pi_hooks_tests::rpc_client::RpcClient;
+use pi_hooks_tests::{Sandbox, behave_command, c_fixture, json_lines, output_within};
+use serde_json::{Value, json};
+
+/// The fixture, compiled into the sandbox.
+fn plugin(sandbox: &Sandbox) -> PathBuf {
+    c_fixture(&sandbox.lib(), "pi16_surface", &[])
+}
+
+/// `pi-hooks run --mode json --no-session --script <script> --hook <fixture> go` with
+/// `PI16_FEATURES=features`; returns the output and the fixture's log lines `(tag, JSON)`.
+fn run_json(script: Value, features: &str) -> (Output, Vec<(String, Value)>) {
+    let sandbox = Sandbox::new();
+    let library = plugin(&sandbox);
+    let script = sandbox.script(&script);
+    let log = sandbox.root().join("pi16.log");
+    let mut command = pi_hooks_tests::json_run_command(&sandbox, &script, &[library.as_path()]);
+    command.env("PI16_LOG", &log).env("PI16_FEATURES", features);
+    let output = output_within(command, Duration::from_secs(60));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output, read_log(&log))
+}
+
+fn read_log(path: &std::path::Path) -> Vec<(String, Value)> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|line| {
+            let (tag, json) = line.split_once(' ').expect("tag and JSON");
+            let value = serde_json::from_str(json)
+                .unwrap_or_else(|e| panic!("log line is not JSON ({e}): {line}"));
+            (tag.to_owned(), value)
+        })
+        .collect()
+}
+
+fn tags<'a>(log: &'a [(String, Value)], wanted: &[&str]) -> Vec<&'a str> {
+    log.iter()
+        .map(|(tag, _)| tag.as_str())
+        .filter(|tag| wanted.contains(tag))
+        .collect()
+}
+
+fn logged<'a>(log: &'a [(String, Value)], tag: &str) -> Vec<&'a Value> {
+    log.iter()
+        .filter(|(t, _)| t == tag)
+        .map(|(_, v)| v)
+        .collect()
+}
+
+/// The text of the assistant `message_end` lines the mode printed.
+fn assistant_texts(lines: &[Value]) -> Vec<String> {
+    lines
+        .iter()
+        .filter(|l| l["type"] == "message_end" && l["message"]["role"] == "assistant")
+        .map(|l| {
+            l["message"]["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<String>()
+        })
+        .collect()
+}
+
+#[test]
+fn the_run_ends_with_agent_end_then_agent_before_settle_then_agent_settled() {
+    let (output, log) = run_json(json!({"turns": [{"text": "first answer"}]}), "");
+    assert_eq!(
+        tags(&log, &["agent_end", "agent_before_settle", "agent_settled"]),
+        ["agent_end", "agent_before_settle", "agent_settled"]
+    );
+    let settle = logged(&log, "agent_before_settle")[0];
+    assert_eq!(settle["entries"], json!([]), "{settle}");
+    assert_eq!(settle["continue"], false);
+    assert_eq!(settle["outcome"], "completed");
+    assert_eq!(settle["context"]["canContinue"], false);
+    assert_eq!(
+        settle["context"]["contextMessages"]
+            .as_array()
+            .map(Vec::len),
+        Some(2),
+        "{settle}"
+    );
+    assert_eq!(
+        logged(&log, "agent_settled")[0],
+        &json!({"type": "agent_settled", "aborted": false})
+    );
+    // The turn_end boundary names the entries it ended.
+    let turn_end = logged(&log, "turn_end")[0];
+    let entries = logged(&log, "entries")[0].as_array().unwrap();
+    let assistant_entry = entries
+        .iter()
+        .find(|e| e["message"]["role"] == "assistant")
+        .unwrap();
+    assert_eq!(turn_end["messageEntryId"], assistant_entry["id"]);
+    assert_eq!(turn_end["toolResultEntryIds"], json!([]));
+    assert_eq!(turn_end["entries"], json!([]));
+    assert_eq!(turn_end["continue"], false);
+    // Outside a command, system_prompt_options is PI_ERR_UNAVAILABLE (as pi offers it on a
+    // command's context only).
+    assert_eq!(
+        logged(&log, "options_in_event")[0],
+        &json!(pi_hooks_abi::ffi::PI_ERR_UNAVAILABLE)
+    );
+    assert_eq!(assistant_texts(&json_lines(&output)), ["first answer"]);
+}
+
+#[test]
+fn boundary_entries_are_written_and_continue_runs_once_more() {
+    let (output, log) = run_json(
+        json!({"turns": [{"text": "first answer"}, {"text": "second answer"}], "rewind": false}),
+        "settle turn",
+    );
+    // agent_before_settle asked to continue once: a second run, then it settles.
+    assert_eq!(
+        tags(&log, &["agent_end", "agent_before_settle", "agent_settled"]),
+        [
+            "agent_end",
+            "agent_before_settle",
+            "agent_end",
+            "agent_before_settle",
+            "agent_settled"
+        ]
+    );
+    let lines = json_lines(&output);
+    assert_eq!(assistant_texts(&lines), ["first answer", "second answer"]);
+    // The second run's request held the custom message the boundary wrote.
+    let contexts = logged(&log, "context_with_system");
+    assert_eq!(contexts.len(), 2);
+    let last = contexts[1]["messages"].as_array().unwrap().last().unwrap();
+    assert_eq!(last["role"], "custom", "{}", contexts[1]);
+    assert_eq!(last["customType"], "settle-note");
+    assert_eq!(last["content"], "Settle note");
+    // Every entry the boundaries gave is in the session, in order.
+    let entries = logged(&log, "entries")[0].as_array().unwrap();
+    let customs: Vec<(&str, &str)> = entries
+        .iter()
+        .filter(|e| e["type"] != "message")
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap(),
+                e["customType"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        customs,
+        [
+            ("custom", "turn-note"),
+            ("custom_message", "settle-note"),
+            ("custom", "settle-state")
+        ]
+    );
+    // The second agent_before_settle's context shows the entries written.
+    let second = logged(&log, "agent_before_settle")[1];
+    assert!(
+        second["context"]["contextEntries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["customType"] == "settle-note"),
+        "{second}"
+    );
+}
+
+#[test]
+fn a_block_with_terminate_ends_the_run_after_the_batch() {
+    let script = json!({"turns": [
+        {"text": "Running.", "toolCalls": [{"name": "bash", "arguments": {"command": "echo hi"}}]},
+        {"text": "after the tools"}
+    ]});
+    let (output, log) = run_json(script.clone(), "terminate");
+    let lines = json_lines(&output);
+    let end = lines
+        .iter()
+        .find(|l| l["type"] == "tool_execution_end")
+        .expect("tool_execution_end");
+    assert_eq!(end["isError"], true, "{end}");
+    assert!(end["result"].to_string().contains("stopped here"), "{end}");
+    assert_eq!(
+        assistant_texts(&lines),
+        ["Running."],
+        "no request after the batch"
+    );
+    assert_eq!(logged(&log, "tool_call").len(), 1);
+    // The same script without terminate asks the model again after the tools.
+    let (output, _) = run_json(script, "");
+    assert_eq!(
+        assistant_texts(&json_lines(&output)),
+        ["Running.", "after the tools"]
+    );
+}
+
+#[test]
+fn a_message_end_replacement_reaches_the_session_the_clients_and_agent_end() {
+    let (output, log) = run_json(json!({"turns": [{"text": "original"}]}), "replace");
+    let lines = json_lines(&output);
+    assert_eq!(assistant_texts(&lines), ["REPLACED"]);
+    let agent_end = lines.iter().find(|l| l["type"] == "agent_end").unwrap();
+    assert!(agent_end.to_string().contains("REPLACED"), "{agent_end}");
+    assert!(!agent_end.to_string().contains("original"), "{agent_end}");
+    let entries = logged(&log, "entries")[0].to_string();
+    assert!(
+        entries.contains("REPLACED") && !entries.contains("\"original\""),
+        "{entries}"
+    );
+    // turn_end and agent_end handlers see the replacement too.
+    assert!(logged(&log, "turn_end")[0].to_string().contains("REPLACED"));
+}
+
+#[test]
+fn a_message_end_replacement_with_another_role_is_reported_and_ignored() {
+    let (output, _) = run_json(json!({"turns": [{"text": "original"}]}), "badrole");
+    let lines = json_lines(&output);
+    assert_eq!(assistant_texts(&lines), ["original"]);
+    let error = lines
+        .iter()
+        .find(|l| l["type"] == "extension_error")
+        .expect("an extension_error line");
+    assert_eq!(error["event"], "message_end");
+    assert_eq!(
+        error["error"],
+        "message_end handlers must return a message with the same role"
+    );
+}
+
+#[test]
+fn context_with_system_results_are_what_the_model_is_sent() {
+    // The scripted model answers with the last message of the request it got.
+    let (output, log) = run_json(json!({"turns": [{"text": "${LAST_MESSAGE}"}]}), "cws");
+    assert_eq!(assistant_texts(&json_lines(&output)), ["injected by cws"]);
+    // Handlers see the conversation after `context` (this host keeps the prompt apart).
+    let seen = logged(&log, "context_with_system")[0];
+    assert_eq!(seen["messages"][0]["role"], "user", "{seen}");
+}
+
+#[test]
+fn context_additions_and_a_widget_without_placement_in_rpc_mode() {
+    let sandbox = Sandbox::new();
+    let library = plugin(&sandbox);
+    let log = sandbox.root().join("pi16.log");
+    let mut command =
+        sandbox.command(&["rpc", "--no-session", "--hook", library.to_str().unwrap()]);
+    command.env("PI16_LOG", &log);
+    let mut client = RpcClient::start(command);
+    client.send(&json!({"id": "p", "type": "prompt", "message": "/pi16"}));
+    let plain = client.ui_request();
+    let above = client.ui_request();
+    assert_eq!(plain["method"], "setWidget", "{plain}");
+    assert_eq!(plain["widgetKey"], "plain");
+    assert!(
+        plain.get("widgetPlacement").is_none(),
+        "a widget set with PI_WIDGET_DEFAULT names no placement: {plain}"
+    );
+    assert_eq!(above["widgetKey"], "above");
+    assert_eq!(above["widgetPlacement"], "aboveEditor", "{above}");
+    client.response("p");
+    client.send(&json!({"id": "n", "type": "set_session_name", "name": "  Named  "}));
+    client.response("n");
+    let _ = client.close();
+    let log = read_log(&log);
+    let ctx = logged(&log, "ctx")[0];
+    assert_eq!(ctx["trusted"], false, "{ctx}");
+    assert_eq!(ctx["thinking"], "off");
+    assert_eq!(ctx["status"], 0);
+    assert_eq!(
+        ctx["options"]["cwd"],
+        sandbox.project().display().to_string(),
+        "{ctx}"
+    );
+    assert!(
+        ctx["options"]["selectedTools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("bash")),
+        "{ctx}"
+    );
+    assert_eq!(
+        logged(&log, "session_info_changed"),
+        [&json!({"type": "session_info_changed", "name": "Named"})]
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// through serve (what the pi bridge relays between pi 1.6 and the native plugins)
+
+fn serve(sandbox: &Sandbox, plugins: &[(&str, Value)]) -> RpcClient {
+    let mut client = RpcClient::start(behave_command(sandbox, plugins, &["serve", "--no-hooks"]));
+    let hello = client.next_line();
+    assert_eq!(hello["type"], "hello", "{hello}");
+    client
+}
+
+fn event(client: &mut RpcClient, id: &str, name: &str, payload: Value) -> Value {
+    client.send(&json!({"type": "event", "id": id, "name": name, "payload": payload}));
+    client
+        .until(|l| (l["type"] == "result" || l["type"] == "error") && l["id"] == id)
+        .1
+}
+
+#[test]
+fn serve_returns_the_boundary_results_chained_across_plugins() {
+    let sandbox = Sandbox::new();
+    let note = json!({"type": "custom", "customType": "a-note", "data": {"from": "alpha"}});
+    let mut client = serve(
+        &sandbox,
+        &[
+            (
+                "alpha",
+                json!({"handlers": [
+                    {"event": "turn_end", "result": {"entries": [note]}},
+                    {"event": "agent_before_settle", "result": {"continue": true}},
+                ]}),
+            ),
+            (
+                "beta",
+                json!({"handlers": [
+                    {"event": "turn_end", "result": {"continue": true}},
+                    {"event": "agent_before_settle", "result": {"entries": [{"type": "bogus"}]}},
+                ]}),
+            ),
+        ],
+    );
+    let turn_end = event(
+        &mut client,
+        "t",
+        "turn_end",
+        json!({"turnIndex": 0, "message": {"role": "assistant", "content": []}, "toolResults": [],
+               "messageEntryId": "e1", "toolResultEntryIds": [], "entries": [], "continue": false,
+               "context": {"canContinue": true}, "outcome": "completed"}),
+    );
+    assert_eq!(
+        turn_end["result"],
+        json!({"entries": [note], "continue": true}),
+        "{turn_end}"
+    );
+    // beta saw alpha's entries in its payload.
+    let lines = pi_hooks_tests::read_behave_log(&sandbox.behave_log());
+    let beta = lines
+        .iter()
+        .find(|l| l.who() == "beta turn_end")
+        .expect("beta's turn_end");
+    assert_eq!(beta.value["entries"], json!([note]), "{}", beta.value);
+    // A malformed draft: reported, and then no entries and no continuation (pi's rule).
+    let settle = event(
+        &mut client,
+        "s",
+        "agent_before_settle",
+        json!({"entries": [], "continue": false, "context": {}, "outcome": "completed"}),
+    );
+    assert_eq!(
+        settle["result"],
+        json!({"entries": [], "continue": false}),
+        "{settle}"
+    );
+    let _ = client.close();
+}
+
+#[test]
+fn serve_chains_message_end_context_with_system_headers_terminate_and_trust() {
+    let sandbox = Sandbox::new();
+    let replaced = json!({"role": "assistant", "content": [{"type": "text", "text": "new"}]});
+    let mut client = serve(
+        &sandbox,
+        &[
+            (
+                "alpha",
+                json!({"handlers": [
+                    {"event": "message_end", "result": {"message": replaced}},
+                    {"event": "context_with_system", "result": {"messages": [{"role": "user", "content": "only"}]}},
+                    {"event": "before_provider_headers", "result": {"headers": {"x-trace": "1", "authorization": null}}},
+                    {"event": "tool_call", "result": {"block": true, "reason": "no", "terminate": true}},
+                    {"event": "project_trust", "result": {"trusted": "undecided"}},
+                ]}),
+            ),
+            (
+                "beta",
+                json!({"handlers": [
+                    {"event": "before_provider_headers", "result": {"headers": {"x-beta": "2"}}},
+                    {"event": "project_trust", "result": {"trusted": "no", "remember": true}},
+                ]}),
+            ),
+        ],
+    );
+    let message = event(
+        &mut client,
+        "m",
+        "message_end",
+        json!({"message": {"role": "assistant", "content": [{"type": "text", "text": "old"}]}}),
+    );
+    assert_eq!(message["result"], json!({"message": replaced}), "{message}");
+    let messages = event(
+        &mut client,
+        "c",
+        "context_with_system",
+        json!({"messages": [{"role": "system", "content": ""}, {"role": "user", "content": "hi"}]}),
+    );
+    assert_eq!(
+        messages["result"],
+        json!({"messages": [{"role": "user", "content": "only"}]})
+    );
+    let headers = event(
+        &mut client,
+        "h",
+        "before_provider_headers",
+        json!({"headers": {"authorization": "Bearer k", "accept": "text/event-stream"}}),
+    );
+    assert_eq!(
+        headers["result"],
+        json!({"headers": {"authorization": null, "accept": "text/event-stream", "x-trace": "1", "x-beta": "2"}}),
+        "{headers}"
+    );
+    let blocked = event(
+        &mut client,
+        "b",
+        "tool_call",
+        json!({"toolCallId": "c1", "toolName": "bash", "input": {"command": "ls"}}),
+    );
+    assert_eq!(
+        blocked["result"],
+        json!({"block": true, "reason": "no", "terminate": true})
+    );
+    let trust = event(&mut client, "p", "project_trust", json!({"cwd": "/x"}));
+    assert_eq!(trust["result"], json!({"trusted": "no", "remember": true}));
+    // beta saw alpha's header changes (deleted ones as null).
+    let lines = pi_hooks_tests::read_behave_log(&sandbox.behave_log());
+    let beta = lines
+        .iter()
+        .find(|l| l.who() == "beta before_provider_headers")
+        .expect("beta's headers");
+    assert_eq!(beta.value["headers"]["authorization"], Value::Null);
+    assert_eq!(beta.value["headers"]["x-trace"], "1");
+    let _ = client.close();
+}
