@@ -219,9 +219,9 @@
  *     result: ignored
  *     combine: every handler runs; results are ignored
  *
- *   session_compact_failed (session) [pi 0.84.3]: when a compaction failed or was cancelled
- *     (inside pi, through the bridge; pi-hooks' own modes report a failed automatic compaction
- *     with auto_compaction_end {errorMessage} and do not emit it)
+ *   session_compact_failed (session) [pi 0.84.3]: when a compaction failed ("Nothing to
+ *     compact", a summary that failed) or was cancelled by a session_before_compact handler,
+ *     after auto_compaction_end for an automatic one
  *     payload: reason, errorMessage, aborted, willRetry, fromExtension
  *     result: ignored
  *     combine: every handler runs; results are ignored
@@ -343,16 +343,17 @@
  *     result: ignored
  *     combine: every handler runs; results are ignored
  *
- *   ui_prompt_start (UI) [pi 0.84.4]: when a blocking dialog (select, confirm, input, editor)
- *     starts waiting for the user, in every mode with a UI (pi 0.84.4). The plugin that opens
- *     the dialog does not get it while its own call waits (a native plugin runs one call at a
- *     time): it sees both events after the dialog closed
+ *   ui_prompt_start (UI) [pi 0.84.4]: inside pi (through the bridge), when a blocking dialog
+ *     (select, confirm, input, editor, custom) starts waiting for the user. The plugin that
+ *     opens the dialog does not get it while its own call waits (a native plugin runs one call
+ *     at a time): it sees both events after the dialog closed. pi-hooks' own modes do not emit
+ *     it yet
  *     payload: reason, kind, title
  *     result: ignored
  *     combine: every handler runs; results are ignored
  *
- *   ui_prompt_end (UI) [pi 0.84.4]: when that dialog no longer waits (answered, cancelled,
- *     timed out)
+ *   ui_prompt_end (UI) [pi 0.84.4]: inside pi (through the bridge), when that dialog no longer
+ *     waits (answered, cancelled, timed out); pi-hooks' own modes do not emit it yet
  *     payload: reason, kind, title
  *     result: ignored
  *     combine: every handler runs; results are ignored

@@ -408,6 +408,19 @@ public:
     Result &rewrite_input(std::string_view input_json) {
         return set_field_json("input", input_json);
     }
+    /// `tool_call`: block the tool with `reason` and ask the agent to stop after this tool
+    /// batch (pi 1.6's `terminate`: the run ends when every call of the batch was blocked so).
+    Result &block_and_terminate(std::string_view reason) {
+        return set_bool("block", true).set_string("reason", reason).set_bool("terminate", true);
+    }
+    /// `turn_end` / `agent_before_settle` (pi 1.6's boundaries): session entries to append
+    /// (a JSON array of drafts such as `{"type":"custom_message","customType":"note",
+    /// "content":"...","display":true}`; empty: none) and whether to make one more model
+    /// request.
+    Result &boundary(std::string_view entries_json, bool continue_run) {
+        if (!entries_json.empty()) set_field_json("entries", entries_json);
+        return set_bool("continue", continue_run);
+    }
     /// Field `key` set to `x`: a string, bool, integer, floating-point number, Value or
     /// OwnedValue (deep-copied; the owned value stays yours), picked by type:
     /// `result.set("block", true).set("reason", "why")`.

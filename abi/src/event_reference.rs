@@ -385,7 +385,7 @@ pub const EVENTS: &[EventSpec] = &[
     EventSpec {
         name: "session_compact_failed",
         group: "session",
-        when: "when a compaction failed or was cancelled (inside pi, through the bridge; pi-hooks' own modes report a failed automatic compaction with `auto_compaction_end {errorMessage}` and do not emit it)",
+        when: "when a compaction failed (\"Nothing to compact\", a summary that failed) or was cancelled by a `session_before_compact` handler, after `auto_compaction_end` for an automatic one",
         payload: &[
             f(
                 "reason",
@@ -608,7 +608,7 @@ pub const EVENTS: &[EventSpec] = &[
     EventSpec {
         name: "ui_prompt_start",
         group: "UI",
-        when: "when a blocking dialog (select, confirm, input, editor) starts waiting for the user, in every mode with a UI (pi 0.84.4). The plugin that opens the dialog does not get it while its own call waits (a native plugin runs one call at a time): it sees both events after the dialog closed",
+        when: "inside pi (through the bridge), when a blocking dialog (select, confirm, input, editor, custom) starts waiting for the user. The plugin that opens the dialog does not get it while its own call waits (a native plugin runs one call at a time): it sees both events after the dialog closed. pi-hooks' own modes do not emit it yet",
         payload: &[
             f("reason", "\"ui_prompt\"", "always `ui_prompt`"),
             f(
@@ -624,7 +624,7 @@ pub const EVENTS: &[EventSpec] = &[
     EventSpec {
         name: "ui_prompt_end",
         group: "UI",
-        when: "when that dialog no longer waits (answered, cancelled, timed out)",
+        when: "inside pi (through the bridge), when that dialog no longer waits (answered, cancelled, timed out); pi-hooks' own modes do not emit it yet",
         payload: &[
             f("reason", "\"ui_prompt\"", "always `ui_prompt`"),
             f(

@@ -456,3 +456,54 @@ fn serve_chains_message_end_context_with_system_headers_terminate_and_trust() {
     assert_eq!(beta.value["headers"]["x-trace"], "1");
     let _ = client.close();
 }
+
+// ---------------------------------------------------------------------------------------
+// C++
+
+const CPP_PLUGIN: &str = r#"
+#include <string>
+#include "pi_hooks.hpp"
+
+static void setup(pi_hooks::Plugin &pi) {
+    pi.on("tool_call", [](pi_hooks::Value, pi_hooks::Context &, pi_hooks::Result &result) {
+        result.block_and_terminate("stopped by C++");
+    });
+    pi.on("turn_end", [](pi_hooks::Value, pi_hooks::Context &, pi_hooks::Result &result) {
+        result.boundary(R"([{"type":"custom","customType":"cpp-note"}])", false);
+    });
+    pi.command("cpp16", "pi 1.6's context from C++", [](std::string_view, pi_hooks::Context &ctx) {
+        std::string options = ctx.system_prompt_options().json();
+        std::string line = std::string("trusted=") + (ctx.is_project_trusted() ? "yes" : "no") +
+                           " thinking=" + std::string(ctx.thinking_level()) + " options=" + options;
+        ctx.set_widget("cpp-plain", {line});
+        ctx.set_widget("cpp-below", {"below"}, PI_WIDGET_BELOW_EDITOR);
+    });
+}
+
+PI_HOOKS_CPP_PLUGIN("cpp-pi16", "1.0.0", "pi 1.6's context from C++", setup);
+"#;
+
+#[test]
+fn the_cpp_helpers_reach_the_context_additions_and_the_default_placement() {
+    let sandbox = Sandbox::new();
+    let library = pi_hooks_tests::compile_cpp_text(&sandbox.lib(), "libcpp_pi16", CPP_PLUGIN);
+    let mut client = RpcClient::start(sandbox.command(&[
+        "rpc",
+        "--no-session",
+        "--hook",
+        library.to_str().unwrap(),
+    ]));
+    client.send(&json!({"id": "p", "type": "prompt", "message": "/cpp16"}));
+    let plain = client.ui_request();
+    let below = client.ui_request();
+    client.response("p");
+    let _ = client.close();
+    assert!(plain.get("widgetPlacement").is_none(), "{plain}");
+    let line = plain["widgetLines"][0].as_str().unwrap();
+    assert!(
+        line.starts_with("trusted=no thinking=off options={"),
+        "{line}"
+    );
+    assert!(line.contains("\"selectedTools\""), "{line}");
+    assert_eq!(below["widgetPlacement"], "belowEditor", "{below}");
+}

@@ -15,6 +15,26 @@ pub enum Reply {
     Block(String),
 }
 
+impl Reply {
+    /// `tool_call`: blocks with `reason` and asks the agent to stop after this tool batch
+    /// (pi 1.6's `terminate`: the run ends when every call of the batch was blocked so).
+    pub fn block_and_terminate(reason: impl Into<String>) -> Reply {
+        Reply::Json(serde_json::json!({"block": true, "reason": reason.into(), "terminate": true}))
+    }
+
+    /// `turn_end` / `agent_before_settle` (pi 1.6's boundaries): session entries to append
+    /// (drafts such as `{"type": "custom_message", "customType": "note", "content": "...",
+    /// "display": true}`) and whether to make one more model request.
+    pub fn boundary(entries: Vec<serde_json::Value>, continue_run: bool) -> Reply {
+        Reply::Json(serde_json::json!({"entries": entries, "continue": continue_run}))
+    }
+
+    /// `message_end`: replaces the message (it must keep its `role`).
+    pub fn replace_message(message: serde_json::Value) -> Reply {
+        Reply::Json(serde_json::json!({"message": message}))
+    }
+}
+
 /// The answer of a `tool_call` handler.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ToolCallDecision {

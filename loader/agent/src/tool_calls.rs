@@ -135,9 +135,12 @@ impl Core {
             cancel: &cancel,
             on_update: &on_update,
         };
-        let mut output = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            tool.execute(&invocation)
-        })) {
+        // pi 1.1.0: `tool_execution_end.durationMs`, what `execute` took (monotonic clock).
+        let started = std::time::Instant::now();
+        let executed =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tool.execute(&invocation)));
+        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let mut output = match executed {
             Ok(Ok(output)) => output,
             Ok(Err(message)) => ToolOutput::error(message),
             Err(_) => ToolOutput::error(format!("Tool {name} panicked")),
@@ -157,7 +160,7 @@ impl Core {
             output.details = patch.details;
             output.is_error = patch.is_error;
         }
-        self.emit(json!({"type": "tool_execution_end", "toolCallId": id, "toolName": name, "result": output.to_json(), "isError": output.is_error}));
+        self.emit(json!({"type": "tool_execution_end", "toolCallId": id, "toolName": name, "result": output.to_json(), "isError": output.is_error, "durationMs": duration_ms}));
         output
     }
 }
