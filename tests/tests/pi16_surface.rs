@@ -207,12 +207,17 @@ fn a_block_with_terminate_ends_the_run_after_the_batch() {
         "no request after the batch"
     );
     assert_eq!(logged(&log, "tool_call").len(), 1);
+    // A call that did not run has no durationMs (pi 1.1.0).
+    assert!(end.get("durationMs").is_none(), "{end}");
     // The same script without terminate asks the model again after the tools.
     let (output, _) = run_json(script, "");
-    assert_eq!(
-        assistant_texts(&json_lines(&output)),
-        ["Running.", "after the tools"]
-    );
+    let lines = json_lines(&output);
+    assert_eq!(assistant_texts(&lines), ["Running.", "after the tools"]);
+    let end = lines
+        .iter()
+        .find(|l| l["type"] == "tool_execution_end")
+        .expect("tool_execution_end");
+    assert!(end["durationMs"].is_u64(), "{end}");
 }
 
 #[test]
@@ -645,4 +650,38 @@ fn inside_pi_1_6_boundary_results_and_message_end_replacements_hold() {
             "agent_settled"
         ]
     );
+}
+
+#[test]
+fn a_failed_compaction_is_session_compact_failed_with_its_reason() {
+    let sandbox = Sandbox::new();
+    let mut client = RpcClient::start(behave_command(
+        &sandbox,
+        &[(
+            "watch",
+            json!({"handlers": [{"event": "session_compact_failed"}, {"event": "session_compact"}]}),
+        )],
+        &["rpc", "--no-session"],
+    ));
+    // Nothing to compact in an empty session.
+    client.send(&json!({"id": "c", "type": "compact"}));
+    let answer = client.response("c");
+    assert_eq!(answer["success"], false, "{answer}");
+    let _ = client.close();
+    let lines = pi_hooks_tests::read_behave_log(&sandbox.behave_log());
+    let failed = lines
+        .iter()
+        .find(|l| l.who() == "watch session_compact_failed")
+        .expect("session_compact_failed");
+    assert_eq!(failed.value["reason"], "manual", "{}", failed.value);
+    assert_eq!(failed.value["aborted"], false);
+    assert_eq!(failed.value["willRetry"], false);
+    assert_eq!(failed.value["fromExtension"], false);
+    assert_eq!(
+        failed.value["errorMessage"].as_str(),
+        answer["error"].as_str(),
+        "{}",
+        failed.value
+    );
+    assert!(lines.iter().all(|l| l.who() != "watch session_compact"));
 }
