@@ -4,7 +4,8 @@
 //! (`include/pi_hooks.h`) and into `docs/events.md` by `scripts/gen-header.sh`, so the three
 //! cannot drift apart.
 //!
-//! Payload field names and shapes are pi 0.73.1's. Every payload also has `type`, the event's
+//! Payload field names and shapes are pi's (1.6.0's; what came after 0.73.1 names the pi
+//! version that introduced it). Every payload also has `type`, the event's
 //! name. Types are written as in TypeScript: `string`, `number`, `boolean`, `T[]`, `T?` for a
 //! field that may be missing, `A | B`, and pi's own shapes (`AgentMessage`, `SessionEntry`,
 //! ...), which are JSON objects as pi's session file stores them.
@@ -871,7 +872,7 @@ pub fn markdown() -> String {
          Generated from `abi/src/event_reference.rs` by `scripts/gen-header.sh` (which also puts a\n\
          short form into `include/pi_hooks.h`); edit the table there, not this file.\n\n\
          Every payload is a JSON object with `type` (the event's name) and the fields below, with\n\
-         pi 0.73.1's names and shapes; read them with `values->get` / `values->pointer` in C,\n\
+         pi's names and shapes; read them with `values->get` / `values->pointer` in C,\n\
          `event.get(\"...\")` in Rust. Types are written as in TypeScript (`T?`: may be missing).\n\
          Handlers run in load order, then registration order, one at a time.\n\n\
          pi-hooks follows pi 1.6.0's hooks (`@earendil-works/pi-coding-agent`). An event new\n\
