@@ -437,7 +437,7 @@ pub const EVENTS: &[EventSpec] = &[
             f(
                 "streamingBehavior",
                 "\"steer\" | \"followUp\"?",
-                "pi 1.6, through the bridge: how the input is delivered while the agent streams (absent when idle); pi-hooks' own modes leave it out",
+                "how the input is delivered while the agent streams (pi 0.77.0; absent when idle): a plugin's `send_user_message` with a `deliverAs` during a run; RPC `steer` / `follow_up` in pi",
             ),
         ],
         result: "`{action: \"continue\"}`, `{action: \"transform\", text, images?}`, `{action: \"handled\"}`, or a plain string (a transform)",

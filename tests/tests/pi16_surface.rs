@@ -685,3 +685,75 @@ fn a_failed_compaction_is_session_compact_failed_with_its_reason() {
     );
     assert!(lines.iter().all(|l| l.who() != "watch session_compact"));
 }
+
+const SENDER: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pi_hooks.h"
+
+static const PiHostApi *host;
+static PiPlugin *self;
+static int sent;
+
+static PiStatus on_turn_start(void *ud, const PiValue *event, PiContext *ctx, PiResult *result) {
+    (void)ud; (void)event; (void)ctx; (void)result;
+    if (sent++ > 0) return PI_OK;
+    host->actions->send_user_message(self, pi_str("steer this"), PI_DELIVER_STEER);
+    return host->actions->send_user_message(self, pi_str("then this"), PI_DELIVER_FOLLOW_UP);
+}
+
+static PiStatus on_input(void *ud, const PiValue *event, PiContext *ctx, PiResult *result) {
+    (void)ud; (void)ctx; (void)result;
+    PiStr json;
+    FILE *log = fopen(getenv("SENDER_LOG"), "a");
+    if (log == NULL) return PI_ERR;
+    if (host->values->to_json(event, &json) == PI_OK) fprintf(log, "%.*s\n", (int)json.len, json.ptr);
+    fclose(log);
+    return PI_OK;
+}
+
+static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
+    host = h;
+    self = plugin;
+    PiStatus status = host->registry->on(plugin, pi_str("turn_start"), on_turn_start, NULL);
+    return status != PI_OK ? status : host->registry->on(plugin, pi_str("input"), on_input, NULL);
+}
+
+PI_HOOKS_PLUGIN("sender", "1.0.0", "sends user messages while the agent streams", init, NULL);
+"#;
+
+#[test]
+fn input_says_how_a_message_sent_while_streaming_is_delivered() {
+    let sandbox = Sandbox::new();
+    let library = pi_hooks_tests::compile_c_text(&sandbox.lib(), "libsender", SENDER, &[]);
+    let script =
+        sandbox.script(&json!({"turns": [{"text": "one"}, {"text": "two"}, {"text": "three"}]}));
+    let log = sandbox.root().join("inputs.log");
+    let mut command = pi_hooks_tests::json_run_command(&sandbox, &script, &[library.as_path()]);
+    command.env("SENDER_LOG", &log);
+    let output = output_within(command, Duration::from_secs(60));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let inputs: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let behaviors: Vec<(&str, Option<&str>)> = inputs
+        .iter()
+        .map(|i| (i["text"].as_str().unwrap(), i["streamingBehavior"].as_str()))
+        .collect();
+    assert_eq!(
+        behaviors,
+        [
+            ("go", None),
+            ("steer this", Some("steer")),
+            ("then this", Some("followUp"))
+        ],
+        "{inputs:?}"
+    );
+}

@@ -682,7 +682,15 @@ impl Core {
             return;
         }
         for (text, images, deliver_as) in pending {
-            let (text, images) = match self.runner.emit_input(&text, images.clone(), "extension") {
+            let follow_up = deliver_as == pi_hooks_abi::ffi::PI_DELIVER_FOLLOW_UP;
+            // pi 1.6: `input.streamingBehavior` says how a message sent while streaming goes.
+            let behavior = if follow_up { "followUp" } else { "steer" };
+            let (text, images) = match self.runner.emit_input_streaming(
+                &text,
+                images.clone(),
+                "extension",
+                Some(behavior),
+            ) {
                 InputOutcome::Handled(_) => continue,
                 InputOutcome::Transform { text, images } => (text, images),
                 InputOutcome::Continue => (text, images),
@@ -692,7 +700,6 @@ impl Core {
                 content.extend(images);
             }
             let message = json!({"role": "user", "content": content, "timestamp": now_ms()});
-            let follow_up = deliver_as == pi_hooks_abi::ffi::PI_DELIVER_FOLLOW_UP;
             let mut queues = Shared::lock(&self.shared.queues);
             if follow_up {
                 queues.follow_up.push(message);

@@ -69,6 +69,9 @@ struct InputChain {
     text: String,
     images: Option<Value>,
     source: String,
+    /// pi 1.6's `streamingBehavior` (`"steer"` / `"followUp"`), when the input arrives
+    /// while the agent streams.
+    streaming_behavior: Option<&'static str>,
     handled: Option<Value>,
     cache: Cached,
 }
@@ -76,10 +79,14 @@ struct InputChain {
 impl Chain for InputChain {
     fn payload(&mut self) -> &Arc<HostValue> {
         let (text, images, source) = (&self.text, &self.images, &self.source);
+        let streaming_behavior = self.streaming_behavior;
         self.cache.get(|| {
             let mut event = json!({"type": "input", "text": text, "source": source});
             if let Some(images) = images {
                 event["images"] = images.clone();
+            }
+            if let Some(behavior) = streaming_behavior {
+                event["streamingBehavior"] = behavior.into();
             }
             event
         })
@@ -528,6 +535,19 @@ impl Runner {
     /// Dispatches `input`: transforms chain, the first `handled` stops; a plain string
     /// result is a transform.
     pub fn emit_input(&self, text: &str, images: Option<Value>, source: &str) -> InputOutcome {
+        self.emit_input_streaming(text, images, source, None)
+    }
+
+    /// [`Runner::emit_input`] for an input that arrives while the agent streams: the
+    /// payload's `streamingBehavior` (pi 0.77.0) says how it will be delivered, `"steer"` or
+    /// `"followUp"` (`None`: the agent is idle, the field is left out).
+    pub fn emit_input_streaming(
+        &self,
+        text: &str,
+        images: Option<Value>,
+        source: &str,
+        streaming_behavior: Option<&'static str>,
+    ) -> InputOutcome {
         if !self.has_handlers("input") {
             return InputOutcome::Continue;
         }
@@ -535,6 +555,7 @@ impl Runner {
             text: text.to_owned(),
             images: images.clone(),
             source: source.to_owned(),
+            streaming_behavior,
             handled: None,
             cache: Cached::default(),
         };
