@@ -487,8 +487,8 @@ impl Agent {
                 json!({"type": "turn_start", "turnIndex": turn_index, "timestamp": now_ms()}),
             );
             for message in pending.drain(..) {
-                core.add_message(&message);
-                new_messages.push(message);
+                // As stored: a `message_end` handler may have replaced it.
+                new_messages.push(core.add_message(&message));
             }
             let messages = Shared::lock(&core.shared.messages).clone();
             let context = core.runner.emit_context(messages);
