@@ -147,3 +147,26 @@ pub(crate) unsafe fn write_reply(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pi_1_6_results_have_pi_s_shapes() {
+        assert_eq!(
+            Reply::block_and_terminate("stop"),
+            Reply::Json(serde_json::json!({"block": true, "reason": "stop", "terminate": true}))
+        );
+        let note = serde_json::json!({"type": "custom", "customType": "n"});
+        assert_eq!(
+            Reply::boundary(vec![note.clone()], true),
+            Reply::Json(serde_json::json!({"entries": [note], "continue": true}))
+        );
+        let message = serde_json::json!({"role": "assistant", "content": []});
+        assert_eq!(
+            Reply::replace_message(message.clone()),
+            Reply::Json(serde_json::json!({"message": message}))
+        );
+    }
+}
