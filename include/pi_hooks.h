@@ -143,14 +143,14 @@
  *
  *   session_before_compact (session): before a compaction (manual, by a plugin, or automatic
  *     at the context threshold)
- *     payload: preparation, branchEntries, customInstructions
+ *     payload: preparation, branchEntries, customInstructions, reason, willRetry
  *     result: {cancel?: boolean, compaction?: CompactionResult}, or a plain string (the
  *       summary)
  *     combine: the first {cancel: true} stops the chain; otherwise the last result; a
  *       compaction (or string) replaces the model's summary
  *
  *   session_compact (session): after a compaction entry was written
- *     payload: compactionEntry, fromExtension
+ *     payload: compactionEntry, fromExtension, reason, willRetry
  *     result: ignored
  *     combine: every handler runs; results are ignored
  *
@@ -206,9 +206,38 @@
  *     result: ignored
  *     combine: every handler runs; results are ignored
  *
+ *   thinking_level_select (session): when the thinking level changes; pi-hooks' own modes have
+ *     no thinking levels (always "off") and never emit it: a plugin gets it inside pi, through
+ *     the bridge
+ *     payload: level, previousLevel
+ *     result: ignored
+ *     combine: every handler runs; results are ignored
+ *
+ *   session_info_changed (session) [pi 0.80.3]: when the session's name changes (RPC
+ *     set_session_name, pi's /name); pi-hooks' own modes emit it after RPC set_session_name
+ *     payload: name
+ *     result: ignored
+ *     combine: every handler runs; results are ignored
+ *
+ *   session_compact_failed (session) [pi 0.84.3]: when a compaction failed ("Nothing to
+ *     compact", a summary that failed) or was cancelled by a session_before_compact handler,
+ *     after auto_compaction_end for an automatic one
+ *     payload: reason, errorMessage, aborted, willRetry, fromExtension
+ *     result: ignored
+ *     combine: every handler runs; results are ignored
+ *
+ *   project_trust (session) [pi 0.79.0]: inside pi (through the bridge), when pi asks whether
+ *     the project folder may run its code (.pi settings, extensions, packages), before project
+ *     resources load; only user-level plugins are asked. pi-hooks' own modes use their own
+ *     trust pin and do not emit it
+ *     payload: cwd
+ *     result: {trusted: "yes" | "no" | "undecided", remember?: boolean}
+ *     combine: the first yes or no decides and stops the chain; undecided asks the next
+ *       handler
+ *
  *   input (input): for each prompt before it starts a run (not for slash commands of plugins,
  *     which run the command instead)
- *     payload: text, images, source
+ *     payload: text, images, source, streamingBehavior
  *     result: {action: "continue"}, {action: "transform", text, images?}, {action: "handled"},
  *       or a plain string (a transform)
  *     combine: transforms chain; the first handled stops the chain and the prompt
@@ -246,6 +275,15 @@
  *     combine: chains: each handler sees the previous handler's messages; the last ones are
  *       sent (the session is not changed)
  *
+ *   context_with_system (agent) [pi 0.87.0]: before each model request, after every context
+ *     handler, with the whole transcript pi sends, its system messages included (pi 1.6);
+ *     pi-hooks' own modes keep the system prompt out of the transcript, so there it holds the
+ *     same conversation as context
+ *     payload: messages
+ *     result: {messages: AgentMessage[]}
+ *     combine: chains: each handler sees the previous handler's messages; the last ones are
+ *       sent as returned (in pi, a handler that drops the leading system message is reported)
+ *
  *   message_start (agent): when a message (user, assistant, tool result, custom) starts
  *     payload: message
  *     result: ignored
@@ -256,18 +294,67 @@
  *     result: ignored
  *     combine: every handler runs; results are ignored
  *
- *   message_end (agent): when a message is complete (it is then in the session)
+ *   message_end (agent): when a message is complete, before the session stores it (pi 1.6's
+ *     order)
  *     payload: message
- *     result: ignored
- *     combine: every handler runs; results are ignored
+ *     result: {message?: AgentMessage}: replaces the message (same role only; else reported:
+ *       message_end handlers must return a message with the same role); the session, the
+ *       context and the clients get the replacement
+ *     combine: chains: each handler sees the message as replaced so far
  *
- *   turn_end (agent): after each turn (the assistant message and its tool results)
- *     payload: turnIndex, message, toolResults
- *     result: ignored
- *     combine: every handler runs; results are ignored
+ *   turn_end (agent): after each turn (the assistant message and its tool results, stored in
+ *     the session); a boundary since pi 0.87.0
+ *     payload: turnIndex, message, toolResults, messageEntryId, toolResultEntryIds, entries,
+ *       continue, context, outcome
+ *     result: {entries?: SessionBoundaryDraft[], continue?: boolean}: the entries to append
+ *       after the handlers ran (the last entries given replaces the earlier ones), and whether
+ *       to make one more model request. pi-hooks' own modes write custom and custom_message
+ *       entries (a custom message joins the context) and report context_edit and compaction
+ *       ones as not written; a continue without a context that can continue is reported (...
+ *       requested continuation without runnable model context)
+ *     combine: chains: each handler sees entries and continue as left by the ones before; a
+ *       malformed entries is reported (Invalid boundary entries: ...) and then no entries are
+ *       written and no request is made, unless a later handler gives valid ones
  *
- *   agent_end (agent): when a run ends (also after an abort or an error)
+ *   agent_end (agent): when a run ends (also after an abort or an error); not the end of the
+ *     prompt: a retry, a compaction, agent_before_settle and agent_settled may follow
  *     payload: messages
+ *     result: ignored
+ *     combine: every handler runs; results are ignored
+ *
+ *   agent_before_settle (agent) [pi 0.87.0]: after the prompt's last agent_end (and its
+ *     retries and automatic compaction), before the agent settles; not after an abort. A
+ *     continue starts one more run (agent_start ... agent_end) from the context as it is, then
+ *     this event comes again
+ *     payload: entries, continue, context, outcome
+ *     result: {entries?: SessionBoundaryDraft[], continue?: boolean}: the entries to append
+ *       after the handlers ran (the last entries given replaces the earlier ones), and whether
+ *       to make one more model request. pi-hooks' own modes write custom and custom_message
+ *       entries (a custom message joins the context) and report context_edit and compaction
+ *       ones as not written; a continue without a context that can continue is reported (...
+ *       requested continuation without runnable model context)
+ *     combine: chains: each handler sees entries and continue as left by the ones before; a
+ *       malformed entries is reported (Invalid boundary entries: ...) and then no entries are
+ *       written and no request is made, unless a later handler gives valid ones
+ *
+ *   agent_settled (agent) [pi 0.80.4 (aborted 1.1.0)]: once per prompt, when the agent
+ *     settled: no retry, compaction or continuation follows
+ *     payload: aborted
+ *     result: ignored
+ *     combine: every handler runs; results are ignored
+ *
+ *   ui_prompt_start (UI) [pi 0.84.4]: inside pi (through the bridge), when a blocking dialog
+ *     (select, confirm, input, editor, custom) starts waiting for the user. The plugin that
+ *     opens the dialog does not get it while its own call waits (a native plugin runs one call
+ *     at a time): it sees both events after the dialog closed. pi-hooks' own modes do not emit
+ *     it yet
+ *     payload: reason, kind, title
+ *     result: ignored
+ *     combine: every handler runs; results are ignored
+ *
+ *   ui_prompt_end (UI) [pi 0.84.4]: inside pi (through the bridge), when that dialog no longer
+ *     waits (answered, cancelled, timed out); pi-hooks' own modes do not emit it yet
+ *     payload: reason, kind, title
  *     result: ignored
  *     combine: every handler runs; results are ignored
  *
@@ -277,14 +364,25 @@
  *     result: any value, even null: the new request body (returning nothing keeps it)
  *     combine: chains: each handler sees the previous handler's body
  *
- *   after_provider_response (provider): when the provider's response headers arrive
+ *   before_provider_headers (provider) [pi 0.80.4]: inside pi (through the bridge), after a
+ *     provider request's headers are assembled, before the HTTP call (pi 0.80.4). pi-hooks'
+ *     own providers do not emit it yet
+ *     payload: headers
+ *     result: {headers: {name: string | null}}: set these headers, null deletes one (pi's
+ *       handlers change event.headers in place; a native handler returns the changes)
+ *     combine: merged in order: each handler sees the headers as changed so far
+ *
+ *   after_provider_response (provider): when the provider's response headers arrive (pi-hooks'
+ *     own scripted provider reports status 200 and no headers)
  *     payload: status, headers
  *     result: ignored
  *     combine: every handler runs; results are ignored
  *
  *   tool_call (tools): before each tool runs, after its arguments were validated
- *     payload: toolCallId, toolName, input
- *     result: {block: true, reason?: string} or {input: object}
+ *     payload: toolCallId, toolName, input, parentToolCallId
+ *     result: {block: true, reason?: string, terminate?: boolean} or {input: object};
+ *       terminate (pi 0.84.1) with a block asks the agent to stop after this tool batch: the
+ *       run ends after the batch when every call of it was blocked with terminate
  *     combine: the first block wins: the tool does not run (its reason becomes the tool's
  *       error result) and later handlers, of this plugin and of plugins after it, are not
  *       called for this call; a handler error, panic or timeout also blocks (fail closed). An
@@ -297,21 +395,24 @@
  *       set_field_json; C++: result.rewrite_input(json); Rust: ToolCallDecision::rewrite(json)
  *
  *   tool_execution_start (tools): when a tool starts running
- *     payload: toolCallId, toolName, args
+ *     payload: toolCallId, toolName, args, parentToolCallId
  *     result: ignored
  *     combine: every handler runs; results are ignored
  *
  *   tool_execution_update (tools): for each partial result of a running tool (the output as
  *     the tool streamed it: tool_result handlers do not patch it, in pi too; a client shows it
  *     while the tool runs, the model never sees it)
- *     payload: toolCallId, toolName, args, partialResult
+ *     payload: toolCallId, toolName, args, partialResult, parentToolCallId
  *     result: ignored
  *     combine: every handler runs; results are ignored
  *
  *   tool_result (tools): after a tool ran (also when it failed), before its result reaches the
  *     model
- *     payload: toolCallId, toolName, input, content, details, isError
- *     result: {content?, details?, isError?} (the fields to replace)
+ *     payload: toolCallId, toolName, input, content, details, isError, structuredContent,
+ *       usage, parentToolCallId
+ *     result: {content?, details?, isError?} (the fields to replace); inside pi also
+ *       structuredContent? and usage? (replacing content without structuredContent drops it
+ *       there)
  *     combine: patches chain: each handler sees the result as patched so far. A patch changes
  *       what the model sees and the session stores, not the tool_execution_update lines
  *       already streamed to the client (pi behaves the same): a redactor that must also keep a
@@ -320,7 +421,7 @@
  *       tool_update
  *
  *   tool_execution_end (tools): when a tool's final result is known (after tool_result)
- *     payload: toolCallId, toolName, result, isError
+ *     payload: toolCallId, toolName, result, isError, durationMs, parentToolCallId
  *     result: ignored
  *     combine: every handler runs; results are ignored
  *
@@ -467,7 +568,8 @@
 #define PI_NOTIFY_ERROR 2
 
 /**
- * `set_widget` placement: above the editor (the default).
+ * `set_widget` placement: above the editor, said so (RPC's `widgetPlacement:
+ * "aboveEditor"`).
  */
 #define PI_WIDGET_ABOVE_EDITOR 0
 
@@ -475,6 +577,14 @@
  * `set_widget` placement: below the editor.
  */
 #define PI_WIDGET_BELOW_EDITOR 1
+
+/**
+ * (ABI 1.7) `set_widget` placement: none given, as pi's `setWidget(key, lines)` without
+ * options. The widget is drawn above the editor, and RPC's `setWidget` request carries no
+ * `widgetPlacement` (pi leaves it out then). A host older than 1.7 refuses it
+ * (`PI_ERR_INVALID_ARG`); the C++ and Rust helpers pass it when no placement is given.
+ */
+#define PI_WIDGET_DEFAULT 2
 
 /**
  * Kind of a NULL pointer (an absent field).
@@ -529,9 +639,12 @@
  * `flags` (`PI_EXEC_CANCEL_ON_ABORT`); minor 4 appended `PiContextApi::is_aborted` and
  * `PiActionsApi::send_user_message_content` and `exec_cancel`; minor 5 added the status
  * `PI_ERR_DENIED` (a confined plugin's grant refused an action); minor 6 appended
- * `PiActionsApi::identity` and `data_dir` (who the plugin is, and its own folder).
+ * `PiActionsApi::identity` and `data_dir` (who the plugin is, and its own folder); minor 7
+ * (pi 1.6's hook surface) appended `PiContextApi::is_project_trusted`,
+ * `system_prompt_options` and `thinking_level`, and added the widget placement
+ * `PI_WIDGET_DEFAULT` (no placement given).
  */
-#define PI_HOOKS_ABI_MINOR 6
+#define PI_HOOKS_ABI_MINOR 7
 
 /**
  * An opaque context, valid until the handler, command, tool, timer or callback it was given
@@ -1037,6 +1150,29 @@ typedef struct PiContextApi {
      * compaction or a tree move once it started.
      */
     bool (*is_aborted)(struct PiContext *ctx);
+    /**
+     * (ABI 1.7) Whether project-local trust is active for this session (pi 0.79.1's
+     * `ctx.isProjectTrusted()`): inside pi, through the pi bridge, pi's own answer (its
+     * `trust.json`, `defaultProjectTrust`, `--approve` / `--no-approve`); in pi-hooks' own
+     * modes, whether the host trusts the working directory's project (false unless it says
+     * so). False for a NULL or stale context.
+     */
+    bool (*is_project_trusted)(struct PiContext *ctx);
+    /**
+     * (ABI 1.7; command only, as in pi: `PI_ERR_UNAVAILABLE` elsewhere) The options the
+     * base system prompt is built from (pi 0.78.1's `ctx.getSystemPromptOptions()`), as an
+     * owned object in `*out`: `{cwd, selectedTools?, customPrompt?, appendSystemPrompt?,
+     * promptGuidelines?, toolSnippets?, contextFiles?, skills?, ...}`. pi-hooks' own modes give
+     * `{cwd, selectedTools}` (the active tools); through the bridge it is pi's object.
+     */
+    PiStatus (*system_prompt_options)(struct PiContext *ctx, struct PiValue **out);
+    /**
+     * (ABI 1.7) The current thinking level (pi's `ctx.thinkingLevel`): `"off"`,
+     * `"minimal"`, `"low"`, `"medium"`, `"high"`, `"xhigh"` or `"max"`, borrowed from the
+     * context. pi-hooks' own modes have no thinking levels and answer `"off"`; through the
+     * bridge it is pi's level. An empty string for a NULL or stale context.
+     */
+    struct PiStr (*thinking_level)(struct PiContext *ctx);
 } PiContextApi;
 
 /**
@@ -1972,7 +2108,7 @@ typedef const struct PiPluginDescriptor *(*PiEntryFn)(void);
  * (pi_hooks_abi::layout::LAYOUT_FINGERPRINT). PI_HOOKS_DESCRIPTOR puts it in the descriptor,
  * so that the host refuses a plugin built against an edited header of the same version.
  */
-#define PI_HOOKS_LAYOUT_FINGERPRINT 0x57decafe3b1e531eULL
+#define PI_HOOKS_LAYOUT_FINGERPRINT 0x66ff0e68cf381fd3ULL
 
 /** The name of the entry symbol every v1 plugin exports (see PI_HOOKS_PLUGIN). */
 #define PI_HOOKS_ENTRY_SYMBOL "pi_hooks_plugin_v1"

@@ -61,6 +61,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 #include <type_traits>
 #include <utility>
 
@@ -407,6 +408,19 @@ public:
     Result &rewrite_input(std::string_view input_json) {
         return set_field_json("input", input_json);
     }
+    /// `tool_call`: block the tool with `reason` and ask the agent to stop after this tool
+    /// batch (pi 1.6's `terminate`: the run ends when every call of the batch was blocked so).
+    Result &block_and_terminate(std::string_view reason) {
+        return set_bool("block", true).set_string("reason", reason).set_bool("terminate", true);
+    }
+    /// `turn_end` / `agent_before_settle` (pi 1.6's boundaries): session entries to append
+    /// (a JSON array of drafts such as `{"type":"custom_message","customType":"note",
+    /// "content":"...","display":true}`; empty: none) and whether to make one more model
+    /// request.
+    Result &boundary(std::string_view entries_json, bool continue_run) {
+        if (!entries_json.empty()) set_field_json("entries", entries_json);
+        return set_bool("continue", continue_run);
+    }
     /// Field `key` set to `x`: a string, bool, integer, floating-point number, Value or
     /// OwnedValue (deep-copied; the owned value stays yours), picked by type:
     /// `result.set("block", true).set("reason", "why")`.
@@ -518,6 +532,48 @@ public:
     /// Error on an older host, PI_ERR_DENIED when a confined plugin's grant names no ${data}).
     std::string_view data_dir() const {
         return detail::own_text(host_, host_->context->plugin(raw_), true);
+    }
+    /// Whether project-local trust is active (pi's ctx.isProjectTrusted(); ABI 1.7, false
+    /// on an older host): inside pi, pi's answer; in pi-hooks' own modes, the host's.
+    bool is_project_trusted() const noexcept {
+        if (host_->context->struct_size <
+            offsetof(PiContextApi, is_project_trusted) + sizeof host_->context->is_project_trusted)
+            return false;
+        return host_->context->is_project_trusted(raw_);
+    }
+    /// The thinking level (pi's ctx.thinkingLevel): "off" in pi-hooks' own modes and on a
+    /// host older than ABI 1.7. Valid until this call returns.
+    std::string_view thinking_level() const noexcept {
+        if (host_->context->struct_size <
+            offsetof(PiContextApi, thinking_level) + sizeof host_->context->thinking_level)
+            return "off";
+        return view(host_->context->thinking_level(raw_));
+    }
+    /// (Command handlers; ABI 1.7) The options the base system prompt is built from (pi's
+    /// ctx.getSystemPromptOptions()): {cwd, selectedTools?, ...}. Throws Error elsewhere
+    /// (PI_ERR_UNAVAILABLE) and on an older host.
+    OwnedValue system_prompt_options() const {
+        if (host_->context->struct_size <
+            offsetof(PiContextApi, system_prompt_options) + sizeof host_->context->system_prompt_options)
+            check(PI_ERR_UNAVAILABLE, "system_prompt_options");
+        OwnedValue out(host_->values);
+        check(host_->context->system_prompt_options(raw_, out.out()), "system_prompt_options");
+        return out;
+    }
+    /// Sets a widget of `lines` under `key`, with no placement given (pi's plain
+    /// setWidget(key, lines): above the editor, and RPC names no placement); pass
+    /// PI_WIDGET_ABOVE_EDITOR or PI_WIDGET_BELOW_EDITOR to name one (PI_WIDGET_DEFAULT needs
+    /// ABI 1.7).
+    void set_widget(std::string_view key, const std::vector<std::string_view> &lines,
+                    uint32_t placement = PI_WIDGET_DEFAULT) const {
+        std::vector<PiStr> raw;
+        raw.reserve(lines.size());
+        for (std::string_view line : lines) raw.push_back(Str(line));
+        check(host_->ui->set_widget(raw_, Str(key), raw.data(), raw.size(), placement), "set_widget");
+    }
+    /// Removes the widget under `key`.
+    void remove_widget(std::string_view key) const {
+        check(host_->ui->set_widget(raw_, Str(key), nullptr, 0, PI_WIDGET_DEFAULT), "set_widget");
     }
     /// A notification (PI_NOTIFY_INFO, _WARNING or _ERROR); dropped where there is no UI.
     void notify(std::string_view message, uint32_t level = PI_NOTIFY_INFO) const {

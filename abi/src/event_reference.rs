@@ -4,7 +4,8 @@
 //! (`include/pi_hooks.h`) and into `docs/events.md` by `scripts/gen-header.sh`, so the three
 //! cannot drift apart.
 //!
-//! Payload field names and shapes are pi 0.73.1's. Every payload also has `type`, the event's
+//! Payload field names and shapes are pi's (1.6.0's; what came after 0.73.1 names the pi
+//! version that introduced it). Every payload also has `type`, the event's
 //! name. Types are written as in TypeScript: `string`, `number`, `boolean`, `T[]`, `T?` for a
 //! field that may be missing, `A | B`, and pi's own shapes (`AgentMessage`, `SessionEntry`,
 //! ...), which are JSON objects as pi's session file stores them.
@@ -44,6 +45,55 @@ const fn f(name: &'static str, ty: &'static str, doc: &'static str) -> EventFiel
 
 /// Handlers of a notification: every one runs, results are ignored.
 const NOTIFY: &str = "every handler runs; results are ignored";
+
+/// `parentToolCallId` of the tool events (pi 0.99.0).
+const PARENT_TOOL_CALL_ID: EventField = f(
+    "parentToolCallId",
+    "string?",
+    "pi 0.99, through the bridge: the call of the tool (a codemode script) that made this call, whose id is `<parent>/<n>`; pi-hooks' own tools make no nested calls",
+);
+/// The fields every boundary event (`turn_end`, `agent_before_settle`) has (pi 0.87.0).
+const BOUNDARY_ENTRIES: EventField = f(
+    "entries",
+    "SessionBoundaryDraft[]",
+    "the entries earlier handlers asked to append: `{type: \"custom\", customType, data?}`, `{type: \"custom_message\", customType, content, display, details?}`, `{type: \"context_edit\", targetId, replacement}`, `{type: \"compaction\", summary, firstKeptEntryId, details?}`",
+);
+const BOUNDARY_CONTINUE: EventField = f(
+    "continue",
+    "boolean",
+    "whether earlier handlers asked for one more model request",
+);
+const BOUNDARY_CONTEXT: EventField = f(
+    "context",
+    "{contextEntries, contextMessages, llmMessages, pendingMessages, canContinue}",
+    "the context the next request would send: the branch's entries, its messages, the messages as sent, the queued ones, and whether a request can follow (pi-hooks' own modes build it once per event, before the handlers; pi rebuilds it after each handler with the drafts applied)",
+);
+const BOUNDARY_OUTCOME: EventField = f(
+    "outcome",
+    "\"completed\" | \"aborted\" | \"error\"",
+    "how the last model request ended",
+);
+const BOUNDARY_RESULT: &str = "`{entries?: SessionBoundaryDraft[], continue?: boolean}`: the entries to append after the handlers ran (the last `entries` given replaces the earlier ones), and whether to make one more model request. pi-hooks' own modes write `custom` and `custom_message` entries (a custom message joins the context) and report `context_edit` and `compaction` ones as not written; a `continue` without a context that can continue is reported (`... requested continuation without runnable model context`)";
+const BOUNDARY_COMBINE: &str = "chains: each handler sees `entries` and `continue` as left by the ones before; a malformed `entries` is reported (`Invalid boundary entries: ...`) and then no entries are written and no request is made, unless a later handler gives valid ones";
+
+/// The pi version that introduced an event (`pi-coding-agent` 0.74.0 and later, published as
+/// `@earendil-works/pi-coding-agent`); events not listed were in pi 0.73.1.
+pub const SINCE: &[(&str, &str)] = &[
+    ("project_trust", "0.79.0"),
+    ("session_info_changed", "0.80.3"),
+    ("agent_settled", "0.80.4 (`aborted` 1.1.0)"),
+    ("before_provider_headers", "0.80.4"),
+    ("session_compact_failed", "0.84.3"),
+    ("ui_prompt_start", "0.84.4"),
+    ("ui_prompt_end", "0.84.4"),
+    ("context_with_system", "0.87.0"),
+    ("agent_before_settle", "0.87.0"),
+];
+
+/// The pi version that introduced `name`, when it came after pi 0.73.1.
+pub fn since(name: &str) -> Option<&'static str> {
+    SINCE.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
+}
 
 /// Every event the host emits, in the order of the reference.
 pub const EVENTS: &[EventSpec] = &[
@@ -128,6 +178,16 @@ pub const EVENTS: &[EventSpec] = &[
                 "string?",
                 "instructions given with /compact",
             ),
+            f(
+                "reason",
+                "\"manual\" | \"threshold\" | \"overflow\"",
+                "what started it (pi 0.79.10)",
+            ),
+            f(
+                "willRetry",
+                "boolean",
+                "the refused run is retried after it (overflow recovery)",
+            ),
         ],
         result: "`{cancel?: boolean, compaction?: CompactionResult}`, or a plain string (the summary)",
         combine: "the first `{cancel: true}` stops the chain; otherwise the last result; a `compaction` (or string) replaces the model's summary",
@@ -142,6 +202,16 @@ pub const EVENTS: &[EventSpec] = &[
                 "fromExtension",
                 "boolean",
                 "whether a plugin gave the summary",
+            ),
+            f(
+                "reason",
+                "\"manual\" | \"threshold\" | \"overflow\"",
+                "what started it (pi 0.79.10)",
+            ),
+            f(
+                "willRetry",
+                "boolean",
+                "the refused run is retried after it (overflow recovery)",
             ),
         ],
         result: "ignored",
@@ -286,6 +356,71 @@ pub const EVENTS: &[EventSpec] = &[
         result: "ignored",
         combine: NOTIFY,
     },
+    EventSpec {
+        name: "thinking_level_select",
+        group: "session",
+        when: "when the thinking level changes; pi-hooks' own modes have no thinking levels (always \"off\") and never emit it: a plugin gets it inside pi, through the bridge",
+        payload: &[
+            f(
+                "level",
+                "ThinkingLevel",
+                "the new level (`\"off\"`, `\"minimal\"`, `\"low\"`, `\"medium\"`, `\"high\"`, `\"xhigh\"`, `\"max\"`)",
+            ),
+            f("previousLevel", "ThinkingLevel", "the one before"),
+        ],
+        result: "ignored",
+        combine: NOTIFY,
+    },
+    EventSpec {
+        name: "session_info_changed",
+        group: "session",
+        when: "when the session's name changes (RPC `set_session_name`, pi's /name); pi-hooks' own modes emit it after RPC `set_session_name`",
+        payload: &[f(
+            "name",
+            "string?",
+            "the new name, trimmed; absent when it was cleared",
+        )],
+        result: "ignored",
+        combine: NOTIFY,
+    },
+    EventSpec {
+        name: "session_compact_failed",
+        group: "session",
+        when: "when a compaction failed (\"Nothing to compact\", a summary that failed) or was cancelled by a `session_before_compact` handler, after `auto_compaction_end` for an automatic one",
+        payload: &[
+            f(
+                "reason",
+                "\"manual\" | \"threshold\" | \"overflow\"",
+                "what started the compaction",
+            ),
+            f(
+                "errorMessage",
+                "string?",
+                "why it failed (absent when it was cancelled)",
+            ),
+            f("aborted", "boolean", "it was cancelled or aborted"),
+            f(
+                "willRetry",
+                "boolean",
+                "the refused run would have been retried after it (overflow)",
+            ),
+            f(
+                "fromExtension",
+                "boolean",
+                "the failing summary came from a `session_before_compact` handler",
+            ),
+        ],
+        result: "ignored",
+        combine: NOTIFY,
+    },
+    EventSpec {
+        name: "project_trust",
+        group: "session",
+        when: "inside pi (through the bridge), when pi asks whether the project folder may run its code (`.pi` settings, extensions, packages), before project resources load; only user-level plugins are asked. pi-hooks' own modes use their own trust pin and do not emit it",
+        payload: &[f("cwd", "string", "the project folder")],
+        result: "`{trusted: \"yes\" | \"no\" | \"undecided\", remember?: boolean}`",
+        combine: "the first `yes` or `no` decides and stops the chain; `undecided` asks the next handler",
+    },
     // Input.
     EventSpec {
         name: "input",
@@ -298,6 +433,11 @@ pub const EVENTS: &[EventSpec] = &[
                 "source",
                 "\"interactive\" | \"rpc\" | \"extension\"",
                 "who sent it (`extension`: a plugin's `send_user_message`)",
+            ),
+            f(
+                "streamingBehavior",
+                "\"steer\" | \"followUp\"?",
+                "how the input is delivered while the agent streams (pi 0.77.0; absent when idle): a plugin's `send_user_message` with a `deliverAs` during a run; RPC `steer` / `follow_up` in pi",
             ),
         ],
         result: "`{action: \"continue\"}`, `{action: \"transform\", text, images?}`, `{action: \"handled\"}`, or a plain string (a transform)",
@@ -364,6 +504,18 @@ pub const EVENTS: &[EventSpec] = &[
         combine: "chains: each handler sees the previous handler's messages; the last ones are sent (the session is not changed)",
     },
     EventSpec {
+        name: "context_with_system",
+        group: "agent",
+        when: "before each model request, after every `context` handler, with the whole transcript pi sends, its system messages included (pi 1.6); pi-hooks' own modes keep the system prompt out of the transcript, so there it holds the same conversation as `context`",
+        payload: &[f(
+            "messages",
+            "AgentMessage[]",
+            "the messages about to be sent",
+        )],
+        result: "`{messages: AgentMessage[]}`",
+        combine: "chains: each handler sees the previous handler's messages; the last ones are sent as returned (in pi, a handler that drops the leading system message is reported)",
+    },
+    EventSpec {
         name: "message_start",
         group: "agent",
         when: "when a message (user, assistant, tool result, custom) starts",
@@ -389,32 +541,100 @@ pub const EVENTS: &[EventSpec] = &[
     EventSpec {
         name: "message_end",
         group: "agent",
-        when: "when a message is complete (it is then in the session)",
+        when: "when a message is complete, before the session stores it (pi 1.6's order)",
         payload: &[f("message", "AgentMessage", "the message")],
-        result: "ignored",
-        combine: NOTIFY,
+        result: "`{message?: AgentMessage}`: replaces the message (same `role` only; else reported: `message_end handlers must return a message with the same role`); the session, the context and the clients get the replacement",
+        combine: "chains: each handler sees the message as replaced so far",
     },
     EventSpec {
         name: "turn_end",
         group: "agent",
-        when: "after each turn (the assistant message and its tool results)",
+        when: "after each turn (the assistant message and its tool results, stored in the session); a boundary since pi 0.87.0",
         payload: &[
             f("turnIndex", "number", "the turn"),
             f("message", "AgentMessage", "the assistant message"),
             f("toolResults", "ToolResultMessage[]", "its tool results"),
+            f("messageEntryId", "string", "the session entry of `message`"),
+            f(
+                "toolResultEntryIds",
+                "string[]",
+                "the session entries of `toolResults`",
+            ),
+            BOUNDARY_ENTRIES,
+            BOUNDARY_CONTINUE,
+            BOUNDARY_CONTEXT,
+            BOUNDARY_OUTCOME,
         ],
-        result: "ignored",
-        combine: NOTIFY,
+        result: BOUNDARY_RESULT,
+        combine: BOUNDARY_COMBINE,
     },
     EventSpec {
         name: "agent_end",
         group: "agent",
-        when: "when a run ends (also after an abort or an error)",
+        when: "when a run ends (also after an abort or an error); not the end of the prompt: a retry, a compaction, `agent_before_settle` and `agent_settled` may follow",
         payload: &[f(
             "messages",
             "AgentMessage[]",
             "the messages the run added",
         )],
+        result: "ignored",
+        combine: NOTIFY,
+    },
+    EventSpec {
+        name: "agent_before_settle",
+        group: "agent",
+        when: "after the prompt's last `agent_end` (and its retries and automatic compaction), before the agent settles; not after an abort. A `continue` starts one more run (`agent_start` ... `agent_end`) from the context as it is, then this event comes again",
+        payload: &[
+            BOUNDARY_ENTRIES,
+            BOUNDARY_CONTINUE,
+            BOUNDARY_CONTEXT,
+            BOUNDARY_OUTCOME,
+        ],
+        result: BOUNDARY_RESULT,
+        combine: BOUNDARY_COMBINE,
+    },
+    EventSpec {
+        name: "agent_settled",
+        group: "agent",
+        when: "once per prompt, when the agent settled: no retry, compaction or continuation follows",
+        payload: &[f(
+            "aborted",
+            "boolean",
+            "the run ended because it was aborted (Esc, RPC `abort`, a plugin's `abort`)",
+        )],
+        result: "ignored",
+        combine: NOTIFY,
+    },
+    // UI.
+    EventSpec {
+        name: "ui_prompt_start",
+        group: "UI",
+        when: "inside pi (through the bridge), when a blocking dialog (select, confirm, input, editor, custom) starts waiting for the user. The plugin that opens the dialog does not get it while its own call waits (a native plugin runs one call at a time): it sees both events after the dialog closed. pi-hooks' own modes do not emit it yet",
+        payload: &[
+            f("reason", "\"ui_prompt\"", "always `ui_prompt`"),
+            f(
+                "kind",
+                "\"select\" | \"confirm\" | \"input\" | \"editor\" | \"custom\"",
+                "the dialog",
+            ),
+            f("title", "string?", "its title"),
+        ],
+        result: "ignored",
+        combine: NOTIFY,
+    },
+    EventSpec {
+        name: "ui_prompt_end",
+        group: "UI",
+        when: "inside pi (through the bridge), when that dialog no longer waits (answered, cancelled, timed out); pi-hooks' own modes do not emit it yet",
+        payload: &[
+            f("reason", "\"ui_prompt\"", "always `ui_prompt`"),
+            f(
+                "kind",
+                "\"select\" | \"confirm\" | \"input\" | \"editor\" | \"custom\"",
+                "the dialog",
+            ),
+            f("title", "string?", "its title"),
+        ],
         result: "ignored",
         combine: NOTIFY,
     },
@@ -428,9 +648,21 @@ pub const EVENTS: &[EventSpec] = &[
         combine: "chains: each handler sees the previous handler's body",
     },
     EventSpec {
+        name: "before_provider_headers",
+        group: "provider",
+        when: "inside pi (through the bridge), after a provider request's headers are assembled, before the HTTP call (pi 0.80.4). pi-hooks' own providers do not emit it yet",
+        payload: &[f(
+            "headers",
+            "Record<string, string | null>",
+            "the request headers (a header an earlier handler deleted is `null`)",
+        )],
+        result: "`{headers: {name: string | null}}`: set these headers, `null` deletes one (pi's handlers change `event.headers` in place; a native handler returns the changes)",
+        combine: "merged in order: each handler sees the headers as changed so far",
+    },
+    EventSpec {
         name: "after_provider_response",
         group: "provider",
-        when: "when the provider's response headers arrive",
+        when: "when the provider's response headers arrive (pi-hooks' own scripted provider reports status 200 and no headers)",
         payload: &[
             f("status", "number", "the HTTP status"),
             f("headers", "Record<string, string>", "the response headers"),
@@ -455,8 +687,9 @@ pub const EVENTS: &[EventSpec] = &[
                 "object",
                 "the arguments (`bash`: `{command, timeout?}`; `write`: `{path, content}`; `edit`: `{path, edits}`; `read`: `{path, offset?, limit?}`)",
             ),
+            PARENT_TOOL_CALL_ID,
         ],
-        result: "`{block: true, reason?: string}` or `{input: object}`",
+        result: "`{block: true, reason?: string, terminate?: boolean}` or `{input: object}`; `terminate` (pi 0.84.1) with a block asks the agent to stop after this tool batch: the run ends after the batch when every call of it was blocked with `terminate`",
         combine: "the first block wins: the tool does not run (its reason becomes the tool's error result) and later handlers, of this plugin and of plugins after it, are not called for this call; a handler error, panic or timeout also blocks (fail closed). An `input` replaces the call's arguments (pi's handlers mutate `event.input` in place): later handlers see it in their `input`, the tool runs with the last one given and `tool_result`'s `input` is that one, while `tool_execution_*`'s `args` keep the model's arguments; it is not validated again; a block after it still wins, and an `input` that is not an object blocks the tool (fail closed). C: `results->set_value(result, pi_str(\"input\"), copy)` after changing a `values->copy` of the payload's `input`, or `set_field_json`; C++: `result.rewrite_input(json)`; Rust: `ToolCallDecision::rewrite(json)`",
     },
     EventSpec {
@@ -467,6 +700,7 @@ pub const EVENTS: &[EventSpec] = &[
             f("toolCallId", "string", "the call's id"),
             f("toolName", "string", "the tool"),
             f("args", "object", "its arguments"),
+            PARENT_TOOL_CALL_ID,
         ],
         result: "ignored",
         combine: NOTIFY,
@@ -480,6 +714,7 @@ pub const EVENTS: &[EventSpec] = &[
             f("toolName", "string", "the tool"),
             f("args", "object", "its arguments"),
             f("partialResult", "object", "`{content, details?}` so far"),
+            PARENT_TOOL_CALL_ID,
         ],
         result: "ignored",
         combine: NOTIFY,
@@ -503,8 +738,19 @@ pub const EVENTS: &[EventSpec] = &[
                 "the tool's details (`bash`: `{truncation?, fullOutputPath?}`), or undefined",
             ),
             f("isError", "boolean", "whether it failed"),
+            f(
+                "structuredContent",
+                "any?",
+                "pi 0.99, through the bridge: the tool's structured result (pi-hooks' own tools give none)",
+            ),
+            f(
+                "usage",
+                "Usage?",
+                "pi 0.81, through the bridge: model usage the tool reported",
+            ),
+            PARENT_TOOL_CALL_ID,
         ],
-        result: "`{content?, details?, isError?}` (the fields to replace)",
+        result: "`{content?, details?, isError?}` (the fields to replace); inside pi also `structuredContent?` and `usage?` (replacing `content` without `structuredContent` drops it there)",
         combine: "patches chain: each handler sees the result as patched so far. A patch changes what the model sees and the session stores, not the `tool_execution_update` lines already streamed to the client (pi behaves the same): a redactor that must also keep a secret off the screen blocks the call in `tool_call` (a command that prints a key file, say), or provides the tool itself as a plugin tool that redacts each update before `tool_update`",
     },
     EventSpec {
@@ -516,6 +762,12 @@ pub const EVENTS: &[EventSpec] = &[
             f("toolName", "string", "the tool"),
             f("result", "object", "`{content, details?}`"),
             f("isError", "boolean", "whether it failed"),
+            f(
+                "durationMs",
+                "number?",
+                "milliseconds the tool ran (pi 1.1.0); absent when it did not run (blocked, unknown)",
+            ),
+            PARENT_TOOL_CALL_ID,
         ],
         result: "ignored",
         combine: NOTIFY,
@@ -620,9 +872,17 @@ pub fn markdown() -> String {
          Generated from `abi/src/event_reference.rs` by `scripts/gen-header.sh` (which also puts a\n\
          short form into `include/pi_hooks.h`); edit the table there, not this file.\n\n\
          Every payload is a JSON object with `type` (the event's name) and the fields below, with\n\
-         pi 0.73.1's names and shapes; read them with `values->get` / `values->pointer` in C,\n\
+         pi's names and shapes; read them with `values->get` / `values->pointer` in C,\n\
          `event.get(\"...\")` in Rust. Types are written as in TypeScript (`T?`: may be missing).\n\
-         Handlers run in load order, then registration order, one at a time.\n",
+         Handlers run in load order, then registration order, one at a time.\n\n\
+         pi-hooks follows pi 1.6.0's hooks (`@earendil-works/pi-coding-agent`). An event new\n\
+         since pi 0.73.1 says the pi version that introduced it. Some exist only where pi has the\n\
+         moment (provider streams, project trust, thinking levels): a native plugin gets them\n\
+         inside pi through the pi bridge, and its entry says that pi-hooks' own modes do not\n\
+         emit them. Fields marked \"through the bridge\" likewise come only from pi. Results\n\
+         pi 1.6 added (`turn_end` and `agent_before_settle` `{entries, continue}`, `tool_call`\n\
+         `terminate`, `message_end` `{message}`, `context_with_system`, `before_provider_headers`,\n\
+         `project_trust`) are honoured in both places.\n",
     );
     let mut group = "";
     for event in EVENTS {
@@ -635,6 +895,9 @@ pub fn markdown() -> String {
             event.name,
             capitalized(event.when)
         ));
+        if let Some(version) = since(event.name) {
+            out.push_str(&format!("New in pi {version}.\n\n"));
+        }
         if event.payload.is_empty() {
             out.push_str("Payload: no fields besides `type`.\n\n");
         } else {
@@ -679,9 +942,12 @@ pub fn header_lines() -> Vec<String> {
             fields.join(", ")
         };
         lines.push(String::new());
+        let since = since(event.name)
+            .map(|v| format!(" [pi {v}]"))
+            .unwrap_or_default();
         wrap(
             &mut lines,
-            &format!("{} ({}): {}", event.name, event.group, event.when),
+            &format!("{} ({}){since}: {}", event.name, event.group, event.when),
             "  ",
             "    ",
         );
@@ -755,6 +1021,9 @@ mod tests {
             );
         }
         assert_eq!(find("tool_call").unwrap().payload[0].name, "toolCallId");
+        for (name, _) in SINCE {
+            assert!(find(name).is_some(), "{name} has a version but no entry");
+        }
         assert!(find("toolCall").is_none());
     }
 

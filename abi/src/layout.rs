@@ -20,6 +20,7 @@ pub const RELEASED_FINGERPRINTS: &[u64] = &[
     0xf44a_4416_3cdc_81dc,
     0x3ca6_bea3_64d9_256b,
     0x57de_cafe_3b1e_531e,
+    0x66ff_0e68_cf38_1fd3,
 ];
 
 /// Sizes of the boundary structs at one ABI minor, on this target.
@@ -64,11 +65,17 @@ impl AbiSizes {
         const POINTER: u32 = size_of::<unsafe extern "C" fn()>() as u32;
         /// What minor 2 appended to `PiValueApi`: `new_object` to `json_quote`.
         const VALUE_BUILDERS: u32 = 11 * POINTER;
-        // Minors 4 and 5 (5 added only the status `PI_ERR_DENIED`): the current tables
-        // less minor 6's `PiActionsApi::identity` and `data_dir`.
-        let minor_5 = AbiSizes {
-            actions_api: Self::CURRENT.actions_api - 2 * POINTER,
+        // Minor 6: the current tables less minor 7's `PiContextApi::is_project_trusted`,
+        // `system_prompt_options` and `thinking_level`.
+        let minor_6 = AbiSizes {
+            context_api: Self::CURRENT.context_api - 3 * POINTER,
             ..Self::CURRENT
+        };
+        // Minors 4 and 5 (5 added only the status `PI_ERR_DENIED`): minor 6 less its
+        // `PiActionsApi::identity` and `data_dir`.
+        let minor_5 = AbiSizes {
+            actions_api: minor_6.actions_api - 2 * POINTER,
+            ..minor_6
         };
         // Minor 3: minor 4 less its `PiContextApi::is_aborted` and
         // `PiActionsApi::send_user_message_content` and `exec_cancel`.
@@ -99,7 +106,8 @@ impl AbiSizes {
             2 => Some(minor_2),
             3 => Some(minor_3),
             4 | 5 => Some(minor_5),
-            6 => Some(Self::CURRENT),
+            6 => Some(minor_6),
+            7 => Some(Self::CURRENT),
             _ => None,
         }
     }
@@ -196,11 +204,17 @@ mod tests {
             four.actions_api as usize,
             offset_of!(PiActionsApi, identity)
         );
-        assert_eq!(four.context_api, AbiSizes::CURRENT.context_api);
+        let six = AbiSizes::for_minor(6).expect("minor 6");
+        assert_eq!(four.context_api, six.context_api);
+        assert_eq!(
+            six.context_api as usize,
+            offset_of!(PiContextApi, is_project_trusted)
+        );
+        assert_eq!(six.actions_api, AbiSizes::CURRENT.actions_api);
         // Minor 5 added a status code only.
         assert_eq!(AbiSizes::for_minor(5), Some(four));
-        assert_eq!(AbiSizes::for_minor(6), Some(AbiSizes::CURRENT));
-        assert_eq!(AbiSizes::for_minor(7), None);
+        assert_eq!(AbiSizes::for_minor(7), Some(AbiSizes::CURRENT));
+        assert_eq!(AbiSizes::for_minor(8), None);
     }
 
     #[test]

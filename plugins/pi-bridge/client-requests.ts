@@ -71,6 +71,13 @@ export class PiSide {
 				return this.ctx ? this.ctx.isIdle() : true;
 			case "is_aborted":
 				return this.ctx?.signal?.aborted ?? false;
+			// ABI 1.7 (pi 1.6's ctx): pi's own answers.
+			case "is_project_trusted":
+				return (this.ctx as any)?.isProjectTrusted?.() ?? false;
+			case "system_prompt_options":
+				return (this.commandCtx as any)?.getSystemPromptOptions?.() ?? null;
+			case "thinking_level":
+				return (this.ctx as any)?.thinkingLevel ?? pi.getThinkingLevel?.() ?? "off";
 			case "has_pending_messages":
 				return this.ctx ? this.ctx.hasPendingMessages() : false;
 			case "model":

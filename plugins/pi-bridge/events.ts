@@ -39,7 +39,9 @@ export function decisionFor(name: string, result: any, index = 0): unknown {
 	if (result === null || result === undefined) return undefined;
 	switch (name) {
 		case "tool_call":
-			return result.block ? { block: true, reason: result.reason } : undefined;
+			if (!result.block) return undefined;
+			// pi 1.6: `terminate` stops the agent after the batch when every result has it.
+			return result.terminate ? { block: true, reason: result.reason, terminate: true } : { block: true, reason: result.reason };
 		case "tool_result": {
 			// pi 1.6 (0.81 / 0.99): `structuredContent` and `usage` too; new `content` given
 			// without `structuredContent` drops pi's (serve applied that rule already, so the
@@ -72,6 +74,20 @@ export function decisionFor(name: string, result: any, index = 0): unknown {
 				promptPaths: (result.promptPaths ?? []).map((p: { path: string }) => p.path),
 				themePaths: (result.themePaths ?? []).map((p: { path: string }) => p.path),
 			};
+		// pi 1.6's results (issue 33, item 4), combined by serve across the native plugins.
+		case "turn_end":
+		case "agent_before_settle":
+			// Boundaries: serve's chain started from pi's `entries` and `continue`.
+			return { entries: result.entries, continue: result.continue };
+		case "message_end":
+			return result.message ? { message: result.message } : undefined;
+		case "context_with_system":
+			return { messages: result.messages };
+		case "before_provider_headers":
+			// pi ignores the return value: applyHeaders has changed `event.headers` in place.
+			return undefined;
+		case "project_trust":
+			return result.trusted === "yes" || result.trusted === "no" ? result : undefined;
 		default:
 			// session_before_*: the combined result as pi expects it.
 			return result;
@@ -142,4 +158,15 @@ function stringValues(env: Record<string, unknown>): Record<string, string> {
 	const values: Record<string, string> = {};
 	for (const [key, value] of Object.entries(env)) if (typeof value === "string") values[key] = value;
 	return values;
+}
+
+/** A `before_provider_headers` decision: as a pi handler does, change pi's `event.headers` in
+ * place (serve's `headers` are the merged ones; a `null` value deletes that header in pi). */
+export function applyHeaders(event: { headers?: unknown }, result: any): void {
+	const headers = result?.headers;
+	const target = event.headers as Record<string, unknown> | undefined;
+	if (headers === null || typeof headers !== "object" || target === null || typeof target !== "object") return;
+	for (const [name, value] of Object.entries(headers)) {
+		if (target[name] !== value) target[name] = value;
+	}
 }

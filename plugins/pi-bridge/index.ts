@@ -25,7 +25,7 @@ import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-age
 import * as piCodingAgent from "@mariozechner/pi-coding-agent";
 import { Text } from "@mariozechner/pi-tui";
 import { PiSide } from "./client-requests.ts";
-import { applyToolInput, type BashOperations, decisionFor, payloadFor, setLocalBash, whileDown } from "./events.ts";
+import { applyHeaders, applyToolInput, type BashOperations, decisionFor, payloadFor, setLocalBash, whileDown } from "./events.ts";
 import type { Hello } from "./serve-client.ts";
 import { contextOf, Supervisor, tell } from "./supervisor.ts";
 
@@ -147,6 +147,7 @@ function registerEvents(pi: ExtensionAPI, side: PiSide, supervisor: Supervisor, 
 		try {
 			const result = await request;
 			if (name === "tool_call") applyToolInput(event, result);
+			if (name === "before_provider_headers") applyHeaders(event, result);
 			return decisionFor(name, result, 0);
 		} catch (error) {
 			// A tool call the native plugins could not judge does not run.

@@ -462,8 +462,9 @@ fn abi_minor_newer_than_host() {
 /// Plugins built against the headers of ABI 1.0 (before `PiActionsApi::set_model` was
 /// appended), 1.1 (before the value builders and `PiResultApi::set_from_value`) and 1.2
 /// (before `PiValueApi::replace_text`), 1.3 (before `PiContextApi::is_aborted` and
-/// `PiActionsApi::send_user_message_content`) and 1.5 (before `PiActionsApi::identity` and
-/// `data_dir`) declare the older, smaller tables and their minor's fingerprint: they still
+/// `PiActionsApi::send_user_message_content`), 1.5 (before `PiActionsApi::identity` and
+/// `data_dir`) and 1.6 (before `PiContextApi::is_project_trusted`, `system_prompt_options` and
+/// `thinking_level`) declare the older, smaller tables and their minor's fingerprint: they still
 /// load.
 #[test]
 fn a_plugin_of_an_older_minor_loads() {
@@ -479,11 +480,16 @@ fn a_plugin_of_an_older_minor_loads() {
             ),
             format!("-DPLUGIN_NAME=\"{name}\""),
         ];
-        // 1.6 appended identity and data_dir; 1.4 is_aborted, send_user_message_content and
-        // exec_cancel; 1.3 replace_text; 1.2 the 11 value builders and set_from_value; 1.1
-        // set_model.
-        if minor <= 3 {
-            flags.push(format!("-DCONTEXT_API_SIZE_DELTA=-{pointer}"));
+        // 1.7 appended is_project_trusted, system_prompt_options and thinking_level; 1.6
+        // identity and data_dir; 1.4 is_aborted, send_user_message_content and exec_cancel;
+        // 1.3 replace_text; 1.2 the 11 value builders and set_from_value; 1.1 set_model.
+        let context = match minor {
+            0..=3 => 4,
+            4..=6 => 3,
+            _ => 0,
+        };
+        if context > 0 {
+            flags.push(format!("-DCONTEXT_API_SIZE_DELTA=-{}", context * pointer));
         }
         if minor <= 1 {
             flags.push(format!("-DVALUE_API_SIZE_DELTA=-{}", 12 * pointer));
@@ -494,9 +500,12 @@ fn a_plugin_of_an_older_minor_loads() {
         let actions = match minor {
             0 => 5,
             1..=3 => 4,
-            _ => 2,
+            4 | 5 => 2,
+            _ => 0,
         };
-        flags.push(format!("-DACTIONS_API_SIZE_DELTA=-{}", actions * pointer));
+        if actions > 0 {
+            flags.push(format!("-DACTIONS_API_SIZE_DELTA=-{}", actions * pointer));
+        }
         flags
     };
     for (minor, name) in [
@@ -505,6 +514,7 @@ fn a_plugin_of_an_older_minor_loads() {
         (2, "minor-two"),
         (3, "minor-three"),
         (5, "minor-five"),
+        (6, "minor-six"),
     ] {
         let flags = minor_flags(minor, name);
         let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
@@ -520,6 +530,7 @@ fn a_plugin_of_an_older_minor_loads() {
         "good",
         "minor-five",
         "minor-one",
+        "minor-six",
         "minor-three",
         "minor-two",
         "minor-zero",

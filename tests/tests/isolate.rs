@@ -356,6 +356,8 @@ fn comparable(lines: Vec<Value>) -> Vec<Value> {
         match value {
             Value::Object(map) => {
                 map.remove("timestamp");
+                // How long a tool ran (pi 1.6's `tool_execution_end.durationMs`) varies.
+                map.remove("durationMs");
                 map.values_mut().for_each(strip);
             }
             Value::Array(items) => items.iter_mut().for_each(strip),

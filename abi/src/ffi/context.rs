@@ -166,4 +166,24 @@ pub struct PiContextApi {
     /// `session_before_tree` payloads is `{aborted: false}`: this host cannot abort a
     /// compaction or a tree move once it started.
     pub is_aborted: unsafe extern "C" fn(ctx: *mut PiContext) -> bool,
+
+    // ---- ABI 1.7
+    /// (ABI 1.7) Whether project-local trust is active for this session (pi 0.79.1's
+    /// `ctx.isProjectTrusted()`): inside pi, through the pi bridge, pi's own answer (its
+    /// `trust.json`, `defaultProjectTrust`, `--approve` / `--no-approve`); in pi-hooks' own
+    /// modes, whether the host trusts the working directory's project (false unless it says
+    /// so). False for a NULL or stale context.
+    pub is_project_trusted: unsafe extern "C" fn(ctx: *mut PiContext) -> bool,
+    /// (ABI 1.7; command only, as in pi: `PI_ERR_UNAVAILABLE` elsewhere) The options the
+    /// base system prompt is built from (pi 0.78.1's `ctx.getSystemPromptOptions()`), as an
+    /// owned object in `*out`: `{cwd, selectedTools?, customPrompt?, appendSystemPrompt?,
+    /// promptGuidelines?, toolSnippets?, contextFiles?, skills?, ...}`. pi-hooks' own modes give
+    /// `{cwd, selectedTools}` (the active tools); through the bridge it is pi's object.
+    pub system_prompt_options:
+        unsafe extern "C" fn(ctx: *mut PiContext, out: *mut *mut PiValue) -> PiStatus,
+    /// (ABI 1.7) The current thinking level (pi's `ctx.thinkingLevel`): `"off"`,
+    /// `"minimal"`, `"low"`, `"medium"`, `"high"`, `"xhigh"` or `"max"`, borrowed from the
+    /// context. pi-hooks' own modes have no thinking levels and answer `"off"`; through the
+    /// bridge it is pi's level. An empty string for a NULL or stale context.
+    pub thinking_level: unsafe extern "C" fn(ctx: *mut PiContext) -> PiStr,
 }

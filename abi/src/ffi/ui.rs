@@ -12,10 +12,16 @@ pub const PI_NOTIFY_WARNING: u32 = 1;
 /// `notify` level: error.
 pub const PI_NOTIFY_ERROR: u32 = 2;
 
-/// `set_widget` placement: above the editor (the default).
+/// `set_widget` placement: above the editor, said so (RPC's `widgetPlacement:
+/// "aboveEditor"`).
 pub const PI_WIDGET_ABOVE_EDITOR: u32 = 0;
 /// `set_widget` placement: below the editor.
 pub const PI_WIDGET_BELOW_EDITOR: u32 = 1;
+/// (ABI 1.7) `set_widget` placement: none given, as pi's `setWidget(key, lines)` without
+/// options. The widget is drawn above the editor, and RPC's `setWidget` request carries no
+/// `widgetPlacement` (pi leaves it out then). A host older than 1.7 refuses it
+/// (`PI_ERR_INVALID_ARG`); the C++ and Rust helpers pass it when no placement is given.
+pub const PI_WIDGET_DEFAULT: u32 = 2;
 
 /// Options for a dialog. Pass NULL for none.
 #[repr(C)]

@@ -15,5 +15,8 @@ pub const PI_HOOKS_ABI_MAJOR: u32 = 1;
 /// `flags` (`PI_EXEC_CANCEL_ON_ABORT`); minor 4 appended `PiContextApi::is_aborted` and
 /// `PiActionsApi::send_user_message_content` and `exec_cancel`; minor 5 added the status
 /// `PI_ERR_DENIED` (a confined plugin's grant refused an action); minor 6 appended
-/// `PiActionsApi::identity` and `data_dir` (who the plugin is, and its own folder).
-pub const PI_HOOKS_ABI_MINOR: u32 = 6;
+/// `PiActionsApi::identity` and `data_dir` (who the plugin is, and its own folder); minor 7
+/// (pi 1.6's hook surface) appended `PiContextApi::is_project_trusted`,
+/// `system_prompt_options` and `thinking_level`, and added the widget placement
+/// `PI_WIDGET_DEFAULT` (no placement given).
+pub const PI_HOOKS_ABI_MINOR: u32 = 7;

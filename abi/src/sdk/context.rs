@@ -127,6 +127,46 @@ impl<'a> Context<'a> {
         unsafe { (api.is_aborted)(self.raw) }
     }
 
+    /// Whether the host's context table reaches the entry at `offset` (a host older than
+    /// the SDK's minor has a shorter table).
+    fn has_entry(&self, offset: usize) -> bool {
+        (self.api().struct_size as usize) >= offset + std::mem::size_of::<unsafe extern "C" fn()>()
+    }
+
+    /// (ABI 1.7) Whether project-local trust is active (pi's `ctx.isProjectTrusted()`):
+    /// inside pi, pi's answer; in pi-hooks' own modes, whether the host trusts the project.
+    /// False on an older host.
+    pub fn is_project_trusted(&self) -> bool {
+        if !self.has_entry(std::mem::offset_of!(PiContextApi, is_project_trusted)) {
+            return false;
+        }
+        // SAFETY: valid context; the host's table has the entry (its size was checked).
+        unsafe { (self.api().is_project_trusted)(self.raw) }
+    }
+
+    /// (ABI 1.7; command handlers) The options the base system prompt is built from (pi's
+    /// `ctx.getSystemPromptOptions()`): `{cwd, selectedTools?, ...}`.
+    pub fn system_prompt_options(&self) -> Result<serde_json::Value> {
+        if !self.has_entry(std::mem::offset_of!(PiContextApi, system_prompt_options)) {
+            return Err(super::error::Error::status(
+                PI_ERR_UNAVAILABLE,
+                "system_prompt_options",
+            ));
+        }
+        self.read(self.api().system_prompt_options, "system_prompt_options")
+    }
+
+    /// (ABI 1.7) The current thinking level (pi's `ctx.thinkingLevel`): `"off"` in pi-hooks'
+    /// own modes and on an older host.
+    pub fn thinking_level(&self) -> &'a str {
+        if !self.has_entry(std::mem::offset_of!(PiContextApi, thinking_level)) {
+            return "off";
+        }
+        // SAFETY: valid context; the table has the entry; the string lives as long as the
+        // context.
+        unsafe { from_pi_str((self.api().thinking_level)(self.raw)) }
+    }
+
     /// Aborts the current agent run.
     pub fn abort(&self) -> Result<()> {
         // SAFETY: valid context.
@@ -337,16 +377,22 @@ impl Ui<'_> {
         )
     }
 
-    /// Sets (`Some`) or removes (`None`) a widget above the editor.
+    /// Sets (`Some`) or removes (`None`) a widget, with no placement given (pi's plain
+    /// `setWidget(key, lines)`: drawn above the editor, and RPC's request names no
+    /// placement). [`Ui::set_widget_at`] names one.
     pub fn set_widget(&self, key: &str, lines: Option<&[&str]>) -> Result<()> {
+        self.set_widget_at(key, lines, PI_WIDGET_DEFAULT)
+    }
+
+    /// Sets (`Some`) or removes (`None`) a widget at `placement`, a `PI_WIDGET_*`.
+    pub fn set_widget_at(&self, key: &str, lines: Option<&[&str]>, placement: u32) -> Result<()> {
         let lines: Option<Vec<PiStr>> = lines.map(|l| l.iter().map(|s| pi_str(s)).collect());
         let (ptr, count) = lines
             .as_ref()
             .map_or((std::ptr::null(), 0), |l| (l.as_ptr(), l.len()));
         // SAFETY: valid context; the lines outlive the call.
-        let status = unsafe {
-            (self.api().set_widget)(self.raw(), pi_str(key), ptr, count, PI_WIDGET_ABOVE_EDITOR)
-        };
+        let status =
+            unsafe { (self.api().set_widget)(self.raw(), pi_str(key), ptr, count, placement) };
         check(status, "set_widget")
     }
 

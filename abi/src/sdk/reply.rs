@@ -15,6 +15,26 @@ pub enum Reply {
     Block(String),
 }
 
+impl Reply {
+    /// `tool_call`: blocks with `reason` and asks the agent to stop after this tool batch
+    /// (pi 1.6's `terminate`: the run ends when every call of the batch was blocked so).
+    pub fn block_and_terminate(reason: impl Into<String>) -> Reply {
+        Reply::Json(serde_json::json!({"block": true, "reason": reason.into(), "terminate": true}))
+    }
+
+    /// `turn_end` / `agent_before_settle` (pi 1.6's boundaries): session entries to append
+    /// (drafts such as `{"type": "custom_message", "customType": "note", "content": "...",
+    /// "display": true}`) and whether to make one more model request.
+    pub fn boundary(entries: Vec<serde_json::Value>, continue_run: bool) -> Reply {
+        Reply::Json(serde_json::json!({"entries": entries, "continue": continue_run}))
+    }
+
+    /// `message_end`: replaces the message (it must keep its `role`).
+    pub fn replace_message(message: serde_json::Value) -> Reply {
+        Reply::Json(serde_json::json!({"message": message}))
+    }
+}
+
 /// The answer of a `tool_call` handler.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ToolCallDecision {
@@ -125,5 +145,28 @@ pub(crate) unsafe fn write_reply(
                 "set_string",
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pi_1_6_results_have_pi_s_shapes() {
+        assert_eq!(
+            Reply::block_and_terminate("stop"),
+            Reply::Json(serde_json::json!({"block": true, "reason": "stop", "terminate": true}))
+        );
+        let note = serde_json::json!({"type": "custom", "customType": "n"});
+        assert_eq!(
+            Reply::boundary(vec![note.clone()], true),
+            Reply::Json(serde_json::json!({"entries": [note], "continue": true}))
+        );
+        let message = serde_json::json!({"role": "assistant", "content": []});
+        assert_eq!(
+            Reply::replace_message(message.clone()),
+            Reply::Json(serde_json::json!({"message": message}))
+        );
     }
 }

@@ -70,7 +70,7 @@ impl Agent {
                 .emit(json!({"type": "auto_compaction_start", "reason": reason}));
         }
         shared.compacting.store(true, Ordering::Release);
-        let outcome = self.run_compaction(custom_instructions);
+        let outcome = self.run_compaction(custom_instructions, reason, will_retry);
         shared.compacting.store(false, Ordering::Release);
         let mut end = Map::new();
         end.insert("type".into(), "compaction_end".into());
@@ -96,6 +96,20 @@ impl Agent {
             }
         };
         end.insert("willRetry".into(), (will_retry && answer.is_ok()).into());
+        // pi 1.6 (0.84.3): a failed or cancelled compaction is `session_compact_failed`.
+        if answer.is_err() && self.core.runner.has_handlers("session_compact_failed") {
+            let mut event = json!({
+                "type": "session_compact_failed",
+                "reason": reason,
+                "aborted": end["aborted"],
+                "willRetry": will_retry,
+                "fromExtension": false,
+            });
+            if let Some(message) = end.get("errorMessage") {
+                event["errorMessage"] = message.clone();
+            }
+            self.core.runner.emit(event);
+        }
         if automatic && self.core.runner.has_handlers("auto_compaction_end") {
             let mut event = end.clone();
             event.insert("type".into(), "auto_compaction_end".into());
@@ -105,7 +119,14 @@ impl Agent {
         answer
     }
 
-    fn run_compaction(&mut self, custom_instructions: Option<&str>) -> Result<Value, Stop> {
+    /// The compaction itself; `reason` and `will_retry` go into `session_before_compact`
+    /// and `session_compact` (pi 0.79.10's fields).
+    fn run_compaction(
+        &mut self,
+        custom_instructions: Option<&str>,
+        reason: &str,
+        will_retry: bool,
+    ) -> Result<Value, Stop> {
         let core = &self.core;
         let branch = Shared::lock(&core.shared.session).branch();
         let preparation = prepare_compaction(&branch, &core.config.compaction)
@@ -117,6 +138,8 @@ impl Agent {
                 "preparation": preparation.to_event_json(),
                 "branchEntries": branch,
                 "signal": {"aborted": false},
+                "reason": reason,
+                "willRetry": will_retry,
             });
             if let Some(instructions) = custom_instructions {
                 event["customInstructions"] = instructions.into();
@@ -202,6 +225,8 @@ impl Agent {
             "type": "session_compact",
             "compactionEntry": entry,
             "fromExtension": from_extension,
+            "reason": reason,
+            "willRetry": will_retry,
         }));
         let mut result = json!({
             "summary": summary,

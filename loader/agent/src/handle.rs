@@ -342,12 +342,24 @@ impl AgentHandle {
         )
     }
 
-    /// Names the session (a `session_info` entry; the mode gets `session_info_changed`).
+    /// Names the session (a `session_info` entry), then tells the plugins with
+    /// `session_info_changed {name}` (pi 0.80.3; `name` absent when it was cleared), then
+    /// the mode.
     pub fn set_session_name(&self, name: &str) -> Result<(), String> {
-        Shared::lock(&self.shared.session)
-            .append_session_info(name)
-            .map(drop)
-            .map_err(|e| e.to_string())?;
+        let current = {
+            let mut session = Shared::lock(&self.shared.session);
+            session
+                .append_session_info(name)
+                .map_err(|e| e.to_string())?;
+            session.session_name()
+        };
+        if self.runner.has_handlers("session_info_changed") {
+            let mut event = serde_json::json!({"type": "session_info_changed"});
+            if let Some(current) = current {
+                event["name"] = current.into();
+            }
+            self.runner.emit(event);
+        }
         self.shared.session_info_changed();
         Ok(())
     }

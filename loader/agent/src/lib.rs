@@ -12,6 +12,7 @@
 //!
 //! Every event goes to the plugins first, then to the mode's event sink (JSON output, RPC).
 
+mod boundary;
 mod compaction;
 mod handle;
 pub mod model;
@@ -495,27 +496,53 @@ impl Agent {
         self.run(pending, system_prompt, &text);
     }
 
-    /// One agent run.
+    /// One agent run, and when it is not a retry or recovery inside another, its settling
+    /// (pi 1.6): `agent_before_settle` (not after an abort), whose `continue` starts one more
+    /// run from the context as it is, then `agent_settled {aborted}`.
     fn run(&mut self, pending: Vec<Value>, system_prompt: String, prompt: &str) {
         self.run_depth += 1;
-        self.run_once(pending, system_prompt, prompt);
+        self.run_once(pending, system_prompt.clone(), prompt);
         self.run_depth -= 1;
         if self.run_depth == 0 {
-            self.settle();
+            self.settle(&system_prompt);
         }
     }
 
-    /// The run is over and nothing continues it (no retry, no overflow recovery left): pi
-    /// 1.6's `agent_settled {aborted}` line for the mode, `aborted` when an abort reached
-    /// the run (or the wait before its retry).
-    fn settle(&mut self) {
+    /// pi 1.6's end of a prompt's activity, after `agent_end` and any retry or compaction.
+    fn settle(&mut self, system_prompt: &str) {
+        loop {
+            if self.core.shared.abort_token().is_cancelled() {
+                break;
+            }
+            let outcome = Shared::lock(&self.core.shared.messages)
+                .iter()
+                .rev()
+                .find(|m| m["role"] == "assistant")
+                .map_or("completed", boundary::outcome_of);
+            if !self
+                .core
+                .boundary(json!({"type": "agent_before_settle"}), outcome)
+            {
+                break;
+            }
+            self.run_depth += 1;
+            self.run_once(Vec::new(), system_prompt.to_owned(), "");
+            self.run_depth -= 1;
+        }
+        // Plugins first, then the mode's line, as pi emits it.
         let aborted = self.core.shared.abort_token().is_cancelled();
+        if self.core.runner.has_handlers("agent_settled") {
+            self.core
+                .runner
+                .emit(json!({"type": "agent_settled", "aborted": aborted}));
+            self.core.flush_user_messages();
+        }
         self.core
             .shared
             .sink(&json!({"type": "agent_settled", "aborted": aborted}));
     }
 
-    /// One agent run, from `agent_start` to `agent_end`, then its retry or compaction.
+    /// One agent run: `agent_start` ... `agent_end`, then a retry or a compaction.
     fn run_once(&mut self, mut pending: Vec<Value>, system_prompt: String, prompt: &str) {
         if let Some(started) = self.run_started.take() {
             started();
@@ -534,11 +561,14 @@ impl Agent {
                 json!({"type": "turn_start", "turnIndex": turn_index, "timestamp": now_ms()}),
             );
             for message in pending.drain(..) {
-                core.add_message(&message);
-                new_messages.push(message);
+                // As stored: a `message_end` handler may have replaced it.
+                new_messages.push(core.add_message(&message));
             }
             let messages = Shared::lock(&core.shared.messages).clone();
             let context = core.runner.emit_context(messages);
+            // pi 1.6: then `context_with_system` (this host keeps the system prompt apart, so
+            // its messages are the same conversation).
+            let context = core.runner.emit_context_with_system(context);
             let tools = core.active_tool_specs();
             let assistant = if abort.is_cancelled() {
                 let message = aborted_message(&core.shared.model_info());
@@ -569,7 +599,7 @@ impl Agent {
                 }
                 message
             };
-            core.end_assistant(&assistant);
+            let assistant = core.end_assistant(&assistant);
             new_messages.push(assistant.clone());
             let stop = assistant["stopReason"]
                 .as_str()
@@ -582,13 +612,15 @@ impl Agent {
                 .filter(|b| b["type"] == "toolCall")
                 .cloned()
                 .collect();
-            let results = if stop == "aborted" || stop == "error" {
-                Vec::new()
+            let (results, terminate) = if stop == "aborted" || stop == "error" {
+                (Vec::new(), false)
             } else {
                 core.execute_tools(&calls)
             };
             new_messages.extend(results.iter().cloned());
-            core.emit(json!({"type": "turn_end", "turnIndex": turn_index, "message": assistant, "toolResults": results}));
+            // pi 1.6: `turn_end` is a boundary for plugins (`{entries, continue}`).
+            let turn_end = json!({"type": "turn_end", "turnIndex": turn_index, "message": assistant, "toolResults": results});
+            let asked_continue = core.turn_end(turn_end, &assistant, &results);
             turn_index += 1;
             if stop == "aborted" || stop == "error" {
                 break;
@@ -604,12 +636,17 @@ impl Agent {
                 pending = steer;
                 continue;
             }
-            if !calls.is_empty() {
+            // pi 1.6: a batch whose every call was blocked with `terminate` ends the run.
+            if !calls.is_empty() && !terminate {
                 continue;
             }
             let follow_up = std::mem::take(&mut Shared::lock(&core.shared.queues).follow_up);
             if !follow_up.is_empty() {
                 pending = follow_up;
+                continue;
+            }
+            // A `turn_end` handler asked for one more request (a context-only turn).
+            if asked_continue {
                 continue;
             }
             break;
@@ -728,7 +765,15 @@ impl Core {
             return;
         }
         for (text, images, deliver_as) in pending {
-            let (text, images) = match self.runner.emit_input(&text, images.clone(), "extension") {
+            let follow_up = deliver_as == pi_hooks_abi::ffi::PI_DELIVER_FOLLOW_UP;
+            // pi 1.6: `input.streamingBehavior` says how a message sent while streaming goes.
+            let behavior = if follow_up { "followUp" } else { "steer" };
+            let (text, images) = match self.runner.emit_input_streaming(
+                &text,
+                images.clone(),
+                "extension",
+                Some(behavior),
+            ) {
                 InputOutcome::Handled(_) => continue,
                 InputOutcome::Transform { text, images } => (text, images),
                 InputOutcome::Continue => (text, images),
@@ -738,7 +783,6 @@ impl Core {
                 content.extend(images);
             }
             let message = json!({"role": "user", "content": content, "timestamp": now_ms()});
-            let follow_up = deliver_as == pi_hooks_abi::ffi::PI_DELIVER_FOLLOW_UP;
             let mut queues = Shared::lock(&self.shared.queues);
             if follow_up {
                 queues.follow_up.push(message);
@@ -790,20 +834,68 @@ impl Core {
         fields
     }
 
-    /// Adds a message: `message_start`, the session entry, the agent state, `message_end`.
-    fn add_message(&self, message: &Value) {
+    /// Adds a message: `message_start`, `message_end` (which may replace it), the session
+    /// entry and the agent state; returns the message as stored.
+    fn add_message(&self, message: &Value) -> Value {
         self.emit(json!({"type": "message_start", "message": message}));
-        self.persist(message);
-        self.emit(json!({"type": "message_end", "message": message}));
+        self.end_message(message)
     }
 
-    /// Ends the assistant message (its start and updates were streamed).
-    fn end_assistant(&self, message: &Value) {
-        self.persist(message);
-        self.emit(json!({"type": "message_end", "message": message}));
+    /// Ends the assistant message (its start and updates were streamed); returns it as stored.
+    fn end_assistant(&self, message: &Value) -> Value {
+        let message = self.end_message(message);
         if message["stopReason"] != "error" {
             retry::note_success(self);
         }
+        message
+    }
+
+    /// `message_end` as pi 1.6 runs it: the plugins first, whose `{message}` results chain
+    /// and replace the message (same role only), then the session entry and the agent state
+    /// get the final message, then the mode sees it.
+    fn end_message(&self, message: &Value) -> Value {
+        let message = if self.runner.has_handlers("message_end") {
+            let replaced = self.runner.emit_message_end(message);
+            self.flush_user_messages();
+            match replaced {
+                // pi: a replacement without content gets empty content.
+                Some(mut replaced) => {
+                    if replaced.get("content").is_none_or(Value::is_null) {
+                        replaced["content"] = json!([]);
+                    }
+                    replaced
+                }
+                None => message.clone(),
+            }
+        } else {
+            message.clone()
+        };
+        self.persist(&message);
+        self.shared
+            .sink(&json!({"type": "message_end", "message": message}));
+        message
+    }
+
+    /// `turn_end`: a boundary for the plugins (pi 1.6: `messageEntryId`,
+    /// `toolResultEntryIds`, `entries`, `continue`, `context`, `outcome` beside pi 0.73.1's
+    /// fields), then the mode's line; answers whether a handler asked for one more request.
+    fn turn_end(&self, mut event: Value, assistant: &Value, results: &[Value]) -> bool {
+        let mut asked = false;
+        if self.runner.has_handlers("turn_end") {
+            let mut plugin_event = event.clone();
+            plugin_event["messageEntryId"] = self.entry_id_of(assistant).into();
+            plugin_event["toolResultEntryIds"] = results
+                .iter()
+                .filter_map(|r| self.entry_id_of(r))
+                .collect::<Vec<_>>()
+                .into();
+            asked = self.boundary(plugin_event, boundary::outcome_of(assistant));
+        }
+        if let Some(fields) = event.as_object_mut() {
+            fields.remove("turnIndex");
+        }
+        self.shared.sink(&event);
+        asked
     }
 
     fn persist(&self, message: &Value) {

@@ -81,6 +81,14 @@ impl HostServices for AgentServices {
             .map(str::to_owned)
     }
 
+    /// pi's `BuildSystemPromptOptions` as far as this host has them: the folder and the
+    /// active tools (pi-hooks builds its prompt from `--system-prompt` or its default).
+    fn system_prompt_options(&self) -> Option<Value> {
+        let tools = Shared::lock(&self.shared.active_tools).clone();
+        let cwd = Shared::lock(&self.shared.session).cwd().to_owned();
+        Some(serde_json::json!({"cwd": cwd, "selectedTools": tools}))
+    }
+
     fn session_name(&self) -> Option<String> {
         Shared::lock(&self.shared.session).session_name()
     }

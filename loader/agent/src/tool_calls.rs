@@ -34,8 +34,10 @@ impl Core {
     }
 
     /// Runs the tool calls of one assistant message; returns the toolResult messages in
-    /// source order.
-    pub(super) fn execute_tools(&self, calls: &[Value]) -> Vec<Value> {
+    /// source order, and whether every call was blocked with `terminate` (pi 1.6: the run
+    /// then ends after this batch).
+    pub(super) fn execute_tools(&self, calls: &[Value]) -> (Vec<Value>, bool) {
+        let mut terminating = 0;
         let mut outputs: Vec<Option<ToolOutput>> = vec![None; calls.len()];
         // An allowed call, and the input a `tool_call` handler rewrote it to, if any.
         let mut allowed: Vec<(usize, Arc<dyn Tool>, Option<Value>)> = Vec::new();
@@ -56,13 +58,14 @@ impl Core {
             if self.runner.has_handlers("tool_call") {
                 match self
                     .runner
-                    .emit_tool_call(Runner::tool_call_payload(id, name, args))
+                    .emit_tool_call_terminating(Runner::tool_call_payload(id, name, args))
                 {
-                    ToolCallOutcome::Block { reason } => {
+                    (ToolCallOutcome::Block { reason }, terminate) => {
+                        terminating += usize::from(terminate);
                         outputs[index] = Some(self.finish_early(call, ToolOutput::error(reason)));
                         continue;
                     }
-                    ToolCallOutcome::Allow { input, .. } => rewritten = input,
+                    (ToolCallOutcome::Allow { input, .. }, _) => rewritten = input,
                 }
             }
             allowed.push((index, tool, rewritten));
@@ -91,7 +94,8 @@ impl Core {
                 }
             });
         }
-        calls
+        let terminate = !calls.is_empty() && terminating == calls.len();
+        let results = calls
             .iter()
             .zip(outputs)
             .map(|(call, output)| {
@@ -101,10 +105,10 @@ impl Core {
                 message["details"] = if output.details.is_null() { json!({}) } else { output.details };
                 message["isError"] = output.is_error.into();
                 message["timestamp"] = now_ms().into();
-                self.add_message(&message);
-                message
+                self.add_message(&message)
             })
-            .collect()
+            .collect();
+        (results, terminate)
     }
 
     /// A call that ends before running (blocked, unknown tool): no `tool_result`.
@@ -131,9 +135,12 @@ impl Core {
             cancel: &cancel,
             on_update: &on_update,
         };
-        let mut output = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            tool.execute(&invocation)
-        })) {
+        // pi 1.1.0: `tool_execution_end.durationMs`, what `execute` took (monotonic clock).
+        let started = std::time::Instant::now();
+        let executed =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tool.execute(&invocation)));
+        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let mut output = match executed {
             Ok(Ok(output)) => output,
             Ok(Err(message)) => ToolOutput::error(message),
             Err(_) => ToolOutput::error(format!("Tool {name} panicked")),
@@ -153,7 +160,7 @@ impl Core {
             output.details = patch.details;
             output.is_error = patch.is_error;
         }
-        self.emit(json!({"type": "tool_execution_end", "toolCallId": id, "toolName": name, "result": output.to_json(), "isError": output.is_error}));
+        self.emit(json!({"type": "tool_execution_end", "toolCallId": id, "toolName": name, "result": output.to_json(), "isError": output.is_error, "durationMs": duration_ms}));
         output
     }
 }

@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use pi_hooks_abi::ffi::PI_DELIVER_DEFAULT;
+use pi_hooks_abi::ffi::{PI_DELIVER_DEFAULT, PI_WIDGET_ABOVE_EDITOR};
 use pi_hooks_abi::sdk::LogLevel;
 use pi_hooks_abi::sdk::prelude::*;
 
@@ -78,9 +78,12 @@ pub fn start(shared: &Shared, ctx: &Context<'_>, reminder: String) -> Result<()>
         let id = handle.start_timer(1000, 1000, move |ctx| {
             remaining = remaining.saturating_sub(1);
             if remaining > 0 {
-                return ctx
-                    .ui()
-                    .set_widget(WIDGET_KEY, Some(&[&widget_line(remaining)]));
+                // The original passes `{placement: "aboveEditor"}`.
+                return ctx.ui().set_widget_at(
+                    WIDGET_KEY,
+                    Some(&[&widget_line(remaining)]),
+                    PI_WIDGET_ABOVE_EDITOR,
+                );
             }
             stop(&me, ctx.plugin(), Some(ctx));
             deliver(ctx.plugin(), ctx, &reminder);
@@ -90,8 +93,11 @@ pub fn start(shared: &Shared, ctx: &Context<'_>, reminder: String) -> Result<()>
         c.timer = Some(id);
         c.widget = true;
         drop(c);
-        ctx.ui()
-            .set_widget(WIDGET_KEY, Some(&[&widget_line(SECONDS)]))?;
+        ctx.ui().set_widget_at(
+            WIDGET_KEY,
+            Some(&[&widget_line(SECONDS)]),
+            PI_WIDGET_ABOVE_EDITOR,
+        )?;
     } else {
         handle.send_message(
             &json!({"customType": "workflow:countdown", "content": MESSAGE, "display": true}),

@@ -147,6 +147,8 @@ struct LeftByCall {
     /// Prompts this call read or set, newest last; kept so earlier reads stay valid.
     prompts: Vec<Arc<CText>>,
     prompt_set: bool,
+    /// Other texts this call read (the thinking level), kept until it returns.
+    texts: Vec<Arc<CText>>,
 }
 
 impl<'s> CallContext<'s> {
@@ -365,6 +367,44 @@ unsafe extern "C" fn is_idle(ctx: *mut PiContext) -> bool {
 unsafe extern "C" fn is_aborted(ctx: *mut PiContext) -> bool {
     with_ctx(ctx, false, |c| {
         c.plugin.services().is_some_and(|s| s.is_run_aborted())
+    })
+}
+
+unsafe extern "C" fn is_project_trusted(ctx: *mut PiContext) -> bool {
+    with_ctx(ctx, false, |c| {
+        c.plugin.services().is_some_and(|s| s.is_project_trusted())
+    })
+}
+
+unsafe extern "C" fn system_prompt_options(
+    ctx: *mut PiContext,
+    out: *mut *mut PiValue,
+) -> PiStatus {
+    with_ctx(ctx, PI_ERR_INVALID_ARG, |c| {
+        // pi offers `getSystemPromptOptions()` on a command's context only.
+        if c.scope.kind != CallKind::Command {
+            return PI_ERR_UNAVAILABLE;
+        }
+        let options = c
+            .plugin
+            .services()
+            .and_then(|s| s.system_prompt_options())
+            .unwrap_or_else(|| serde_json::json!({"cwd": c.scope.cwd.as_str()}));
+        write_owned_value(out, Some(options))
+    })
+}
+
+unsafe extern "C" fn thinking_level(ctx: *mut PiContext) -> PiStr {
+    with_ctx(ctx, NO_STR, |c| {
+        let level = c
+            .plugin
+            .services()
+            .map_or_else(|| "off".to_owned(), |s| s.thinking_level());
+        c.left_mut(|left| {
+            left.texts.push(Arc::new(CText::new(&level)));
+            // The Arc stays in the context until the call returns, so the text does too.
+            left.texts.last().map_or(NO_STR, |t| t.as_pi_str())
+        })
     })
 }
 
@@ -698,4 +738,7 @@ pub static CONTEXT_API: PiContextApi = PiContextApi {
     switch_session,
     reload,
     is_aborted,
+    is_project_trusted,
+    system_prompt_options,
+    thinking_level,
 };

@@ -297,7 +297,10 @@ unsafe extern "C" fn set_widget(
     checked(
         ctx,
         || {
-            if !matches!(placement, PI_WIDGET_ABOVE_EDITOR | PI_WIDGET_BELOW_EDITOR) {
+            if !matches!(
+                placement,
+                PI_WIDGET_ABOVE_EDITOR | PI_WIDGET_BELOW_EDITOR | PI_WIDGET_DEFAULT
+            ) {
                 return Err(PI_ERR_INVALID_ARG);
             }
             // SAFETY: plugin strings valid for the call (ABI contract).
@@ -313,17 +316,15 @@ unsafe extern "C" fn set_widget(
         },
         |c, (key, lines)| {
             let mut request = json!({"method": "setWidget", "widgetKey": key});
-            // A native plugin always names the placement of a widget it sets, as the original
-            // pi-workflows passes `{placement: "aboveEditor"}`; pi prints what was passed, and
-            // nothing for a removal that passed no options.
+            // pi prints the placement that was passed: none for `PI_WIDGET_DEFAULT` (a plain
+            // `setWidget(key, lines)`) and for a removal, which passes no options.
             if let Some(lines) = lines {
                 request["widgetLines"] = json!(lines);
-                request["widgetPlacement"] = if placement == PI_WIDGET_BELOW_EDITOR {
-                    "belowEditor"
-                } else {
-                    "aboveEditor"
+                match placement {
+                    PI_WIDGET_BELOW_EDITOR => request["widgetPlacement"] = "belowEditor".into(),
+                    PI_WIDGET_ABOVE_EDITOR => request["widgetPlacement"] = "aboveEditor".into(),
+                    _ => {}
                 }
-                .into();
             }
             fire(c, request)
         },

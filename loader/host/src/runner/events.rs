@@ -69,6 +69,9 @@ struct InputChain {
     text: String,
     images: Option<Value>,
     source: String,
+    /// pi 1.6's `streamingBehavior` (`"steer"` / `"followUp"`), when the input arrives
+    /// while the agent streams.
+    streaming_behavior: Option<&'static str>,
     handled: Option<Value>,
     cache: Cached,
 }
@@ -76,10 +79,14 @@ struct InputChain {
 impl Chain for InputChain {
     fn payload(&mut self) -> &Arc<HostValue> {
         let (text, images, source) = (&self.text, &self.images, &self.source);
+        let streaming_behavior = self.streaming_behavior;
         self.cache.get(|| {
             let mut event = json!({"type": "input", "text": text, "source": source});
             if let Some(images) = images {
                 event["images"] = images.clone();
+            }
+            if let Some(behavior) = streaming_behavior {
+                event["streamingBehavior"] = behavior.into();
             }
             event
         })
@@ -253,6 +260,8 @@ struct ToolCallChain {
     blocked: Option<String>,
     last: Option<Value>,
     input: Option<Value>,
+    /// The block asked the agent to stop after the tool batch (pi 1.6's `terminate`).
+    terminate: bool,
 }
 
 impl ToolCallChain {
@@ -306,6 +315,7 @@ impl Chain for ToolCallChain {
                 .and_then(Value::as_str)
                 .filter(|r| !r.is_empty());
             self.blocked = Some(reason.unwrap_or("Tool execution was blocked").to_owned());
+            self.terminate = result.get("terminate").is_some_and(truthy);
             return Flow::Stop;
         }
         if let Some(input) = result.as_object_mut().and_then(|r| r.remove("input"))
@@ -548,6 +558,19 @@ impl Runner {
     /// Dispatches `input`: transforms chain, the first `handled` stops; a plain string
     /// result is a transform.
     pub fn emit_input(&self, text: &str, images: Option<Value>, source: &str) -> InputOutcome {
+        self.emit_input_streaming(text, images, source, None)
+    }
+
+    /// [`Runner::emit_input`] for an input that arrives while the agent streams: the
+    /// payload's `streamingBehavior` (pi 0.77.0) says how it will be delivered, `"steer"` or
+    /// `"followUp"` (`None`: the agent is idle, the field is left out).
+    pub fn emit_input_streaming(
+        &self,
+        text: &str,
+        images: Option<Value>,
+        source: &str,
+        streaming_behavior: Option<&'static str>,
+    ) -> InputOutcome {
         if !self.has_handlers("input") {
             return InputOutcome::Continue;
         }
@@ -555,6 +578,7 @@ impl Runner {
             text: text.to_owned(),
             images: images.clone(),
             source: source.to_owned(),
+            streaming_behavior,
             handled: None,
             cache: Cached::default(),
         };
@@ -639,19 +663,28 @@ impl Runner {
     /// blocks (fail closed). A result's `input` replaces the tool's arguments: later handlers
     /// see it and the tool runs with it (pi's handlers mutate `event.input` in place). Untimed and inline unless `toolCallTimeout` is set.
     pub fn emit_tool_call(&self, payload: Arc<HostValue>) -> ToolCallOutcome {
+        self.emit_tool_call_full(payload).0
+    }
+
+    /// [`Runner::emit_tool_call`] and whether the blocking result also said `terminate`.
+    pub(crate) fn emit_tool_call_full(&self, payload: Arc<HostValue>) -> (ToolCallOutcome, bool) {
         let chain = ToolCallChain {
             payload,
             blocked: None,
             last: None,
             input: None,
+            terminate: false,
         };
         let chain = self.run("tool_call", None, chain, self.tool_call_timeout());
         match chain.blocked {
-            Some(reason) => ToolCallOutcome::Block { reason },
-            None => ToolCallOutcome::Allow {
-                last: chain.last,
-                input: chain.input,
-            },
+            Some(reason) => (ToolCallOutcome::Block { reason }, chain.terminate),
+            None => (
+                ToolCallOutcome::Allow {
+                    last: chain.last,
+                    input: chain.input,
+                },
+                false,
+            ),
         }
     }
 

@@ -26,6 +26,7 @@
 
 pub mod events;
 mod lookup;
+pub mod pi16;
 mod render;
 mod shortcuts;
 mod timed;

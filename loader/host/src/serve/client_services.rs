@@ -310,6 +310,23 @@ impl HostServices for ClientServices {
             .unwrap_or(false)
     }
 
+    fn is_project_trusted(&self) -> bool {
+        self.read("is_project_trusted", Value::Bool(false))
+            .as_bool()
+            .unwrap_or(false)
+    }
+
+    fn system_prompt_options(&self) -> Option<Value> {
+        Some(self.read("system_prompt_options", Value::Null)).filter(Value::is_object)
+    }
+
+    fn thinking_level(&self) -> String {
+        match self.read("thinking_level", Value::Null) {
+            Value::String(level) => level,
+            _ => "off".to_owned(),
+        }
+    }
+
     fn is_idle(&self) -> bool {
         self.read("is_idle", Value::Bool(true))
             .as_bool()

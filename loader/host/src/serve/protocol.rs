@@ -107,12 +107,21 @@ pub fn event(runner: &Runner, name: &str, payload: &Value) -> Result<Value, Stri
             text(payload, name, "toolName")?;
             let mut event = fields(payload);
             event.entry("input").or_insert_with(|| json!({}));
-            match runner.emit_tool_call(Runner::tool_call_event_payload(event)) {
-                ToolCallOutcome::Block { reason } => json!({"block": true, "reason": reason}),
-                ToolCallOutcome::Allow { input: None, .. } => json!({"block": false}),
-                ToolCallOutcome::Allow {
-                    input: Some(input), ..
-                } => json!({"block": false, "input": input}),
+            match runner.emit_tool_call_terminating(Runner::tool_call_event_payload(event)) {
+                (ToolCallOutcome::Block { reason }, false) => {
+                    json!({"block": true, "reason": reason})
+                }
+                // pi 1.6: stop after the tool batch when every result of it says so.
+                (ToolCallOutcome::Block { reason }, true) => {
+                    json!({"block": true, "reason": reason, "terminate": true})
+                }
+                (ToolCallOutcome::Allow { input: None, .. }, _) => json!({"block": false}),
+                (
+                    ToolCallOutcome::Allow {
+                        input: Some(input), ..
+                    },
+                    _,
+                ) => json!({"block": false, "input": input}),
             }
         }
         "tool_result" => {
@@ -239,6 +248,59 @@ pub fn event(runner: &Runner, name: &str, payload: &Value) -> Result<Value, Stri
             }
             // A failing handler fails the request (pi 1.6: the command does not run).
             runner.emit_user_bash_event(event)?.unwrap_or(Value::Null)
+        }
+        // ---- pi 1.6's results (issue 33, item 4): the boundaries, the chained message_end
+        // and context_with_system, header mutation, project trust.
+        "turn_end" | "agent_before_settle" => {
+            let mut event = payload.as_object().cloned().unwrap_or_default();
+            event.insert("type".into(), name.into());
+            match runner.emit_boundary(Value::Object(event)) {
+                Some(outcome) => {
+                    json!({"entries": outcome.entries, "continue": outcome.continue_run})
+                }
+                None => Value::Null,
+            }
+        }
+        "message_end" => match payload.get("message") {
+            Some(message) if message.is_object() => match runner.emit_message_end(message) {
+                Some(message) => json!({"message": message}),
+                None => Value::Null,
+            },
+            other => {
+                return Err(format!(
+                    "event message_end: payload.message must be an object, got {}",
+                    other.unwrap_or(&Value::Null)
+                ));
+            }
+        },
+        "context_with_system" => match payload.get("messages") {
+            Some(Value::Array(messages)) => {
+                json!({"messages": runner.emit_context_with_system(messages.clone())})
+            }
+            other => {
+                return Err(format!(
+                    "event context_with_system: payload.messages must be an array, got {}",
+                    other.unwrap_or(&Value::Null)
+                ));
+            }
+        },
+        "before_provider_headers" => match payload.get("headers") {
+            Some(Value::Object(headers)) => {
+                json!({"headers": runner.emit_before_provider_headers(headers.clone())})
+            }
+            None | Some(Value::Null) => {
+                json!({"headers": runner.emit_before_provider_headers(Map::new())})
+            }
+            Some(other) => {
+                return Err(format!(
+                    "event before_provider_headers: payload.headers must be an object, got {other}"
+                ));
+            }
+        },
+        "project_trust" => {
+            let cwd = runner.config().cwd;
+            let cwd = payload.get("cwd").and_then(Value::as_str).unwrap_or(&cwd);
+            runner.emit_project_trust(cwd).unwrap_or(Value::Null)
         }
         _ => {
             let mut event = payload.as_object().cloned().unwrap_or_default();

@@ -122,6 +122,21 @@ pub trait HostServices: Send + Sync {
     fn context_usage(&self) -> Option<Value> {
         None
     }
+    /// Whether project-local trust is active (pi's `ctx.isProjectTrusted()`, ABI 1.7).
+    /// False unless the host knows better; a `serve` child asks its client (pi's answer).
+    fn is_project_trusted(&self) -> bool {
+        false
+    }
+    /// The options the base system prompt is built from (pi's
+    /// `ctx.getSystemPromptOptions()`, ABI 1.7); `None`: `{cwd}` only.
+    fn system_prompt_options(&self) -> Option<Value> {
+        None
+    }
+    /// The current thinking level (pi's `ctx.thinkingLevel`, ABI 1.7): `"off"` for a host
+    /// without thinking levels.
+    fn thinking_level(&self) -> String {
+        "off".to_owned()
+    }
     /// Sees a finished `exec` of the plugin: the request `{program, args, cwd, timeoutMs}`
     /// and what it produced (the value the plugin got). Nothing by default; `pi-hooks emit`
     /// and `crate::testing` record it.
