@@ -102,6 +102,7 @@ export default async function piHooksBridge(pi: ExtensionAPI): Promise<void> {
 	let hello: Hello;
 	try {
 		supervisor = new Supervisor(serveBinary(), ["--cwd", process.cwd()], side);
+		supervisor.projectTrust = trustOnCommandLine(process.argv);
 		hello = await supervisor.start();
 	} catch (error) {
 		// No restarts for a bridge that did not load.
@@ -121,6 +122,24 @@ export default async function piHooksBridge(pi: ExtensionAPI): Promise<void> {
 	registerRenderers(pi, supervisor, hello);
 }
 
+/** The load problems, warnings and untrusted plugins a `hello` names, as lines for pi's user. */
+function problemsOf(hello: Hello): string[] {
+	return [...(hello.loadMessages ?? []), ...hello.errors.map((e) => `Failed to load plugin "${e.path}": ${e.error}`)];
+}
+
+/** pi's `--approve` / `-a` ("yes") or `--no-approve` / `-na` ("no") on its command line (pi
+ * 0.79+), which decide project trust before anything else; `undefined` when neither is given.
+ * The last one given wins, as in pi's argument parser. */
+function trustOnCommandLine(argv: string[]): "yes" | "no" | undefined {
+	let trust: "yes" | "no" | undefined;
+	for (const arg of argv.slice(2)) {
+		if (arg === "--") break;
+		if (arg === "--approve" || arg === "-a") trust = "yes";
+		else if (arg === "--no-approve" || arg === "-na") trust = "no";
+	}
+	return trust;
+}
+
 function registerEvents(pi: ExtensionAPI, side: PiSide, supervisor: Supervisor, hello: Hello, release: () => void): void {
 	// How many native plugins want each event (before_agent_start takes one message per
 	// pi handler, so it gets one bridge handler per plugin).
@@ -128,7 +147,7 @@ function registerEvents(pi: ExtensionAPI, side: PiSide, supervisor: Supervisor, 
 	for (const plugin of hello.plugins) {
 		for (const event of plugin.events) wanted.set(event, (wanted.get(event) ?? 0) + 1);
 	}
-	const problems = [...(hello.loadMessages ?? []), ...hello.errors.map((e) => `Failed to load plugin "${e.path}": ${e.error}`)];
+	const problems = problemsOf(hello);
 	// The result of the event's first bridge handler, for its later ones (before_agent_start).
 	const shared = new Map<string, Promise<any>>();
 
@@ -159,6 +178,19 @@ function registerEvents(pi: ExtensionAPI, side: PiSide, supervisor: Supervisor, 
 	// The bridge itself needs the session's start (flags, load problems) and end (its child).
 	pi.on("session_start", async (event, ctx) => {
 		side.ctx = ctx;
+		// pi 1.6 decides project trust after the extensions' factories ran (its `project_trust`
+		// event, its prompt, trust.json, defaultProjectTrust): serve was started before that.
+		// A project pi did not trust runs no project native plugin, so serve starts again with
+		// pi's "no" (pi's "yes" leaves the decision to pi-hooks' own pin, as no decision does).
+		const trusted = (ctx as { isProjectTrusted?: () => boolean }).isProjectTrusted?.();
+		if (trusted === false && supervisor.projectTrust !== "no") {
+			try {
+				const again = await supervisor.restartWithTrust("no");
+				problems.splice(0, problems.length, ...problemsOf(again));
+			} catch (error) {
+				problems.push(`native plugins unavailable: ${(error as Error).message}`);
+			}
+		}
 		// Shown in every mode: a plugin that did not load (a guard missing) must not go unseen.
 		for (const problem of problems.splice(0)) tell(ctx, `pi-hooks: ${problem}`, "warning");
 		await supervisor.sendFlags();

@@ -71,8 +71,9 @@ export class ServeClient {
 		args: string[],
 		private onRequest: RequestHandler,
 		private onNotice: NoticeHandler,
+		env: Record<string, string> = {},
 	) {
-		this.child = spawn(bin, ["serve", ...args], { stdio: ["pipe", "pipe", "pipe"] });
+		this.child = spawn(bin, ["serve", ...args], { stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, ...env } });
 		let gotHello: (hello: Hello) => void;
 		let failed: (error: Error) => void;
 		this.hello = new Promise<Hello>((resolve, reject) => {

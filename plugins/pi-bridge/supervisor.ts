@@ -67,6 +67,9 @@ export class Supervisor {
 	/** The native plugins' flag values as pi parsed them (read at each session start and
 	 * sent again to a restarted child). */
 	flagValues: () => Record<string, boolean | string> = () => ({});
+	/** pi's project-trust decision as serve was started with it (`PI_HOOKS_PROJECT_TRUST`:
+	 * "yes" or "no"; `undefined`: none given, serve reads pi's saved decision itself). */
+	projectTrust: "yes" | "no" | undefined;
 
 	constructor(
 		private bin: string,
@@ -81,6 +84,7 @@ export class Supervisor {
 			this.args,
 			(method, params) => this.side.answer(method, params),
 			(line) => this.notice(line),
+			this.projectTrust === undefined ? {} : { PI_HOOKS_PROJECT_TRUST: this.projectTrust },
 		);
 		this.client = client;
 		this.startedAt = Date.now();
@@ -98,6 +102,21 @@ export class Supervisor {
 	async sendFlags(): Promise<void> {
 		const values = this.flagValues();
 		if (Object.keys(values).length > 0) await this.request("flags", { values }, "flags");
+	}
+
+	/** Starts the child again with pi's project-trust decision `trust` (a project pi does
+	 * not trust runs no project native plugin) and sends it the flag values; the new
+	 * `hello`. The old child is stopped first: its plugins' state is not carried over (this
+	 * happens before the session starts, so there is none yet). */
+	async restartWithTrust(trust: "yes" | "no"): Promise<Hello> {
+		this.projectTrust = trust;
+		const old = this.client;
+		this.client = undefined;
+		old?.stop();
+		const hello = await this.start();
+		this.down = undefined;
+		await this.sendFlags();
+		return hello;
 	}
 
 	/** Stops the child for good (pi's session ends or reloads). */

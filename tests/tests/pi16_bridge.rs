@@ -452,6 +452,63 @@ fn json_and_print_modes_read_their_mode_and_show_load_problems_on_stderr() {
     assert!(context["canContinue"].is_boolean(), "{context}");
 }
 
+/// pi 1.6's project trust reaches the project's native plugins through the bridge: a project
+/// plugin pinned with `pi-hooks trust` runs only when pi trusts the project too
+/// (`--no-approve`, and pi's own "no" when nothing is saved in its JSON mode, keep it out;
+/// `--approve` lets the pin decide).
+#[test]
+fn a_project_pi_does_not_trust_runs_no_project_native_plugin() {
+    let pi = pi16();
+    let sandbox = Sandbox::new();
+    let server = model();
+    prepare(&sandbox, &server);
+    let library = behave_plugin(&sandbox.lib(), "projected");
+    let file = library.file_name().unwrap().to_str().unwrap().to_owned();
+    let plugin = sandbox.install(&library, &sandbox.project().join(".pi/extensions"), &file);
+    let trust = sandbox.run(&["trust", plugin.to_str().unwrap()]);
+    assert!(
+        trust.status.success(),
+        "{}",
+        String::from_utf8_lossy(&trust.stderr)
+    );
+    let env = vec![
+        (behave_env_var("projected"), context_logger().to_string()),
+        (
+            "BEHAVE_LOG".into(),
+            sandbox.behave_log().display().to_string(),
+        ),
+    ];
+    let ran = |args: &[&str]| {
+        let _ = std::fs::remove_file(sandbox.behave_log());
+        let output = one_shot(&pi, &sandbox, args, &env);
+        let turns = if sandbox.behave_log().exists() {
+            calls(&sandbox.behave_log(), "turn_end").len()
+        } else {
+            0
+        };
+        (turns, String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    let (turns, stderr) = ran(&["--mode", "json", "--approve"]);
+    assert_eq!(
+        turns, 1,
+        "pi trusts the project and the pin matches: {stderr}"
+    );
+    let (turns, stderr) = ran(&["--mode", "json", "--no-approve"]);
+    assert_eq!(turns, 0, "pi was told not to trust the project: {stderr}");
+    assert!(
+        stderr.contains("pi does not trust this project"),
+        "{stderr}"
+    );
+    // Nothing saved and no flag: pi decides at start-up, after the bridge started serve, and
+    // its JSON mode declines an unknown project.
+    let (turns, stderr) = ran(&["--mode", "json"]);
+    assert_eq!(turns, 0, "pi declined the project itself: {stderr}");
+    assert!(
+        stderr.contains("pi does not trust this project"),
+        "{stderr}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // serve itself: pi 1.6's fields in, new result fields out
 
