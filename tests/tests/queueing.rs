@@ -183,11 +183,12 @@ static PiStatus init(const PiHostApi *h, PiPlugin *plugin) {
 PI_HOOKS_PLUGIN("agent-end-sender", "1.0.0", "sends a follow-up from agent_end", init, NULL);
 "#;
 
-/// pi 0.73.1: a `sendUserMessage` with `deliverAs: "followUp"` from an `agent_end` handler
-/// runs its `input` event (source "extension") inside the call and prints `queue_update`, both
-/// before `agent_end`; the message is delivered in the next prompt's run.
+/// pi 1.6: a `sendUserMessage` with `deliverAs: "followUp"` from an `agent_end` handler runs
+/// its `input` event (source "extension") right after the handler and prints `queue_update`,
+/// both before `agent_end`; the message then runs at once, as a run of its own
+/// (`agent_start` ... `agent_end`), before the prompt settles (one `agent_settled`).
 #[test]
-fn a_follow_up_sent_in_agent_end_passes_input_and_is_queued_before_agent_end_shows() {
+fn a_follow_up_sent_in_agent_end_runs_at_once_before_the_prompt_settles() {
     use pi_hooks_tests::rpc_client::RpcClient;
     let sandbox = Sandbox::new();
     let plugin = compile_c_text(&sandbox.lib(), "agent_end_sender", AGENT_END_SENDER, &[]);
@@ -207,12 +208,14 @@ fn a_follow_up_sent_in_agent_end_passes_input_and_is_queued_before_agent_end_sho
         plugin.to_str().unwrap(),
     ]));
     client.send(&json!({"id": "1", "type": "prompt", "message": "hello"}));
-    let (mut lines, end) = client.until(|l| l["type"] == "agent_end");
-    lines.push(end);
+    let (mut lines, settled) = client.until(|l| l["type"] == "agent_settled");
+    lines.push(settled);
     let tail: Vec<Value> = lines
         .iter()
         .filter(|l| {
-            l["method"] == "notify" || l["type"] == "queue_update" || l["type"] == "agent_end"
+            l["method"] == "notify"
+                || ["queue_update", "agent_start", "agent_end", "agent_settled"]
+                    .contains(&l["type"].as_str().unwrap_or_default())
         })
         .map(|l| match l["type"].as_str() {
             Some("extension_ui_request") => json!(l["message"]),
@@ -227,18 +230,20 @@ fn a_follow_up_sent_in_agent_end_passes_input_and_is_queued_before_agent_end_sho
         tail,
         [
             json!("input rpc: hello"),
+            json!({"type": "agent_start"}),
             json!("input extension: from agent_end"),
             json!({"type": "queue_update", "steering": [], "followUp": ["from agent_end"]}),
             json!({"type": "agent_end", "willRetry": false}),
+            json!({"type": "agent_start"}),
+            json!({"type": "queue_update", "steering": [], "followUp": []}),
+            json!({"type": "agent_end", "willRetry": false}),
+            json!({"type": "agent_settled", "aborted": false}),
         ],
         "{lines:#?}"
     );
-    // The next prompt's run delivers it.
-    client.send(&json!({"id": "2", "type": "prompt", "message": "again"}));
-    let (lines, _) = client.until(|l| l["type"] == "agent_end");
     assert!(
         user_texts(&lines).contains(&"from agent_end".to_owned()),
-        "{lines:#?}"
+        "the follow-up ran in this prompt's activity: {lines:#?}"
     );
     client.close();
 }

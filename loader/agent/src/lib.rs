@@ -508,11 +508,29 @@ impl Agent {
         }
     }
 
-    /// pi 1.6's end of a prompt's activity, after `agent_end` and any retry or compaction.
+    /// pi 1.6's end of a prompt's activity, after `agent_end` and any retry or compaction:
+    /// messages still queued (a follow-up or steer an `agent_end` handler sent) start a run of
+    /// their own at once (`agent_start` ... `agent_end`, no `before_agent_start`), as pi's
+    /// `agent.continue()`; then `agent_before_settle`, whose `continue` runs once more; then
+    /// `agent_settled`.
     fn settle(&mut self, system_prompt: &str) {
         loop {
             if self.core.shared.abort_token().is_cancelled() {
                 break;
+            }
+            let queued = {
+                let mut queues = Shared::lock(&self.core.shared.queues);
+                // Steering first; follow-ups then (pi's `continue()`).
+                match std::mem::take(&mut queues.steer) {
+                    steer if !steer.is_empty() => steer,
+                    _ => std::mem::take(&mut queues.follow_up),
+                }
+            };
+            if !queued.is_empty() {
+                self.run_depth += 1;
+                self.run_once(queued, system_prompt.to_owned(), "");
+                self.run_depth -= 1;
+                continue;
             }
             let outcome = Shared::lock(&self.core.shared.messages)
                 .iter()
@@ -651,16 +669,14 @@ impl Agent {
             }
             break;
         }
-        // As in pi 0.73.1, the agent is not idle yet while `agent_end` handlers run: a
-        // followUp (or steer) sent there is queued and delivered inside the next prompt's run,
-        // not run on its own; a user message without deliverAs is refused as busy. It is idle
-        // before the mode shows `agent_end`, so a client that prompts on reading it is heard.
+        // The agent is not idle yet while `agent_end` handlers run: a followUp (or steer)
+        // sent there is queued and, as in pi 1.6, runs at once as a run of its own before the
+        // prompt settles (`settle`); a user message without deliverAs is refused as busy.
         let end = json!({"type": "agent_end", "messages": new_messages});
         if core.runner.has_handlers("agent_end") {
             // A followUp sent by an `agent_end` handler: its `input` and `queue_update` come
             // right after that handler, before later handlers see `agent_end` and before the
-            // mode shows it, as in pi (whose send runs `input` inside the call); it is
-            // delivered in the next run.
+            // mode shows it, as in pi (whose send runs `input` inside the call).
             core.runner
                 .emit_each(end.clone(), || core.flush_user_messages());
         }
