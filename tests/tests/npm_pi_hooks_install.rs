@@ -342,8 +342,14 @@ fn a_project_s_npm_command_is_not_run_to_find_packages() {
     )
     .unwrap();
     let report = sandbox.list_json(&[]);
+    // The only problem: the listed package is not installed (said, never silent).
+    let errors = report["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{report:#}");
     assert!(
-        report["errors"].as_array().unwrap().is_empty(),
+        errors[0]["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("is listed but not installed"),
         "{report:#}"
     );
     assert!(!project_marker.exists(), "the project's npmCommand ran");
