@@ -281,7 +281,12 @@ function registerFlags(pi: ExtensionAPI, supervisor: Supervisor, hello: Hello): 
 		for (const flag of plugin.flags) {
 			if (names.includes(flag.name)) continue;
 			names.push(flag.name);
-			pi.registerFlag(flag.name, { type: flag.type, description: flag.description, default: flag.default ?? undefined });
+			// pi 1.6 types the options by kind and rejects a default of the other type.
+			const options =
+				flag.type === "boolean"
+					? { type: "boolean" as const, description: flag.description, default: typeof flag.default === "boolean" ? flag.default : undefined }
+					: { type: "string" as const, description: flag.description, default: typeof flag.default === "string" ? flag.default : undefined };
+			pi.registerFlag(flag.name, options);
 		}
 	}
 	// pi parses extension flags after loading: they are read when the session starts.
