@@ -364,9 +364,10 @@
  *     result: any value, even null: the new request body (returning nothing keeps it)
  *     combine: chains: each handler sees the previous handler's body
  *
- *   before_provider_headers (provider) [pi 0.80.4]: inside pi (through the bridge), after a
- *     provider request's headers are assembled, before the HTTP call (pi 0.80.4). pi-hooks'
- *     own providers do not emit it yet
+ *   before_provider_headers (provider) [pi 0.80.4]: after a provider request's headers are
+ *     assembled, before the HTTP call (pi 0.80.4): inside pi (through the bridge), and in
+ *     pi-hooks' own OpenAI-compatible provider (header names in lower case; the scripted model
+ *     sends no HTTP request)
  *     payload: headers
  *     result: {headers: {name: string | null}}: set these headers, null deletes one (pi's
  *       handlers change event.headers in place; a native handler returns the changes)

@@ -650,7 +650,7 @@ pub const EVENTS: &[EventSpec] = &[
     EventSpec {
         name: "before_provider_headers",
         group: "provider",
-        when: "inside pi (through the bridge), after a provider request's headers are assembled, before the HTTP call (pi 0.80.4). pi-hooks' own providers do not emit it yet",
+        when: "after a provider request's headers are assembled, before the HTTP call (pi 0.80.4): inside pi (through the bridge), and in pi-hooks' own OpenAI-compatible provider (header names in lower case; the scripted model sends no HTTP request)",
         payload: &[f(
             "headers",
             "Record<string, string | null>",

@@ -124,18 +124,13 @@ fn pi_hooks_install_npm_and_pi_agree_in(pi: &Pi) {
                 && line.contains(&format!("--prefix {}", root.parent().unwrap().display()))
         }
     };
-    assert!(
-        logged.lines().any(|l| installs(l, "pi-hooks")),
-        "{logged}"
-    );
+    assert!(logged.lines().any(|l| installs(l, "pi-hooks")), "{logged}");
     assert!(
         logged.contains("pack @acme/permission-gate --json --ignore-scripts"),
         "{logged}"
     );
     assert!(
-        logged
-            .lines()
-            .any(|l| installs(l, "@acme/permission-gate")),
+        logged.lines().any(|l| installs(l, "@acme/permission-gate")),
         "pi-hooks installs where pi {} does: {logged}",
         pi.version
     );

@@ -734,3 +734,53 @@ fn input_says_how_a_message_sent_while_streaming_is_delivered() {
         "{inputs:?}"
     );
 }
+
+/// pi-hooks' own OpenAI-compatible provider passes its request headers through
+/// `before_provider_headers` (pi 0.80.4): the plugin adds one and deletes `authorization`,
+/// and the server sees exactly that; without the plugin it sees the key.
+#[test]
+fn our_own_provider_sends_the_headers_a_native_plugin_changed() {
+    use pi_hooks_tests::fake_openai::{FakeOpenAi, Reply};
+    let server = FakeOpenAi::start(|_| Reply::Text("ok".into()));
+    let sandbox = Sandbox::new();
+    std::fs::write(
+        sandbox.agent_dir().join("models.json"),
+        server.models_json().to_string(),
+    )
+    .unwrap();
+    let library = plugin(&sandbox);
+    let log = sandbox.root().join("pi16.log");
+    let run = |hooks: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--mode",
+            "json",
+            "--no-session",
+            "--provider",
+            "fake",
+            "--model",
+            "fake-model",
+        ];
+        args.extend_from_slice(hooks);
+        args.push("go");
+        let mut command = sandbox.command(&args);
+        command
+            .env("PI16_LOG", &log)
+            .env("PI16_FEATURES", "headers");
+        let output = output_within(command, Duration::from_secs(60));
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    run(&["--hook", library.to_str().unwrap()]);
+    let recorded = server.recorded();
+    assert_eq!(recorded.len(), 1);
+    assert_eq!(recorded[0].header("x-pi16"), Some("from-native"));
+    assert_eq!(recorded[0].header("authorization"), None);
+    run(&[]);
+    let recorded = server.recorded();
+    assert_eq!(recorded[1].header("x-pi16"), None);
+    assert_eq!(recorded[1].header("authorization"), Some("Bearer fake-key"));
+}

@@ -284,6 +284,8 @@ impl Agent {
         config: AgentConfig,
         sink: EventSink,
     ) -> Agent {
+        let mut model = model;
+        model.set_headers_hook(headers_hook(&runner));
         let builtin: Vec<Arc<dyn Tool>> = builtin.into_iter().map(Arc::from).collect();
         let tools = plugin_tool::merge_tools(&runner, &builtin, &config.cwd);
         let all_tools = toolset::describe(&tools);
@@ -715,6 +717,34 @@ impl Agent {
     pub fn session_header(&self) -> Value {
         Shared::lock(&self.core.shared.session).header().clone()
     }
+}
+
+/// pi 1.6's `before_provider_headers` (0.80.4) around a provider's HTTP headers: the plugins
+/// see `{headers}` (names in lower case, as pi's providers give them; HTTP does not mind) and
+/// give back the changes, `null`
+/// deleting a header; nothing to do (no handler) costs one check.
+fn headers_hook(runner: &Arc<Runner>) -> model::HeadersHook {
+    let runner = Arc::downgrade(runner);
+    Arc::new(move |headers: Vec<(String, String)>| {
+        let Some(runner) = runner.upgrade() else {
+            return headers;
+        };
+        if !runner.has_handlers("before_provider_headers") {
+            return headers;
+        }
+        let map: serde_json::Map<String, Value> = headers
+            .into_iter()
+            .map(|(name, value)| (name.to_ascii_lowercase(), Value::String(value)))
+            .collect();
+        runner
+            .emit_before_provider_headers(map)
+            .into_iter()
+            .filter_map(|(name, value)| match value {
+                Value::String(value) => Some((name, value)),
+                _ => None,
+            })
+            .collect()
+    })
 }
 
 /// The text of the last assistant message in `messages`.

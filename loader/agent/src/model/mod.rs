@@ -33,6 +33,12 @@ pub struct ModelRequest<'a> {
 /// A streaming event of an assistant message, as pi's `assistantMessageEvent`.
 pub type AssistantEvent = Value;
 
+/// What changes a provider request's HTTP headers just before it is sent: given the headers
+/// as assembled (name, value), gives the ones to send. The agent sets it to the plugins'
+/// `before_provider_headers` (pi 0.80.4).
+pub type HeadersHook =
+    std::sync::Arc<dyn Fn(Vec<(String, String)>) -> Vec<(String, String)> + Send + Sync>;
+
 /// A model (a provider and the models it offers).
 pub trait Model: Send {
     /// The selected model, as pi's `Model` object: `{id, name, api, provider, contextWindow,
@@ -55,6 +61,9 @@ pub trait Model: Send {
     }
     /// Starts a new prompt (the scripted model rewinds).
     fn new_prompt(&mut self, prompt: &str);
+    /// Sets the [`HeadersHook`] its HTTP requests pass through; a model that sends no HTTP
+    /// request (the scripted one) has no headers and ignores it.
+    fn set_headers_hook(&mut self, _hook: HeadersHook) {}
     /// The provider request body for `request` (what `before_provider_request` shows).
     fn request_body(&self, request: &ModelRequest<'_>) -> Value;
     /// Produces the next assistant message from the (possibly replaced) request `body`,

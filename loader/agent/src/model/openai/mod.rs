@@ -28,6 +28,8 @@ pub struct OpenAiModel {
     selected: usize,
     /// The longest wait for the next stream event (`streamIdleTimeout`).
     idle_timeout: std::time::Duration,
+    /// The plugins' `before_provider_headers`, applied to every request's headers.
+    headers_hook: Option<super::HeadersHook>,
 }
 
 impl OpenAiModel {
@@ -38,6 +40,7 @@ impl OpenAiModel {
             models,
             selected: 0,
             idle_timeout: transport::DEFAULT_IDLE_TIMEOUT,
+            headers_hook: None,
         }
     }
 
@@ -87,6 +90,10 @@ impl OpenAiModel {
     fn stream(&self, body: &Value, cancel: &CancelToken, on_event: OnEvent<'_>) -> Value {
         let mut decoder = StreamDecoder::new(&self.current().info);
         let opened = self.endpoint().and_then(|(url, headers)| {
+            let headers = match &self.headers_hook {
+                Some(hook) => hook(headers),
+                None => headers,
+            };
             transport::open(&url, &headers, &body.to_string(), cancel, self.idle_timeout)
         });
         let mut events = match opened {
@@ -126,6 +133,10 @@ impl Model for OpenAiModel {
     }
 
     fn new_prompt(&mut self, _prompt: &str) {}
+
+    fn set_headers_hook(&mut self, hook: super::HeadersHook) {
+        self.headers_hook = Some(hook);
+    }
 
     /// pi's chat-completions body (`model`, `messages`, `stream`, `stream_options`, `store`,
     /// `max_completion_tokens`, `tools`).
