@@ -465,9 +465,10 @@ fn a_scratch_folder_is_made_only_for_a_script_that_names_it_and_removed_after() 
 }
 
 #[test]
-fn a_follow_up_sent_from_agent_end_waits_for_the_next_prompts_run() {
-    // pi 0.73.1 reports "not idle" inside agent_end: a followUp sent there is queued and
-    // delivered inside the next prompt's run; it never starts a run of its own.
+fn a_follow_up_sent_from_agent_end_runs_at_once_before_the_prompt_settles() {
+    // pi 1.6 (DESIGN §3): a followUp sent inside agent_end is queued (the agent is not idle
+    // there) and runs at once as a run of its own, before the first prompt settles and
+    // before the second prompt. (pi 0.73.1 kept it for the next prompt's run.)
     let sandbox = Sandbox::new();
     let plugins = [(
         "late",
@@ -492,17 +493,21 @@ fn a_follow_up_sent_from_agent_end_waits_for_the_next_prompts_run() {
         .map(|l| l.value.to_string())
         .collect();
     assert_eq!(status, ["0"], "the follow-up was accepted once");
-    let starts: Vec<usize> = (0..lines.len())
-        .filter(|&i| lines[i]["type"] == "agent_start")
-        .collect();
-    assert_eq!(starts.len(), 2, "no run of its own: {lines:?}");
+    let at = |kind: &str| -> Vec<usize> {
+        (0..lines.len())
+            .filter(|&i| lines[i]["type"] == kind)
+            .collect()
+    };
+    let (starts, settled) = (at("agent_start"), at("agent_settled"));
+    assert_eq!(starts.len(), 3, "a run of its own: {lines:?}");
+    assert_eq!(settled.len(), 2, "one per prompt: {lines:?}");
     let note = lines
         .iter()
         .position(|l| l["type"] == "message_start" && l["message"]["customType"] == "late-note")
         .expect("the follow-up is delivered");
     assert!(
-        note > starts[1],
-        "delivered inside the second prompt's run, not between the runs: {lines:?}"
+        starts[1] < note && note < settled[0],
+        "delivered in its own run, before the first prompt settled: {lines:?}"
     );
     let second_user = lines
         .iter()
@@ -514,5 +519,5 @@ fn a_follow_up_sent_from_agent_end_waits_for_the_next_prompts_run() {
                     .contains("second prompt")
         })
         .unwrap();
-    assert!(note > second_user, "after the second prompt's own message");
+    assert!(settled[0] < second_user, "the second prompt comes after");
 }
