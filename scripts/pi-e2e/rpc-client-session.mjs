@@ -12,51 +12,10 @@
 // a folder `victim` in the project (the gate must keep it).
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { startClient, types } from "./client-common.mjs";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const piRoot = path.join(here, "..", "pi-peer", "node_modules", "@mariozechner", "pi-coding-agent");
-const clientFile = path.join(piRoot, "dist", "modes", "rpc", "rpc-client.js");
-if (!fs.existsSync(clientFile)) {
-    process.stderr.write(`pi is not installed (${clientFile} is missing); run: bash scripts/pi-peer/install.sh\n`);
-    process.exit(3);
-}
-const piVersion = JSON.parse(fs.readFileSync(path.join(piRoot, "package.json"), "utf8")).version;
-const { RpcClient } = await import(pathToFileURL(clientFile).href);
-
+const { client, piVersion, events, nextEvent } = await startClient("pi-peer", "@mariozechner/pi-coding-agent");
 const cwd = process.env.PI_E2E_CWD ?? process.cwd();
-const client = new RpcClient({ cliPath: path.join(here, "pi-hooks-cli.mjs"), cwd });
-
-/** Every line the client handed to its event listeners, in order. */
-const events = [];
-client.onEvent((event) => events.push(event));
-
-/** Resolves with the first event (from now on) that `test` accepts; rejects after `ms`. */
-function nextEvent(test, what, ms = 20000) {
-    return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => {
-            stop();
-            reject(new Error(`no ${what} within ${ms} ms. Stderr: ${client.getStderr()}`));
-        }, ms);
-        const stop = client.onEvent((event) => {
-            if (test(event)) {
-                clearTimeout(timer);
-                stop();
-                resolve(event);
-            }
-        });
-    });
-}
-
-/** The types of `list`, with `message_update`s folded into one entry per run of them. */
-function types(list) {
-    const out = [];
-    for (const event of list) {
-        if (event.type === "message_update" && out.at(-1) === "message_update") continue;
-        out.push(event.type);
-    }
-    return out;
-}
 
 /** The last assistant message of an `agent_end`. */
 function lastAssistant(list) {
