@@ -282,8 +282,10 @@ fn pi_install_for_the_project_and_from_git() {
     );
     let trusted = user.pi_hooks(&["trust", &library]).output().unwrap();
     assert!(trusted.status.success(), "{trusted:?}");
+    // pi must trust the project too (pi 1.6's project trust; its RPC mode declines a project
+    // it knows nothing about): `--approve` for these runs.
 
-    let mut session = user.pi_rpc(pi, &["--no-session"]);
+    let mut session = user.pi_rpc(pi, &["--no-session", "--approve"]);
     rm_rf_is_blocked(&mut session, "1");
     env_write_is_blocked(&mut session, "2", &sandbox.project());
     assert_eq!(serve_children(session.pid()).len(), 1);
@@ -313,7 +315,7 @@ fn pi_install_for_the_project_and_from_git() {
         .find(|p| p["source"] == url.as_str())
         .unwrap_or_else(|| panic!("the git package after pi update: {list:#}"));
     assert_eq!(gate["version"], "1.0.1", "{gate:#}");
-    let mut session = user.pi_rpc(pi, &["--no-session"]);
+    let mut session = user.pi_rpc(pi, &["--no-session", "--approve"]);
     rm_rf_is_blocked(&mut session, "3");
     let (status, _) = session.close();
     assert!(status.success(), "{status}");
