@@ -85,10 +85,17 @@ impl AgentHandle {
     /// handlers may wait for dialogs.
     pub fn queue_input(&self, text: &str, images: Option<&Value>, steer: bool) -> &'static str {
         let (text, images) = if self.has_input_handlers() {
-            match self
-                .runner
-                .emit_input(text, images.cloned(), self.input_source)
-            {
+            // pi 1.6: `streamingBehavior` says how a message sent during a run is queued
+            // (absent when the agent is idle).
+            let behavior = self
+                .is_streaming()
+                .then_some(if steer { "steer" } else { "followUp" });
+            match self.runner.emit_input_streaming(
+                text,
+                images.cloned(),
+                self.input_source,
+                behavior,
+            ) {
                 InputOutcome::Handled(_) => return "handled",
                 InputOutcome::Transform { text, images } => (text, images),
                 InputOutcome::Continue => (text.to_owned(), images.cloned()),
