@@ -62,8 +62,8 @@ fn nested_status_lines_then_completion() {
         "{:#?}",
         client.seen
     );
-    // Case A: the status cleared, no countdown; the completion message (sent while the run
-    // ends, so it joins the next run, as pi queues a message sent from agent_end).
+    // Case A: the status cleared, no countdown; the completion message (sent from agent_end
+    // with triggerTurn false: pi 1.6 appends it once the run is over, before it settles).
     let last = before
         .iter()
         .rev()
@@ -77,14 +77,15 @@ fn nested_status_lines_then_completion() {
         before.iter().all(|l| l["method"] != "setWidget"),
         "no countdown once done"
     );
-    let end = request(
-        &mut client,
-        "2",
-        json!({"type": "prompt", "message": "thanks"}),
+    let (after, complete) = client.until(|l| {
+        l["type"] == "message_end" && l["message"]["customType"] == "workflow:complete"
+            || l["type"] == "agent_settled"
+    });
+    assert_eq!(
+        complete["message"]["customType"], "workflow:complete",
+        "before the prompt settles: {after:#?}"
     );
-    assert_eq!(end["success"], true);
-    let (_, complete) = client
-        .until(|l| l["type"] == "message_end" && l["message"]["customType"] == "workflow:complete");
+    client.until(|l| l["type"] == "agent_settled");
     let content = complete["message"]["content"].as_str().unwrap_or_default();
     assert!(
         content
@@ -92,7 +93,6 @@ fn nested_status_lines_then_completion() {
         "{content}"
     );
     assert!(content.ends_with("\n**Phases completed:** 3"), "{content}");
-    client.until(|l| l["type"] == "agent_end");
     close_ok(client);
     let entries = jsonl(&s.root().join("s.jsonl"));
     let last = entries

@@ -304,13 +304,14 @@ fn every_tool_action_answers_verbatim_and_a_tool_cancel_is_notified_at_agent_end
         "loop counts a step"
     );
     // Resumed, the cancelled state is reached again and notified again at agent_end (the
-    // seed's "cancelled state reached through other paths (e.g. session resume)").
+    // seed's "cancelled state reached through other paths (e.g. session resume)"): sent with
+    // triggerTurn false, it joins the session as the run ends, before it settles (pi 1.6).
     let events = run_json(&s, &session, &json!([{"text": "Hi."}]), &["again"]);
     let done = custom(&events, "workflow:complete");
     assert_eq!(
         done.len(),
-        0,
-        "sent at agent_end, after the last run: {done:#?}"
+        1,
+        "sent at agent_end of the only run: {done:#?}"
     );
     let events = run_json(&s, &session, &json!([{"text": "Hi."}]), &["one", "two"]);
     let done = custom(&events, "workflow:complete");
@@ -477,7 +478,13 @@ fn custom_templates_blacklist_countdown_reminder_completion_then_case_c() {
         ]
     );
     assert_eq!(statuses(&run2).last(), Some(&None), "cleared once done");
-    // Case A: the custom completion message (joins the next run); no countdown.
+    // Case A: the custom completion message (sent at agent_end with triggerTurn false: it
+    // joins the session as the run ends, before it settles, as pi 1.6); no countdown.
+    let (settling, _) = client.until(|l| l["type"] == "agent_settled");
+    let done = custom(&settling, "workflow:complete");
+    assert_eq!(done.len(), 1, "{settling:#?}");
+    assert_eq!(done[0]["content"], format!("FINISHED Gate|Ship it|{tid}|2"));
+    assert_eq!(done[0]["display"], true);
     let reply = request(
         &mut client,
         "2",
@@ -485,10 +492,7 @@ fn custom_templates_blacklist_countdown_reminder_completion_then_case_c() {
     );
     assert_eq!(reply["success"], true);
     let (run3, _) = client.until(|l| l["type"] == "agent_end");
-    let done = custom(&run3, "workflow:complete");
-    assert_eq!(done.len(), 1, "{run3:#?}");
-    assert_eq!(done[0]["content"], format!("FINISHED Gate|Ship it|{tid}|2"));
-    assert_eq!(done[0]["display"], true);
+    assert!(custom(&run3, "workflow:complete").is_empty(), "{run3:#?}");
     assert!(custom(&run3, "workflow:context").is_empty());
     assert!(!results(&run3, "bash")[0].1, "no workflow, no gate");
     assert!(
@@ -917,8 +921,9 @@ fn the_context_filter_keeps_the_notices_out_of_the_model_request() {
             .collect()
     };
     let all: Vec<Vec<String>> = requests.iter().map(kinds).collect();
-    // The cancellation notice is in the session before the second run and the countdown
-    // notice arrives during it (after its first answer): neither is in any request.
+    // The countdown notice (sent at the first run's end with triggerTurn false) joins the
+    // session as that run ends, before it settles (pi 1.6), and the cancellation notice
+    // before the second run: neither is in any request.
     let order: Vec<String> = events
         .iter()
         .filter(|e| e["type"] == "message_end")
@@ -936,10 +941,9 @@ fn the_context_filter_keeps_the_notices_out_of_the_model_request() {
             "user",
             "workflow:context",
             "assistant",
+            "workflow:countdown",
             "workflow:complete",
             "user",
-            "assistant",
-            "workflow:countdown",
             "assistant"
         ]
     );
@@ -948,7 +952,6 @@ fn the_context_filter_keeps_the_notices_out_of_the_model_request() {
         [
             vec!["user", "workflow:context"],
             vec!["user", "workflow:context", "assistant", "user"],
-            vec!["user", "workflow:context", "assistant", "user", "assistant"],
         ],
         "{all:#?}"
     );

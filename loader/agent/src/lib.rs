@@ -94,6 +94,10 @@ struct Queues {
     /// `(text, images, PI_DELIVER_*)`.
     user_pending: Vec<(String, Option<Value>, u32)>,
     next_turn: Vec<Value>,
+    /// Custom messages a plugin sent with `triggerTurn: false` while the agent ran: appended
+    /// once the turn ends (after `turn_end`'s handlers) or the run does, never between a tool
+    /// call and its result (pi 1.6's `_pendingCustomMessages`).
+    pending_custom: Vec<Value>,
     runs: VecDeque<PendingRun>,
     /// Session operations plugin commands asked for (`(plugin path, operation)`): performed
     /// once the command has returned, before the queued runs.
@@ -202,6 +206,34 @@ impl Shared {
         let taken = std::mem::take(&mut *queued);
         sink(&queue_update_event(&queued));
         (taken.steering, taken.follow_up)
+    }
+
+    /// Appends a plugin's custom message outside a turn (a `custom_message` entry) and shows
+    /// it to the mode (`message_start`, `message_end`).
+    fn append_custom_message(&self, message: &Value) -> Result<(), String> {
+        Self::lock(&self.messages).push(message.clone());
+        Self::lock(&self.session)
+            .append_custom_message(
+                message["customType"].as_str().unwrap_or_default(),
+                message["content"].clone(),
+                message["display"].as_bool().unwrap_or(true),
+                message.get("details").cloned(),
+            )
+            .map_err(|e| e.to_string())?;
+        self.sink(&serde_json::json!({"type": "message_start", "message": message}));
+        self.sink(&serde_json::json!({"type": "message_end", "message": message}));
+        Ok(())
+    }
+
+    /// Appends the custom messages that waited for the end of a turn or run
+    /// ([`Queues::pending_custom`]).
+    fn flush_pending_custom(&self) {
+        let pending = std::mem::take(&mut Self::lock(&self.queues).pending_custom);
+        for message in pending {
+            if let Err(error) = self.append_custom_message(&message) {
+                eprintln!("pi-hooks: cannot write the session: {error}");
+            }
+        }
     }
 
     /// A session entry was appended outside a run's messages (a plugin's `append_entry`):
@@ -549,6 +581,9 @@ impl Agent {
             self.run_once(Vec::new(), system_prompt.to_owned(), "");
             self.run_depth -= 1;
         }
+        // Custom messages sent during the run's end (`agent_end` handlers) join now, before
+        // it settles (pi's `finally`).
+        self.core.shared.flush_pending_custom();
         // Plugins first, then the mode's line, as pi emits it.
         let aborted = self.core.shared.abort_token().is_cancelled();
         if self.core.runner.has_handlers("agent_settled") {
@@ -641,6 +676,7 @@ impl Agent {
             // pi 1.6: `turn_end` is a boundary for plugins (`{entries, continue}`).
             let turn_end = json!({"type": "turn_end", "turnIndex": turn_index, "message": assistant, "toolResults": results});
             let asked_continue = core.turn_end(turn_end, &assistant, &results);
+            core.shared.flush_pending_custom();
             turn_index += 1;
             if stop == "aborted" || stop == "error" {
                 break;

@@ -4,7 +4,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
 use pi_hooks_abi::ffi::{PI_DELIVER_FOLLOW_UP, PI_DELIVER_STEER};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{PendingRun, Shared, custom_message};
 use pi_hooks_host::runner::{ExtensionError, Runner, RunnerConfig};
@@ -128,38 +128,29 @@ impl HostServices for AgentServices {
     ) -> Result<(), String> {
         let message = custom_message(message);
         let deliver_as = options.get("deliverAs").and_then(Value::as_str);
-        let trigger = options
-            .get("triggerTurn")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
+        // pi 1.6's `sendCustomMessage`: while the agent runs, a message queues as a steer
+        // (or follow-up) that continues the run unless `triggerTurn` is false, in which case
+        // it waits for the end of the turn; idle, `triggerTurn` starts a run, else it is
+        // appended at once.
+        let trigger = options.get("triggerTurn").and_then(Value::as_bool);
         let mut queues = Shared::lock(&self.shared.queues);
         if deliver_as == Some("nextTurn") {
             queues.next_turn.push(message);
-        } else if self.streaming() {
+        } else if self.streaming() && trigger != Some(false) {
             if deliver_as == Some("followUp") {
                 queues.follow_up.push(message)
             } else {
                 queues.steer.push(message)
             }
-        } else if trigger {
+        } else if trigger == Some(true) {
             queues.runs.push_back(PendingRun::Message(message));
             drop(queues);
             self.shared.wake();
+        } else if self.streaming() {
+            queues.pending_custom.push(message);
         } else {
             drop(queues);
-            Shared::lock(&self.shared.messages).push(message.clone());
-            Shared::lock(&self.shared.session)
-                .append_custom_message(
-                    message["customType"].as_str().unwrap_or_default(),
-                    message["content"].clone(),
-                    message["display"].as_bool().unwrap_or(true),
-                    message.get("details").cloned(),
-                )
-                .map_err(|e| e.to_string())?;
-            self.shared
-                .sink(&json!({"type": "message_start", "message": message}));
-            self.shared
-                .sink(&json!({"type": "message_end", "message": message}));
+            self.shared.append_custom_message(&message)?;
         }
         Ok(())
     }
