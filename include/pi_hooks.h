@@ -804,7 +804,12 @@ typedef struct PiActionsApi {
      * Sends a custom message. `message_json` is
      * `{"customType", "content" (string or content array), "display" (bool), "details"?}`;
      * `options_json` is empty or `{"triggerTurn"?: bool, "deliverAs"?: "steer" | "followUp" |
-     * "nextTurn"}`.
+     * "nextTurn"}`. Delivered as pi 1.6 delivers it: `nextTurn` goes with the next prompt;
+     * while the agent runs (handlers of its events, `agent_end` included), a message steers
+     * the run (or follows up) and continues it, unless `triggerTurn` is false: then it waits
+     * for the end of the turn (after `turn_end`'s handlers) or of the run, before it settles,
+     * and starts nothing; while idle, `triggerTurn: true` starts a run, else it is appended
+     * at once.
      */
     PiStatus (*send_message)(struct PiPlugin *plugin,
                              struct PiStr message_json,
