@@ -124,3 +124,42 @@ fn a_bad_name_or_a_full_folder_is_refused_with_the_reason() {
         "{stderr}"
     );
 }
+
+/// A generated project keeps its secrets and build output out of git: after `pi-hooks keygen`
+/// in it and a packed package in `dist/`, `git add -A` stages neither the secret key nor the
+/// package (the public key is meant to be published and is staged).
+#[test]
+fn git_add_in_a_generated_project_never_stages_the_signing_key_or_dist() {
+    let sandbox = Sandbox::new();
+    for (lang, name) in [("c", "keep-c"), ("rust", "keep-rust")] {
+        let folder = generate(&sandbox, name, lang);
+        run(
+            sandbox
+                .command(&["keygen", "--out", folder.to_str().unwrap()])
+                .env_remove("PI_HOOKS_KEY_PASSWORD"),
+            "pi-hooks keygen",
+        );
+        assert!(folder.join("pi-hooks.key").is_file());
+        std::fs::create_dir_all(folder.join("dist")).unwrap();
+        std::fs::write(folder.join("dist/keep-1.0.0.tgz"), "a package").unwrap();
+        let git = |args: &[&str]| {
+            run(
+                Command::new("git")
+                    .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
+                    .args(args)
+                    .current_dir(&folder),
+                "git",
+            )
+        };
+        git(&["init", "--quiet"]);
+        git(&["add", "-A"]);
+        let staged = git(&["diff", "--cached", "--name-only"]);
+        assert!(staged.lines().any(|l| l == "pi-hooks.pub"), "{staged}");
+        assert!(
+            !staged
+                .lines()
+                .any(|l| l == "pi-hooks.key" || l.starts_with("dist/")),
+            "{lang}: {staged}"
+        );
+    }
+}

@@ -39,7 +39,8 @@ pub(super) struct InstallArgs {
     #[arg(long)]
     accept_new_signer: bool,
     /// Grant a new version of an installed package more than the version installed was
-    /// granted (without it, and without a yes at the prompt, it is refused).
+    /// granted (without it, and without a yes at the prompt, it is refused); it also accepts
+    /// the package's capabilities, as --yes does.
     #[arg(long)]
     grant: bool,
     /// Install a version lower than the one installed (without it, and without a yes at the
@@ -574,7 +575,9 @@ fn install_from(
             }
         }
     }
-    if !choices.yes && !confirm("Install it with these capabilities?") {
+    // `--grant` is the answer the refusal asked for: it accepts these capabilities too, so the
+    // command printed above works as it is, also without a terminal.
+    if !choices.yes && !choices.grant && !confirm("Install it with these capabilities?") {
         return Err(fail(format!(
             "{what} was not installed: its capabilities were not accepted (headless: pass --yes to accept them)"
         )));

@@ -193,9 +193,11 @@ fn project(name: &str, lang: Lang, src: &Path) -> Vec<(String, String)> {
             .replace("@STD_PROPERTY@", standard);
         text
     };
+    // Build output, packed packages (`pi-hooks pack --out dist`) and the signing key
+    // (`pi-hooks keygen`): `git add -A` must never stage a secret key.
     let ignore = match lang {
-        Lang::Rust => "target/\n",
-        Lang::C | Lang::Cpp => "*.so\n*.dylib\n*.dll\nbuild/\n",
+        Lang::Rust => "target/\ndist/\npi-hooks.key\n",
+        Lang::C | Lang::Cpp => "*.so\n*.dylib\n*.dll\nbuild/\ndist/\npi-hooks.key\n",
     };
     let mut files = vec![
         ("README.md".to_owned(), fill(README)),
