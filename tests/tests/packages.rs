@@ -43,7 +43,7 @@ fn results(list: &[(&str, bool)]) -> Vec<(String, bool)> {
 }
 
 #[test]
-fn a_signed_c_package_installed_from_a_tgz_guards_a_real_run_and_remove_leaves_nothing() {
+fn a_signed_c_package_installed_from_a_tgz_guards_a_real_run_and_remove_keeps_only_its_data() {
     let sandbox = Sandbox::new();
     let library = c_example_plugin(&sandbox.lib(), "protected-paths", "protected_paths");
     let key = keygen(&sandbox, &sandbox.root().join("keys"));
@@ -85,8 +85,19 @@ fn a_signed_c_package_installed_from_a_tgz_guards_a_real_run_and_remove_leaves_n
         results(&[("bash", false), ("bash", false), ("write", true)])
     );
 
+    // What the plugin stored in its own folder (`${data}`) is the user's: kept, and said so.
+    let data = sandbox
+        .agent_dir()
+        .join("pi-hooks/data/package.protected-paths");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("notes.txt"), "kept").unwrap();
     let stdout = ok(&sandbox, &["remove", "protected-paths"]);
     assert!(stdout.contains("Removed protected-paths 0.1.0"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("Kept its data folder {}", data.display())),
+        "{stdout}"
+    );
+    assert!(data.join("notes.txt").is_file());
     assert_eq!(user_settings(&sandbox)["packages"], serde_json::json!([]));
     assert!(!folder.exists());
     let left: Vec<String> = std::fs::read_dir(sandbox.agent_dir().join("pi-hooks/packages"))

@@ -91,14 +91,40 @@ pub(super) fn remove(args: RemoveArgs) -> Result<ExitCode, CommandError> {
         },
         |p| p.version.clone(),
     );
-    write_stdout(&format!(
+    let mut text = format!(
         "Removed {} {} (and its entry {} in {})\n",
         escape(&args.name),
         escape(&version),
         escape(&listed.source),
         store.settings.display()
-    ))?;
+    );
+    text.push_str(&kept(&store, &agent, &args.name));
+    write_stdout(&text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `remove` leaves behind on purpose, said so that nothing stays unseen: the plugin's
+/// own data folder (`${data}`, the user's data, never deleted for them) and the record of the
+/// signer and capabilities accepted for it (so a reinstall of the same asks nothing new, and
+/// one that asks for more is still refused until granted).
+fn kept(store: &Store, agent: &Path, name: &str) -> String {
+    let mut text = String::new();
+    if let Ok(package) = pi_hooks_host::identity::PackageName::parse(name) {
+        let data = pi_hooks_host::identity::PluginIdentity::Package(package).data_dir(agent);
+        if data.is_dir() {
+            text.push_str(&format!(
+                "Kept its data folder {} (delete it to forget what the plugin stored)\n",
+                escape(&data.display().to_string())
+            ));
+        }
+    }
+    if pi_hooks_host::packages::first_seen::read(store, name).is_some() {
+        text.push_str(
+            "Kept the record of the signer and capabilities you accepted for it (installed \
+             again, it asks nothing new unless it asks for more)\n",
+        );
+    }
+    text
 }
 
 /// Removes the git clone of `host`/`path` where pi keeps it for `scope` (`<agentDir>/git/...`
