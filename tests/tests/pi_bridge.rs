@@ -602,3 +602,32 @@ fn pi_s_source_info_for_each_kind_of_place_in(peer: &Pi) {
     let (status, _) = pi.close();
     assert!(status.success(), "{status}");
 }
+
+/// `pi-hooks bridge install` where `pi install npm:pi-hooks` already gave pi a bridge says so
+/// (pi runs one bridge, the first it loads), with the two ways to keep one.
+#[test]
+fn bridge_install_says_when_pi_already_has_the_npm_bridge() {
+    let sandbox = Sandbox::new();
+    std::fs::write(
+        sandbox.agent_dir().join("settings.json"),
+        serde_json::json!({"packages": ["npm:pi-hooks"]}).to_string(),
+    )
+    .unwrap();
+    let output = sandbox.run(&["bridge", "install"]);
+    assert!(output.status.success(), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("pi-hooks: warning: pi also loads the bridge of the pi-hooks npm package (npm:pi-hooks in ")
+            && stderr.contains("`pi remove npm:pi-hooks`, or delete the folder ")
+            && stderr.contains("pi-hooks-bridge"),
+        "{stderr}"
+    );
+    // Without that entry, no such warning.
+    std::fs::write(
+        sandbox.agent_dir().join("settings.json"),
+        serde_json::json!({"packages": []}).to_string(),
+    )
+    .unwrap();
+    let output = sandbox.run(&["bridge", "install"]);
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "");
+}

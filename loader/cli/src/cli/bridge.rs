@@ -103,9 +103,34 @@ pub(super) fn bridge(action: BridgeAction) -> Result<ExitCode, CommandError> {
             for warning in hooks_folder_warnings(&agent, &cwd) {
                 write_stderr(&warning);
             }
+            if let Some(warning) = second_bridge_warning(&agent, &folder) {
+                write_stderr(&warning);
+            }
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// A warning when pi already loads a bridge from the `pi-hooks` npm package (`pi install
+/// npm:pi-hooks` lists `npm:pi-hooks` in the user's settings): pi runs only the first bridge it
+/// loads, so the one just installed in `folder` is a second copy, and which binary serves the
+/// plugins depends on pi's load order.
+fn second_bridge_warning(agent: &Path, folder: &Path) -> Option<String> {
+    let settings = agent.join("settings.json");
+    let entry = pi_hooks_host::packages::store::settings_packages(&settings)
+        .into_iter()
+        .find(|entry| {
+            matches!(
+                pi_hooks_host::packages::pi_sources::PiSource::parse(entry),
+                pi_hooks_host::packages::pi_sources::PiSource::Npm { ref name, .. } if name == "pi-hooks"
+            )
+        })?;
+    Some(format!(
+        "pi-hooks: warning: pi also loads the bridge of the pi-hooks npm package ({} in {}); pi runs one bridge, the first it loads, so keep one: `pi remove npm:pi-hooks`, or delete the folder {}",
+        escape(&entry),
+        escape(&settings.display().to_string()),
+        shell_quote(&folder.display().to_string()),
+    ))
 }
 
 /// A warning for each `hooks` entry pi 0.73.1 stops at: `<agentDir>/hooks` and
