@@ -755,7 +755,7 @@ fn project_hooks_run_only_once_trusted_and_again_after_a_change() {
     let trust = w.run(&turns, &["/claude-hooks trust"]);
     assert!(
         trust.stderr.contains(&format!(
-            "trusted the hooks in {} (1 commands)",
+            "claude-hooks: trusted the hooks in {} (1 commands)",
             settings.display()
         )),
         "{}",

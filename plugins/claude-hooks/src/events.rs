@@ -120,6 +120,18 @@ fn tell(ctx: &Context<'_>, level: Notify, text: &str) {
     }
 }
 
+/// Answers the user's `/claude-hooks` command: a notification with a UI; without one (print
+/// and JSON modes, pi's `-p`) a line on stderr whatever the log level, since the user asked
+/// for it (a log line at info would be hidden by default and trusting would look like it
+/// failed).
+fn reply(ctx: &Context<'_>, level: Notify, text: &str) {
+    if ctx.has_ui() {
+        tell(ctx, level, text);
+    } else {
+        eprintln!("claude-hooks: {}", escape_controls(text));
+    }
+}
+
 fn escape_controls(text: &str) -> String {
     text.chars()
         .map(|c| {
@@ -638,7 +650,7 @@ fn command(plugin: &Plugin, args: &str, ctx: &Context<'_>) -> Result<()> {
     match args {
         "trust" => {
             let Some(dir) = agent_dir() else {
-                tell(
+                reply(
                     ctx,
                     Notify::Error,
                     "no agent directory to keep the approval in: set HOME or PI_CODING_AGENT_DIR to an absolute path",
@@ -648,7 +660,7 @@ fn command(plugin: &Plugin, args: &str, ctx: &Context<'_>) -> Result<()> {
             let mut store = match TrustStore::open(TrustStore::path_in(&dir)) {
                 Ok(store) => store,
                 Err(error) => {
-                    tell(ctx, Notify::Error, &error);
+                    reply(ctx, Notify::Error, &error);
                     return Ok(());
                 }
             };
@@ -659,19 +671,19 @@ fn command(plugin: &Plugin, args: &str, ctx: &Context<'_>) -> Result<()> {
                 .map(|s| (s.path.clone(), s.sha256.clone(), s.commands))
                 .collect();
             if pending.is_empty() {
-                tell(ctx, Notify::Info, "no untrusted project hooks here");
+                reply(ctx, Notify::Info, "no untrusted project hooks here");
                 return Ok(());
             }
             for (path, sha256, _) in &pending {
                 store.trust(path, sha256);
             }
             if let Err(error) = store.save() {
-                tell(ctx, Notify::Error, &error);
+                reply(ctx, Notify::Error, &error);
                 return Ok(());
             }
             load_config(plugin, ctx);
             for (path, _, commands) in pending {
-                tell(
+                reply(
                     ctx,
                     Notify::Info,
                     &format!(
@@ -707,10 +719,10 @@ fn command(plugin: &Plugin, args: &str, ctx: &Context<'_>) -> Result<()> {
                 lines
             };
             for line in lines {
-                tell(ctx, Notify::Info, &line);
+                reply(ctx, Notify::Info, &line);
             }
         }
-        other => tell(
+        other => reply(
             ctx,
             Notify::Warning,
             &format!("unknown argument {other:?}: use /claude-hooks or /claude-hooks trust"),
