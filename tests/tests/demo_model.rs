@@ -46,9 +46,14 @@ struct DemoModel {
 
 impl DemoModel {
     fn start(sandbox: &Sandbox, extra: &[&str]) -> DemoModel {
+        DemoModel::start_as(sandbox, Command::new(pi_hooks_bin()), extra)
+    }
+
+    /// [`DemoModel::start`] through `program` (the binary itself, or the npm launcher).
+    fn start_as(sandbox: &Sandbox, mut program: Command, extra: &[&str]) -> DemoModel {
         let tmp = sandbox.root().join("tmp");
         std::fs::create_dir_all(&tmp).unwrap();
-        let mut child = Command::new(pi_hooks_bin())
+        let mut child = program
             .args(["demo-model", "--port", "0"])
             .args(extra)
             .current_dir(sandbox.project())
@@ -134,6 +139,31 @@ impl Drop for DemoModel {
         if self.child.try_wait().ok().flatten().is_none() {
             self.stop();
         }
+    }
+}
+
+/// The npm package's `pi-hooks` launcher passes a SIGTERM on: `kill <launcher pid>` stops
+/// the binary too, which frees the port, and the launcher ends with the binary's status.
+#[test]
+fn killing_the_npm_launcher_stops_the_binary_and_frees_the_port() {
+    let sandbox = Sandbox::new();
+    let mut launcher = Command::new("node");
+    launcher
+        .arg(pi_hooks_tests::workspace_root().join("plugins/pi-bridge/pi-hooks-launcher.cjs"))
+        .env("PI_HOOKS_BIN", pi_hooks_bin());
+    let mut server = DemoModel::start_as(&sandbox, launcher, &[]);
+    let port = server.port();
+    assert!(TcpStream::connect(("127.0.0.1", port)).is_ok(), "serving");
+    let status = server.stop();
+    // The binary ends on SIGTERM with 143 (128 + 15), and the launcher with its status.
+    assert_eq!(status.code(), Some(143), "the binary's status: {status:?}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", port)).is_ok() {
+        assert!(
+            Instant::now() < deadline,
+            "port {port} still served: the binary outlived its launcher"
+        );
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
