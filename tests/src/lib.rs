@@ -10,6 +10,7 @@ pub mod pi_e2e;
 pub mod pty;
 pub mod reload;
 pub mod rpc_client;
+pub mod serve_client;
 pub mod session_rpc;
 pub mod tools;
 pub mod workflow;

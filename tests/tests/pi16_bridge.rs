@@ -20,10 +20,9 @@ use pi_hooks_tests::fake_openai::{FakeOpenAi, Reply};
 use pi_hooks_tests::pi_e2e::{pi_command_of, pi_rpc_of, prepare};
 use pi_hooks_tests::pty;
 use pi_hooks_tests::rpc_client::RpcClient;
+use pi_hooks_tests::serve_client::{event, start as serve};
 use pi_hooks_tests::tools::{Pi, pi16, pi073};
-use pi_hooks_tests::{
-    BehaveLine, Sandbox, behave_command, behave_env_var, behave_plugin, read_behave_log,
-};
+use pi_hooks_tests::{BehaveLine, Sandbox, behave_env_var, behave_plugin, read_behave_log};
 use serde_json::{Value, json};
 
 /// A model that always answers "ok".
@@ -511,21 +510,6 @@ fn a_project_pi_does_not_trust_runs_no_project_native_plugin() {
 
 // ---------------------------------------------------------------------------------------
 // serve itself: pi 1.6's fields in, new result fields out
-
-/// `pi-hooks serve` with `behave` instances; reads the `hello`.
-fn serve(sandbox: &Sandbox, plugins: &[(&str, Value)]) -> RpcClient {
-    let mut client = RpcClient::start(behave_command(sandbox, plugins, &["serve", "--no-hooks"]));
-    let hello = client.next_line();
-    assert_eq!(hello["type"], "hello", "{hello}");
-    client
-}
-
-fn event(client: &mut RpcClient, id: &str, name: &str, payload: Value) -> Value {
-    client.send(&json!({"type": "event", "id": id, "name": name, "payload": payload}));
-    client
-        .until(|l| (l["type"] == "result" || l["type"] == "error") && l["id"] == id)
-        .1
-}
 
 #[test]
 fn serve_passes_pi_16_s_payloads_whole_and_its_new_result_fields_back() {

@@ -17,6 +17,7 @@ use std::process::Output;
 use std::time::Duration;
 
 use pi_hooks_tests::rpc_client::RpcClient;
+use pi_hooks_tests::serve_client::{event, start as serve};
 use pi_hooks_tests::{Sandbox, behave_command, c_fixture, json_lines, output_within};
 use serde_json::{Value, json};
 
@@ -312,20 +313,6 @@ fn context_additions_and_a_widget_without_placement_in_rpc_mode() {
 
 // ---------------------------------------------------------------------------------------
 // through serve (what the pi bridge relays between pi 1.6 and the native plugins)
-
-fn serve(sandbox: &Sandbox, plugins: &[(&str, Value)]) -> RpcClient {
-    let mut client = RpcClient::start(behave_command(sandbox, plugins, &["serve", "--no-hooks"]));
-    let hello = client.next_line();
-    assert_eq!(hello["type"], "hello", "{hello}");
-    client
-}
-
-fn event(client: &mut RpcClient, id: &str, name: &str, payload: Value) -> Value {
-    client.send(&json!({"type": "event", "id": id, "name": name, "payload": payload}));
-    client
-        .until(|l| (l["type"] == "result" || l["type"] == "error") && l["id"] == id)
-        .1
-}
 
 #[test]
 fn serve_returns_the_boundary_results_chained_across_plugins() {
