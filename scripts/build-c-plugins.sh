@@ -79,15 +79,15 @@ fi
 "$CC" "${CFLAGS_STRICT[@]}" -fsyntax-only -I include "$example"
 echo "checked the example in include/pi_hooks.h ($example)"
 
-# The C example in README.md (the first ```c block).
+# The C example in docs/writing-plugins.md (the first ```c block).
 readme_example="$OUT/tests/readme_example.c"
-awk '/^```c$/ { inside = 1; next } inside && /^```$/ { exit } inside { print }' README.md >"$readme_example"
+awk '/^```c$/ { inside = 1; next } inside && /^```$/ { exit } inside { print }' docs/writing-plugins.md >"$readme_example"
 if [ ! -s "$readme_example" ]; then
-    echo "error: no \`\`\`c example found in README.md" >&2
+    echo "error: no \`\`\`c example found in docs/writing-plugins.md" >&2
     exit 1
 fi
 "$CC" "${CFLAGS_STRICT[@]}" -fsyntax-only -I include "$readme_example"
-echo "checked the C example in README.md ($readme_example)"
+echo "checked the C example in docs/writing-plugins.md ($readme_example)"
 
 "$CC" "${CFLAGS_STRICT[@]}" -I include -o "$OUT/tests/protected_paths_test" tests/c/protected_paths_test.c
 echo "running $OUT/tests/protected_paths_test"

@@ -12,7 +12,7 @@
 # Without PLATFORM=BINARY arguments it packs this machine's release build,
 # linux-x64-gnu=target/release/pi-hooks (built with `cargo build --release` when missing). The
 # platforms are those of plugins/pi-bridge/npm/platforms.tsv; give a binary built elsewhere
-# (see the README's CI recipe) as, for instance, darwin-arm64=dist/darwin-arm64/pi-hooks. The
+# (see the CI recipe in docs/packages.md) as, for instance, darwin-arm64=dist/darwin-arm64/pi-hooks. The
 # templates are plugins/pi-bridge/npm/ (package.json, README.md) and the bridge's own files.
 # Needs node and npm (`npm pack`); the version is the binary's (`pi-hooks --version`).
 set -euo pipefail

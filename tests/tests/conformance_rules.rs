@@ -1,5 +1,5 @@
 //! Conformance: dispatch order and the combination rule of every event kind, as pi
-//! 0.73.1 combines them (README "Events and how results combine"), with real C plugins (`tests/fixtures/behave.c`)
+//! 0.73.1 combines them (docs/sessions.md "Events and how results combine"), with real C plugins (`tests/fixtures/behave.c`)
 //! loaded in-process by the real loader into a real `Runner`.
 
 use pi_hooks_host::runner::Runner;

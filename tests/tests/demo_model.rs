@@ -7,7 +7,7 @@
 //! - The HTTP answers are OpenAI's: one server-sent event per HTTP chunk, the role chunk
 //!   first, the usage chunk and `[DONE]` last; whole completions for `stream: false`;
 //!   `GET /v1/models`; the printed models.json entry.
-//! - The README's no-key path in the real pi 1.6.0 (RPC mode, on node 22): `demo-model
+//! - docs/pi.md's no-key path in the real pi 1.6.0 (RPC mode, on node 22): `demo-model
 //!   --write-models-json`, `bridge install`, the C permission gate and protected-paths in the
 //!   agent directory's `extensions/`: pi asks the C plugin's question, and the `rm -rf` is
 //!   blocked.
@@ -413,7 +413,7 @@ fn the_endpoint_answers_as_openai_does() {
 #[test]
 fn the_readme_s_no_key_path_blocks_rm_rf_in_the_real_pi() {
     let sandbox = Sandbox::new();
-    // The README's commands: the endpoint writing its models.json entry, the bridge, the C
+    // docs/pi.md's commands: the endpoint writing its models.json entry, the bridge, the C
     // plugins copied into the agent directory's extensions/.
     let server = DemoModel::start(&sandbox, &["--write-models-json"]);
     assert!(

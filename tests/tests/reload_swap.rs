@@ -1,4 +1,4 @@
-//! Hot reload in the host library (README "Hot reload"): the swap, the drain, the
+//! Hot reload in the host library (docs/reload.md "Hot reload"): the swap, the drain, the
 //! keep-old-on-failure rule and pi's `/reload` event order, on real C plugins loaded by the
 //! real loader into a real `Runner`.
 

@@ -10,7 +10,7 @@
 //! An installed package runs confined to exactly its accepted capabilities, and an update
 //! that asks for more is refused until granted.
 //!
-//! Linux only: elsewhere a confined plugin is refused (see the README's Security model).
+//! Linux only: elsewhere a confined plugin is refused (see docs/sandbox.md).
 #![cfg(target_os = "linux")]
 
 use std::path::PathBuf;
@@ -327,7 +327,7 @@ fn with_exec_granted_an_execve_of_another_program_is_refused_and_named() {
     assert_eq!(run.outcome("memexec"), "memexec: failed Permission denied");
     run.report("sandbox denied execve: exec of \"/memfd:payload");
     // A process the plugin started is still held by Landlock (its refusal is not named:
-    // see the README's Security model).
+    // see docs/sandbox.md).
     assert!(
         run.outcome("spawn").starts_with("spawn: failed execve"),
         "{}",

@@ -1,4 +1,4 @@
-//! Hot reload (README "Hot reload"): replacing plugin instances in a running [`Runner`] without
+//! Hot reload (docs/reload.md "Hot reload"): replacing plugin instances in a running [`Runner`] without
 //! a gap, without a mix, and without losing the working version when the new one is bad.
 //!
 //! # What a mode calls
