@@ -699,3 +699,56 @@ pub fn c_example_plugin(dir: &Path, folder: &str, file: &str) -> PathBuf {
         &["-pedantic", "-fvisibility=hidden"],
     )
 }
+
+/// The manual's pages as doctests: `cargo test -p pi-hooks-tests --doc` compiles and runs
+/// their `rust` blocks (a block that is a fragment is marked `ignore`, with its reason in an
+/// HTML comment above it); `tests/tests/docs_blocks.rs` checks every page is listed here.
+#[cfg(doctest)]
+mod docs_pages {
+    #[doc = include_str!("../../README.md")]
+    mod readme {}
+    #[doc = include_str!("../../docs/SUMMARY.md")]
+    mod summary {}
+    #[doc = include_str!("../../docs/abi.md")]
+    mod abi {}
+    #[doc = include_str!("../../docs/architecture.md")]
+    mod architecture {}
+    #[doc = include_str!("../../docs/claude-hooks.md")]
+    mod claude_hooks {}
+    #[doc = include_str!("../../docs/commands.md")]
+    mod commands {}
+    #[doc = include_str!("../../docs/development.md")]
+    mod development {}
+    #[doc = include_str!("../../docs/discovery.md")]
+    mod discovery {}
+    #[doc = include_str!("../../docs/embedding.md")]
+    mod embedding {}
+    #[doc = include_str!("../../docs/events.md")]
+    mod events {}
+    #[doc = include_str!("../../docs/isolation.md")]
+    mod isolation {}
+    #[doc = include_str!("../../docs/packages.md")]
+    mod packages {}
+    #[doc = include_str!("../../docs/pi.md")]
+    mod pi {}
+    #[doc = include_str!("../../docs/reload.md")]
+    mod reload {}
+    #[doc = include_str!("../../docs/rpc.md")]
+    mod rpc {}
+    #[doc = include_str!("../../docs/sandbox.md")]
+    mod sandbox {}
+    #[doc = include_str!("../../docs/security.md")]
+    mod security {}
+    #[doc = include_str!("../../docs/serve-protocol.md")]
+    mod serve_protocol {}
+    #[doc = include_str!("../../docs/sessions.md")]
+    mod sessions {}
+    #[doc = include_str!("../../docs/testing.md")]
+    mod testing {}
+    #[doc = include_str!("../../docs/tracing.md")]
+    mod tracing {}
+    #[doc = include_str!("../../docs/workflow.md")]
+    mod workflow {}
+    #[doc = include_str!("../../docs/writing-plugins.md")]
+    mod writing_plugins {}
+}
