@@ -458,6 +458,26 @@ impl Agent {
         self.drain_runs();
     }
 
+    /// Runs the steering or follow-up messages a client queued that no run took (queued just
+    /// as a run ended, after its last look at the queues) as a run of their own, at once, as
+    /// pi's `continue()` runs queued messages; gives whether it started one. Steering messages
+    /// go first, as in a run.
+    pub fn run_left_queued(&mut self) -> bool {
+        let queued = {
+            let mut queues = Shared::lock(&self.core.shared.queues);
+            match std::mem::take(&mut queues.steer) {
+                steer if !steer.is_empty() => steer,
+                _ => std::mem::take(&mut queues.follow_up),
+            }
+        };
+        if queued.is_empty() {
+            return false;
+        }
+        let system_prompt = self.core.config.system_prompt.clone();
+        self.run(queued, system_prompt, "");
+        true
+    }
+
     /// Runs what plugins queued: session operations first, then prompts and triggered turns,
     /// until nothing is left. A model selection is applied first.
     fn drain_runs(&mut self) {

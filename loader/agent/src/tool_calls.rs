@@ -39,7 +39,8 @@ impl Core {
     pub(super) fn execute_tools(&self, calls: &[Value]) -> (Vec<Value>, bool) {
         let mut terminating = 0;
         let mut outputs: Vec<Option<ToolOutput>> = vec![None; calls.len()];
-        // An allowed call, and the input a `tool_call` handler rewrote it to, if any.
+        // An allowed call, and its input when it is not the model's arguments: what a
+        // `tool_call` handler rewrote it to, else what the tool prepared.
         let mut allowed: Vec<(usize, Arc<dyn Tool>, Option<Value>)> = Vec::new();
         for (index, call) in calls.iter().enumerate() {
             let (id, name, args) = call_parts(call);
@@ -50,7 +51,10 @@ impl Core {
                 );
                 continue;
             };
-            if let Err(message) = tool.validate(args) {
+            // pi: `prepareArguments`, then validation; handlers and the tool see the result.
+            let prepared = tool.prepare_arguments(args);
+            let input = prepared.as_ref().unwrap_or(args);
+            if let Err(message) = tool.validate(input) {
                 outputs[index] = Some(self.finish_early(call, ToolOutput::error(message)));
                 continue;
             }
@@ -58,7 +62,7 @@ impl Core {
             if self.runner.has_handlers("tool_call") {
                 match self
                     .runner
-                    .emit_tool_call_terminating(Runner::tool_call_payload(id, name, args))
+                    .emit_tool_call_terminating(Runner::tool_call_payload(id, name, input))
                 {
                     (ToolCallOutcome::Block { reason }, terminate) => {
                         terminating += usize::from(terminate);
@@ -68,7 +72,7 @@ impl Core {
                     (ToolCallOutcome::Allow { input, .. }, _) => rewritten = input,
                 }
             }
-            allowed.push((index, tool, rewritten));
+            allowed.push((index, tool, rewritten.or(prepared)));
         }
         if allowed.len() == 1 {
             let (index, tool, input) = allowed.pop().expect("one tool");

@@ -205,7 +205,7 @@ fn edit_replaces_once_and_reports_a_diff() {
         json!({"path": "lib.rs", "oldText": "    1\n", "newText": "    2\n    3\n"}),
         dir.path(),
     );
-    assert_eq!(t, "Successfully replaced text in lib.rs.");
+    assert_eq!(t, "Successfully replaced 1 block(s) in lib.rs.");
     assert_eq!(
         fs::read_to_string(&file).unwrap(),
         "fn a() {}\nfn b() {\n    2\n    3\n}\nfn c() {}\n"
@@ -258,7 +258,7 @@ fn edit_errors_like_pi() {
         dir.path(),
     )
     .unwrap_err();
-    assert_eq!(err, "File not found: gone.txt");
+    assert_eq!(err, "Could not edit file: gone.txt. Error code: ENOENT.");
 }
 
 // ---------------------------------------------------------------------------------------------

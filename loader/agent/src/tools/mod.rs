@@ -82,6 +82,14 @@ pub trait Tool: Send + Sync {
     /// Runs the tool. `Err(message)` becomes an error result with that text.
     fn execute(&self, call: &ToolInvocation<'_>) -> Result<ToolOutput, String>;
 
+    /// pi's `prepareArguments`: the arguments as the tool takes them, made from what the model
+    /// sent (for example an older input shape converted), or `None` to keep them. They are
+    /// prepared before [`Tool::validate`]; `tool_call` and `tool_result` handlers and the tool
+    /// get the prepared arguments, while `tool_execution_start`/`update` show the model's.
+    fn prepare_arguments(&self, _args: &Value) -> Option<Value> {
+        None
+    }
+
     /// Checks the arguments before `tool_call` fires (pi validates first: invalid arguments
     /// end the call with an error result and no `tool_call` / `tool_result` events).
     fn validate(&self, args: &Value) -> Result<(), String> {

@@ -26,16 +26,18 @@ use pi_hooks_host::packages::verify::sha256_hex;
 #[derive(Debug, clap::Args)]
 pub(super) struct PackArgs {
     /// The plugin's libraries, one per platform (the same plugin built for each).
-    #[arg(required = true, value_name = "LIB")]
+    #[arg(value_name = "LIB")]
     libraries: Vec<PathBuf>,
     /// The folder the package is written to (default: the current one).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
-    /// Sign the package with this minisign secret key (`pi-hooks keygen` makes one; an
-    /// encrypted key's password is read from PI_HOOKS_KEY_PASSWORD): its name, version and
-    /// every file with its SHA-256, in the package's file `pi-hooks.sig`.
-    #[arg(long, value_name = "KEY")]
-    sign: Option<PathBuf>,
+    /// Sign the package with a minisign secret key: with no value the one `pi-hooks keygen`
+    /// wrote to its default folder ($XDG_CONFIG_HOME/pi-hooks/keys/, else
+    /// ~/.config/pi-hooks/keys/), or the key file given (`--sign=KEY` or `--sign KEY`). An
+    /// encrypted key's password is read from PI_HOOKS_KEY_PASSWORD. The signature covers the
+    /// name, version and every file with its SHA-256, in the package's file `pi-hooks.sig`.
+    #[arg(long, value_name = "KEY", num_args = 0..=1)]
+    sign: Option<Option<PathBuf>>,
     /// A JSON file with the capabilities the plugin declares:
     /// {"read": ["PATH", ...], "write": ["PATH", ...], "network": true|false, "exec": ["PROGRAM", ...], "memoryMiB": N}.
     /// Without it the package asks for unrestricted access.
@@ -53,16 +55,85 @@ pub(super) struct PackArgs {
 /// The arguments of `pi-hooks keygen`.
 #[derive(Debug, clap::Args)]
 pub(super) struct KeygenArgs {
-    /// The folder to write `pi-hooks.key` (secret) and `pi-hooks.pub` (public) to.
-    #[arg(long, value_name = "DIR", default_value = ".")]
-    out: PathBuf,
+    /// The folder to write `pi-hooks.key` (secret) and `pi-hooks.pub` (public) to (default:
+    /// $XDG_CONFIG_HOME/pi-hooks/keys/, else ~/.config/pi-hooks/keys/, made private to you).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Replace a key pair already in that folder (the old secret key is lost: packages signed
+    /// with it can no longer be updated by a package signed with the new one).
+    #[arg(long)]
+    force: bool,
+}
+
+/// The folder `pi-hooks keygen` writes to and `pack --sign` (no value) reads from:
+/// `$XDG_CONFIG_HOME/pi-hooks/keys` (an absolute `XDG_CONFIG_HOME`, as the XDG base directory
+/// rules say), else `$HOME/.config/pi-hooks/keys`.
+pub(super) fn default_key_dir() -> Result<PathBuf, CommandError> {
+    if let Some(config) = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+    {
+        return Ok(config.join("pi-hooks/keys"));
+    }
+    match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        Some(home) => Ok(PathBuf::from(home).join(".config/pi-hooks/keys")),
+        None => Err(CommandError::failed(
+            "neither XDG_CONFIG_HOME nor HOME is set, so there is no default folder for the signing key; pass --out DIR (keygen) or --sign=FILE (pack)",
+        )),
+    }
+}
+
+/// Whether `path` names a shared library (what `pack` takes as LIB, never a key file).
+fn is_library_name(path: &Path) -> bool {
+    matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("so" | "dylib" | "dll")
+    )
+}
+
+/// The libraries and the key file of `pack`'s arguments. `--sign` followed by a library
+/// (`pack --sign ./libx.so`) means the default key: clap gives an optional value the next
+/// word, and no key file is named like a library.
+fn libraries_and_key(
+    mut libraries: Vec<PathBuf>,
+    sign: Option<Option<PathBuf>>,
+) -> Result<(Vec<PathBuf>, Option<PathBuf>), CommandError> {
+    let key = match sign {
+        None => None,
+        Some(Some(value)) if is_library_name(&value) => {
+            libraries.insert(0, value);
+            Some(default_key()?)
+        }
+        Some(Some(file)) => Some(file),
+        Some(None) => Some(default_key()?),
+    };
+    if libraries.is_empty() {
+        return Err(CommandError::failed(
+            "pack needs the plugin's library: pi-hooks pack ./libmy_plugin.so [--sign] [--out DIR] (one library per platform)",
+        ));
+    }
+    Ok((libraries, key))
+}
+
+/// The default signing key, which must exist.
+fn default_key() -> Result<PathBuf, CommandError> {
+    let key = default_key_dir()?.join("pi-hooks.key");
+    if key.is_file() {
+        Ok(key)
+    } else {
+        Err(CommandError::failed(format!(
+            "--sign with no key file signs with your default key, {}, which does not exist: run `pi-hooks keygen` first, or pass --sign=FILE",
+            key.display()
+        )))
+    }
 }
 
 /// Writes `NAME-VERSION.tgz`.
 pub(super) fn pack(args: PackArgs) -> Result<ExitCode, CommandError> {
+    let (libraries_given, key_file) = libraries_and_key(args.libraries, args.sign)?;
     // Each library's platform, from its header.
     let mut read = Vec::new();
-    for path in &args.libraries {
+    for path in &libraries_given {
         let shown = path.display();
         let bytes = std::fs::read(path)
             .map_err(|e| CommandError::failed(format!("cannot read {shown}: {e}")))?;
@@ -167,7 +238,7 @@ pub(super) fn pack(args: PackArgs) -> Result<ExitCode, CommandError> {
             .min_host_version
             .unwrap_or_else(|| pi_hooks_host::packages::HOST_VERSION.to_owned()),
     };
-    let key = match &args.sign {
+    let key = match &key_file {
         None => None,
         Some(key) => Some(signing_key(key)?),
     };
@@ -369,16 +440,49 @@ fn write_tgz(out: &Path, files: &[(String, Vec<u8>)]) -> std::io::Result<()> {
     std::fs::rename(temp, out)
 }
 
-/// `pi-hooks keygen`: a minisign key pair for signing packages.
+/// `pi-hooks keygen`: a minisign key pair for signing packages, by default in
+/// [`default_key_dir`] (created private: 0700, the secret key 0600), never the current folder;
+/// an existing pair is kept unless `--force`.
 pub(super) fn keygen(args: KeygenArgs) -> Result<ExitCode, CommandError> {
-    std::fs::create_dir_all(&args.out)
-        .map_err(|e| CommandError::failed(format!("cannot create {}: {e}", args.out.display())))?;
-    let (secret_path, public_path) = (args.out.join("pi-hooks.key"), args.out.join("pi-hooks.pub"));
-    if secret_path.exists() {
+    let default = args.out.is_none();
+    let out = match args.out {
+        Some(out) => out,
+        None => default_key_dir()?,
+    };
+    let mut folder = std::fs::DirBuilder::new();
+    folder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut folder, 0o700);
+    folder
+        .create(&out)
+        .map_err(|e| CommandError::failed(format!("cannot create {}: {e}", out.display())))?;
+    #[cfg(unix)]
+    if default {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o700)).map_err(|e| {
+            CommandError::failed(format!("cannot make {} private: {e}", out.display()))
+        })?;
+    }
+    let (secret_path, public_path) = (out.join("pi-hooks.key"), out.join("pi-hooks.pub"));
+    if secret_path.exists() && !args.force {
         return Err(CommandError::failed(format!(
-            "{} exists; keep it (it is your signing key) or move it away first",
+            "{} exists: it is your signing key, kept as it is. Packages signed with it are pinned to it, so keep using it (`pi-hooks pack LIB --sign`). To make a new pair anyway: `pi-hooks keygen --force` (the old secret key is lost), or `pi-hooks keygen --out DIR` for another folder",
             secret_path.display()
         )));
+    }
+    if args.force {
+        for old in [&secret_path, &public_path] {
+            match std::fs::remove_file(old) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(CommandError::failed(format!(
+                        "cannot replace {}: {e}",
+                        old.display()
+                    )));
+                }
+            }
+        }
     }
     // An empty password leaves the key unencrypted (minisign's own rule); the crate's
     // "unencrypted" pair has no checksum and cannot be read back, so this one is used.
@@ -409,8 +513,13 @@ pub(super) fn keygen(args: KeygenArgs) -> Result<ExitCode, CommandError> {
     std::fs::write(&public_path, &public).map_err(|e| {
         CommandError::failed(format!("cannot write {}: {e}", public_path.display()))
     })?;
+    let sign = if default {
+        "pi-hooks pack LIB --sign".to_owned()
+    } else {
+        format!("pi-hooks pack LIB --sign={}", secret_path.display())
+    };
     write_stdout(&format!(
-        "Wrote {} (secret: keep it private) and {} (public key {})\n",
+        "Wrote a signing key pair:\n  secret key: {}\n    keep it private and out of git; `{sign}` signs a package with it\n  public key: {} ({})\n    pack writes it into every package it signs; installers pin it at the first install, so sign\n    every later version with the same secret key. Publish it (say, in your README) so users can\n    check the signer `pi-hooks inspect PACKAGE` shows\n",
         secret_path.display(),
         public_path.display(),
         pair.pk.to_base64()

@@ -244,6 +244,7 @@ impl App {
                 self.refresh_footer();
                 self.refresh_shortcuts(false);
             }
+            Msg::Queued => self.queued(),
             Msg::Notice(level, text) => self.chat.notice(level, text),
             Msg::Messages(messages) => self.load_messages(&messages),
             Msg::Forked(messages, text) => {
@@ -695,18 +696,44 @@ impl App {
                 // As pi: a plugin command runs at once, other text steers the run.
                 let (agent, to_terminal) = (self.ctl.agent.clone(), self.ctl.to_terminal.clone());
                 pi_hooks_host::services::runtime::handle().spawn_blocking(move || {
-                    if let Err(error) = agent.prompt_while_running(&text, None, Some("steer")) {
-                        let _ = to_terminal.send(Msg::Notice(Level::Error, error));
-                    } else if !agent.is_plugin_command(&text) {
-                        let _ = to_terminal.send(Msg::Notice(
-                            Level::Info,
-                            "Queued: it reaches the model at its next turn".into(),
-                        ));
+                    match agent.prompt_while_running(&text, None, Some("steer")) {
+                        Err(error) => {
+                            let _ = to_terminal.send(Msg::Notice(Level::Error, error));
+                        }
+                        Ok("queued") => {
+                            let _ = to_terminal.send(Msg::Queued);
+                        }
+                        Ok(_) => {}
                     }
                 });
             }
             _ => self.job(move |agent| agent.prompt(&text)),
         }
+    }
+
+    /// A message typed during a run was queued. The run may have ended after its last look at
+    /// the queue (the message arrives while `agent_end` or `agent_settled` handlers run, or
+    /// after input handlers took their time): a job after the run's own runs what is left at
+    /// once as a run of its own (nothing when the run took it), so a message is never left
+    /// waiting for the next prompt; the notice says which happens.
+    fn queued(&mut self) {
+        let running = self.busy && self.ctl.agent.is_streaming();
+        if running && self.ctl.agent.pending_message_count() > 0 {
+            self.chat.notice(
+                Level::Info,
+                "Queued: it reaches the model at its next turn".to_owned(),
+            );
+        }
+        let to_terminal = self.ctl.to_terminal.clone();
+        self.job(move |agent| {
+            if agent.handle().pending_message_count() > 0 {
+                let _ = to_terminal.send(Msg::Notice(
+                    Level::Info,
+                    "The run ended before your message reached it: it starts a new run now".into(),
+                ));
+            }
+            agent.run_left_queued();
+        });
     }
 
     /// Queues `text` as a prompt of its own (the command line's prompts), after whatever

@@ -1,0 +1,105 @@
+//! A message typed in the interactive mode just as a run ends (issue 34): the run has made its
+//! last check of the queue, but the agent is not idle yet (an `agent_settled` handler is still
+//! running). It used to stay queued, unseen, until the next prompt; as in pi, where a message
+//! queued while the agent runs is run when the run would end, it now starts a run of its own at
+//! once, and the notice says so. The timing is made deterministic by a `behave` plugin whose
+//! `agent_settled` handler logs, then sleeps: the message is typed once the log shows it.
+
+use std::time::{Duration, Instant};
+
+use pi_hooks_tests::pty::{Pty, WAIT, keys, sandbox_command};
+use pi_hooks_tests::{Sandbox, behave_env_var, behave_plugin, read_behave_log};
+use serde_json::json;
+
+fn wait_log(sandbox: &Sandbox, what: &str, ready: impl Fn(&[pi_hooks_tests::BehaveLine]) -> bool) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let log = read_behave_log(&sandbox.behave_log());
+        if ready(&log) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}; log:\n{}",
+            log.iter()
+                .map(|l| format!("{} {}", l.who(), l.value))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The user messages the runs took, from `message_end` payloads.
+fn user_texts(sandbox: &Sandbox) -> Vec<String> {
+    read_behave_log(&sandbox.behave_log())
+        .iter()
+        .filter(|l| l.tag == "message_end" && l.value["message"]["role"] == "user")
+        .map(|l| {
+            l.value["message"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn a_message_typed_as_the_run_ends_starts_a_run_at_once() {
+    let sandbox = Sandbox::new();
+    let script = sandbox.script(&json!({"turns": [{"text": "answer one"}]}));
+    let library = behave_plugin(&sandbox.lib(), "watch");
+    let config = json!({"handlers": [
+        {"event": "agent_start"},
+        {"event": "message_end"},
+        {"event": "agent_settled", "sleep_ms": 1500}
+    ]});
+    let mut command = sandbox_command(
+        &sandbox,
+        &[
+            "chat",
+            "--no-session",
+            "--script",
+            script.to_str().unwrap(),
+            "--hook",
+            library.to_str().unwrap(),
+        ],
+    );
+    command.env(behave_env_var("watch"), config.to_string());
+    command.env("BEHAVE_LOG", sandbox.behave_log());
+    let mut pty = Pty::spawn(command, 40, 120);
+    pty.wait_for_text("Type a prompt");
+
+    pty.type_text("first prompt");
+    pty.send(keys::ENTER.as_bytes());
+    // The run is over and has looked at its queue for the last time; `agent_settled` runs.
+    wait_log(&sandbox, "agent_settled to start", |log| {
+        log.iter().any(|l| l.tag == "agent_settled")
+    });
+    assert!(
+        !read_behave_log(&sandbox.behave_log())
+            .iter()
+            .any(|l| l.tag == "agent_settled:done"),
+        "the message must be typed while agent_settled still runs"
+    );
+    pty.type_text("late message");
+    pty.send(keys::ENTER.as_bytes());
+
+    // It runs by itself, without another prompt: a second run takes it.
+    wait_log(&sandbox, "a second run with the late message", |log| {
+        log.iter().filter(|l| l.tag == "agent_start").count() == 2
+            && log.iter().any(|l| {
+                l.tag == "message_end"
+                    && l.value["message"]["role"] == "user"
+                    && l.value["message"]["content"][0]["text"] == "late message"
+            })
+    });
+    assert_eq!(user_texts(&sandbox), ["first prompt", "late message"]);
+    // The notice says what happened.
+    pty.wait_for_text("it starts a new run now");
+    let screen = pty.contents();
+    assert!(
+        !screen.contains("Queued: it reaches the model at its next turn"),
+        "no notice promising a turn the ended run will not have:\n{screen}"
+    );
+}
