@@ -155,7 +155,9 @@ pub fn release_binary() -> PathBuf {
 }
 
 /// pi-hooks' npm packages from `scripts/npm-packages.sh` (the release build, as
-/// linux-x64-gnu), made once per test process: the tarballs' paths, the main one first.
+/// linux-x64-gnu), made once per test process: the tarballs' paths, the main one first, then
+/// the platform package and the native plugins it packs prebuilt (`@pi-hooks/claude-hooks`,
+/// `@pi-hooks/permission-gate`).
 pub fn pi_hooks_packages() -> Vec<PathBuf> {
     static MADE: OnceLock<(tempfile::TempDir, Vec<PathBuf>)> = OnceLock::new();
     MADE.get_or_init(|| {
@@ -178,6 +180,11 @@ pub fn pi_hooks_packages() -> Vec<PathBuf> {
             out.path().join(format!("pi-hooks-{version}.tgz")),
             out.path()
                 .join(format!("pi-hooks-linux-x64-gnu-{version}.tgz")),
+            // The native plugins prebuilt: @pi-hooks/claude-hooks, @pi-hooks/permission-gate.
+            out.path()
+                .join(format!("pi-hooks-claude-hooks-{version}.tgz")),
+            out.path()
+                .join(format!("pi-hooks-permission-gate-{version}.tgz")),
         ];
         for tgz in &tarballs {
             assert!(
