@@ -15,6 +15,23 @@
 # (see the CI recipe in docs/packages.md) as, for instance, darwin-arm64=dist/darwin-arm64/pi-hooks. The
 # templates are plugins/pi-bridge/npm/ (package.json, README.md) and the bridge's own files.
 # Needs node and npm (`npm pack`); the version is the binary's (`pi-hooks --version`).
+#
+# It also packs two native plugins prebuilt, with `pi-hooks pack` (this machine's platform
+# only), for users with no Rust (`pi install npm:@pi-hooks/claude-hooks`):
+#
+#   pi-hooks-claude-hooks-VERSION.tgz    @pi-hooks/claude-hooks: plugins/claude-hooks (Claude
+#                                        Code's command hooks); it declares no capabilities
+#                                        (unrestricted: it runs whatever commands the user's
+#                                        .claude/settings.json names, which no grant can list)
+#   pi-hooks-permission-gate-VERSION.tgz @pi-hooks/permission-gate: the Rust example
+#                                        plugins/examples/permission-gate; it declares the
+#                                        empty grant {} (no files, no network, no programs: it
+#                                        only reads the tool call and asks through the UI)
+#
+# built with `cargo build --release -p claude-hooks -p permission-gate` (so this step needs
+# cargo; PI_HOOKS_NATIVE_PACKAGES=0 skips it). PI_HOOKS_SIGN_KEY=FILE signs both with that
+# minisign secret key (`pi-hooks pack --sign FILE`; an encrypted key's password is read from
+# PI_HOOKS_KEY_PASSWORD); without it they are unsigned.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 templates="$root/plugins/pi-bridge/npm"
@@ -123,3 +140,33 @@ OPTIONAL="$optional" VERSION="$version" node -e '
 ' "$templates/package.json" "$main/package.json"
 (cd "$main" && npm pack --silent --pack-destination "$out" >/dev/null)
 echo "packed pi-hooks $version -> $out/pi-hooks-$version.tgz (platforms: ${!binaries[*]}; not built here: $(for n in $names; do [ -n "${binaries[$n]:-}" ] || printf '%s ' "$n"; done))"
+
+# The native plugins, prebuilt (see the head comment): packed by this machine's pi-hooks.
+if [ "${PI_HOOKS_NATIVE_PACKAGES:-1}" != 0 ]; then
+    packer=""
+    for platform in "${!binaries[@]}"; do
+        if "${binaries[$platform]}" --version >/dev/null 2>&1; then
+            packer="${binaries[$platform]}"
+            break
+        fi
+    done
+    if [ -z "$packer" ]; then
+        echo "error: none of the binaries given runs on this machine, so none can run \`pi-hooks pack\` for the native plugins; give this machine's (e.g. linux-x64-gnu=target/release/pi-hooks) or set PI_HOOKS_NATIVE_PACKAGES=0" >&2
+        exit 1
+    fi
+    sign=()
+    if [ -n "${PI_HOOKS_SIGN_KEY:-}" ]; then
+        if [ ! -f "$PI_HOOKS_SIGN_KEY" ]; then
+            echo "error: PI_HOOKS_SIGN_KEY names $PI_HOOKS_SIGN_KEY, which is not a file; make a key with \`pi-hooks keygen\`" >&2
+            exit 1
+        fi
+        sign=(--sign "$PI_HOOKS_SIGN_KEY")
+    fi
+    target_dir="${CARGO_TARGET_DIR:-$root/target}"
+    (cd "$root" && cargo build --release --quiet -p claude-hooks -p permission-gate)
+    printf '{}\n' >"$stage/permission-gate.capabilities.json"
+    "$packer" pack "$target_dir/release/libclaude_hooks.so" --name @pi-hooks/claude-hooks \
+        "${sign[@]}" --out "$out"
+    "$packer" pack "$target_dir/release/libpermission_gate.so" --name @pi-hooks/permission-gate \
+        --capabilities "$stage/permission-gate.capabilities.json" "${sign[@]}" --out "$out"
+fi

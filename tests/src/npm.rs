@@ -155,7 +155,9 @@ pub fn release_binary() -> PathBuf {
 }
 
 /// pi-hooks' npm packages from `scripts/npm-packages.sh` (the release build, as
-/// linux-x64-gnu), made once per test process: the tarballs' paths, the main one first.
+/// linux-x64-gnu), made once per test process: the tarballs' paths, the main one first, then
+/// the platform package and the native plugins it packs prebuilt (`@pi-hooks/claude-hooks`,
+/// `@pi-hooks/permission-gate`).
 pub fn pi_hooks_packages() -> Vec<PathBuf> {
     static MADE: OnceLock<(tempfile::TempDir, Vec<PathBuf>)> = OnceLock::new();
     MADE.get_or_init(|| {
@@ -178,6 +180,11 @@ pub fn pi_hooks_packages() -> Vec<PathBuf> {
             out.path().join(format!("pi-hooks-{version}.tgz")),
             out.path()
                 .join(format!("pi-hooks-linux-x64-gnu-{version}.tgz")),
+            // The native plugins prebuilt: @pi-hooks/claude-hooks, @pi-hooks/permission-gate.
+            out.path()
+                .join(format!("pi-hooks-claude-hooks-{version}.tgz")),
+            out.path()
+                .join(format!("pi-hooks-permission-gate-{version}.tgz")),
         ];
         for tgz in &tarballs {
             assert!(
@@ -474,4 +481,68 @@ pub fn git(dir: &Path, args: &[&str]) {
 pub fn settings_packages(settings: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(settings).expect("read the settings file");
     serde_json::from_str::<serde_json::Value>(&text).expect("settings JSON")["packages"].clone()
+}
+
+/// The commands of the README's quick start `name`: the lines of its fenced block between
+/// `<!-- quickstart:NAME -->` and `<!-- /quickstart -->`, without comment lines and trailing
+/// `# comments`, as a user would type them.
+pub fn quickstart_commands(name: &str) -> Vec<String> {
+    let readme = std::fs::read_to_string(workspace_root().join("README.md")).expect("README.md");
+    let start = format!("<!-- quickstart:{name} -->");
+    let block = readme
+        .split_once(&start)
+        .and_then(|(_, rest)| rest.split_once("<!-- /quickstart -->"))
+        .unwrap_or_else(|| panic!("README.md has no block {start} ... <!-- /quickstart -->"))
+        .0;
+    block
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with("```"))
+        .map(|line| {
+            // A ` #` outside quotes starts a comment.
+            let (mut quote, mut cut) = (None, line.len());
+            let bytes = line.as_bytes();
+            for (i, c) in line.char_indices() {
+                match (quote, c) {
+                    (None, '"' | '\'') => quote = Some(c),
+                    (Some(q), c) if c == q => quote = None,
+                    (None, '#') if i > 0 && bytes[i - 1] == b' ' => {
+                        cut = i;
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            line[..cut].trim_end().to_owned()
+        })
+        .collect()
+}
+
+impl PiUser<'_> {
+    /// A folder with a `pi` command running `pi` (its node and `cli.js`), as a user has
+    /// `pi` on PATH: put it first on the PATH of [`PiUser::shell`].
+    pub fn pi_on_path(&self, pi: &Pi) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = self.sandbox.root().join("pi-bin");
+        std::fs::create_dir_all(&dir).expect("pi's folder");
+        let shim = dir.join("pi");
+        std::fs::write(
+            &shim,
+            format!(
+                "#!/bin/sh\nexec '{}' '{}' \"$@\"\n",
+                pi.node.display(),
+                pi.cli.display()
+            ),
+        )
+        .expect("write pi");
+        std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        dir
+    }
+
+    /// `sh -c LINE` in this environment with `path` as PATH.
+    pub fn shell(&self, line: &str, path: &str) -> Command {
+        let mut command = self.command("sh");
+        command.args(["-c", line]).env("PATH", path);
+        command
+    }
 }

@@ -830,3 +830,72 @@ fn the_plugin_packs_as_a_package() {
     // Its hooks are arbitrary commands: it honestly declares no narrower capabilities.
     assert!(text.contains("unrestricted"), "{text}");
 }
+
+/// Merges `values` into the user's pi-hooks `settings.json` (`<agentDir>/settings.json`).
+fn pi_hooks_settings(w: &World, values: Value) {
+    let path = w.s.agent_dir().join("settings.json");
+    std::fs::create_dir_all(w.s.agent_dir()).unwrap();
+    let mut settings: Value = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_else(|| json!({}));
+    for (key, value) in values.as_object().unwrap() {
+        settings[key] = value.clone();
+    }
+    std::fs::write(&path, settings.to_string()).unwrap();
+}
+
+#[test]
+fn a_hook_s_own_timeout_holds_up_to_hook_timeout_which_a_cut_hook_names() {
+    let w = World::new();
+    // pi-hooks' handler limit, lowered to 2 s so the test is short (the default is 30 s).
+    pi_hooks_settings(&w, json!({"hookTimeout": 2000}));
+    let own = w.script("own.sh", "cat > /dev/null\nsleep 3");
+    let long = w.script("long.sh", "cat > /dev/null\nsleep 6");
+    let stop = w.script(
+        "stop.sh",
+        "cat > /dev/null\necho stopped >> \"$CLAUDE_PROJECT_DIR/stop.log\"",
+    );
+    w.user_settings(json!({
+        "PostToolUse": [on("Bash", &[
+            json!({"type": "command", "command": own, "timeout": 1}),
+            json!({"type": "command", "command": long, "timeout": 120}),
+        ])],
+        "Stop": [{"hooks": [hook(&stop)]}],
+    }));
+    rust_plugin("claude-hooks"); // built before the clock starts
+    let started = Instant::now();
+    let run = w.run(&json!([bash("echo ran"), {"text": "end"}]), &["go"]);
+    let elapsed = started.elapsed();
+    let stderr = &run.stderr;
+    assert!(elapsed < Duration::from_secs(5), "{elapsed:?}: {stderr}");
+    assert_eq!(run.tool_text(0), "ran\n");
+    // Its own "timeout": 1 cut the first, and the message names the field and its value.
+    assert!(
+        stderr.contains(&format!(
+            "PostToolUse hook `{own}` timed out after 1s (its \"timeout\": 1)"
+        )),
+        "{stderr}"
+    );
+    // pi-hooks' hookTimeout cut the second, before the host would have abandoned the
+    // handler: the message names the setting, its value, its file and where to raise it.
+    let settings = w.s.agent_dir().join("settings.json");
+    let cut = format!("PostToolUse hook `{long}` timed out after ");
+    let line = stderr
+        .lines()
+        .find(|l| l.contains(&cut))
+        .unwrap_or_else(|| panic!("no line for the long hook: {stderr}"));
+    assert!(
+        line.contains(&format!(
+            ": cut at pi-hooks' hookTimeout (2000 ms, set in {}), before its own \"timeout\": 120; raise \"hookTimeout\" (milliseconds) in {} to give it its time",
+            settings.display(),
+            settings.display()
+        )),
+        "{line}"
+    );
+    // The host never had to time the handler out, so no later hook was skipped: the Stop
+    // hook of the same run ran.
+    assert!(!stderr.contains("timed out after 2000ms"), "{stderr}");
+    assert!(!stderr.contains("the run was aborted"), "{stderr}");
+    assert_eq!(w.read("stop.log"), "stopped\n", "{stderr}");
+}

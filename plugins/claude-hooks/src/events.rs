@@ -21,8 +21,9 @@ use pi_hooks_abi::sdk::prelude::*;
 use serde_json::Map;
 
 use crate::config::{Config, Severity};
+use crate::limit::HandlerLimit;
 use crate::outcome::{Answers, Permission};
-use crate::run::run_hooks;
+use crate::run::{Ended, run_hooks};
 use crate::tools::{claude_input, claude_name, claude_response, pi_input, text_of};
 use crate::trust::{TrustStore, agent_dir, home_dir};
 
@@ -248,7 +249,28 @@ fn fire(
         }
         (hooks, Json::Object(input), st.project_dir.clone())
     };
-    let answers = Answers::read(event, run_hooks(ctx.plugin(), &hooks, &input, &project_dir));
+    let handler = agent_dir().and_then(|agent| {
+        HandlerLimit::of(
+            event,
+            &agent,
+            Path::new(ctx.cwd()),
+            std::time::Instant::now(),
+        )
+    });
+    let mut runs = run_hooks(ctx.plugin(), &hooks, &input, &project_dir, handler.as_ref());
+    // Stopped before any limit: say why, as the run's state tells it.
+    for run in &mut runs {
+        if run.ended == Ended::Stopped {
+            run.ended = Ended::Killed {
+                why: if ctx.is_aborted() {
+                    "was stopped: the run was aborted".to_owned()
+                } else {
+                    "was stopped before its time limit: the session ended or the plugin was unloaded".to_owned()
+                },
+            };
+        }
+    }
+    let answers = Answers::read(event, runs);
     for warning in &answers.warnings {
         tell(ctx, Notify::Warning, warning);
     }

@@ -5,11 +5,12 @@
 //!
 //! Modules, in the order an event flows through them: [`config`] (the files, merged; trust
 //! in [`trust`]), [`matcher`], [`tools`] (pi's tools in Claude Code's names), [`run`]
-//! (the commands, through the host's `exec`), [`outcome`] (their answers, combined), and
+//! (the commands, through the host's `exec`, within [`limit`]), [`outcome`] (their answers, combined), and
 //! [`events`] (each pi event's handler).
 
 pub mod config;
 pub mod events;
+pub mod limit;
 pub mod matcher;
 pub mod outcome;
 pub mod run;

@@ -279,6 +279,9 @@ fn answer(event: &str, run: HookRun, warnings: &mut Vec<String>) -> Answer {
             ))
         }
         Ended::Killed { why } => Answer::Error(format!("{event} hook `{command}` {why}")),
+        Ended::Stopped => Answer::Error(format!(
+            "{event} hook `{command}` was stopped before its time limit (the run was aborted, or the session ended)"
+        )),
         Ended::NotRun(why) => {
             Answer::Error(format!("{event} hook `{command}` could not run: {why}"))
         }

@@ -12,6 +12,10 @@
 //!
 //! Every matching hook of an event runs at the same time (one thread each), as in Claude
 //! Code; the results come back in configuration order.
+//!
+//! Each hook runs for its own `timeout` at most, and never past what is left of the host's
+//! time for the handler ([`crate::limit`]): a hook cut there is told apart from one that hit
+//! its own `timeout` and from one stopped by an abort or the end of the session.
 
 use std::time::{Duration, Instant};
 
@@ -19,6 +23,7 @@ use pi_hooks_abi::sdk::PluginHandle;
 use serde_json::Value;
 
 use crate::config::HookCommand;
+use crate::limit::HandlerLimit;
 
 /// The fixed wrapper: `$1` the project folder, `$2` the hook's command, the rest the JSON.
 const WRAPPER: &str = "CLAUDE_PROJECT_DIR=$1; export CLAUDE_PROJECT_DIR; c=$2; shift 2; printf '%s' \"$@\" | sh -c \"$c\"";
@@ -38,11 +43,14 @@ pub enum Ended {
         /// Its standard error.
         stderr: String,
     },
-    /// It ran out of time (or the run was aborted) and was killed.
+    /// It ran out of time and was killed.
     Killed {
         /// Why, for the user.
         why: String,
     },
+    /// The host stopped it before any time limit: the run was aborted, or the session ended
+    /// or the plugin was unloaded (the caller, which can ask which, says so).
+    Stopped,
     /// It could not be run at all.
     NotRun(String),
 }
@@ -56,27 +64,29 @@ pub struct HookRun {
     pub ended: Ended,
 }
 
-/// Runs `hooks` with `input` on stdin, all at once; `async` ones are started and not waited
-/// for (nor returned).
+/// Runs `hooks` with `input` on stdin, all at once, each within its own `timeout` and
+/// `handler`'s limit (`None`: untimed handler); `async` ones are started and not waited for
+/// (nor returned; they keep their own `timeout`, the handler does not wait for them).
 pub fn run_hooks(
     handle: PluginHandle,
     hooks: &[HookCommand],
     input: &Value,
     project_dir: &str,
+    handler: Option<&HandlerLimit>,
 ) -> Vec<HookRun> {
     let json = input.to_string();
     for hook in hooks.iter().filter(|h| h.run_async) {
         let (hook, json, dir) = (hook.clone(), json.clone(), project_dir.to_owned());
-        std::thread::spawn(move || run_one(handle, &hook, &json, &dir));
+        std::thread::spawn(move || run_one(handle, &hook, &json, &dir, None));
     }
     let waited: Vec<&HookCommand> = hooks.iter().filter(|h| !h.run_async).collect();
     if let [only] = waited.as_slice() {
-        return vec![run_one(handle, only, &json, project_dir)];
+        return vec![run_one(handle, only, &json, project_dir, handler)];
     }
     std::thread::scope(|scope| {
         let running: Vec<_> = waited
             .iter()
-            .map(|hook| scope.spawn(|| run_one(handle, hook, &json, project_dir)))
+            .map(|hook| scope.spawn(|| run_one(handle, hook, &json, project_dir, handler)))
             .collect();
         running
             .into_iter()
@@ -91,7 +101,13 @@ pub fn run_hooks(
     })
 }
 
-fn run_one(handle: PluginHandle, hook: &HookCommand, json: &str, project_dir: &str) -> HookRun {
+fn run_one(
+    handle: PluginHandle,
+    hook: &HookCommand,
+    json: &str,
+    project_dir: &str,
+    handler: Option<&HandlerLimit>,
+) -> HookRun {
     let mut args = vec![
         "-c",
         WRAPPER,
@@ -100,18 +116,29 @@ fn run_one(handle: PluginHandle, hook: &HookCommand, json: &str, project_dir: &s
         hook.command.as_str(),
     ];
     args.extend(pieces(json, PIECE));
-    let limit = Duration::from_secs_f64(hook.timeout_secs);
+    let own = Duration::from_secs_f64(hook.timeout_secs);
     let started = Instant::now();
+    // The handler's limit cuts the hook when less is left of it than the hook's own.
+    let cut = handler.filter(|h| h.deadline.saturating_duration_since(started) < own);
+    let limit = cut.map_or(own, |h| h.deadline.saturating_duration_since(started));
     let ended =
         match handle.exec_cancel_on_abort("sh", &args, None, limit.as_millis().max(1) as u64) {
             Err(error) => Ended::NotRun(error.to_string()),
-            Ok(out) if out.killed => Ended::Killed {
-                why: if started.elapsed() + Duration::from_millis(50) >= limit {
-                    format!("timed out after {}s", fmt_secs(hook.timeout_secs))
+            Ok(out) if out.killed => {
+                let ran = started.elapsed();
+                if ran + Duration::from_millis(50) < limit {
+                    Ended::Stopped
+                } else if let Some(handler) = cut {
+                    Ended::Killed {
+                        why: handler.cut_message(ran, hook.timeout_secs),
+                    }
                 } else {
-                    "was stopped: the run was aborted".to_owned()
-                },
-            },
+                    let secs = fmt_secs(hook.timeout_secs);
+                    Ended::Killed {
+                        why: format!("timed out after {secs}s (its \"timeout\": {secs})"),
+                    }
+                }
+            }
             Ok(out) => Ended::Exited {
                 code: out.code,
                 stdout: out.stdout,
