@@ -88,6 +88,8 @@ fn c_and_cpp_projects_build_with_make_and_pass_their_own_test() {
         run(
             Command::new("make")
                 .env("PI_HOOKS", pi_hooks_bin())
+                .env("HOME", sandbox.home())
+                .env_remove("XDG_CACHE_HOME")
                 .current_dir(&folder),
             &format!("make ({lang})"),
         );
@@ -95,6 +97,8 @@ fn c_and_cpp_projects_build_with_make_and_pass_their_own_test() {
             Command::new("make")
                 .arg("test")
                 .env("PI_HOOKS", pi_hooks_bin())
+                .env("HOME", sandbox.home())
+                .env_remove("XDG_CACHE_HOME")
                 .current_dir(&folder),
             &format!("make test ({lang})"),
         );
@@ -378,6 +382,8 @@ fn sdk_prefix_builds_generated_projects_with_pkg_config_and_cmake() {
                 .arg("-B")
                 .arg(&build)
                 .args(&args)
+                .env("HOME", sandbox.home())
+                .env_remove("XDG_CACHE_HOME")
                 .env("PKG_CONFIG_LIBDIR", sandbox.root())
                 .env_remove("CMAKE_PREFIX_PATH"),
             "cmake configure",
@@ -395,6 +401,7 @@ fn sdk_prefix_builds_generated_projects_with_pkg_config_and_cmake() {
         .arg("-B")
         .arg(cpp.join("build-none"))
         .arg(format!("-DPI_HOOKS={missing}"))
+        .env("HOME", sandbox.home())
         .env_remove("CMAKE_PREFIX_PATH")
         .output()
         .unwrap();
