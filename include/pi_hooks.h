@@ -17,6 +17,13 @@
  * the descriptor before any other code of the plugin runs and refuses a plugin built for
  * another major, a newer minor or with other struct sizes.
  *
+ * Getting this header: it comes with the pi-hooks binary (and the npm package pi-hooks, in
+ * include/), no source tree needed. `pi-hooks sdk --print-include-dir` prints a folder holding
+ * it and pi_hooks.hpp (cc -I"$(pi-hooks sdk --print-include-dir)" ...); `pi-hooks sdk --prefix
+ * DIR` installs both with a pkg-config file (pkg-config --cflags pi-hooks) and a CMake package
+ * (find_package(pi-hooks), target pi-hooks::headers); `pi-hooks new NAME --lang c` makes a
+ * project whose Makefile and CMakeLists.txt find them either way.
+ *
  * init(host, plugin) is then called once. `host` is a PiHostApi, a table of tables that stays
  * valid until the plugin is unloaded (keep the pointer in a static):
  *

@@ -1,6 +1,8 @@
 /*
  * pi_hooks.hpp: small header-only C++17 helpers over pi_hooks.h. Written by hand (not
- * generated); it adds no ABI, only conveniences around the C types:
+ * generated); it adds no ABI, only conveniences around the C types. It comes with pi_hooks.h
+ * in the pi-hooks binary: `pi-hooks sdk --print-include-dir` prints a folder holding both,
+ * `pi-hooks sdk --prefix DIR` installs them (with pkg-config and CMake files).
  *
  *   pi_hooks::Str          a PiStr from a std::string_view, std::string or C string
  *   pi_hooks::view         a std::string_view over a PiStr

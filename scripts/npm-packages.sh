@@ -2,8 +2,9 @@
 # Builds pi-hooks' npm packages as tarballs ready for `npm publish`, into OUTDIR:
 #
 #   pi-hooks-VERSION.tgz                the main package: the pi bridge extension (bridge/),
-#                                       a launcher `bin` for `npx pi-hooks`, and one optional
-#                                       dependency per platform built here
+#                                       a launcher `bin` for `npx pi-hooks`, the C and C++
+#                                       headers (include/), and one optional dependency per
+#                                       platform built here
 #   pi-hooks-PLATFORM-VERSION.tgz       @pi-hooks/PLATFORM: bin/pi-hooks for that platform,
 #                                       with `os` / `cpu` / `libc` so npm installs only it
 #
@@ -130,6 +131,10 @@ for file in index.ts serve-client.ts supervisor.ts events.ts client-requests.ts 
     cp "$root/plugins/pi-bridge/$file" "$main/bridge/$file"
 done
 chmod 755 "$main/bridge/pi-hooks-launcher.cjs"
+# The C and C++ headers, for a plugin author with only npm (`pi-hooks sdk` gives the same
+# files from the binary).
+mkdir -p "$main/include"
+cp "$root/include/pi_hooks.h" "$root/include/pi_hooks.hpp" "$main/include/"
 cp "$templates/README.md" "$main/README.md"
 OPTIONAL="$optional" VERSION="$version" node -e '
     const fs = require("node:fs");

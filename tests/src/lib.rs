@@ -4,6 +4,7 @@
 
 pub mod confined;
 pub mod fake_openai;
+pub mod hidden_checkout;
 pub mod npm;
 pub mod packages;
 pub mod pi_e2e;

@@ -21,6 +21,7 @@ mod plugin_flags;
 mod remove;
 pub mod render;
 mod run;
+mod sdk;
 pub mod trace_output;
 mod trust_cmd;
 
@@ -120,6 +121,11 @@ enum Command {
     /// Create a plugin project that builds as generated: one handler, a test, a README with
     /// the dev loop (Rust: a cdylib crate; C and C++: a Makefile and a CMakeLists.txt).
     New(new::NewArgs),
+    /// What a C or C++ plugin author needs, from this binary alone: install the headers
+    /// (pi_hooks.h, pi_hooks.hpp), a pkg-config file and a CMake package under a prefix
+    /// (--prefix DIR, as scripts/install.sh does), or print a folder holding the headers
+    /// (--print-include-dir, --cflags).
+    Sdk(sdk::SdkArgs),
     /// Fire one event at one plugin without a session and print, as JSON, its decision and
     /// every host call it made (dialogs with the answers given, UI updates, messages,
     /// entries, exec). For testing a plugin from a shell script or CI.
@@ -376,6 +382,7 @@ pub fn main() -> ExitCode {
         (Command::DemoModel(args), _) => demo_model::demo_model(args),
         (Command::Emit(args), _) => emit::emit(args),
         (Command::New(args), _) => new::new(args),
+        (Command::Sdk(args), _) => sdk::sdk(args),
         (Command::List { sources, json }, _) => list(&sources, json, cli.trace),
         (
             Command::Inspect {

@@ -1,8 +1,17 @@
 //! `pi-hooks new NAME --lang rust|c|cpp`: a plugin project that builds as generated, with one
-//! handler (a `tool_call` that blocks `rm -rf`), a test and a README with the dev loop. The
-//! templates are `loader/cli/src/cli/new_templates/`; the paths of this pi-hooks tree (the Rust
-//! SDK, the host for tests, the C header) are written into the project, so it builds from
-//! anywhere on this machine (`--pi-hooks-src` points elsewhere).
+//! handler (a `tool_call` that blocks `rm -rf` and logs what it blocked to its own data
+//! folder), a test and a README with the dev loop. The templates are
+//! `loader/cli/src/cli/new_templates/`, compiled into the binary, so `new` works anywhere, with
+//! no source tree:
+//!
+//! - C and C++: the Makefile finds the headers through `pkg-config pi-hooks` (an SDK installed
+//!   by `pi-hooks sdk --prefix`), else through `$(PI_HOOKS) sdk --cflags` (the copies in the
+//!   pi-hooks program, `sdk.rs`); the CMakeLists.txt through `find_package(pi-hooks)`, else
+//!   `${PI_HOOKS} sdk --print-include-dir`. Never a path into a checkout.
+//! - Rust: the crates `pi-hooks-abi` (the SDK) and `pi-hooks-host` (tests) by this binary's
+//!   version, from crates.io; path dependencies into a pi-hooks source tree instead when
+//!   `--pi-hooks-src DIR` names one, or when the tree this binary was built from is still
+//!   where it was built.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -34,8 +43,10 @@ pub(super) struct NewArgs {
     /// Where to create it (default: ./NAME). It must not exist or be empty.
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
-    /// The pi-hooks source tree whose SDK, host and header the project uses (default: the
-    /// one this binary was built from).
+    /// Rust only: depend on the SDK and host crates of this pi-hooks source tree (path
+    /// dependencies) instead of their published versions. Default: the tree this binary was
+    /// built from, when it is still there. C and C++ projects never use a source tree: they
+    /// get the headers from `pi-hooks sdk` or pkg-config.
     #[arg(long = "pi-hooks-src", value_name = "DIR")]
     pi_hooks_src: Option<PathBuf>,
 }
@@ -50,22 +61,31 @@ const MAKEFILE: &str = include_str!("new_templates/c/Makefile.in");
 const CMAKE: &str = include_str!("new_templates/c/CMakeLists.txt.in");
 const TEST_SH: &str = include_str!("new_templates/c/test.sh.in");
 
+/// The source tree this binary was built from (it may have moved or be absent since).
+const BUILT_FROM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+
+/// `dir`, canonical, when it is a pi-hooks source tree (the SDK and host crates are there).
+fn source_tree(dir: &Path) -> Option<PathBuf> {
+    std::fs::canonicalize(dir).ok().filter(|s| {
+        s.join("abi/Cargo.toml").is_file() && s.join("loader/host/Cargo.toml").is_file()
+    })
+}
+
 /// Runs `pi-hooks new`.
 pub(super) fn new(args: NewArgs) -> Result<ExitCode, CommandError> {
     check_name(&args.name)?;
-    let src = match args.pi_hooks_src {
-        Some(dir) => dir,
-        None => PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")),
+    let src = match (args.lang, args.pi_hooks_src) {
+        (Lang::C | Lang::Cpp, _) => None,
+        (Lang::Rust, Some(dir)) => Some(
+            source_tree(&dir).ok_or_else(|| {
+                CommandError::failed(format!(
+                    "{} is not a pi-hooks source tree (no abi/Cargo.toml and loader/host/Cargo.toml); pass another --pi-hooks-src DIR, or none to use the published crates",
+                    escape(&dir.display().to_string())
+                ))
+            })?,
+        ),
+        (Lang::Rust, None) => source_tree(Path::new(BUILT_FROM)),
     };
-    let src = std::fs::canonicalize(&src)
-        .ok()
-        .filter(|s| s.join("abi/Cargo.toml").is_file() && s.join("include/pi_hooks.h").is_file())
-        .ok_or_else(|| {
-            CommandError::failed(format!(
-                "{} is not a pi-hooks source tree (no abi/Cargo.toml and include/pi_hooks.h); pass --pi-hooks-src DIR",
-                escape(&src.display().to_string())
-            ))
-        })?;
     let folder = args.dir.unwrap_or_else(|| current_dir().join(&args.name));
     if std::fs::read_dir(&folder).is_ok_and(|mut entries| entries.next().is_some()) {
         return Err(CommandError::failed(format!(
@@ -73,7 +93,7 @@ pub(super) fn new(args: NewArgs) -> Result<ExitCode, CommandError> {
             escape(&folder.display().to_string())
         )));
     }
-    let files = project(&args.name, args.lang, &src);
+    let files = project(&args.name, args.lang, src.as_deref());
     for (relative, text) in &files {
         let path = folder.join(relative);
         if let Some(parent) = path.parent() {
@@ -128,6 +148,20 @@ fn lang_name(lang: Lang) -> &'static str {
     }
 }
 
+/// The README's paragraph on where the build finds pi-hooks (empty for Rust: Cargo.toml says).
+fn headers_note(lang: Lang) -> &'static str {
+    match lang {
+        Lang::Rust => "",
+        Lang::C | Lang::Cpp => {
+            "\nThe headers (`pi_hooks.h`, `pi_hooks.hpp`) come with the `pi-hooks` program: `make` asks\n\
+             `pkg-config pi-hooks` (an SDK installed with `pi-hooks sdk --prefix DIR`), else\n\
+             `pi-hooks sdk --cflags` (`make PI_HOOKS=/path/to/pi-hooks` for another program); CMake\n\
+             uses `find_package(pi-hooks)`, else `pi-hooks sdk --print-include-dir` (`-DPI_HOOKS=...`).\n\
+             By hand: `cc -I\"$(pi-hooks sdk --print-include-dir)\" ...`.\n"
+        }
+    }
+}
+
 /// The build command, the test command and the built library, relative to the project.
 fn dev_loop(name: &str, lang: Lang) -> (&'static str, &'static str, String) {
     let library = format!(
@@ -146,8 +180,9 @@ fn dev_loop(name: &str, lang: Lang) -> (&'static str, &'static str, String) {
     }
 }
 
-/// The project's files: (path relative to the project, text).
-fn project(name: &str, lang: Lang, src: &Path) -> Vec<(String, String)> {
+/// The project's files: (path relative to the project, text). `src`: the source tree a Rust
+/// project takes its crates from (else the published crates of this version).
+fn project(name: &str, lang: Lang, src: Option<&Path>) -> Vec<(String, String)> {
     let libname = name.replace('-', "_");
     let (build, test, artifact) = dev_loop(name, lang);
     let source = match lang {
@@ -155,16 +190,34 @@ fn project(name: &str, lang: Lang, src: &Path) -> Vec<(String, String)> {
         Lang::C => format!("{libname}.c"),
         Lang::Cpp => format!("{libname}.cpp"),
     };
-    let include = src.join("include").display().to_string();
+    let version = env!("CARGO_PKG_VERSION");
+    let (deps_from, sdk_dep, host_dep) = match src {
+        Some(src) => (
+            format!("The pi-hooks crates of the source tree {}.", src.display()),
+            format!("{{ path = {:?} }}", src.join("abi").display().to_string()),
+            format!(
+                "{{ path = {:?} }}",
+                src.join("loader/host").display().to_string()
+            ),
+        ),
+        None => (
+            format!(
+                "The pi-hooks crates at the version of the pi-hooks that generated this project ({version})."
+            ),
+            format!("\"{version}\""),
+            format!("\"{version}\""),
+        ),
+    };
     let fill = |template: &str| {
         let mut text = template
             .replace("@NAME@", name)
             .replace("@LIBNAME@", &libname)
             .replace("@SUFFIX@", std::env::consts::DLL_SUFFIX)
             .replace("@SOURCE@", &source)
-            .replace("@INCLUDE@", &include)
-            .replace("@SDK@", &src.join("abi").display().to_string())
-            .replace("@HOST@", &src.join("loader/host").display().to_string())
+            .replace("@DEPS_FROM@", &deps_from)
+            .replace("@SDK_DEP@", &sdk_dep)
+            .replace("@HOST_DEP@", &host_dep)
+            .replace("@HEADERS@", headers_note(lang))
             .replace("@LANG_NAME@", lang_name(lang))
             .replace("@BUILD@", build)
             .replace("@TEST@", test)
