@@ -123,6 +123,13 @@ pub(super) fn new(args: NewArgs) -> Result<ExitCode, CommandError> {
         lang_name(args.lang),
         args.name,
     ))?;
+    if args.lang == Lang::Rust && src.is_none() {
+        // The crates are publishable but not on crates.io yet: say so where the author meets it.
+        eprintln!(
+            "note: Cargo.toml depends on pi-hooks-abi and pi-hooks-host {} from crates.io, which are not published there yet; until they are, generate with --pi-hooks-src DIR (a pi-hooks checkout), or write C or C++ (--lang c|cpp), which need only this binary",
+            env!("CARGO_PKG_VERSION")
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 
