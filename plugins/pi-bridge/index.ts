@@ -122,9 +122,13 @@ export default async function piHooksBridge(pi: ExtensionAPI): Promise<void> {
 	registerRenderers(pi, supervisor, hello);
 }
 
-/** The load problems, warnings and untrusted plugins a `hello` names, as lines for pi's user. */
+/** The load problems, warnings and untrusted plugins a `hello` names, as lines for pi's user,
+ * each once: `loadMessages` already holds every error of `errors` (as `Failed to load plugin
+ * "PATH": ERROR`), so `errors` is read only from a serve that sends no `loadMessages`, and a
+ * line repeated (two sources naming one problem) is said once. */
 function problemsOf(hello: Hello): string[] {
-	return [...(hello.loadMessages ?? []), ...hello.errors.map((e) => `Failed to load plugin "${e.path}": ${e.error}`)];
+	const lines = hello.loadMessages ?? hello.errors.map((e) => `Failed to load plugin "${e.path}": ${e.error}`);
+	return [...new Set(lines)];
 }
 
 /** pi's `--approve` / `-a` ("yes") or `--no-approve` / `-na` ("no") on its command line (pi

@@ -682,7 +682,7 @@ fn a_package_runs_confined_to_exactly_its_capabilities_and_asking_for_more_needs
     let error = refused(&world.sandbox, &["update", "hostile", "--yes"]);
     assert!(
         error.contains("asks for more than you granted hostile 1.0.0: write: ~/out")
-            && error.contains("`pi-hooks update hostile --grant`"),
+            && error.contains("`pi-hooks update hostile --grant --yes`"),
         "{error}"
     );
     assert_eq!(

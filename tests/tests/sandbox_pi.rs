@@ -220,7 +220,7 @@ fn a_package_pi_installed_that_asks_for_more_after_an_update_waits_for_a_grant()
     assert!(
         error.contains("package hostile 1.1.0")
             && error.contains("asks for more than you granted hostile 1.0.0: write: ~/out")
-            && error.contains("`pi-hooks update hostile --grant`"),
+            && error.contains("`pi-hooks update hostile --grant --yes`"),
         "{error}"
     );
 
