@@ -433,10 +433,11 @@ pub fn check_exec(program: &str) -> Result<(), String> {
     Err(reason)
 }
 
-/// Why running `program` is refused to the plugin `grant` confines.
+/// Why running `program` is refused to the plugin `grant` confines: what was refused, and the
+/// one entry that would allow it (the whole grant is not repeated: one short line).
 pub fn exec_refusal(program: &str, grant: &Grant) -> String {
     format!(
-        "exec of {program:?} denied: the grant of plugin {} ({}) does not include it (exec: {})",
+        "exec of {program:?} denied: the grant of plugin {} ({}) does not include it (exec: {}); to allow it, grant \"exec\": [{program:?}]",
         grant.plugin,
         grant.source,
         if grant.exec.is_empty() {
@@ -447,18 +448,36 @@ pub fn exec_refusal(program: &str, grant: &Grant) -> String {
     )
 }
 
-/// Checks a path the host reads (`write` false) or writes for a confined plugin.
+/// The one grant entry that lets a plugin read (or write) `path`: `"read": ["PATH"]`, or
+/// `"write": ["FOLDER"]` (a `write` entry is made a folder when it does not exist, so a file
+/// that does not exist yet is granted through its folder).
+pub fn entry_allowing(path: &Path, write: bool) -> String {
+    let shown = if write && !path.exists() {
+        path.parent().unwrap_or(path)
+    } else {
+        path
+    };
+    format!(
+        "\"{}\": [{:?}]",
+        if write { "write" } else { "read" },
+        shown.display().to_string()
+    )
+}
+
+/// Checks a path the host reads (`write` false) or writes for a confined plugin. The refusal
+/// names the path, the plugin, where its grant comes from and the one entry that would allow
+/// it (not the whole grant: the report adds nothing more, `report::show`).
 pub fn check_path(grant: &Grant, action: &str, path: &Path, write: bool) -> Result<(), String> {
     if grant.allows_path(path, write) {
         return Ok(());
     }
     Err(format!(
-        "{action} of {} denied: the grant of plugin {} ({}) does not let it {} there ({})",
+        "{action} of {} denied: the grant of plugin {} ({}) does not let it {} there; to allow it, grant {}",
         path.display(),
         grant.plugin,
         grant.source,
         if write { "write" } else { "read" },
-        grant.summary()
+        entry_allowing(path, write)
     ))
 }
 
@@ -485,11 +504,10 @@ pub fn open_checked(
     check_path(grant, action, path, write)?;
     let denied = |why: String| {
         format!(
-            "{action} of {} denied: {why} (the grant of plugin {}, {}: {})",
+            "{action} of {} denied: {why} (the grant of plugin {}, {})",
             path.display(),
             grant.plugin,
-            grant.source,
-            grant.summary()
+            grant.source
         )
     };
     let failed = |e: rustix::io::Errno| format!("{}: {}", path.display(), std::io::Error::from(e));
