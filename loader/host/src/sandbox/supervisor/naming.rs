@@ -846,7 +846,9 @@ mod tests {
         }
         let reason = reported("exec of \"/bin/sh\"").unwrap();
         assert!(
-            reason.ends_with("(exec: git) (decided too late to stop it: the call went ahead)"),
+            reason.ends_with(
+                "(exec: git); to allow it, grant \"exec\": [\"/bin/sh\"] (decided too late to stop it: the call went ahead)"
+            ),
             "{reason}"
         );
     }
