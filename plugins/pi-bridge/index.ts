@@ -27,7 +27,7 @@ import { Text } from "@mariozechner/pi-tui";
 import { PiSide } from "./client-requests.ts";
 import { applyHeaders, applyToolInput, type BashOperations, decisionFor, payloadFor, setLocalBash, whileDown } from "./events.ts";
 import type { Hello } from "./serve-client.ts";
-import { contextOf, Supervisor, tell } from "./supervisor.ts";
+import { contextOf, problemsOf, Supervisor } from "./supervisor.ts";
 
 /** The npm package's binary lookup (platform-binary.cjs), loaded through jiti's require. */
 const platformBinary: {
@@ -122,11 +122,6 @@ export default async function piHooksBridge(pi: ExtensionAPI): Promise<void> {
 	registerRenderers(pi, supervisor, hello);
 }
 
-/** The load problems, warnings and untrusted plugins a `hello` names, as lines for pi's user. */
-function problemsOf(hello: Hello): string[] {
-	return [...(hello.loadMessages ?? []), ...hello.errors.map((e) => `Failed to load plugin "${e.path}": ${e.error}`)];
-}
-
 /** pi's `--approve` / `-a` ("yes") or `--no-approve` / `-na` ("no") on its command line (pi
  * 0.79+), which decide project trust before anything else; `undefined` when neither is given.
  * The last one given wins, as in pi's argument parser. */
@@ -192,7 +187,7 @@ function registerEvents(pi: ExtensionAPI, side: PiSide, supervisor: Supervisor, 
 			}
 		}
 		// Shown in every mode: a plugin that did not load (a guard missing) must not go unseen.
-		for (const problem of problems.splice(0)) tell(ctx, `pi-hooks: ${problem}`, "warning");
+		supervisor.sayProblems(ctx, problems.splice(0));
 		await supervisor.sendFlags();
 		if (wanted.has("session_start")) await forward("session_start", 0, event, ctx);
 	});

@@ -56,6 +56,15 @@ export function escapeForTerminal(text: string): string {
 	});
 }
 
+/** The load problems, warnings and untrusted plugins a `hello` names, as lines for pi's user,
+ * each once: `loadMessages` already holds every error of `errors` (as `Failed to load plugin
+ * "PATH": ERROR`), so `errors` is read only from a serve that sends no `loadMessages`, and a
+ * line repeated is said once. */
+export function problemsOf(hello: Hello): string[] {
+	const lines = hello.loadMessages ?? hello.errors.map((e) => `Failed to load plugin "${e.path}": ${e.error}`);
+	return [...new Set(lines)];
+}
+
 export class Supervisor {
 	private client: ServeClient | undefined;
 	/** Why the native plugins are unavailable now (`undefined`: they run). */
@@ -67,6 +76,9 @@ export class Supervisor {
 	/** The native plugins' flag values as pi parsed them (read at each session start and
 	 * sent again to a restarted child). */
 	flagValues: () => Record<string, boolean | string> = () => ({});
+	/** The load problems already said to pi's user (each is said once, however often a
+	 * restarted child names it again). */
+	private said = new Set<string>();
 	/** pi's project-trust decision as serve was started with it (`PI_HOOKS_PROJECT_TRUST`:
 	 * "yes" or "no"; `undefined`: none given, serve reads pi's saved decision itself). */
 	projectTrust: "yes" | "no" | undefined;
@@ -90,6 +102,17 @@ export class Supervisor {
 		this.startedAt = Date.now();
 		client.exited.then((crash) => this.exited(client, crash));
 		return client.hello;
+	}
+
+	/** Says each of the load problems `lines` not said before, as a warning (on stderr in
+	 * pi's print and JSON modes, where there is no UI): a native plugin that should guard
+	 * but did not load must not go unseen, nor be said twice. */
+	sayProblems(ctx: ExtensionContext | undefined, lines: string[]): void {
+		for (const line of lines) {
+			if (this.said.has(line)) continue;
+			this.said.add(line);
+			tell(ctx, `pi-hooks: ${line}`, "warning");
+		}
 	}
 
 	/** A request to the running child; rejects with the reason while it is down. */
@@ -154,13 +177,16 @@ export class Supervisor {
 	private async restart(): Promise<void> {
 		if (this.stopped) return;
 		try {
-			await this.start();
+			const hello = await this.start();
 			this.down = undefined;
 			await this.sendFlags();
 			const ctx = this.side.ctx;
+			// A plugin the restarted child could not load (it crashed at its load, say) is
+			// said, as at the start; one said before is not said again.
+			this.sayProblems(ctx, problemsOf(hello));
 			if (ctx) {
 				await this.request("event", { name: "session_start", payload: { reason: "reload" }, context: contextOf(ctx) }, "session_start");
-				ctx.ui.notify("pi-hooks: native plugins restarted", "info");
+				tell(ctx, "pi-hooks: native plugins restarted", "info");
 			}
 		} catch {
 			// A child that died before it was up is rescheduled by `exited`; one that could

@@ -9,8 +9,6 @@
 //! `pi-hooks update NAME --grant`.
 #![cfg(target_os = "linux")]
 
-use std::path::Path;
-
 use pi_hooks_tests::fake_openai::{FakeOpenAi, Reply, after_tool, last_user_text, tool_call};
 use pi_hooks_tests::npm::serve_children;
 use pi_hooks_tests::packages::{edit_package_json, ok, refused, unpack};
@@ -143,15 +141,12 @@ fn in_pi_an_installed_package_runs_confined_to_its_capabilities() {
     let (connect, lines) = attack(&mut pi, "3", "connect 9");
     assert_eq!(connect, "connect: failed socket: Permission denied");
     let notices = error_notices(&lines);
-    let home = sandbox.home();
-    let expected = format!(
-        "sandbox denied socket(AF_INET): refused by its seccomp filter: its grant has network: no [grant from package hostile 1.0.0: read: {}; write: nothing; network: no; exec: nothing",
-        Path::new(&home).join(".ssh").display()
-    );
+    // One short line (issue 34 item 16): what was refused and where the grant comes from.
+    let expected = "sandbox denied socket(AF_INET): refused by its seccomp filter: its grant has network: no (grant from package hostile 1.0.0)";
     assert!(
         notices
             .iter()
-            .any(|n| n.starts_with("Extension error (") && n.contains(&expected)),
+            .any(|n| n.starts_with("Extension error (") && n.ends_with(expected)),
         "{expected}\nnot among pi's error notices: {notices:?}"
     );
 
@@ -220,7 +215,7 @@ fn a_package_pi_installed_that_asks_for_more_after_an_update_waits_for_a_grant()
     assert!(
         error.contains("package hostile 1.1.0")
             && error.contains("asks for more than you granted hostile 1.0.0: write: ~/out")
-            && error.contains("`pi-hooks update hostile --grant`"),
+            && error.contains("`pi-hooks update hostile --grant --yes`"),
         "{error}"
     );
 

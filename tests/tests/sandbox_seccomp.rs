@@ -45,6 +45,8 @@ fn named(run: &Run, world: &World, what: &str, grant: &str) {
     let text = report["error"].as_str().unwrap();
     assert!(text.contains("refused by its seccomp filter"), "{text}");
     assert!(text.contains(grant), "{text}");
+    // The grant is not spelled out (once at most: here, not at all).
+    assert!(!text.contains("write: nothing"), "{text}");
     assert_eq!(report["extensionPath"], world.hostile.to_str().unwrap());
 }
 
@@ -132,8 +134,9 @@ fn the_host_its_group_and_other_processes_are_out_of_reach_and_each_refusal_is_n
     other.wait().unwrap();
     // The host went on (a host with RLIMIT_NOFILE 10, or stopped, would not).
     assert_eq!(run.ran, ["echo after"]);
+    // One short line: where the grant comes from, not the whole grant (issue 34 item 16).
     let grant = format!(
-        "[grant from {}: read: /; write: nothing; network: no; exec: nothing]",
+        "(grant from {})",
         world.sandbox.agent_dir().join("settings.json").display()
     );
     for what in [
@@ -279,9 +282,8 @@ fn io_uring_file_handles_devices_chroot_and_unlisted_calls_are_refused_and_named
     );
     assert_eq!(run.ran, ["echo after"]);
     let grant = format!(
-        "[grant from {}: read: nothing; write: {}; network: no; exec: nothing]",
-        world.sandbox.agent_dir().join("settings.json").display(),
-        out.display()
+        "(grant from {})",
+        world.sandbox.agent_dir().join("settings.json").display()
     );
     for what in [
         "io_uring_setup: refused by its seccomp filter: a confined plugin may not use io_uring",
@@ -309,13 +311,17 @@ fn with_exec_granted_a_clone_into_new_namespaces_or_for_the_host_is_still_refuse
     let settings = json!({"sandbox": {(world.key()): {"exec": ["true"]}}});
     let run = run(&world, &settings, &[], &["newns", "clone_parent", "after"]);
     outcomes(&run, &[("newns", REFUSED), ("clone_parent", REFUSED)]);
+    let grant = format!(
+        "(grant from {})",
+        world.sandbox.agent_dir().join("settings.json").display()
+    );
     named(
         &run,
         &world,
         "clone with new namespaces: refused by its seccomp filter: a confined plugin may not make namespaces",
-        "exec: true",
+        &grant,
     );
-    named(&run, &world, "clone with CLONE_PARENT", "exec: true");
+    named(&run, &world, "clone with CLONE_PARENT", &grant);
     assert_eq!(run.ran, ["echo after"]);
 }
 

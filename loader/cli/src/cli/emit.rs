@@ -45,6 +45,18 @@ pub(super) struct EmitArgs {
     /// The arguments of a `/NAME` command.
     #[arg(long, default_value = "", value_name = "TEXT")]
     args: String,
+    /// Run the plugin confined exactly as an installed package with this grant would be
+    /// (isolated, Landlock and seccomp; Linux only): GRANT_FILE is the JSON object `pack
+    /// --capabilities` reads; `--confine` alone is the empty grant. Refusals are in the
+    /// result's `errors` (event `sandbox`).
+    #[arg(
+        long,
+        value_name = "GRANT_FILE",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = ""
+    )]
+    confine: Option<String>,
 }
 
 /// Runs `pi-hooks emit`.
@@ -65,6 +77,13 @@ pub(super) fn emit(args: EmitArgs) -> Result<ExitCode, CommandError> {
     };
     for step in &steps {
         check_step(step)?;
+    }
+    if let Some(grant) = &args.confine {
+        let cwd = super::current_dir();
+        let agent = pi_hooks_host::plugin_files::paths::agent_dir().map_err(CommandError::setup)?;
+        let plugin =
+            pi_hooks_host::plugin_files::paths::resolve(&args.plugin.to_string_lossy(), &cwd);
+        super::confine::confine(grant, &[plugin], &cwd, &agent)?;
     }
     let plugin = PluginTest::load_with(&args.plugin, !args.no_ui).map_err(CommandError::failed)?;
     let mut results = Vec::with_capacity(steps.len());

@@ -9,6 +9,7 @@
 //! Everything a repository or a plugin controls is escaped before it reaches a terminal.
 
 mod bridge;
+mod confine;
 mod demo_model;
 mod emit;
 mod inspect;

@@ -100,6 +100,18 @@ pub(super) struct SessionArgs {
     /// instead of refusing it.
     #[arg(long = "unconfined-ok")]
     unconfined_ok: bool,
+    /// Run the plugins given with -e confined exactly as an installed package with this
+    /// grant would be (isolated, Landlock and seccomp; Linux only): GRANT_FILE is the JSON
+    /// object `pack --capabilities` reads; `--confine` alone is the empty grant. To try a
+    /// grant before packing: `--confine=grant.json`.
+    #[arg(
+        long,
+        value_name = "GRANT_FILE",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = ""
+    )]
+    confine: Option<String>,
     /// Stop with exit code 1, before the session starts, when a plugin fails to load (named
     /// with --hook/-e, found in a plugin folder, or listed in settings.json) or a settings
     /// file is broken. Without it the failure is reported and the session goes on, as in pi.
@@ -177,6 +189,21 @@ fn prepare(
     };
     pi_hooks_host::isolate::enable(args.isolate);
     pi_hooks_host::sandbox::set_unconfined_ok(args.unconfined_ok);
+    if let Some(grant) = &args.confine {
+        let mut plugins = Vec::new();
+        for hook in &options.explicit {
+            let path = resolve(hook, &options.cwd);
+            if path.is_dir() {
+                return Err(CommandError::usage(format!(
+                    "--confine confines plugin files, and -e {} is a folder: name its library (-e {}/libNAME.so)",
+                    escape(hook),
+                    escape(hook)
+                )));
+            }
+            plugins.push(path);
+        }
+        super::confine::confine(grant, &plugins, &options.cwd, &agent)?;
+    }
     let report = load_all(&options);
     for line in run_load_lines(&report)
         .into_iter()

@@ -8,7 +8,8 @@
 //! [`super::records::Records`]), never in the project or beside the package. A later version
 //! (after `pi update`) loads only when it is signed by the same key and asks for nothing more
 //! than that record grants; otherwise it is refused with what changed and the command that
-//! accepts it (`pi-hooks update NAME --grant` / `--accept-new-signer`, [`accept`]), and pi's
+//! accepts it (`pi-hooks update NAME --grant --yes` / `--accept-new-signer --yes`: `--yes`
+//! so it works where no terminal can ask, [`accept`]), and pi's
 //! other plugins load as usual.
 
 use serde::{Deserialize, Serialize};
@@ -89,13 +90,13 @@ pub fn check(
     let changes = Changes::between(&seen, package, signer);
     if let Some(change) = changes.signer(what) {
         return Err(format!(
-            "{change}; it was not loaded. If its publisher changed keys: `pi-hooks update {}{flag} --accept-new-signer`",
+            "{change}; it was not loaded. If its publisher changed keys: `pi-hooks update {}{flag} --accept-new-signer --yes`",
             package.name
         ));
     }
     if let Some(change) = changes.capabilities(what) {
         return Err(format!(
-            "{change}; it was not loaded. To grant it: `pi-hooks update {}{flag} --grant`",
+            "{change}; it was not loaded. To grant it: `pi-hooks update {}{flag} --grant --yes`",
             package.name
         ));
     }
@@ -210,7 +211,7 @@ mod tests {
         let e = check(&store, &v1, Some("K2"), "package gate 1.0.0").unwrap_err();
         assert!(
             e.contains("is signed by key K2, not by the key K1 pinned")
-                && e.contains("`pi-hooks update gate --accept-new-signer`"),
+                && e.contains("`pi-hooks update gate --accept-new-signer --yes`"),
             "{e}"
         );
         let e = check(&store, &v1, None, "package gate 1.0.0").unwrap_err();
@@ -223,7 +224,7 @@ mod tests {
         let e = check(&store, &v2, Some("K1"), "package gate 1.1.0").unwrap_err();
         assert!(
             e.contains("asks for more than you granted gate 1.0.0: network")
-                && e.contains("`pi-hooks update gate --grant`"),
+                && e.contains("`pi-hooks update gate --grant --yes`"),
             "{e}"
         );
         let v3 = package("1.2.0", serde_json::json!({"read": ["~/x"]}));

@@ -274,7 +274,7 @@ fn plugin_of(listed: &ListedPackage, store: &Store) -> Option<Listed> {
             && signer.as_ref().map(|s| &s.public_key) != Some(pinned)
         {
             return Err(format!(
-                "{what} {}, not by the key {pinned} pinned when pi-hooks installed it; if its publisher changed keys, `pi-hooks update {} --accept-new-signer`",
+                "{what} {}, not by the key {pinned} pinned when pi-hooks installed it; if its publisher changed keys, `pi-hooks update {} --accept-new-signer --yes`",
                 signer.map_or("is unsigned".to_owned(), |s| format!(
                     "is signed by key {}",
                     s.public_key

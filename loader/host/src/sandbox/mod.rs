@@ -155,6 +155,9 @@ struct Registry {
     packages: Vec<(PathBuf, String, String, Option<Capabilities>)>,
     /// What the variables stand for.
     folders: Option<grant::Folders>,
+    /// Grants being tried (`run`/`emit --confine`): library (canonical), capabilities,
+    /// where they come from. They come before any other grant of the library.
+    tried: Vec<(PathBuf, Capabilities, String)>,
 }
 
 static REGISTRY: RwLock<Option<Registry>> = RwLock::new(None);
@@ -220,6 +223,23 @@ pub fn note_package(
     });
 }
 
+/// Confines the plugin library at `library` to `capabilities` for this process, whatever
+/// else would grant it something (a settings entry, a package's record), with `source` (the
+/// grant file, say) named in its refusals: `pi-hooks run -e LIB --confine[=GRANT_FILE]` and
+/// `pi-hooks emit LIB --confine[=GRANT_FILE]`, to try a grant before packing. The plugin runs
+/// as an installed package with that grant runs: isolated in a `serve` child of its own,
+/// confined before its library is opened, its requests checked by the host against the same
+/// grant. Its `${data}` is the library's own folder (a package's is its name's). Call
+/// [`note_discovery`] too (it says what the grant's variables stand for) and
+/// `crate::isolate::enable` before the plugin loads.
+pub fn try_grant(library: &Path, capabilities: Capabilities, source: &str) {
+    let library = std::fs::canonicalize(library).unwrap_or_else(|_| library.to_path_buf());
+    update(|r| {
+        r.tried.retain(|(known, ..)| *known != library);
+        r.tried.push((library, capabilities, source.to_owned()));
+    });
+}
+
 /// How the plugin file at `path` runs. `Err`: its grant cannot be used (a bad entry), and
 /// the plugin is not loaded.
 pub fn confinement(path: &Path) -> Result<Confinement, String> {
@@ -236,6 +256,21 @@ pub fn confinement(path: &Path) -> Result<Confinement, String> {
         .iter()
         .find(|(library, ..)| library == path);
     let identity = crate::plugin::own::Own::of(path).identity;
+    if !registry.tried.is_empty() {
+        let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        if let Some((_, capabilities, source)) = registry
+            .tried
+            .iter()
+            .find(|(library, ..)| *library == canonical)
+        {
+            let name = match package {
+                Some((_, name, ..)) => name.clone(),
+                None => library_shown_name(path),
+            };
+            return Grant::resolve(capabilities, &name, &identity, source, &folders)
+                .map(|grant| Confinement::Confined(Box::new(grant)));
+        }
+    }
     if let Some((settings_path, why)) = &registry.settings_error {
         // The user's settings could not be read, so whether they grant this plugin
         // something (or opt it out) is unknown. A package with accepted capabilities runs
@@ -433,10 +468,11 @@ pub fn check_exec(program: &str) -> Result<(), String> {
     Err(reason)
 }
 
-/// Why running `program` is refused to the plugin `grant` confines.
+/// Why running `program` is refused to the plugin `grant` confines: what was refused, and the
+/// one entry that would allow it (the whole grant is not repeated: one short line).
 pub fn exec_refusal(program: &str, grant: &Grant) -> String {
     format!(
-        "exec of {program:?} denied: the grant of plugin {} ({}) does not include it (exec: {})",
+        "exec of {program:?} denied: the grant of plugin {} ({}) does not include it (exec: {}); to allow it, grant \"exec\": [{program:?}]",
         grant.plugin,
         grant.source,
         if grant.exec.is_empty() {
@@ -447,18 +483,36 @@ pub fn exec_refusal(program: &str, grant: &Grant) -> String {
     )
 }
 
-/// Checks a path the host reads (`write` false) or writes for a confined plugin.
+/// The one grant entry that lets a plugin read (or write) `path`: `"read": ["PATH"]`, or
+/// `"write": ["FOLDER"]` (a `write` entry is made a folder when it does not exist, so a file
+/// that does not exist yet is granted through its folder).
+pub fn entry_allowing(path: &Path, write: bool) -> String {
+    let shown = if write && !path.exists() {
+        path.parent().unwrap_or(path)
+    } else {
+        path
+    };
+    format!(
+        "\"{}\": [{:?}]",
+        if write { "write" } else { "read" },
+        shown.display().to_string()
+    )
+}
+
+/// Checks a path the host reads (`write` false) or writes for a confined plugin. The refusal
+/// names the path, the plugin, where its grant comes from and the one entry that would allow
+/// it (not the whole grant: the report adds nothing more, `report::show`).
 pub fn check_path(grant: &Grant, action: &str, path: &Path, write: bool) -> Result<(), String> {
     if grant.allows_path(path, write) {
         return Ok(());
     }
     Err(format!(
-        "{action} of {} denied: the grant of plugin {} ({}) does not let it {} there ({})",
+        "{action} of {} denied: the grant of plugin {} ({}) does not let it {} there; to allow it, grant {}",
         path.display(),
         grant.plugin,
         grant.source,
         if write { "write" } else { "read" },
-        grant.summary()
+        entry_allowing(path, write)
     ))
 }
 
@@ -485,11 +539,10 @@ pub fn open_checked(
     check_path(grant, action, path, write)?;
     let denied = |why: String| {
         format!(
-            "{action} of {} denied: {why} (the grant of plugin {}, {}: {})",
+            "{action} of {} denied: {why} (the grant of plugin {}, {})",
             path.display(),
             grant.plugin,
-            grant.source,
-            grant.summary()
+            grant.source
         )
     };
     let failed = |e: rustix::io::Errno| format!("{}: {}", path.display(), std::io::Error::from(e));

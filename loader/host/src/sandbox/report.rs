@@ -297,16 +297,21 @@ pub fn pending_reasons() -> Vec<String> {
         .collect()
 }
 
-/// The words of a `denied` notification's report.
+/// The words of a `denied` notification's report: one line, `sandbox denied ACTION: REASON`,
+/// then `(grant from SOURCE)` unless the reason names the source already. The reason says
+/// what was refused and the entry that would allow it; the whole grant is not repeated (it
+/// stays in the notification's `grant`, in the trace, and in `pi-hooks list`).
 fn message(params: &Value) -> String {
     let text = |key: &str| params.get(key).and_then(Value::as_str).unwrap_or_default();
-    format!(
-        "sandbox denied {}: {} [grant from {}: {}]",
-        text("action"),
-        text("reason"),
-        text("source"),
-        text("grant")
-    )
+    let (reason, source) = (text("reason"), text("source"));
+    if source.is_empty() || reason.contains(source) {
+        format!("sandbox denied {}: {reason}", text("action"))
+    } else {
+        format!(
+            "sandbox denied {}: {reason} (grant from {source})",
+            text("action")
+        )
+    }
 }
 
 /// The host's side, for a plugin not bound to a session (no session services to report

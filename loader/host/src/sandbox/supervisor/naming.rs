@@ -392,12 +392,11 @@ impl Namer {
                 } else {
                     // In the grant, but not as the file the call reached (a link out of it).
                     let reason = format!(
-                        "{verb} of {} denied: it leads out of what the grant of plugin {} ({}) lets it {} ({})",
+                        "{verb} of {} denied: it leads out of what the grant of plugin {} ({}) lets it {}",
                         resolved.display(),
                         grant.plugin,
                         grant.source,
-                        if write { "write" } else { "read" },
-                        grant.summary()
+                        if write { "write" } else { "read" }
                     );
                     crate::sandbox::report::denied(verb, &reason, grant);
                 }
@@ -406,10 +405,8 @@ impl Namer {
                 let name = String::from_utf8_lossy(text).into_owned();
                 let name = crate::guards::display::escape(&name);
                 let reason = format!(
-                    "{verb} to the abstract Unix socket @{name} denied: the grant of plugin {} ({}) does not include the network (an abstract socket is reached by name from anywhere on the machine; it needs network: true) ({})",
-                    grant.plugin,
-                    grant.source,
-                    grant.summary()
+                    "{verb} to the abstract Unix socket @{name} denied: the grant of plugin {} ({}) does not include the network (an abstract socket is reached by name from anywhere on the machine); to allow it, grant \"network\": true",
+                    grant.plugin, grant.source
                 );
                 crate::sandbox::report::denied(verb, &reason, grant);
             }
@@ -418,11 +415,10 @@ impl Namer {
                 let address = String::from_utf8_lossy(parts.next().unwrap_or_default());
                 let why = String::from_utf8_lossy(parts.next().unwrap_or_default());
                 let reason = format!(
-                    "{verb} to {address} denied: {why}; the grant of plugin {} ({}) allows network: {} ({})",
+                    "{verb} to {address} denied: {why}; the grant of plugin {} ({}) allows network: {}",
                     grant.plugin,
                     grant.source,
-                    grant.network.describe(),
-                    grant.summary()
+                    grant.network.describe()
                 );
                 crate::sandbox::report::denied(verb, &reason, grant);
             }
@@ -850,7 +846,9 @@ mod tests {
         }
         let reason = reported("exec of \"/bin/sh\"").unwrap();
         assert!(
-            reason.ends_with("(exec: git) (decided too late to stop it: the call went ahead)"),
+            reason.ends_with(
+                "(exec: git); to allow it, grant \"exec\": [\"/bin/sh\"] (decided too late to stop it: the call went ahead)"
+            ),
             "{reason}"
         );
     }
