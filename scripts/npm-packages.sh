@@ -41,6 +41,11 @@ if [ $# -lt 1 ]; then
     echo "usage: scripts/npm-packages.sh OUTDIR [PLATFORM=BINARY ...]" >&2
     exit 2
 fi
+# A signing key that cannot be used is said before anything is built or packed.
+if [ "${PI_HOOKS_NATIVE_PACKAGES:-1}" != 0 ] && [ -n "${PI_HOOKS_SIGN_KEY:-}" ] && [ ! -f "$PI_HOOKS_SIGN_KEY" ]; then
+    echo "error: PI_HOOKS_SIGN_KEY names $PI_HOOKS_SIGN_KEY, which is not a file; make a key with \`pi-hooks keygen\` (it prints where it wrote it)" >&2
+    exit 1
+fi
 mkdir -p "$1"
 out="$(cd "$1" && pwd)"
 shift
