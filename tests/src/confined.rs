@@ -237,3 +237,27 @@ pub fn hand_over(path: &std::path::Path, uid: u32) {
         }
     }
 }
+
+/// The hostile C fixture (`tests/fixtures/sandbox_hostile.c`) packed with `capabilities` by the
+/// real `pi-hooks pack` and unpacked into a package folder, `<root>/hostile-package` (what
+/// `pi install FOLDER` and `pi-hooks install FOLDER` take).
+pub fn hostile_package_folder(sandbox: &Sandbox, capabilities: &Value) -> PathBuf {
+    let hostile = c_fixture_as(&sandbox.lib(), "sandbox_hostile", "libhostile", &[]);
+    let caps = sandbox.root().join("caps.json");
+    std::fs::write(&caps, capabilities.to_string()).unwrap();
+    let dist = sandbox.root().join("dist");
+    crate::packages::ok(
+        sandbox,
+        &[
+            "pack",
+            hostile.to_str().unwrap(),
+            "--out",
+            dist.to_str().unwrap(),
+            "--capabilities",
+            caps.to_str().unwrap(),
+        ],
+    );
+    let folder = sandbox.root().join("hostile-package");
+    crate::packages::unpack(&dist.join("hostile-1.0.0.tgz"), &folder);
+    folder
+}

@@ -13,41 +13,20 @@
 #![cfg(target_os = "linux")]
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Output, Stdio};
 
+use pi_hooks_tests::Sandbox;
+use pi_hooks_tests::confined::hostile_package_folder as package_folder;
 use pi_hooks_tests::fake_openai::{FakeOpenAi, Reply};
-use pi_hooks_tests::packages::{edit_package_json, ok, unpack};
+use pi_hooks_tests::packages::edit_package_json;
 use pi_hooks_tests::pi_e2e::{pi_command_of, pi_rpc, prepare};
 use pi_hooks_tests::tools::pi16;
-use pi_hooks_tests::{Sandbox, c_fixture_as};
 use serde_json::{Value, json};
 
 /// A model that always answers "ok".
 fn model() -> FakeOpenAi {
     FakeOpenAi::start(|_| Reply::Text("ok".into()))
-}
-
-/// The hostile C fixture packed with `capabilities` and unpacked into a package folder.
-fn package_folder(sandbox: &Sandbox, capabilities: &Value) -> PathBuf {
-    let hostile = c_fixture_as(&sandbox.lib(), "sandbox_hostile", "libhostile", &[]);
-    let caps = sandbox.root().join("caps.json");
-    std::fs::write(&caps, capabilities.to_string()).unwrap();
-    let dist = sandbox.root().join("dist");
-    ok(
-        sandbox,
-        &[
-            "pack",
-            hostile.to_str().unwrap(),
-            "--out",
-            dist.to_str().unwrap(),
-            "--capabilities",
-            caps.to_str().unwrap(),
-        ],
-    );
-    let folder = sandbox.root().join("hostile-package");
-    unpack(&dist.join("hostile-1.0.0.tgz"), &folder);
-    folder
 }
 
 /// `pi install FOLDER` with the real pi 1.6.0.

@@ -9,13 +9,14 @@
 //! `pi-hooks update NAME --grant`.
 #![cfg(target_os = "linux")]
 
+use pi_hooks_tests::Sandbox;
+use pi_hooks_tests::confined::hostile_package_folder as package_folder;
 use pi_hooks_tests::fake_openai::{FakeOpenAi, Reply, after_tool, last_user_text, tool_call};
 use pi_hooks_tests::npm::serve_children;
-use pi_hooks_tests::packages::{edit_package_json, ok, refused, unpack};
+use pi_hooks_tests::packages::{edit_package_json, ok, refused};
 use pi_hooks_tests::pi_e2e::{pi_rpc, prepare};
 use pi_hooks_tests::rpc_client::RpcClient;
 use pi_hooks_tests::tools::pi16;
-use pi_hooks_tests::{Sandbox, c_fixture_as};
 use serde_json::{Value, json};
 
 /// The model runs `echo <prompt>` (the plugin reads its attack from it), then says "done".
@@ -27,28 +28,6 @@ fn model() -> FakeOpenAi {
         let prompt = last_user_text(body);
         tool_call("bash", json!({"command": format!("echo {prompt}")}))
     })
-}
-
-/// Packs the hostile plugin with `capabilities` into a package folder.
-fn package_folder(sandbox: &Sandbox, capabilities: &Value) -> std::path::PathBuf {
-    let hostile = c_fixture_as(&sandbox.lib(), "sandbox_hostile", "libhostile", &[]);
-    let caps = sandbox.root().join("caps.json");
-    std::fs::write(&caps, capabilities.to_string()).unwrap();
-    let dist = sandbox.root().join("dist");
-    ok(
-        sandbox,
-        &[
-            "pack",
-            hostile.to_str().unwrap(),
-            "--out",
-            dist.to_str().unwrap(),
-            "--capabilities",
-            caps.to_str().unwrap(),
-        ],
-    );
-    let folder = sandbox.root().join("hostile-package");
-    unpack(&dist.join("hostile-1.0.0.tgz"), &folder);
-    folder
 }
 
 /// Packs the hostile plugin with `capabilities` and installs it with `pi-hooks install`.

@@ -47,8 +47,8 @@ pub(super) struct EmitArgs {
     args: String,
     /// Run the plugin confined exactly as an installed package with this grant would be
     /// (isolated, Landlock and seccomp; Linux only): GRANT_FILE is the JSON object `pack
-    /// --capabilities` reads; `--confine` alone is the empty grant. Refusals are in the
-    /// result's `errors` (event `sandbox`).
+    /// --capabilities` reads; `--confine` alone is the empty grant. Refusals are named on
+    /// stderr (`emit` has no session to carry them in its `errors`).
     #[arg(
         long,
         value_name = "GRANT_FILE",
