@@ -17,7 +17,7 @@
 //
 // Uses nothing beyond node and what pi ships.
 
-import { existsSync, readFileSync } from "node:fs";
+import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
 // pi's own module (aliased to the running pi by its extension loader: 0.73.1, and 1.6 under
@@ -28,6 +28,19 @@ import { PiSide } from "./client-requests.ts";
 import { applyHeaders, applyToolInput, type BashOperations, decisionFor, payloadFor, setLocalBash, whileDown } from "./events.ts";
 import type { Hello } from "./serve-client.ts";
 import { contextOf, problemsOf, Supervisor } from "./supervisor.ts";
+
+/** Appends a start-up mark (`{"mark", "at_ms", "pid"}`, ms since this process started) to the
+ * file PI_HOOKS_BRIDGE_MARKS names, for scripts/bench-pi-start.sh; nothing without it. */
+function mark(what: string): void {
+	const file = process.env.PI_HOOKS_BRIDGE_MARKS;
+	if (!file) return;
+	try {
+		appendFileSync(file, `${JSON.stringify({ mark: what, at_ms: Math.round(performance.now() * 10) / 10, pid: process.pid })}\n`);
+	} catch {
+		// A mark that cannot be written is not worth failing pi's start for.
+	}
+}
+mark(`bridge module evaluated (${__filename})`);
 
 /** The npm package's binary lookup (platform-binary.cjs), loaded through jiti's require. */
 const platformBinary: {
@@ -90,6 +103,7 @@ function piLocalBash(): (() => BashOperations) | undefined {
 }
 
 export default async function piHooksBridge(pi: ExtensionAPI): Promise<void> {
+	mark("bridge factory entered");
 	if (runningBridge()) return;
 	setLocalBash(piLocalBash());
 	const active = { pi };
@@ -103,7 +117,10 @@ export default async function piHooksBridge(pi: ExtensionAPI): Promise<void> {
 	try {
 		supervisor = new Supervisor(serveBinary(), ["--cwd", process.cwd()], side);
 		supervisor.projectTrust = trustOnCommandLine(process.argv);
-		hello = await supervisor.start();
+		const started = supervisor.start();
+		mark("serve spawned");
+		hello = await started;
+		mark(`serve's hello received (${hello.plugins.length} plugins)`);
 	} catch (error) {
 		// No restarts for a bridge that did not load.
 		supervisor?.stop();
@@ -120,6 +137,7 @@ export default async function piHooksBridge(pi: ExtensionAPI): Promise<void> {
 	registerTools(pi, side, supervisor, hello);
 	registerFlags(pi, supervisor, hello);
 	registerRenderers(pi, supervisor, hello);
+	mark("bridge registered its handlers");
 }
 
 /** pi's `--approve` / `-a` ("yes") or `--no-approve` / `-na` ("no") on its command line (pi
@@ -172,6 +190,7 @@ function registerEvents(pi: ExtensionAPI, side: PiSide, supervisor: Supervisor, 
 
 	// The bridge itself needs the session's start (flags, load problems) and end (its child).
 	pi.on("session_start", async (event, ctx) => {
+		mark("session_start");
 		side.ctx = ctx;
 		// pi 1.6 decides project trust after the extensions' factories ran (its `project_trust`
 		// event, its prompt, trust.json, defaultProjectTrust): serve was started before that.
