@@ -22,7 +22,8 @@
 //
 // Usage (scripts/bench-pi-start.sh builds what it needs and calls this):
 //   node scripts/bench-pi-start.mjs --bin target/release/pi-hooks --packages DIR \
-//        --rounds 10 [--pis 16,073] [--cases none,bridge,...] [--marks]
+//        --rounds 10 [--pis 16,073] [--cases none,bridge,...] [--marks] [--keep]
+//        [--bridge-src DIR]   (the npm+N cases' bridge files; default plugins/pi-bridge)
 // DIR holds the packed packages, unpacked: DIR/bench-gate-1 ... DIR/bench-gate-10.
 
 import { execFileSync, spawn } from "node:child_process";
@@ -49,6 +50,8 @@ const PIS = String(arg("pis", "16,073")).split(",");
 const CASES = String(arg("cases", "none,bridge,bridge+1,bridge+10,npm+1,npm+10")).split(",");
 const MARKS = Boolean(arg("marks", false));
 const KEEP = Boolean(arg("keep", false));
+/** Where the npm+N cases take the bridge's files from (another checkout's, to compare). */
+const BRIDGE_SRC = resolve(arg("bridge-src", join(ROOT, "plugins/pi-bridge")));
 
 const PI = {
 	16: {
@@ -162,8 +165,8 @@ function npmLayout(box, i) {
 	cpSync(join(PACKAGES, `bench-gate-${i}`), dest, { recursive: true });
 	const main = join(dest, "node_modules/pi-hooks");
 	mkdirSync(join(main, "bridge"), { recursive: true });
-	for (const file of readdirSync(join(ROOT, "plugins/pi-bridge"))) {
-		if (/\.(ts|cjs|js)$/.test(file) && file !== "native-package.js") cpSync(join(ROOT, "plugins/pi-bridge", file), join(main, "bridge", file));
+	for (const file of readdirSync(BRIDGE_SRC)) {
+		if (/\.(ts|cjs|js)$/.test(file) && file !== "native-package.js") cpSync(join(BRIDGE_SRC, file), join(main, "bridge", file));
 	}
 	const template = JSON.parse(readFileSync(join(ROOT, "plugins/pi-bridge/npm/package.json"), "utf8"));
 	const platform = platformDir();

@@ -20,9 +20,6 @@
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
-// pi's own module (aliased to the running pi by its extension loader: 0.73.1, and 1.6 under
-// the old name too), for `createLocalBashOperations`.
-import * as piCodingAgent from "@mariozechner/pi-coding-agent";
 import { Text } from "@mariozechner/pi-tui";
 import { PiSide } from "./client-requests.ts";
 import { applyHeaders, applyToolInput, type BashOperations, decisionFor, payloadFor, setLocalBash, whileDown } from "./events.ts";
@@ -96,8 +93,14 @@ function runningBridge(): boolean {
 }
 
 /** pi's local shell (`createLocalBashOperations`, in pi 0.73.1 and 1.6), which runs a native
- * `user_bash` rewrite (events.ts); `undefined` in a pi without it. */
-function piLocalBash(): (() => BashOperations) | undefined {
+ * `user_bash` rewrite (events.ts); `undefined` in a pi without it. pi's own module (aliased to
+ * the running pi by its extension loader: 0.73.1, and 1.6 under the old name too) is imported
+ * only here, when a native plugin wants `user_bash`: loading it through pi's loader costs a pi
+ * start tens of milliseconds. */
+async function piLocalBash(): Promise<(() => BashOperations) | undefined> {
+	// (A name typed as a string: TypeScript resolves this dynamic import as ESM, where pi's
+	// declarations are not found; pi's loader resolves it as the static import it was.)
+	const piCodingAgent: unknown = await import("@mariozechner/pi-coding-agent" as string);
 	const make = (piCodingAgent as { createLocalBashOperations?: unknown }).createLocalBashOperations;
 	return typeof make === "function" ? () => make() : undefined;
 }
@@ -105,7 +108,7 @@ function piLocalBash(): (() => BashOperations) | undefined {
 export default async function piHooksBridge(pi: ExtensionAPI): Promise<void> {
 	mark("bridge factory entered");
 	if (runningBridge()) return;
-	setLocalBash(piLocalBash());
+	setLocalBash(undefined);
 	const active = { pi };
 	(globalThis as any)[ACTIVE] = active;
 	const release = () => {
@@ -121,6 +124,7 @@ export default async function piHooksBridge(pi: ExtensionAPI): Promise<void> {
 		mark("serve spawned");
 		hello = await started;
 		mark(`serve's hello received (${hello.plugins.length} plugins)`);
+		if (hello.plugins.some((plugin) => plugin.events.includes("user_bash"))) setLocalBash(await piLocalBash().catch(() => undefined));
 	} catch (error) {
 		// No restarts for a bridge that did not load.
 		supervisor?.stop();
