@@ -17,17 +17,27 @@
 //
 // Uses nothing beyond node and what pi ships.
 
-import { existsSync, readFileSync } from "node:fs";
+import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
-// pi's own module (aliased to the running pi by its extension loader: 0.73.1, and 1.6 under
-// the old name too), for `createLocalBashOperations`.
-import * as piCodingAgent from "@mariozechner/pi-coding-agent";
 import { Text } from "@mariozechner/pi-tui";
 import { PiSide } from "./client-requests.ts";
 import { applyHeaders, applyToolInput, type BashOperations, decisionFor, payloadFor, setLocalBash, whileDown } from "./events.ts";
 import type { Hello } from "./serve-client.ts";
 import { contextOf, problemsOf, Supervisor } from "./supervisor.ts";
+
+/** Appends a start-up mark (`{"mark", "at_ms", "pid"}`, ms since this process started) to the
+ * file PI_HOOKS_BRIDGE_MARKS names, for scripts/bench-pi-start.sh; nothing without it. */
+function mark(what: string): void {
+	const file = process.env.PI_HOOKS_BRIDGE_MARKS;
+	if (!file) return;
+	try {
+		appendFileSync(file, `${JSON.stringify({ mark: what, at_ms: Math.round(performance.now() * 10) / 10, pid: process.pid })}\n`);
+	} catch {
+		// A mark that cannot be written is not worth failing pi's start for.
+	}
+}
+mark(`bridge module evaluated (${__filename})`);
 
 /** The npm package's binary lookup (platform-binary.cjs), loaded through jiti's require. */
 const platformBinary: {
@@ -83,15 +93,22 @@ function runningBridge(): boolean {
 }
 
 /** pi's local shell (`createLocalBashOperations`, in pi 0.73.1 and 1.6), which runs a native
- * `user_bash` rewrite (events.ts); `undefined` in a pi without it. */
-function piLocalBash(): (() => BashOperations) | undefined {
+ * `user_bash` rewrite (events.ts); `undefined` in a pi without it. pi's own module (aliased to
+ * the running pi by its extension loader: 0.73.1, and 1.6 under the old name too) is imported
+ * only here, when a native plugin wants `user_bash`: loading it through pi's loader costs a pi
+ * start tens of milliseconds. */
+async function piLocalBash(): Promise<(() => BashOperations) | undefined> {
+	// (A name typed as a string: TypeScript resolves this dynamic import as ESM, where pi's
+	// declarations are not found; pi's loader resolves it as the static import it was.)
+	const piCodingAgent: unknown = await import("@mariozechner/pi-coding-agent" as string);
 	const make = (piCodingAgent as { createLocalBashOperations?: unknown }).createLocalBashOperations;
 	return typeof make === "function" ? () => make() : undefined;
 }
 
 export default async function piHooksBridge(pi: ExtensionAPI): Promise<void> {
+	mark("bridge factory entered");
 	if (runningBridge()) return;
-	setLocalBash(piLocalBash());
+	setLocalBash(undefined);
 	const active = { pi };
 	(globalThis as any)[ACTIVE] = active;
 	const release = () => {
@@ -103,7 +120,11 @@ export default async function piHooksBridge(pi: ExtensionAPI): Promise<void> {
 	try {
 		supervisor = new Supervisor(serveBinary(), ["--cwd", process.cwd()], side);
 		supervisor.projectTrust = trustOnCommandLine(process.argv);
-		hello = await supervisor.start();
+		const started = supervisor.start();
+		mark("serve spawned");
+		hello = await started;
+		mark(`serve's hello received (${hello.plugins.length} plugins)`);
+		if (hello.plugins.some((plugin) => plugin.events.includes("user_bash"))) setLocalBash(await piLocalBash().catch(() => undefined));
 	} catch (error) {
 		// No restarts for a bridge that did not load.
 		supervisor?.stop();
@@ -120,6 +141,7 @@ export default async function piHooksBridge(pi: ExtensionAPI): Promise<void> {
 	registerTools(pi, side, supervisor, hello);
 	registerFlags(pi, supervisor, hello);
 	registerRenderers(pi, supervisor, hello);
+	mark("bridge registered its handlers");
 }
 
 /** pi's `--approve` / `-a` ("yes") or `--no-approve` / `-na` ("no") on its command line (pi
@@ -172,6 +194,7 @@ function registerEvents(pi: ExtensionAPI, side: PiSide, supervisor: Supervisor, 
 
 	// The bridge itself needs the session's start (flags, load problems) and end (its child).
 	pi.on("session_start", async (event, ctx) => {
+		mark("session_start");
 		side.ctx = ctx;
 		// pi 1.6 decides project trust after the extensions' factories ran (its `project_trust`
 		// event, its prompt, trust.json, defaultProjectTrust): serve was started before that.

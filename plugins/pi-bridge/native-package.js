@@ -5,12 +5,29 @@
 //
 // However many native packages pi loads, one bridge runs and one `pi-hooks serve` with it:
 // the first copy of the bridge to load starts it and keeps itself in `globalThis`, and the
-// others find it there and do nothing (index.ts). That serve loads the native plugins of every
-// package in pi's settings, checking each one's library for this platform, its SHA-256 and
-// its ABI, as every pi-hooks host does.
+// other packages find it there and do not even load their copies (index.ts does the same
+// check). That serve loads the native plugins of every package in pi's settings, checking
+// each one's library for this platform, its SHA-256 and its ABI, as every pi-hooks host does.
 const ACTIVE = Symbol.for("pi-hooks.bridge");
 
+/** Whether a bridge of pi's current extensions already runs in this process (index.ts keeps
+ * it in `globalThis`; the API of one a reload or a session switch replaced throws). */
+function bridgeRunning() {
+	const active = globalThis[ACTIVE];
+	if (!active) return false;
+	try {
+		active.pi.getFlag("pi-hooks-bridge-probe");
+		return true;
+	} catch {
+		return false;
+	}
+}
+
 export default async function nativePackage(pi) {
+	// The bridge that runs already loads this package's plugin: its own copy of the bridge (one
+	// per package installed from npm) is not even compiled, which would cost pi's start a
+	// TypeScript load per package.
+	if (bridgeRunning()) return;
 	let bridge;
 	try {
 		bridge = (await import("pi-hooks/bridge/index.ts")).default;

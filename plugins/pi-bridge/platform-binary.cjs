@@ -18,10 +18,28 @@ function platformName() {
 	return `${platform}-${arch}`;
 }
 
-/** Whether node runs on musl's libc (node's own report names glibc's version otherwise). */
+/** Whether node runs on musl's libc (node's own report names glibc's version otherwise). The
+ * report is made without its network part (interfaces, host name lookups: the slow part, tens
+ * of milliseconds at a pi start, node >= 20.13 / 22); an older node ignores the setting. */
 function isMusl() {
-	const report = process.report && typeof process.report.getReport === "function" ? process.report.getReport() : undefined;
-	return !(report && report.header && report.header.glibcVersionRuntime);
+	const reporter = process.report;
+	if (!reporter || typeof reporter.getReport !== "function") return true;
+	const excluded = reporter.excludeNetwork;
+	try {
+		reporter.excludeNetwork = true;
+	} catch {
+		// A node without the setting makes the whole report.
+	}
+	try {
+		const report = reporter.getReport();
+		return !(report && report.header && report.header.glibcVersionRuntime);
+	} finally {
+		try {
+			reporter.excludeNetwork = excluded;
+		} catch {
+			// As above.
+		}
+	}
 }
 
 /** The package.json of the npm package `root` (the pi-hooks package), or undefined. */
