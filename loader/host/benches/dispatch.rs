@@ -15,6 +15,12 @@
 //! - `tool_call/build_and_emit/10`: payload build + dispatch, what one tool call costs.
 //!
 //! Run: `cargo bench -p pi-hooks-host --bench dispatch`.
+//!
+//! Instruction counts: with `PI_HOOKS_DISPATCH_COUNT=N` set, the bench skips criterion and
+//! makes N calls of each `emit` case inside its own `#[inline(never)]` function
+//! (`counted_emit_0`, `counted_emit_1`, `counted_emit_10`, `counted_emit_reading_10`), for
+//! `valgrind --tool=callgrind --toggle-collect=...` to count (see
+//! `scripts/bench-dispatch-callgrind.sh`, which prints instructions per call).
 
 mod common;
 
@@ -24,6 +30,7 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion};
 use pi_hooks_abi::ffi::PI_MODE_PRINT;
+use pi_hooks_host::host_api::value::HostValue;
 use pi_hooks_host::lifecycle::load::load_file;
 use pi_hooks_host::plugin::LoadedPlugin;
 use pi_hooks_host::runner::{DEFAULT_HOOK_TIMEOUT, Runner, RunnerConfig};
@@ -94,6 +101,18 @@ fn benches(c: &mut Criterion) {
         pi_hooks_host::runner::events::ToolCallOutcome::Block { .. }
     ));
 
+    if let Some(calls) = std::env::var("PI_HOOKS_DISPATCH_COUNT")
+        .ok()
+        .and_then(|n| n.parse::<u64>().ok())
+    {
+        counted_emit_0(&runners[0].1, &payload, calls);
+        counted_emit_1(&runners[1].1, &payload, calls);
+        counted_emit_10(&runners[2].1, &payload, calls);
+        counted_emit_reading_10(&reading_runner, &payload, calls);
+        println!("counted {calls} calls of each emit case");
+        return;
+    }
+
     let mut group = c.benchmark_group("tool_call");
     group
         .warm_up_time(Duration::from_secs(1))
@@ -121,6 +140,36 @@ fn benches(c: &mut Criterion) {
         })
     });
     group.finish();
+}
+
+/// `calls` dispatches as the criterion loop makes them (the payload's `Arc` cloned per call).
+#[inline(always)]
+fn emits(runner: &Runner, payload: &Arc<HostValue>, calls: u64, case: u8) {
+    // A constant per case keeps the four functions distinct (not merged into one symbol).
+    black_box(case);
+    for _ in 0..calls {
+        black_box(runner.emit_tool_call(black_box(payload.clone())));
+    }
+}
+
+#[inline(never)]
+fn counted_emit_0(runner: &Runner, payload: &Arc<HostValue>, calls: u64) {
+    emits(runner, payload, calls, 0)
+}
+
+#[inline(never)]
+fn counted_emit_1(runner: &Runner, payload: &Arc<HostValue>, calls: u64) {
+    emits(runner, payload, calls, 1)
+}
+
+#[inline(never)]
+fn counted_emit_10(runner: &Runner, payload: &Arc<HostValue>, calls: u64) {
+    emits(runner, payload, calls, 2)
+}
+
+#[inline(never)]
+fn counted_emit_reading_10(runner: &Runner, payload: &Arc<HostValue>, calls: u64) {
+    emits(runner, payload, calls, 3)
 }
 
 fn main() {
