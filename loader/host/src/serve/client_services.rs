@@ -27,6 +27,9 @@ pub struct ClientLink {
     /// The ring transport: responses are read from it by the waiting call itself.
     #[cfg(target_os = "linux")]
     ring: Option<Arc<super::ChildRing>>,
+    /// Stdin read by its waiters (Unix): responses are read by the waiting call itself.
+    #[cfg(unix)]
+    stdin: Option<Arc<super::StdinLink>>,
 }
 
 impl ClientLink {
@@ -39,6 +42,23 @@ impl ClientLink {
             closed: AtomicBool::new(false),
             #[cfg(target_os = "linux")]
             ring: None,
+            #[cfg(unix)]
+            stdin: None,
+        })
+    }
+
+    /// A link over stdin read by its waiters: requests go out through `out` and each waits
+    /// for its response on `stdin`, reading it itself when no other thread does.
+    #[cfg(unix)]
+    pub fn over_stdin(out: LineWriter, stdin: Arc<super::StdinLink>) -> Arc<Self> {
+        Arc::new(ClientLink {
+            out,
+            next: AtomicU64::new(1),
+            waiting: Mutex::new(HashMap::new()),
+            closed: AtomicBool::new(false),
+            #[cfg(target_os = "linux")]
+            ring: None,
+            stdin: Some(stdin),
         })
     }
 
@@ -52,6 +72,7 @@ impl ClientLink {
             waiting: Mutex::new(HashMap::new()),
             closed: AtomicBool::new(false),
             ring: Some(ring),
+            stdin: None,
         })
     }
 
@@ -86,6 +107,25 @@ impl ClientLink {
                     Err(format!("the client did not answer {method} in time"))
                 }
                 Err(super::ring_link::Stopped::Closed) => {
+                    Err("the serve client has gone (stdin closed)".into())
+                }
+            };
+        }
+        #[cfg(unix)]
+        if let Some(stdin) = &self.stdin {
+            stdin.expect(&id);
+            self.out.line(&json!({
+                "type": "request",
+                "id": id,
+                "method": method,
+                "params": params,
+            }));
+            return match stdin.response(&id, timeout) {
+                Ok(answer) => answer,
+                Err(super::stdin_link::Stopped::TimedOut) => {
+                    Err(format!("the client did not answer {method} in time"))
+                }
+                Err(super::stdin_link::Stopped::Closed) => {
                     Err("the serve client has gone (stdin closed)".into())
                 }
             };
@@ -147,6 +187,10 @@ impl ClientLink {
         #[cfg(target_os = "linux")]
         if let Some(ring) = &self.ring {
             ring.close();
+        }
+        #[cfg(unix)]
+        if let Some(stdin) = &self.stdin {
+            stdin.close();
         }
     }
 }

@@ -5,10 +5,12 @@
 //! by `result` / `error` lines, and plugin calls that need the client going out as `request`
 //! lines ([`client_services`]).
 //!
-//! Threads: stdin is read on serve's main thread (under the tokio runtime, see
-//! `InlineStdin`) and never waits for a request to finish; the client's requests
-//! run one after another on a worker thread, so a plugin waiting for a `response` blocks
-//! only that worker. With the ring transport of `--isolate`'s children ([`ring_link`]) the
+//! Threads: the client's requests run one after another on a worker thread, so a plugin
+//! waiting for a `response` blocks only that worker. On Unix the worker reads its requests
+//! from stdin itself and a waiting plugin call reads its `response` itself ([`stdin_link`]:
+//! no hand-off between threads per request); elsewhere stdin is read on serve's main thread
+//! (under the tokio runtime, see `InlineStdin`), which never waits for a request to finish,
+//! and hands the requests to the worker. With the ring transport of `--isolate`'s children ([`ring_link`]) the
 //! worker reads its requests from the ring itself, a waiting plugin call reads its
 //! `response` itself, and the main thread only waits for stdin's end. When stdin closes, waiting plugin requests fail, the worker finishes,
 //! `session_shutdown {reason:"quit"}` goes to the plugins, they are retired (their timers
@@ -23,10 +25,14 @@ mod line_writer;
 pub mod protocol;
 #[cfg(target_os = "linux")]
 pub mod ring_link;
+#[cfg(unix)]
+pub mod stdin_link;
 
 pub use line_writer::LineWriter;
 #[cfg(target_os = "linux")]
 pub use ring_link::{ChildRing, ring_on_fd};
+#[cfg(unix)]
+pub use stdin_link::StdinLink;
 
 /// Elsewhere than Linux there is no ring transport (see `crate::isolate::transport`).
 #[cfg(not(target_os = "linux"))]
@@ -129,6 +135,10 @@ pub fn run(setup: ServeSetup) -> i32 {
     let isolated_child = protocol.is_some();
     let out = protocol.unwrap_or_else(LineWriter::stdout);
     out.line(&protocol::hello(&report, &load_lines));
+    #[cfg(unix)]
+    let stdin = ring
+        .is_none()
+        .then(|| Arc::new(StdinLink::new(out.clone())));
     let (out, link) = match &ring {
         #[cfg(target_os = "linux")]
         Some(ring) => {
@@ -137,6 +147,12 @@ pub fn run(setup: ServeSetup) -> i32 {
         }
         #[cfg(not(target_os = "linux"))]
         Some(ring) => match **ring {},
+        #[cfg(unix)]
+        None => match &stdin {
+            Some(stdin) => (out.clone(), ClientLink::over_stdin(out, Arc::clone(stdin))),
+            None => (out.clone(), ClientLink::new(out)),
+        },
+        #[cfg(not(unix))]
         None => (out.clone(), ClientLink::new(out)),
     };
     // A confined child's refusals (crate::sandbox) go to the client after the hello.
@@ -173,11 +189,18 @@ pub fn run(setup: ServeSetup) -> i32 {
         let shut_down = Arc::clone(&shut_down);
         let out = out.clone();
         let ring = ring.clone();
+        #[cfg(unix)]
+        let stdin = stdin.clone();
         std::thread::Builder::new()
             .name("pi-hooks-serve".into())
             .spawn(move || match ring {
                 Some(ring) => {
                     let jobs = ring_jobs(&ring, &out);
+                    work(&runner, &out, &discovery, jobs, &shut_down)
+                }
+                #[cfg(unix)]
+                None if let Some(stdin) = stdin => {
+                    let jobs = stdin_jobs(&stdin, &out);
                     work(&runner, &out, &discovery, jobs, &shut_down)
                 }
                 None => work(&runner, &out, &discovery, queue.into_iter(), &shut_down),
@@ -190,9 +213,28 @@ pub fn run(setup: ServeSetup) -> i32 {
             return 1;
         }
     };
+    #[cfg(unix)]
+    let read_by_worker = stdin.is_some();
+    #[cfg(not(unix))]
+    let read_by_worker = false;
+    let mut worker = Some(worker);
+    let mut joined = None;
     if ring.is_some() {
         // Nothing comes on stdin: its end is the host's end.
         let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+    } else if read_by_worker {
+        // The worker (and any plugin call waiting for a response) reads stdin and ends at
+        // its end; an isolated plugin's child also notices the end while a call hangs.
+        #[cfg(unix)]
+        if isolated_child {
+            let _ = std::thread::Builder::new()
+                .name("pi-hooks-serve-hangup".into())
+                .spawn(|| {
+                    stdin_link::wait_for_hangup();
+                    exit_unless_done_within(EXIT_GRACE);
+                });
+        }
+        joined = worker.take().map(std::thread::JoinHandle::join);
     } else {
         read_stdin(&out, &link, &jobs);
     }
@@ -200,12 +242,13 @@ pub fn run(setup: ServeSetup) -> i32 {
     // An isolated plugin's child (its protocol on a descriptor of its own) ends with its
     // host, which kills it after two seconds anyway; the pi bridge's serve keeps the time
     // its plugins' session_shutdown takes.
-    if isolated_child {
+    if isolated_child && !read_by_worker {
         exit_unless_done_within(EXIT_GRACE);
     }
     link.close();
     drop(jobs);
-    if worker.join().is_err() {
+    let joined = joined.or_else(|| worker.take().map(std::thread::JoinHandle::join));
+    if matches!(joined, Some(Err(_))) {
         eprintln!("pi-hooks: the serve worker thread panicked");
     }
     if !shut_down.load(Ordering::Relaxed) {
@@ -333,6 +376,18 @@ fn job_from(line: Value, out: &LineWriter) -> Option<Job> {
             None
         }
     }
+}
+
+/// The client's requests read from stdin by the worker itself, until stdin closes.
+#[cfg(unix)]
+fn stdin_jobs<'a>(stdin: &'a StdinLink, out: &'a LineWriter) -> impl Iterator<Item = Job> + 'a {
+    std::iter::from_fn(move || {
+        loop {
+            if let Some(job) = job_from(stdin.next_job()?, out) {
+                return Some(job);
+            }
+        }
+    })
 }
 
 /// The host's requests read from the ring by the worker itself, until the host has gone.
