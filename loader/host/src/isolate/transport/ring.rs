@@ -37,6 +37,13 @@ pub const MAX_FRAME: usize = crate::serve::framing::MAX_LINE_BYTES;
 /// Checks of the word between two yields of the core while spinning.
 const SPIN_BURST: u32 = 64;
 
+/// A burst of checks and a yield of the core that took this long were interrupted by another
+/// thread (preempted, or the yield gave the core away and it ran): the machine has no core to
+/// spare, and a side that keeps spinning there gets its turn back only after whole time
+/// slices of others (its spin counts against it; a sleeper woken by `futex` is scheduled
+/// sooner), so it stops spinning and sleeps.
+const CONTENDED: Duration = Duration::from_micros(20);
+
 /// How long the child's reader spins after the host said an event is coming
 /// ([`Region::get_ready`]) before it sleeps again: long enough to cover the rest of a model's
 /// stream after a tool call's arguments are complete, short enough that a nudge with no event
@@ -88,9 +95,10 @@ struct Header {
     /// `word`: the host reads the `to_host` ring now (a call is under way), so the child need
     /// not ring its doorbell; `sleeping`: a doorbell was rung and not yet answered.
     host_reading: Slot,
-    /// The CPU each side runs its wait on (`word`: the host's, `sleeping`: the child's), plus
-    /// one (0: not known, or asleep: it may wake on any CPU). A side whose peer waits or woke
-    /// on its own CPU does not spin: the peer cannot run there while it spins.
+    /// The CPU each side last waited, or woke from a wait, on (`word`: the host's, `sleeping`:
+    /// the child's), plus one (0: not known). A side whose peer waits or woke on its own CPU
+    /// does not spin: the peer cannot run there while it spins (and a peer woken from its
+    /// sleep tends to be queued on the CPU it slept on, or on its waker's).
     cpus: Slot,
     /// `word`: how many times the host said an event is coming ([`Region::get_ready`]); the
     /// child's reader, sleeping or spinning for a request, spins [`GET_READY_SPIN`] anew when
@@ -387,6 +395,7 @@ fn wait_change(
             // spare `sched_yield` returns at once, on a busy one the peer this side waits for
             // may be the thread that gets it.
             let mut started = Instant::now();
+            let mut last = started;
             loop {
                 for _ in 0..SPIN_BURST {
                     std::hint::spin_loop();
@@ -410,6 +419,10 @@ fn wait_change(
                     return Waited::TimedOut;
                 }
                 std::thread::yield_now();
+                let now = Instant::now();
+                if now - std::mem::replace(&mut last, now) >= CONTENDED {
+                    break;
+                }
             }
         }
         let last = nudge.zip(nudges.as_deref().copied());
@@ -466,10 +479,8 @@ fn sleep_once(
         tv_nsec: i64::from(t.subsec_nanos()),
     });
     // EAGAIN (the word changed), EINTR, ETIMEDOUT: all are answered by the checks.
-    // Asleep, this side runs on no CPU: a peer waiting for it spins (it may wake anywhere),
-    // until it says where it woke.
-    mine.store(0, Ordering::Relaxed);
     let _ = futex::wait(&slot.word, futex::Flags::empty(), seen, timespec.as_ref());
+    // Where it woke: a peer spinning there gives the core away (see `Header::cpus`).
     mine.store(current_cpu(), Ordering::Relaxed);
     slot.sleeping.store(0, Ordering::SeqCst);
     check()
