@@ -66,15 +66,12 @@ pub mod host {
     pub use super::ring::RingError;
     use super::ring::{Consumer, Direction, Producer, Region};
 
-    /// How long the host spins for room in the child's ring before it sleeps.
-    pub const SPIN: Duration = Duration::from_micros(50);
-
     /// How long the host spins for an answer before it sleeps: a forwarded event the child
-    /// answers within it costs no system call and no wake-up of the host. Longer than
-    /// [`SPIN`]: after a pause the child's own wake-up (tens of microseconds on a virtual
-    /// machine's idle core) comes first, and a host that slept by then pays a second one.
-    /// It spins only while a call waits for its answer (an idle host spins not at all).
-    pub const ANSWER_SPIN: Duration = Duration::from_micros(300);
+    /// answers within it costs no system call and no wake-up. (A longer spin, 300 µs, to
+    /// outlast a sleeping child's wake-up after a pause, was tried: on a machine with no core
+    /// to spare its yields gave the core to other work for whole time slices, milliseconds
+    /// per call. A child woken early by [`HostRing::get_ready`] answers within this.)
+    pub const SPIN: Duration = Duration::from_micros(50);
 
     /// The host's end: it writes requests and responses, reads everything the child sends.
     pub struct HostRing {
@@ -111,7 +108,7 @@ pub mod host {
         /// The next message, waiting until `deadline` (`Ok(None)`: it passed).
         pub fn receive(&mut self, deadline: Option<Instant>) -> Result<Option<Vec<u8>>, RingError> {
             self.check()?;
-            self.from_child.receive(deadline, ANSWER_SPIN)
+            self.from_child.receive(deadline, SPIN)
         }
 
         /// The control words the child may have written that no wait looks at while

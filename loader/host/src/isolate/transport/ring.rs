@@ -41,8 +41,10 @@ const SPIN_BURST: u32 = 64;
 /// thread (preempted, or the yield gave the core away and it ran): the machine has no core to
 /// spare, and a side that keeps spinning there gets its turn back only after whole time
 /// slices of others (its spin counts against it; a sleeper woken by `futex` is scheduled
-/// sooner), so it stops spinning and sleeps.
-const CONTENDED: Duration = Duration::from_micros(20);
+/// sooner), so it stops spinning and sleeps. Well below a scheduler's time slice (0.75–3 ms),
+/// well above the hiccups of a virtual CPU (tens of microseconds), which a lower bound took
+/// for contention.
+const CONTENDED: Duration = Duration::from_micros(200);
 
 /// How long the child's reader spins after the host said an event is coming
 /// ([`Region::get_ready`]) before it sleeps again: long enough to cover the rest of a model's
