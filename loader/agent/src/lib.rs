@@ -668,6 +668,11 @@ impl Agent {
                     if !matches!(event["type"].as_str(), Some("start" | "done" | "error")) {
                         core.emit(json!({"type": "message_update", "message": partial, "assistantMessageEvent": event}));
                     }
+                    // A tool call's arguments are complete: its `tool_call` comes once the
+                    // message ends, so isolated plugins that handle it wake up now.
+                    if event["type"] == "toolcall_end" {
+                        pi_hooks_host::isolate::get_ready("tool_call");
+                    }
                 });
                 if abort.is_cancelled() {
                     message["stopReason"] = "aborted".into();

@@ -11,7 +11,16 @@
 //! differences (the added latency per event). Then the same calls one at a time after a pause
 //! of 2 ms each (`PI_HOOKS_BENCH_PAUSED`, default 300 calls per transport, interleaved), as
 //! events come in a session: the child has gone to sleep by then, so this is the cost with
-//! one wake-up of a sleeping process. Not criterion: the cases must alternate.
+//! one wake-up of a sleeping process. A fourth paused case, `ring, got ready`, pauses the
+//! same, then calls `pi_hooks_host::isolate::get_ready("tool_call")` (what the agent does
+//! when a streamed tool call's arguments are complete) and waits
+//! `PI_HOOKS_BENCH_READY_GAP_US` (default 200 µs: the rest of the model's stream) before the
+//! timed call; its paired difference with the plain ring call of the same round is printed.
+//! `PI_HOOKS_BENCH_PAUSE_MS` sets the pause (default 2 ms; the ring's child reader spins
+//! 50 µs after a request, and 5 ms after a nudge, so any pause over 5 ms finds it asleep).
+//! Last, the CPU time this process and its children (the `serve` children) spend over
+//! `PI_HOOKS_BENCH_IDLE_S` seconds of idleness (default 10; 0 skips it), from `/proc/<pid>/stat`
+//! (utime + stime). Not criterion: the cases must alternate.
 //!
 //! `PI_HOOKS_BENCH_ONLY=ring` (or `pipe`) times only that transport's batches (the other
 //! case, the floor and the paused calls are skipped), for counting its system calls with
@@ -153,31 +162,118 @@ fn main() {
         .ok()
         .and_then(|r| r.parse().ok())
         .unwrap_or(300);
+    let pause_ms: u64 = env_or("PI_HOOKS_BENCH_PAUSE_MS", 2);
+    let gap_us: u64 = env_or("PI_HOOKS_BENCH_READY_GAP_US", 200);
+    let pause = std::time::Duration::from_millis(pause_ms);
+    let gap = std::time::Duration::from_micros(gap_us);
     let (mut pipe_one, mut ring_one, mut inside_one) = (Vec::new(), Vec::new(), Vec::new());
-    let one = |runner: &Runner| {
-        std::thread::sleep(std::time::Duration::from_millis(2));
+    let (mut ready_one, mut ready_saved) = (Vec::new(), Vec::new());
+    let one = |runner: &Runner, ready: bool| {
+        std::thread::sleep(pause);
+        if ready {
+            pi_hooks_host::isolate::get_ready("tool_call");
+            std::thread::sleep(gap);
+        }
         let started = Instant::now();
         black_box(runner.emit_tool_call(black_box(payload.clone())));
         started.elapsed().as_nanos() as f64
     };
     for _ in 0..paused {
-        inside_one.push(one(&in_process));
-        pipe_one.push(one(&piped));
-        ring_one.push(one(&ringed));
+        inside_one.push(one(&in_process, false));
+        pipe_one.push(one(&piped, false));
+        let plain = one(&ringed, false);
+        let ready = one(&ringed, true);
+        ring_one.push(plain);
+        ready_one.push(ready);
+        ready_saved.push(plain - ready);
     }
-    println!("isolate/tool_call after a 2 ms pause: {paused} calls each, interleaved");
+    println!("isolate/tool_call after a {pause_ms} ms pause: {paused} calls each, interleaved");
+    let show = |name: &str, v: &mut Vec<f64>| {
+        let median = m(v);
+        println!(
+            "  {name} median {:.2} us (p10 {:.2}, p90 {:.2})",
+            median / 1000.0,
+            common::quantile(v, 0.1) / 1000.0,
+            common::quantile(v, 0.9) / 1000.0
+        );
+    };
+    show("in process:               ", &mut inside_one);
+    show("isolated, pipe:           ", &mut pipe_one);
+    show("isolated, ring:           ", &mut ring_one);
+    show("isolated, ring, got ready:", &mut ready_one);
     println!(
-        "  in process:     median {:.2} us",
-        m(&mut inside_one) / 1000.0
+        "  got ready saves: median {:.2} us of the paired differences (ring - ring got ready, {gap_us} us after get_ready)",
+        m(&mut ready_saved) / 1000.0
+    );
+
+    let idle: u64 = env_or("PI_HOOKS_BENCH_IDLE_S", 10);
+    if idle > 0 {
+        idle_cpu(std::time::Duration::from_secs(idle));
+    }
+}
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// utime + stime of a process, in clock ticks, and its parent, from `/proc/<pid>/stat`.
+fn cpu_ticks(pid: &str) -> Option<(u64, String)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command name (which is in parentheses and may hold spaces).
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ppid = fields.get(1)?.to_string();
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime, ppid))
+}
+
+/// This process's children (the `serve` children) and their CPU ticks.
+fn children_ticks() -> Vec<(String, u64)> {
+    let me = std::process::id().to_string();
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_string_lossy().into_owned();
+            let (ticks, ppid) = cpu_ticks(&pid)?;
+            (ppid == me).then_some((pid, ticks))
+        })
+        .collect()
+}
+
+/// Prints the CPU this process and each child use over `idle` of doing nothing (the
+/// children asleep on their rings or pipes).
+fn idle_cpu(idle: std::time::Duration) {
+    // SAFETY: sysconf only reads a system constant.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let me = std::process::id().to_string();
+    let before_me = cpu_ticks(&me).map_or(0, |t| t.0);
+    let before = children_ticks();
+    std::thread::sleep(idle);
+    let after_me = cpu_ticks(&me).map_or(0, |t| t.0);
+    let after = children_ticks();
+    let seconds = idle.as_secs_f64();
+    let percent = |ticks: u64| ticks as f64 / hz / seconds * 100.0;
+    println!(
+        "idle for {seconds:.0} s: CPU (utime + stime, /proc/<pid>/stat, {hz:.0} ticks per second)"
     );
     println!(
-        "  isolated, pipe: median {:.2} us",
-        m(&mut pipe_one) / 1000.0
+        "  this process: {} ticks, {:.2}% of a CPU",
+        after_me - before_me,
+        percent(after_me - before_me)
     );
-    println!(
-        "  isolated, ring: median {:.2} us",
-        m(&mut ring_one) / 1000.0
-    );
+    for (pid, ticks) in &after {
+        let was = before.iter().find(|(p, _)| p == pid).map_or(0, |(_, t)| *t);
+        println!(
+            "  child {pid}: {} ticks, {:.2}% of a CPU",
+            ticks - was,
+            percent(ticks - was)
+        );
+    }
 }
 
 /// A `pi-hooks serve` child driven directly, without the proxy: what the serve protocol

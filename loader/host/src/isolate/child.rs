@@ -500,6 +500,14 @@ impl ServeChild {
         self.process.lock().unwrap_or_else(|e| e.into_inner()).id()
     }
 
+    /// Tells the child a request is likely soon (the ring transport only: its reader wakes
+    /// and spins for it a while, see `super::transport::ring::Region::get_ready`).
+    pub fn get_ready(&self) {
+        if let Some(ring) = &self.ring {
+            ring.get_ready();
+        }
+    }
+
     /// Sets what is called (on the reader thread) when a line arrives, or the child ends,
     /// while nobody reads: it should arrange a [`ServeChild::drain`] soon.
     pub fn set_waker(&self, waker: Arc<dyn Fn() + Send + Sync>) {

@@ -28,6 +28,8 @@ pub mod child_requests;
 pub mod proxy;
 pub mod transport;
 
+pub use proxy::get_ready;
+
 use std::path::{Path, PathBuf};
 use std::sync::RwLock;
 use std::time::Duration;

@@ -473,6 +473,33 @@ unsafe extern "C" fn on_bus(
     .unwrap_or(PI_ERR_PANIC)
 }
 
+/// Tells every live isolated child whose plugin handles `event` that one is likely soon (the
+/// model streams a tool call: `tool_call` follows once the message ends), so it is awake when
+/// the event comes: with the ring transport its reader, if it sleeps, wakes and spins a few
+/// milliseconds for the request (`transport::ring::Region::get_ready`), and the event then
+/// costs what it costs between calls in a burst rather than a sleeping process's wake-up.
+/// Best effort and cheap: a child in a call, restarting or on the pipe transport is left as
+/// it is; nothing waits. A program that knows an event is coming may call it any number of
+/// times (each call starts the child's spin anew; with no event after it the child sleeps
+/// again).
+pub fn get_ready(event: &str) {
+    let proxies = proxies();
+    let Some(proxies) = proxies.as_ref() else {
+        return;
+    };
+    for proxy in proxies.values().filter_map(Weak::upgrade) {
+        if !proxy.info.events.iter().any(|handled| handled == event) {
+            continue;
+        }
+        // A call or a drain holds the lock: the child is awake then, or about to be.
+        if let Ok(life) = proxy.life.try_lock()
+            && let Some(child) = life.child.as_ref()
+        {
+            child.get_ready();
+        }
+    }
+}
+
 /// What a child sends that belongs to its proxy rather than to the session's services (the
 /// event bus, see the module doc). Whether `method` was one of those.
 pub(crate) fn child_notification(state: &PluginState, method: &str, params: &Value) -> bool {

@@ -37,6 +37,21 @@ pub const MAX_FRAME: usize = crate::serve::framing::MAX_LINE_BYTES;
 /// Checks of the word between two yields of the core while spinning.
 const SPIN_BURST: u32 = 64;
 
+/// A burst of checks and a yield of the core that took this long were interrupted by another
+/// thread (preempted, or the yield gave the core away and it ran): the machine has no core to
+/// spare, and a side that keeps spinning there gets its turn back only after whole time
+/// slices of others (its spin counts against it; a sleeper woken by `futex` is scheduled
+/// sooner), so it stops spinning and sleeps. Well below a scheduler's time slice (0.75–3 ms),
+/// well above the hiccups of a virtual CPU (tens of microseconds), which a lower bound took
+/// for contention.
+const CONTENDED: Duration = Duration::from_micros(200);
+
+/// How long the child's reader spins after the host said an event is coming
+/// ([`Region::get_ready`]) before it sleeps again: long enough to cover the rest of a model's
+/// stream after a tool call's arguments are complete, short enough that a nudge with no event
+/// after it costs little.
+pub const GET_READY_SPIN: Duration = Duration::from_millis(5);
+
 /// The longest the host sleeps on a word without looking at the ring's `closed` word.
 const HOST_RECHECK: Duration = Duration::from_millis(100);
 
@@ -47,7 +62,7 @@ const HEADER_BYTES: usize = 4096;
 const MAGIC: u32 = 0x7268_6970;
 
 /// The layout version of the header.
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 
 /// Two words on a cache line of their own (the producer's and the consumer's positions are
 /// written by different processes; sharing a line would make each write a cache miss).
@@ -82,10 +97,15 @@ struct Header {
     /// `word`: the host reads the `to_host` ring now (a call is under way), so the child need
     /// not ring its doorbell; `sleeping`: a doorbell was rung and not yet answered.
     host_reading: Slot,
-    /// The CPU each side last waited on (`word`: the host's, `sleeping`: the child's), plus
-    /// one (0: not known). A side whose peer waited on its own CPU does not spin: the peer
-    /// cannot run there while it spins.
+    /// The CPU each side last waited, or woke from a wait, on (`word`: the host's, `sleeping`:
+    /// the child's), plus one (0: not known). A side whose peer waits or woke on its own CPU
+    /// does not spin: the peer cannot run there while it spins (and a peer woken from its
+    /// sleep tends to be queued on the CPU it slept on, or on its waker's).
     cpus: Slot,
+    /// `word`: how many times the host said an event is coming ([`Region::get_ready`]); the
+    /// child's reader, sleeping or spinning for a request, spins [`GET_READY_SPIN`] anew when
+    /// it changes. Only the host writes it; it never reads it back.
+    get_ready: Slot,
 }
 
 const _: () = assert!(std::mem::size_of::<Header>() <= HEADER_BYTES);
@@ -283,6 +303,23 @@ impl Region {
         slot.word.load(Ordering::SeqCst) == 0 && slot.sleeping.swap(1, Ordering::SeqCst) == 0
     }
 
+    /// The host says a request is likely soon (the model is streaming a tool call): the
+    /// child's reader, if it sleeps, is woken and spins [`GET_READY_SPIN`] for it, so the
+    /// request then finds it awake (a sleeping process's wake-up costs tens of microseconds
+    /// on a virtual machine's idle core). Best effort: a nudge that comes just as the reader
+    /// goes to sleep may be missed, and then the request wakes it as always. Costs the host
+    /// an atomic add, plus one `futex` wake when the reader sleeps.
+    pub fn get_ready(&self) {
+        let header = self.header();
+        header.get_ready.word.fetch_add(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        let head = &header.to_child.head;
+        if head.sleeping.load(Ordering::SeqCst) != 0 {
+            // The head does not change: the reader wakes, sees the nudge and spins.
+            let _ = futex::wake(&head.word, futex::Flags::empty(), 1);
+        }
+    }
+
     /// Whether published bytes wait in `direction`'s ring (for the side that consumes it).
     pub fn has_data(&self, direction: Direction, consumed: u32) -> bool {
         fence(Ordering::SeqCst);
@@ -299,8 +336,11 @@ enum Waited {
 }
 
 /// Waits until `slot.word` is no longer `seen` (or the region closes, or `deadline` passes):
-/// spins for `spin` (not when the other side last waited on this CPU), then sleeps on the
+/// spins for `spin` (not while the other side waits, or woke, on this CPU), then sleeps on the
 /// word with `futex`, saying so in `slot.sleeping`. `host`: the host waits (else the child).
+/// `nudge`: the host's [`Region::get_ready`] count and the value the reader last saw, for the
+/// child's reader of requests: each change seen (before, spinning, or woken) makes it spin
+/// [`GET_READY_SPIN`] anew.
 fn wait_change(
     region: &Region,
     slot: &Slot,
@@ -308,6 +348,7 @@ fn wait_change(
     deadline: Option<Instant>,
     spin: Duration,
     host: bool,
+    nudge: Option<(&AtomicU32, &mut u32)>,
 ) -> Waited {
     let check = || {
         if slot.word.load(Ordering::Acquire) != seen {
@@ -328,69 +369,130 @@ fn wait_change(
     } else {
         (&cpus.sleeping, &cpus.word)
     };
-    // glibc's sched_getcpu reads the CPU from the thread's rseq area (no system call, unlike
-    // rustix's, which makes `getcpu`); -1 (not known) becomes 0.
-    // SAFETY: sched_getcpu takes nothing and only reads this thread's own state.
-    let cpu = (unsafe { libc::sched_getcpu() } + 1).max(0) as u32;
+    let cpu = current_cpu();
     mine.store(cpu, Ordering::Relaxed);
-    let spin = if theirs.load(Ordering::Relaxed) == cpu {
+    let mut spin = if theirs.load(Ordering::Relaxed) == cpu {
         Duration::ZERO
     } else {
         spin
     };
-    if !spin.is_zero() {
-        // Spin, giving the core away between short bursts: on a machine with a core to
-        // spare `sched_yield` returns at once, on a busy one the peer this side waits for
-        // may be the thread that gets it.
-        let started = Instant::now();
-        loop {
-            for _ in 0..SPIN_BURST {
-                std::hint::spin_loop();
-                if let Some(done) = check() {
-                    return done;
-                }
-            }
-            if started.elapsed() >= spin {
-                break;
-            }
-            std::thread::yield_now();
+    let (nudge, mut nudges) = match nudge {
+        Some((word, last)) => (Some(word), Some(last)),
+        None => (None, None),
+    };
+    // A nudge not seen yet: the reader spins GET_READY_SPIN from then on.
+    let nudged = |nudges: &mut Option<&mut u32>| match (nudge, nudges.as_deref_mut()) {
+        (Some(word), Some(last)) => {
+            let now = word.load(Ordering::Acquire);
+            now != std::mem::replace(last, now)
         }
+        _ => false,
+    };
+    if nudged(&mut nudges) {
+        spin = spin.max(GET_READY_SPIN);
     }
     loop {
-        let timeout = match deadline {
-            Some(deadline) => {
-                let now = Instant::now();
-                if now >= deadline {
+        if !spin.is_zero() {
+            // Spin, giving the core away between short bursts: on a machine with a core to
+            // spare `sched_yield` returns at once, on a busy one the peer this side waits for
+            // may be the thread that gets it.
+            let mut started = Instant::now();
+            let mut last = started;
+            loop {
+                for _ in 0..SPIN_BURST {
+                    std::hint::spin_loop();
+                    if let Some(done) = check() {
+                        return done;
+                    }
+                }
+                // Where this side runs now, and whether the peer it waits for runs here
+                // too (it woke up on this CPU): then spinning only keeps it off the core.
+                let cpu = current_cpu();
+                mine.store(cpu, Ordering::Relaxed);
+                if nudged(&mut nudges) {
+                    started = Instant::now();
+                    spin = spin.max(GET_READY_SPIN);
+                } else if started.elapsed() >= spin
+                    || (nudges.is_none() && theirs.load(Ordering::Relaxed) == cpu)
+                {
+                    break;
+                }
+                if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
                     return Waited::TimedOut;
                 }
-                Some(deadline - now)
+                std::thread::yield_now();
+                let now = Instant::now();
+                if now - std::mem::replace(&mut last, now) >= CONTENDED {
+                    break;
+                }
             }
-            None => None,
-        };
-        // The host wakes now and then to look at the control words the child could have
-        // garbled without waking it (its `closed` word, see `Region::closed`).
-        let timeout = if host {
-            Some(timeout.map_or(HOST_RECHECK, |timeout| timeout.min(HOST_RECHECK)))
-        } else {
-            timeout
-        };
-        slot.sleeping.store(1, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
-        if let Some(done) = check() {
-            slot.sleeping.store(0, Ordering::SeqCst);
-            return done;
         }
-        let timespec = timeout.map(|t| futex::Timespec {
-            tv_sec: i64::try_from(t.as_secs()).unwrap_or(i64::MAX),
-            tv_nsec: i64::from(t.subsec_nanos()),
-        });
-        // EAGAIN (the word changed), EINTR, ETIMEDOUT: all are answered by the checks.
-        let _ = futex::wait(&slot.word, futex::Flags::empty(), seen, timespec.as_ref());
-        slot.sleeping.store(0, Ordering::SeqCst);
-        if let Some(done) = check() {
-            return done;
+        let last = nudge.zip(nudges.as_deref().copied());
+        match sleep_once(slot, seen, deadline, host, mine, last, &check) {
+            Some(done) => return done,
+            None if nudged(&mut nudges) => spin = GET_READY_SPIN,
+            None => spin = Duration::ZERO,
         }
     }
+}
+
+/// One sleep on `slot.word` (still `seen`), at most until `deadline` (the host: at most
+/// `HOST_RECHECK`): what ended the wait, or `None` if nothing did (the recheck's timeout, a
+/// spurious wake-up, or a nudge: `nudge` is the child's count of them and the value last seen,
+/// looked at again once `slot.sleeping` is set, so a nudge after that look wakes the sleep).
+fn sleep_once(
+    slot: &Slot,
+    seen: u32,
+    deadline: Option<Instant>,
+    host: bool,
+    mine: &AtomicU32,
+    nudge: Option<(&AtomicU32, u32)>,
+    check: &impl Fn() -> Option<Waited>,
+) -> Option<Waited> {
+    let timeout = match deadline {
+        Some(deadline) => {
+            let now = Instant::now();
+            if now >= deadline {
+                return Some(Waited::TimedOut);
+            }
+            Some(deadline - now)
+        }
+        None => None,
+    };
+    // The host wakes now and then to look at the control words the child could have
+    // garbled without waking it (its `closed` word, see `Region::closed`).
+    let timeout = if host {
+        Some(timeout.map_or(HOST_RECHECK, |timeout| timeout.min(HOST_RECHECK)))
+    } else {
+        timeout
+    };
+    slot.sleeping.store(1, Ordering::SeqCst);
+    fence(Ordering::SeqCst);
+    if let Some(done) = check() {
+        slot.sleeping.store(0, Ordering::SeqCst);
+        return Some(done);
+    }
+    if nudge.is_some_and(|(word, last)| word.load(Ordering::SeqCst) != last) {
+        slot.sleeping.store(0, Ordering::SeqCst);
+        return None;
+    }
+    let timespec = timeout.map(|t| futex::Timespec {
+        tv_sec: i64::try_from(t.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: i64::from(t.subsec_nanos()),
+    });
+    // EAGAIN (the word changed), EINTR, ETIMEDOUT: all are answered by the checks.
+    let _ = futex::wait(&slot.word, futex::Flags::empty(), seen, timespec.as_ref());
+    // Where it woke: a peer spinning there gives the core away (see `Header::cpus`).
+    mine.store(current_cpu(), Ordering::Relaxed);
+    slot.sleeping.store(0, Ordering::SeqCst);
+    check()
+}
+
+/// The CPU this thread runs on, plus one (0: not known). glibc's `sched_getcpu` reads it from
+/// the thread's rseq area (no system call, unlike rustix's, which makes `getcpu`).
+fn current_cpu() -> u32 {
+    // SAFETY: sched_getcpu takes nothing and only reads this thread's own state.
+    (unsafe { libc::sched_getcpu() } + 1).max(0) as u32
 }
 
 /// Stores `value` in `slot.word` and wakes its sleeper, if one said it sleeps.
@@ -481,7 +583,7 @@ impl Producer {
                 // Full: let the reader see what is there, then wait for it to take some.
                 self.publish();
                 let host = !self.direction.host_reads();
-                match wait_change(&region, tail_slot, tail, deadline, self.spin, host) {
+                match wait_change(&region, tail_slot, tail, deadline, self.spin, host, None) {
                     Waited::Changed => continue,
                     Waited::Stopped(stopped) => return Err(stopped),
                     Waited::TimedOut => return Ok(false),
@@ -524,17 +626,21 @@ pub struct Consumer {
     /// What this side consumed (only it writes the tail).
     tail: u32,
     partial: Option<Partial>,
+    /// The host's [`Region::get_ready`] count as this reader last saw it (the child's).
+    nudges: u32,
 }
 
 impl Consumer {
     /// The consumer of `direction` on `region`.
     pub fn new(region: Arc<Region>, direction: Direction) -> Self {
         let tail = region.half(direction).tail.word.load(Ordering::Acquire);
+        let nudges = region.header().get_ready.word.load(Ordering::Acquire);
         Consumer {
             region,
             direction,
             tail,
             partial: None,
+            nudges,
         }
     }
 
@@ -600,6 +706,8 @@ impl Consumer {
                 deadline,
                 spin,
                 self.direction.host_reads(),
+                (self.direction == Direction::ToChild)
+                    .then(|| (&region.header().get_ready.word, &mut self.nudges)),
             ) {
                 Waited::Changed => {}
                 // Bytes published before the close are still read.
@@ -737,6 +845,48 @@ mod tests {
         assert_eq!(child.closed(), Some(RingError::Closed));
         host.close();
         assert_eq!(reader.receive(None, Duration::ZERO), Err(RingError::Closed));
+    }
+
+    #[test]
+    fn get_ready_wakes_a_sleeping_reader_which_then_spins() {
+        let (host, child) = pair();
+        let mut reader = Consumer::new(child.clone(), Direction::ToChild);
+        let waiting = std::thread::spawn(move || reader.receive(None, Duration::ZERO));
+        let head = &host.half(Direction::ToChild).head;
+        let within = |limit: Duration, what: &dyn Fn() -> bool| {
+            let deadline = Instant::now() + limit;
+            while !what() {
+                if Instant::now() >= deadline {
+                    return false;
+                }
+                std::thread::yield_now();
+            }
+            true
+        };
+        let until = |what: &dyn Fn() -> bool| {
+            assert!(
+                within(Duration::from_secs(10), what),
+                "the reader never got there"
+            );
+        };
+        // Asleep (it spins not at all without a nudge), then awake without a message (a
+        // nudge just before its futex wait can be missed: it is best effort, so again).
+        until(&|| head.sleeping.load(Ordering::SeqCst) == 1);
+        let mut nudges = 0;
+        while {
+            host.get_ready();
+            nudges += 1;
+            !within(Duration::from_millis(100), &|| {
+                head.sleeping.load(Ordering::SeqCst) == 0
+            })
+        } {
+            assert!(nudges < 100, "get_ready never woke the reader");
+        }
+        // It sleeps again once the spin is over, and a message still wakes it.
+        until(&|| head.sleeping.load(Ordering::SeqCst) == 1);
+        let mut writer = Producer::new(host, Direction::ToChild, Duration::ZERO);
+        assert!(writer.send(b"the event", None).unwrap());
+        assert_eq!(waiting.join().unwrap().unwrap().unwrap(), b"the event");
     }
 
     #[test]
