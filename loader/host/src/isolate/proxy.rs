@@ -195,9 +195,11 @@ struct Outage {
 /// The child and its restart state.
 struct Life {
     child: Option<ServeChild>,
-    /// Whether this child got the flag values (sent before its first forwarded call: the
-    /// command line's plugin flags are matched only after the plugins loaded).
-    flags_sent: bool,
+    /// The flag values this child got (sent before a forwarded call whenever they differ
+    /// from what it has: the command line's plugin flags are matched only after the plugins
+    /// loaded, and a call can come before that, such as a bus event another plugin emits
+    /// from its `init`). `None`: none sent yet.
+    flags_sent: Option<Value>,
     /// The system prompt this child has (the last one a call's context carried).
     prompt_sent: Option<Arc<crate::host_api::value::CText>>,
     outage: Option<Outage>,
@@ -352,7 +354,7 @@ pub fn start(
         state: OnceLock::new(),
         life: Mutex::new(Life {
             child: Some(child),
-            flags_sent: false,
+            flags_sent: None,
             prompt_sent: None,
             outage: None,
             backoff: FIRST_BACKOFF,
@@ -713,13 +715,14 @@ impl Proxy {
             return Forwarded::Down(reason);
         };
         let answerer = Answerer::new(state, ctx, on_tool_update);
-        if !life.flags_sent {
-            life.flags_sent = true;
-            if let Some(values) = self.flag_values(state) {
-                let fields = format!("\"values\":{values}");
-                // A child too old for `flags` refuses it; its plugin reads the defaults.
-                let _ = child.call("flags", &fields, limit, &mut |line| answerer.take(line));
-            }
+        if !self.info.flags.is_empty()
+            && let Some(values) = self.flag_values(state)
+            && life.flags_sent.as_ref() != Some(&values)
+        {
+            let fields = format!("\"values\":{values}");
+            // A child too old for `flags` refuses it; its plugin reads the defaults.
+            let _ = child.call("flags", &fields, limit, &mut |line| answerer.take(line));
+            life.flags_sent = Some(values);
         }
         // What the call in flight sees (its session file, whether it has a UI).
         let fields = match ctx.and_then(|ctx| context_field(ctx, &mut life.prompt_sent)) {
@@ -878,7 +881,7 @@ impl Proxy {
             answerer.take(line)
         });
         life.child = Some(child);
-        life.flags_sent = false;
+        life.flags_sent = None;
         life.prompt_sent = None;
         life.outage = None;
         match outcome {
