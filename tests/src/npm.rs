@@ -545,4 +545,15 @@ impl PiUser<'_> {
         command.args(["-c", line]).env("PATH", path);
         command
     }
+
+    /// The PATH a quick start's `export PATH=VALUE` line gives, evaluated by the shell with
+    /// this user's HOME, starting from `path`.
+    pub fn export_path(&self, value: &str, path: &str) -> String {
+        let output = self
+            .shell(&format!("export PATH={value}; printf %s \"$PATH\""), path)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "export PATH={value}: {output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    }
 }

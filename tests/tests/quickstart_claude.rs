@@ -74,15 +74,7 @@ fn the_claude_code_user_quick_start_runs_a_pre_tool_use_hook_in_the_real_pi() {
     let mut ran_pi = false;
     for line in &commands {
         if let Some(exported) = line.strip_prefix("export PATH=") {
-            let output = user
-                .shell(
-                    &format!("export PATH={exported}; printf %s \"$PATH\""),
-                    &path,
-                )
-                .output()
-                .unwrap();
-            assert!(output.status.success(), "{line}: {output:?}");
-            path = String::from_utf8(output.stdout).unwrap();
+            path = user.export_path(exported, &path);
         } else if line.starts_with("pi install ") {
             let output = user.shell(line, &path).output().unwrap();
             assert!(output.status.success(), "{line}: {output:?}");

@@ -43,16 +43,7 @@ fn the_pi_user_quick_start_blocks_the_demo_s_rm_rf_in_the_real_pi() {
     let mut printed = None;
     for line in &commands {
         if let Some(exported) = line.strip_prefix("export PATH=") {
-            // The PATH line, evaluated by the shell with this HOME.
-            let output = user
-                .shell(
-                    &format!("export PATH={exported}; printf %s \"$PATH\""),
-                    &path,
-                )
-                .output()
-                .unwrap();
-            assert!(output.status.success(), "{line}: {output:?}");
-            path = String::from_utf8(output.stdout).unwrap();
+            path = user.export_path(exported, &path);
         } else if let Some(background) = line.strip_suffix('&') {
             // `pi-hooks demo-model --write-models-json &`: started, its announcement read.
             let mut child = user

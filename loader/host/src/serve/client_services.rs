@@ -101,15 +101,7 @@ impl ClientLink {
                 "method": method,
                 "params": params,
             }));
-            return match ring.response(&id, timeout) {
-                Ok(answer) => answer,
-                Err(super::ring_link::Stopped::TimedOut) => {
-                    Err(format!("the client did not answer {method} in time"))
-                }
-                Err(super::ring_link::Stopped::Closed) => {
-                    Err("the serve client has gone (stdin closed)".into())
-                }
-            };
+            return answered(method, ring.response(&id, timeout));
         }
         #[cfg(unix)]
         if let Some(stdin) = &self.stdin {
@@ -120,15 +112,7 @@ impl ClientLink {
                 "method": method,
                 "params": params,
             }));
-            return match stdin.response(&id, timeout) {
-                Ok(answer) => answer,
-                Err(super::stdin_link::Stopped::TimedOut) => {
-                    Err(format!("the client did not answer {method} in time"))
-                }
-                Err(super::stdin_link::Stopped::Closed) => {
-                    Err("the serve client has gone (stdin closed)".into())
-                }
-            };
+            return answered(method, stdin.response(&id, timeout));
         }
         let (sender, receiver) = channel();
         self.waiting().insert(id.clone(), sender);
@@ -541,5 +525,22 @@ impl ClientServices {
     pub fn serve_isolated_plugin(&self) {
         self.ui.isolated.store(true, Ordering::Relaxed);
         crate::services::event_bus::route_to(Box::new(HostBus(self.link.clone())));
+    }
+}
+
+/// A response awaited over the ring or stdin, or why none came, in the words a plugin gets.
+#[cfg(unix)]
+fn answered(
+    method: &str,
+    response: Result<Result<Value, String>, super::stdin_link::Stopped>,
+) -> Result<Value, String> {
+    match response {
+        Ok(answer) => answer,
+        Err(super::stdin_link::Stopped::TimedOut) => {
+            Err(format!("the client did not answer {method} in time"))
+        }
+        Err(super::stdin_link::Stopped::Closed) => {
+            Err("the serve client has gone (stdin closed)".into())
+        }
     }
 }

@@ -28,14 +28,8 @@ use crate::isolate::transport::ring::{Consumer, Direction, Producer, Region, Rin
 /// often follows the last answer within microseconds.
 const SPIN: Duration = Duration::from_micros(50);
 
-/// Why a wait ended without what it waited for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stopped {
-    /// The host has gone (stdin closed) or the ring was closed.
-    Closed,
-    /// The wait's time limit passed.
-    TimedOut,
-}
+/// Why a wait ended without what it waited for (the same as over stdin).
+pub use super::stdin_link::Stopped;
 
 /// What the readers share.
 #[derive(Default)]

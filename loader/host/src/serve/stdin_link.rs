@@ -26,7 +26,7 @@ use super::{LineWriter, error_line};
 /// Why a wait ended without what it waited for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stopped {
-    /// Stdin has closed (the client has gone).
+    /// Stdin has closed (the client has gone), or the ring was closed.
     Closed,
     /// The wait's time limit passed.
     TimedOut,
