@@ -233,12 +233,23 @@ fn rpc_abort_retry_cancels_the_wait_and_set_auto_retry_turns_it_off() {
     client.send(&json!({"id": "p", "type": "prompt", "message": "hello"}));
     let (_, start) = client.until(|l| l["type"] == "auto_retry_start");
     assert_eq!(start["delayMs"], 60000);
-    let response = request(&mut client, "a", json!({"type": "abort_retry"}));
+    client.send(&json!({"id": "a", "type": "abort_retry"}));
+    // The response (the command's thread) and `auto_retry_end` (the run's) may come in
+    // either order; both must come.
+    let (mut response, mut end) = (None, None);
+    while response.is_none() || end.is_none() {
+        let line = client.next_line();
+        if line["type"] == "response" && line["id"] == "a" {
+            response = Some(line);
+        } else if line["type"] == "auto_retry_end" {
+            end = Some(line);
+        }
+    }
     assert_eq!(
-        response,
+        response.unwrap(),
         json!({"id": "a", "type": "response", "command": "abort_retry", "success": true})
     );
-    let (_, end) = client.until(|l| l["type"] == "auto_retry_end");
+    let end = end.unwrap();
     assert_eq!(
         end,
         json!({"type": "auto_retry_end", "success": false, "attempt": 1, "finalError": "Retry cancelled"})
