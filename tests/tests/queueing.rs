@@ -310,3 +310,60 @@ fn a_follow_up_s_input_runs_before_later_plugins_agent_end_handlers() {
     );
     client.close();
 }
+
+/// pi 1.6: a message a client queues while `agent_before_settle` handlers run (the run had
+/// made its last look at the queue) continues the activity (`result.continue ||
+/// hasQueuedMessages()`): a run of its own, then `agent_before_settle` again, then one
+/// `agent_settled`. It used to stay queued, unseen, until the next prompt.
+#[test]
+fn a_follow_up_sent_while_agent_before_settle_runs_continues_before_the_prompt_settles() {
+    use pi_hooks_tests::rpc_client::RpcClient;
+    use pi_hooks_tests::{behave_command, read_behave_log};
+    let sandbox = Sandbox::new();
+    let script = sandbox.script(&json!({"turns": [{"text": "first"}, {"text": "second"}]}));
+    let config = json!({"handlers": [{"event": "agent_before_settle", "sleep_ms": 800}]});
+    let mut client = RpcClient::start(behave_command(
+        &sandbox,
+        &[("settle", config)],
+        &[
+            "rpc",
+            "--no-session",
+            "--no-hooks",
+            "--script",
+            script.to_str().unwrap(),
+        ],
+    ));
+    client.send(&json!({"id": "1", "type": "prompt", "message": "hello"}));
+    client.until(|l| l["type"] == "agent_end");
+    // The handler has started (it logs, then sleeps): the follow-up comes while it runs.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !read_behave_log(&sandbox.behave_log())
+        .iter()
+        .any(|l| l.tag == "agent_before_settle")
+    {
+        assert!(std::time::Instant::now() < deadline, "agent_before_settle never ran");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    client.send(&json!({"id": "f", "type": "follow_up", "message": "late"}));
+    let (mut lines, settled) = client.until(|l| l["type"] == "agent_settled");
+    lines.push(settled);
+    let response = lines.iter().find(|l| l["id"] == "f").expect("follow_up answered");
+    assert_eq!(response["data"]["disposition"], "queued", "{response}");
+    let kinds: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| l["type"].as_str())
+        .filter(|t| ["agent_start", "agent_end", "agent_settled"].contains(t))
+        .collect();
+    assert_eq!(
+        kinds,
+        ["agent_start", "agent_end", "agent_settled"],
+        "{lines:#?}"
+    );
+    assert_eq!(user_texts(&lines), ["late"], "{lines:#?}");
+    let settles = read_behave_log(&sandbox.behave_log())
+        .iter()
+        .filter(|l| l.tag == "agent_before_settle")
+        .count();
+    assert_eq!(settles, 2, "agent_before_settle again after the late run");
+    client.close();
+}

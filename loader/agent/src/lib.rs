@@ -565,8 +565,8 @@ impl Agent {
     /// pi 1.6's end of a prompt's activity, after `agent_end` and any retry or compaction:
     /// messages still queued (a follow-up or steer an `agent_end` handler sent) start a run of
     /// their own at once (`agent_start` ... `agent_end`, no `before_agent_start`), as pi's
-    /// `agent.continue()`; then `agent_before_settle`, whose `continue` runs once more; then
-    /// `agent_settled`.
+    /// `agent.continue()`; then `agent_before_settle`, whose `continue` runs once more (and
+    /// messages queued while its handlers ran start a run, as above); then `agent_settled`.
     fn settle(&mut self, system_prompt: &str) {
         loop {
             if self.core.shared.abort_token().is_cancelled() {
@@ -595,7 +595,13 @@ impl Agent {
                 .core
                 .boundary(json!({"type": "agent_before_settle"}), outcome)
             {
-                break;
+                // A message queued meanwhile (a client's `follow_up` while the handlers ran)
+                // continues the activity, as pi's `result.continue || hasQueuedMessages()`.
+                let queues = Shared::lock(&self.core.shared.queues);
+                if queues.steer.is_empty() && queues.follow_up.is_empty() {
+                    break;
+                }
+                continue;
             }
             self.run_depth += 1;
             self.run_once(Vec::new(), system_prompt.to_owned(), "");
