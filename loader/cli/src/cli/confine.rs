@@ -13,6 +13,23 @@ use pi_hooks_host::packages::manifest::Capabilities;
 
 use super::CommandError;
 
+/// The `--confine[=GRANT_FILE]` flag, shared by `run` and `emit`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub(super) struct ConfineArg {
+    /// Run the plugins given on the command line (run's -e, emit's PLUGIN) confined exactly
+    /// as an installed package with this grant would be (isolated, Landlock and seccomp;
+    /// Linux only): GRANT_FILE is the JSON object `pack --capabilities` reads; `--confine`
+    /// alone is the empty grant. To try a grant before packing: `--confine=grant.json`.
+    #[arg(
+        long,
+        value_name = "GRANT_FILE",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = ""
+    )]
+    pub confine: Option<String>,
+}
+
 /// The grant `--confine` names (`""`: the empty grant) and the words its refusals use for
 /// where it comes from (the file's path, or `--confine (the empty grant)`).
 pub(super) fn read_grant(value: &str, cwd: &Path) -> Result<(Capabilities, String), CommandError> {

@@ -45,18 +45,8 @@ pub(super) struct EmitArgs {
     /// The arguments of a `/NAME` command.
     #[arg(long, default_value = "", value_name = "TEXT")]
     args: String,
-    /// Run the plugin confined exactly as an installed package with this grant would be
-    /// (isolated, Landlock and seccomp; Linux only): GRANT_FILE is the JSON object `pack
-    /// --capabilities` reads; `--confine` alone is the empty grant. Refusals are named on
-    /// stderr (`emit` has no session to carry them in its `errors`).
-    #[arg(
-        long,
-        value_name = "GRANT_FILE",
-        num_args = 0..=1,
-        require_equals = true,
-        default_missing_value = ""
-    )]
-    confine: Option<String>,
+    #[command(flatten)]
+    confine: super::confine::ConfineArg,
 }
 
 /// Runs `pi-hooks emit`.
@@ -78,7 +68,7 @@ pub(super) fn emit(args: EmitArgs) -> Result<ExitCode, CommandError> {
     for step in &steps {
         check_step(step)?;
     }
-    if let Some(grant) = &args.confine {
+    if let Some(grant) = &args.confine.confine {
         let cwd = super::current_dir();
         let agent = pi_hooks_host::plugin_files::paths::agent_dir().map_err(CommandError::setup)?;
         let plugin =

@@ -100,18 +100,8 @@ pub(super) struct SessionArgs {
     /// instead of refusing it.
     #[arg(long = "unconfined-ok")]
     unconfined_ok: bool,
-    /// Run the plugins given with -e confined exactly as an installed package with this
-    /// grant would be (isolated, Landlock and seccomp; Linux only): GRANT_FILE is the JSON
-    /// object `pack --capabilities` reads; `--confine` alone is the empty grant. To try a
-    /// grant before packing: `--confine=grant.json`.
-    #[arg(
-        long,
-        value_name = "GRANT_FILE",
-        num_args = 0..=1,
-        require_equals = true,
-        default_missing_value = ""
-    )]
-    confine: Option<String>,
+    #[command(flatten)]
+    confine: super::confine::ConfineArg,
     /// Stop with exit code 1, before the session starts, when a plugin fails to load (named
     /// with --hook/-e, found in a plugin folder, or listed in settings.json) or a settings
     /// file is broken. Without it the failure is reported and the session goes on, as in pi.
@@ -189,7 +179,7 @@ fn prepare(
     };
     pi_hooks_host::isolate::enable(args.isolate);
     pi_hooks_host::sandbox::set_unconfined_ok(args.unconfined_ok);
-    if let Some(grant) = &args.confine {
+    if let Some(grant) = &args.confine.confine {
         let mut plugins = Vec::new();
         for hook in &options.explicit {
             let path = resolve(hook, &options.cwd);
