@@ -4,6 +4,7 @@
 //! queued while the agent runs is run when the run would end, it now starts a run of its own at
 //! once, and the notice says so. The timing is made deterministic by a `behave` plugin whose
 //! `agent_settled` handler logs, then sleeps: the message is typed once the log shows it.
+//! And Alt+Enter, pi's follow-up key, during a run.
 
 use std::time::{Duration, Instant};
 
@@ -101,5 +102,76 @@ fn a_message_typed_as_the_run_ends_starts_a_run_at_once() {
     assert!(
         !screen.contains("Queued: it reaches the model at its next turn"),
         "no notice promising a turn the ended run will not have:\n{screen}"
+    );
+}
+
+/// Alt+Enter during a run queues the text as a follow-up, as pi's `app.message.followUp`: the
+/// run finishes its turns first (the model's answer after the tool call comes before it), then
+/// takes it, where Enter would steer it in at the next turn.
+#[test]
+fn alt_enter_during_a_run_queues_a_follow_up_that_waits_for_the_run_s_end() {
+    let sandbox = Sandbox::new();
+    let script = sandbox.script(&json!({"turns": [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "true"}}]},
+        {"text": "done with the tool"},
+        {"text": "answer to the follow-up"}
+    ]}));
+    let library = behave_plugin(&sandbox.lib(), "watch");
+    let config = json!({"handlers": [
+        {"event": "tool_call", "sleep_ms": 1500},
+        {"event": "message_end"}
+    ]});
+    let mut command = sandbox_command(
+        &sandbox,
+        &[
+            "chat",
+            "--no-session",
+            "--script",
+            script.to_str().unwrap(),
+            "--hook",
+            library.to_str().unwrap(),
+        ],
+    );
+    command.env(behave_env_var("watch"), config.to_string());
+    command.env("BEHAVE_LOG", sandbox.behave_log());
+    let mut pty = Pty::spawn(command, 40, 120);
+    pty.wait_for_text("Type a prompt");
+
+    pty.type_text("first prompt");
+    pty.send(keys::ENTER.as_bytes());
+    wait_log(&sandbox, "tool_call to start", |log| {
+        log.iter().any(|l| l.tag == "tool_call")
+    });
+    pty.type_text("later");
+    pty.send(keys::ALT_ENTER.as_bytes());
+    pty.wait_for_text("Queued as a follow-up");
+
+    wait_log(&sandbox, "the follow-up taken", |log| {
+        log.iter().any(|l| {
+            l.tag == "message_end"
+                && l.value["message"]["content"][0]["text"] == "answer to the follow-up"
+        })
+    });
+    let texts: Vec<String> = read_behave_log(&sandbox.behave_log())
+        .iter()
+        .filter(|l| l.tag == "message_end" && l.value["message"]["role"] != "toolResult")
+        .filter_map(|l| {
+            let content = &l.value["message"]["content"];
+            content
+                .as_array()?
+                .iter()
+                .find_map(|c| c["text"].as_str())
+                .map(|t| format!("{}: {t}", l.value["message"]["role"].as_str().unwrap_or("")))
+        })
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "user: first prompt",
+            "assistant: done with the tool",
+            "user: later",
+            "assistant: answer to the follow-up"
+        ],
+        "the follow-up waited for the run's last turn"
     );
 }

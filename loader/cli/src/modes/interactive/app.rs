@@ -244,7 +244,7 @@ impl App {
                 self.refresh_footer();
                 self.refresh_shortcuts(false);
             }
-            Msg::Queued => self.queued(),
+            Msg::Queued(behavior) => self.queued(behavior),
             Msg::Notice(level, text) => self.chat.notice(level, text),
             Msg::Messages(messages) => self.load_messages(&messages),
             Msg::Forked(messages, text) => {
@@ -454,7 +454,10 @@ impl App {
         let alt = key.modifiers.contains(KeyModifiers::ALT);
         let shift = key.modifiers.contains(KeyModifiers::SHIFT);
         match key.code {
-            KeyCode::Enter if alt || shift => self.editor.newline(),
+            KeyCode::Enter if shift => self.editor.newline(),
+            // pi's `app.message.followUp`: during a run the text waits for the run's end
+            // (Enter steers it); otherwise it is sent as Enter sends it.
+            KeyCode::Enter if alt => return self.submit_as("followUp"),
             KeyCode::Enter => {
                 // A line ending in a backslash continues on the next line (pi's editor too).
                 if self.editor.text().ends_with('\\') {
@@ -622,6 +625,12 @@ impl App {
     }
 
     fn submit(&mut self) {
+        self.submit_as("steer");
+    }
+
+    /// Sends the editor's text; during a run it is queued by `behavior` (`steer`: at the
+    /// run's next turn; `followUp`: once the run would end), as pi's `streamingBehavior`.
+    fn submit_as(&mut self, behavior: &'static str) {
         let text = self.editor.take();
         self.completion = None;
         self.edited();
@@ -693,15 +702,16 @@ impl App {
             }
             _ if trimmed.starts_with('!') => self.bash(trimmed),
             _ if busy => {
-                // As pi: a plugin command runs at once, other text steers the run.
+                // As pi: a plugin command runs at once, other text steers the run (Enter) or
+                // follows it (Alt+Enter).
                 let (agent, to_terminal) = (self.ctl.agent.clone(), self.ctl.to_terminal.clone());
                 pi_hooks_host::services::runtime::handle().spawn_blocking(move || {
-                    match agent.prompt_while_running(&text, None, Some("steer")) {
+                    match agent.prompt_while_running(&text, None, Some(behavior)) {
                         Err(error) => {
                             let _ = to_terminal.send(Msg::Notice(Level::Error, error));
                         }
                         Ok("queued") => {
-                            let _ = to_terminal.send(Msg::Queued);
+                            let _ = to_terminal.send(Msg::Queued(behavior));
                         }
                         Ok(_) => {}
                     }
@@ -716,13 +726,15 @@ impl App {
     /// after input handlers took their time): a job after the run's own runs what is left at
     /// once as a run of its own (nothing when the run took it), so a message is never left
     /// waiting for the next prompt; the notice says which happens.
-    fn queued(&mut self) {
+    fn queued(&mut self, behavior: &str) {
         let running = self.busy && self.ctl.agent.is_streaming();
         if running && self.ctl.agent.pending_message_count() > 0 {
-            self.chat.notice(
-                Level::Info,
-                "Queued: it reaches the model at its next turn".to_owned(),
-            );
+            let when = if behavior == "followUp" {
+                "Queued as a follow-up: it reaches the model when the run would end"
+            } else {
+                "Queued: it reaches the model at its next turn"
+            };
+            self.chat.notice(Level::Info, when.to_owned());
         }
         let to_terminal = self.ctl.to_terminal.clone();
         self.job(move |agent| {
@@ -878,7 +890,7 @@ impl App {
         }
         lines.push("  !cmd / !!cmd  run a shell command (!!: kept out of the context)".into());
         lines.push(
-            "Keys: Enter send · Alt+Enter or Ctrl+J new line · Tab complete · Up/Down history · \
+            "Keys: Enter send (steer a run) · Alt+Enter follow up a run · Shift+Enter or Ctrl+J new line · Tab complete · Up/Down history · \
              PgUp/PgDn scroll · Esc abort · Ctrl+C clear/abort, twice to quit · Ctrl+D quit"
                 .into(),
         );

@@ -53,9 +53,9 @@ pub enum Msg {
     Stderr(String),
     /// The agent's thread finished a prompt or command.
     JobDone,
-    /// A message typed during a run was queued (as a steering message): a run still going
+    /// A message typed during a run was queued (`steer` or `followUp`): a run still going
     /// takes it; one that ended first did not, and it then starts a run of its own.
-    Queued,
+    Queued(&'static str),
     /// A line of the host's own.
     Notice(Level, String),
     /// The session's messages, to show from scratch (after `/new`, `/compact`).
