@@ -341,13 +341,19 @@ fn a_follow_up_sent_while_agent_before_settle_runs_continues_before_the_prompt_s
         .iter()
         .any(|l| l.tag == "agent_before_settle")
     {
-        assert!(std::time::Instant::now() < deadline, "agent_before_settle never ran");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "agent_before_settle never ran"
+        );
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     client.send(&json!({"id": "f", "type": "follow_up", "message": "late"}));
     let (mut lines, settled) = client.until(|l| l["type"] == "agent_settled");
     lines.push(settled);
-    let response = lines.iter().find(|l| l["id"] == "f").expect("follow_up answered");
+    let response = lines
+        .iter()
+        .find(|l| l["id"] == "f")
+        .expect("follow_up answered");
     assert_eq!(response["data"]["disposition"], "queued", "{response}");
     let kinds: Vec<&str> = lines
         .iter()

@@ -52,6 +52,9 @@ const CONTENDED: Duration = Duration::from_micros(200);
 /// after it costs little.
 pub const GET_READY_SPIN: Duration = Duration::from_millis(5);
 
+/// How often a reader spinning after a nudge rehearses its work ([`Consumer::warming`]).
+const WARM_EVERY: Duration = Duration::from_micros(200);
+
 /// The longest the host sleeps on a word without looking at the ring's `closed` word.
 const HOST_RECHECK: Duration = Duration::from_millis(100);
 
@@ -335,10 +338,15 @@ enum Waited {
     TimedOut,
 }
 
+/// What a reader does while it spins for a request it was told is coming
+/// ([`Consumer::warming`]).
+type Rehearsal = dyn FnMut() + Send;
+
 /// Waits until `slot.word` is no longer `seen` (or the region closes, or `deadline` passes):
 /// spins for `spin` (not while the other side waits, or woke, on this CPU), then sleeps on the
 /// word with `futex`, saying so in `slot.sleeping`. `host`: the host waits (else the child).
-/// `nudge`: the host's [`Region::get_ready`] count and the value the reader last saw, for the
+/// `nudge`: the host's [`Region::get_ready`] count, the value the reader last saw and its
+/// rehearsal ([`Consumer::warming`], run every [`WARM_EVERY`] while it spins after one), for the
 /// child's reader of requests: each change seen (before, spinning, or woken) makes it spin
 /// [`GET_READY_SPIN`] anew.
 fn wait_change(
@@ -348,7 +356,7 @@ fn wait_change(
     deadline: Option<Instant>,
     spin: Duration,
     host: bool,
-    nudge: Option<(&AtomicU32, &mut u32)>,
+    nudge: Option<(&AtomicU32, &mut u32, Option<&mut Rehearsal>)>,
 ) -> Waited {
     let check = || {
         if slot.word.load(Ordering::Acquire) != seen {
@@ -376,9 +384,9 @@ fn wait_change(
     } else {
         spin
     };
-    let (nudge, mut nudges) = match nudge {
-        Some((word, last)) => (Some(word), Some(last)),
-        None => (None, None),
+    let (nudge, mut nudges, mut warm) = match nudge {
+        Some((word, last, warm)) => (Some(word), Some(last), warm),
+        None => (None, None, None),
     };
     // A nudge not seen yet: the reader spins GET_READY_SPIN from then on.
     let nudged = |nudges: &mut Option<&mut u32>| match (nudge, nudges.as_deref_mut()) {
@@ -388,8 +396,11 @@ fn wait_change(
         }
         _ => false,
     };
+    // When the reader last rehearsed (`warm`), while it spins after a nudge.
+    let mut warmed: Option<Instant> = None;
     if nudged(&mut nudges) {
         spin = spin.max(GET_READY_SPIN);
+        warmed = Some(Instant::now() - WARM_EVERY);
     }
     loop {
         if !spin.is_zero() {
@@ -412,6 +423,7 @@ fn wait_change(
                 if nudged(&mut nudges) {
                     started = Instant::now();
                     spin = spin.max(GET_READY_SPIN);
+                    warmed = Some(started - WARM_EVERY);
                 } else if started.elapsed() >= spin
                     || (nudges.is_none() && theirs.load(Ordering::Relaxed) == cpu)
                 {
@@ -419,6 +431,15 @@ fn wait_change(
                 }
                 if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
                     return Waited::TimedOut;
+                }
+                if let (Some(at), Some(warm)) = (warmed, warm.as_deref_mut())
+                    && at.elapsed() >= WARM_EVERY
+                {
+                    warm();
+                    warmed = Some(Instant::now());
+                    if let Some(done) = check() {
+                        return done;
+                    }
                 }
                 std::thread::yield_now();
                 let now = Instant::now();
@@ -430,7 +451,10 @@ fn wait_change(
         let last = nudge.zip(nudges.as_deref().copied());
         match sleep_once(slot, seen, deadline, host, mine, last, &check) {
             Some(done) => return done,
-            None if nudged(&mut nudges) => spin = GET_READY_SPIN,
+            None if nudged(&mut nudges) => {
+                spin = GET_READY_SPIN;
+                warmed = Some(Instant::now() - WARM_EVERY);
+            }
             None => spin = Duration::ZERO,
         }
     }
@@ -628,6 +652,8 @@ pub struct Consumer {
     partial: Option<Partial>,
     /// The host's [`Region::get_ready`] count as this reader last saw it (the child's).
     nudges: u32,
+    /// Work done now and then while the reader spins after a nudge ([`Consumer::warming`]).
+    warm: Option<Box<Rehearsal>>,
 }
 
 impl Consumer {
@@ -641,7 +667,19 @@ impl Consumer {
             tail,
             partial: None,
             nudges,
+            warm: None,
         }
+    }
+
+    /// Runs `warm` when the host's nudge ([`Region::get_ready`]) finds this reader, and every
+    /// [`WARM_EVERY`] while it spins for the request then: the reader rehearses what the
+    /// request will make it do (decoding a message like the last one), so that its code and
+    /// data are in the core's caches when the request comes. A process that sat idle for
+    /// milliseconds runs its first call several times slower than its next ones (an idle
+    /// virtual CPU gives its caches to others); spinning alone keeps only the spin loop warm.
+    pub fn warming(mut self, warm: impl FnMut() + Send + 'static) -> Self {
+        self.warm = Some(Box::new(warm));
+        self
     }
 
     /// Whether bytes published since the last read wait (a frame read in part with nothing
@@ -706,8 +744,10 @@ impl Consumer {
                 deadline,
                 spin,
                 self.direction.host_reads(),
-                (self.direction == Direction::ToChild)
-                    .then(|| (&region.header().get_ready.word, &mut self.nudges)),
+                (self.direction == Direction::ToChild).then(|| {
+                    let warm = self.warm.as_mut().map(|warm| &mut **warm as &mut Rehearsal);
+                    (&region.header().get_ready.word, &mut self.nudges, warm)
+                }),
             ) {
                 Waited::Changed => {}
                 // Bytes published before the close are still read.
@@ -884,6 +924,36 @@ mod tests {
         }
         // It sleeps again once the spin is over, and a message still wakes it.
         until(&|| head.sleeping.load(Ordering::SeqCst) == 1);
+        let mut writer = Producer::new(host, Direction::ToChild, Duration::ZERO);
+        assert!(writer.send(b"the event", None).unwrap());
+        assert_eq!(waiting.join().unwrap().unwrap().unwrap(), b"the event");
+    }
+
+    #[test]
+    fn a_nudged_reader_rehearses_while_it_spins_and_not_otherwise() {
+        let (host, child) = pair();
+        let rehearsals = Arc::new(AtomicU32::new(0));
+        let counted = Arc::clone(&rehearsals);
+        let mut reader = Consumer::new(child.clone(), Direction::ToChild).warming(move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+        });
+        let waiting = std::thread::spawn(move || reader.receive(None, Duration::ZERO));
+        let head = &host.half(Direction::ToChild).head;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while head.sleeping.load(Ordering::SeqCst) == 0 {
+            assert!(Instant::now() < deadline, "the reader never slept");
+            std::thread::yield_now();
+        }
+        // Asleep without a nudge: no rehearsal.
+        std::thread::sleep(WARM_EVERY * 3);
+        assert_eq!(rehearsals.load(Ordering::SeqCst), 0);
+        // Nudged (again if a nudge just before its futex wait was missed): it rehearses at
+        // once, and again while it spins.
+        while rehearsals.load(Ordering::SeqCst) < 2 {
+            host.get_ready();
+            assert!(Instant::now() < deadline, "a nudge never made it rehearse");
+            std::thread::sleep(WARM_EVERY * 3);
+        }
         let mut writer = Producer::new(host, Direction::ToChild, Duration::ZERO);
         assert!(writer.send(b"the event", None).unwrap());
         assert_eq!(waiting.join().unwrap().unwrap().unwrap(), b"the event");
