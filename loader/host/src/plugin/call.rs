@@ -105,6 +105,13 @@ impl CallOutcome {
         self.result.take().map(|b| *b)
     }
 
+    /// Whether the call succeeded and left nothing: no result, no error message, no system
+    /// prompt (a handler that returned `PI_OK` and decided nothing).
+    #[inline(always)]
+    pub fn left_nothing(&self) -> bool {
+        self.status == PI_OK && self.result.is_none() && self.detail.is_none()
+    }
+
     /// The system prompt the plugin set, if any.
     pub fn take_system_prompt(&mut self) -> Option<String> {
         self.detail.as_mut().and_then(|d| d.system_prompt.take())

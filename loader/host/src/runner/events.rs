@@ -37,6 +37,8 @@ fn truthy_result(result: Option<Value>) -> Option<Value> {
 struct Notify(Arc<HostValue>);
 
 impl Chain for Notify {
+    const EMPTY_CONTINUES: bool = true;
+
     fn payload(&mut self) -> &Arc<HostValue> {
         &self.0
     }
@@ -314,6 +316,9 @@ fn kind_of(value: &Value) -> &'static str {
 }
 
 impl Chain for ToolCallChain {
+    /// `absorb` of an empty outcome: no result, so nothing decided.
+    const EMPTY_CONTINUES: bool = true;
+
     #[inline]
     fn payload(&mut self) -> &Arc<HostValue> {
         &self.payload
