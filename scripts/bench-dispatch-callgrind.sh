@@ -6,7 +6,8 @@
 #
 # Builds the `dispatch` bench (release), runs it under valgrind with PI_HOOKS_DISPATCH_COUNT
 # set (the bench then makes CALLS calls of each case in its own function and exits) and
-# prints one line per case: `emit/N  <instructions per call>`. Each call is what criterion
+# prints one line per case: `emit/N  <instructions per call>`, then what each handler adds,
+# `(emit/10 - emit/0) / 10`. Each call is what criterion
 # times: `runner.emit_tool_call(payload.clone())` (the Arc clone and drop included).
 # Then the top functions under `counted_emit_1` (where the instructions go, memcpy included).
 set -euo pipefail
@@ -27,13 +28,18 @@ PI_HOOKS_DISPATCH_COUNT="$calls" valgrind --tool=callgrind --callgrind-out-file=
     { cat "$out/log" >&2; exit 1; }
 callgrind_annotate --inclusive=yes "$out/cg" >"$out/annotate" 2>/dev/null
 echo "callgrind, $calls calls per case ($(git rev-parse --short HEAD)$(git diff --quiet || echo '+dirty')):"
+declare -A per_call
 for case in 0 1 10 reading_10; do
     ir=$(grep -E "dispatch::counted_emit_${case} " "$out/annotate" | head -1 | awk '{gsub(",","",$1); print $1}')
     name="emit/$case"
     [ "$case" = reading_10 ] && name="emit_reading/10"
     if [ -z "$ir" ]; then echo "  $name  (not found)"; continue; fi
+    per_call[$case]=$ir
     python3 -c "print(f'  {\"$name\":<16} {$ir / $calls:8.1f} instructions per call')"
 done
+if [ -n "${per_call[0]:-}" ] && [ -n "${per_call[10]:-}" ]; then
+    python3 -c "print(f'  per handler      {(${per_call[10]} - ${per_call[0]}) / $calls / 10:8.1f} instructions ((emit/10 - emit/0) / 10)')"
+fi
 echo "exclusive instructions per call of emit/1, by function:"
 PI_HOOKS_DISPATCH_COUNT="$calls" valgrind --tool=callgrind --callgrind-out-file="$out/cg1" \
     --toggle-collect='dispatch::counted_emit_1' "$bin" >"$out/log1" 2>&1

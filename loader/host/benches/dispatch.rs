@@ -21,6 +21,14 @@
 //! (`counted_emit_0`, `counted_emit_1`, `counted_emit_10`, `counted_emit_reading_10`), for
 //! `valgrind --tool=callgrind --toggle-collect=...` to count (see
 //! `scripts/bench-dispatch-callgrind.sh`, which prints instructions per call).
+//!
+//! Interleaved wall clock (for a noisy machine): with `PI_HOOKS_DISPATCH_ROUNDS=R` set, the
+//! bench skips criterion and runs R rounds; each round times one batch of calls of every
+//! `emit` case, in an order rotated per round, so every case sees the same noise. It prints
+//! each case's median ns per call (p10, p90 beside it) and the paired per-round differences
+//! `emit/1 - emit/0` (the first handler) and `(emit/10 - emit/0) / 10` (what each handler
+//! adds). `PI_HOOKS_DISPATCH_BATCH` sets the calls per batch (default 5000). Run:
+//! `PI_HOOKS_DISPATCH_ROUNDS=200 cargo bench -p pi-hooks-host --bench dispatch`.
 
 mod common;
 
@@ -113,6 +121,24 @@ fn benches(c: &mut Criterion) {
         return;
     }
 
+    if let Some(rounds) = std::env::var("PI_HOOKS_DISPATCH_ROUNDS")
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok())
+    {
+        let batch = std::env::var("PI_HOOKS_DISPATCH_BATCH")
+            .ok()
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(5_000);
+        let cases: [(&str, &Runner); 4] = [
+            ("emit/0", &runners[0].1),
+            ("emit/1", &runners[1].1),
+            ("emit/10", &runners[2].1),
+            ("emit_reading/10", &reading_runner),
+        ];
+        interleaved(&cases, &payload, rounds.max(1), batch.max(1));
+        return;
+    }
+
     let mut group = c.benchmark_group("tool_call");
     group
         .warm_up_time(Duration::from_secs(1))
@@ -170,6 +196,58 @@ fn counted_emit_10(runner: &Runner, payload: &Arc<HostValue>, calls: u64) {
 #[inline(never)]
 fn counted_emit_reading_10(runner: &Runner, payload: &Arc<HostValue>, calls: u64) {
     emits(runner, payload, calls, 3)
+}
+
+/// The interleaved wall-clock run (`PI_HOOKS_DISPATCH_ROUNDS`): `rounds` rounds of one
+/// `batch`-call batch per case, the order rotated each round; medians and paired differences.
+fn interleaved(cases: &[(&str, &Runner)], payload: &Arc<HostValue>, rounds: usize, batch: u64) {
+    // Warm up: every case once, a batch each.
+    for (_, runner) in cases {
+        emits(runner, payload, batch, 9);
+    }
+    let mut per_call = vec![Vec::with_capacity(rounds); cases.len()];
+    for round in 0..rounds {
+        for k in 0..cases.len() {
+            let i = (round + k) % cases.len();
+            let started = std::time::Instant::now();
+            emits(cases[i].1, payload, batch, 9);
+            per_call[i].push(started.elapsed().as_secs_f64() * 1e9 / batch as f64);
+        }
+    }
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let load = load.split_whitespace().next().unwrap_or("?");
+    println!(
+        "dispatch, interleaved: {rounds} rounds x {batch} calls per case, load {load} at the end"
+    );
+    println!(
+        "  {:<16} {:>9} {:>9} {:>9}",
+        "case", "median ns", "p10", "p90"
+    );
+    for (i, (name, _)) in cases.iter().enumerate() {
+        let (median, p10, p90) = spread(&per_call[i]);
+        println!("  {name:<16} {median:>9.1} {p10:>9.1} {p90:>9.1}");
+    }
+    let paired = |a: usize, b: usize, per: f64| -> Vec<f64> {
+        (0..rounds)
+            .map(|r| (per_call[a][r] - per_call[b][r]) / per)
+            .collect()
+    };
+    let (first, p10, p90) = spread(&paired(1, 0, 1.0));
+    println!(
+        "  paired, per round: emit/1 - emit/0            {first:>6.1} ns (p10 {p10:.1}, p90 {p90:.1})"
+    );
+    let (each, p10, p90) = spread(&paired(2, 0, 10.0));
+    println!(
+        "  paired, per round: (emit/10 - emit/0) / 10    {each:>6.1} ns (p10 {p10:.1}, p90 {p90:.1})"
+    );
+}
+
+/// Median, 10th and 90th percentile.
+fn spread(values: &[f64]) -> (f64, f64, f64) {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let at = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize];
+    (at(0.5), at(0.1), at(0.9))
 }
 
 fn main() {

@@ -225,6 +225,14 @@ impl<'s> CallContext<'s> {
         self.scope.system_prompt()
     }
 
+    /// Records that the plugin threw a C++ exception out of the call (`what` is its text):
+    /// the call's error message, replacing any the plugin set.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn threw(&self, what: String) {
+        self.left_mut(|left| left.error = Some(format!("threw a C++ exception: {what}")));
+    }
+
     /// Runs `f` on what the call left, making the box on first use.
     fn left_mut<T>(&self, f: impl FnOnce(&mut LeftByCall) -> T) -> T {
         f(self.left.borrow_mut().get_or_insert_with(Box::default))

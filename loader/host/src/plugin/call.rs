@@ -105,6 +105,13 @@ impl CallOutcome {
         self.result.take().map(|b| *b)
     }
 
+    /// Whether the call succeeded and left nothing: no result, no error message, no system
+    /// prompt (a handler that returned `PI_OK` and decided nothing).
+    #[inline(always)]
+    pub fn left_nothing(&self) -> bool {
+        self.status == PI_OK && self.result.is_none() && self.detail.is_none()
+    }
+
     /// The system prompt the plugin set, if any.
     pub fn take_system_prompt(&mut self) -> Option<String> {
         self.detail.as_mut().and_then(|d| d.system_prompt.take())
@@ -506,26 +513,25 @@ fn invoke(
         on_start();
         let site = CallSite::new(&state.name, &state.path, what.0, what.1);
         let running = crash_guard::enter(&site);
-        let status = call(handles.context, handles.result);
+        // A throw becomes the call's error here, so only the status lives on (the hot
+        // path carries no `Result` past the releases below).
+        let status = match call(handles.context, handles.result) {
+            Ok(status) => status,
+            Err(what) => {
+                ctx.threw(what);
+                PI_ERR_PANIC
+            }
+        };
         drop(running);
         // Releasing the lock retires this call's handles and clears a stuck mark (whoever
         // holds the lock is the only call such a mark can be about).
         drop(serialised);
         status
     };
-    let mut detail = ctx.finish();
-    let status = match status {
-        Ok(status) => status,
-        Err(what) => {
-            let detail = detail.get_or_insert_with(Box::default);
-            detail.error = Some(format!("threw a C++ exception: {what}"));
-            PI_ERR_PANIC
-        }
-    };
     CallOutcome {
         status,
         result: result.into_value(),
-        detail,
+        detail: ctx.finish(),
     }
 }
 

@@ -37,6 +37,8 @@ fn truthy_result(result: Option<Value>) -> Option<Value> {
 struct Notify(Arc<HostValue>);
 
 impl Chain for Notify {
+    const EMPTY_CONTINUES: bool = true;
+
     fn payload(&mut self) -> &Arc<HostValue> {
         &self.0
     }
@@ -314,6 +316,9 @@ fn kind_of(value: &Value) -> &'static str {
 }
 
 impl Chain for ToolCallChain {
+    /// `absorb` of an empty outcome: no result, so nothing decided.
+    const EMPTY_CONTINUES: bool = true;
+
     #[inline]
     fn payload(&mut self) -> &Arc<HostValue> {
         &self.payload
@@ -853,5 +858,74 @@ impl Runner {
         };
         self.run_on_plugin(plugin, "resources_discover", chain)
             .found
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pi_hooks_abi::ffi::{PI_MODE_PRINT, PI_OK, PiContext, PiResult, PiStatus, PiValue};
+
+    use super::*;
+    use crate::plugin::registrations::{EventHandler, UserData};
+    use crate::plugin::state::PluginState;
+    use crate::runner::Chain;
+
+    unsafe extern "C" fn allow(
+        _: *mut std::os::raw::c_void,
+        _: *const PiValue,
+        _: *mut PiContext,
+        _: *mut PiResult,
+    ) -> PiStatus {
+        PI_OK
+    }
+
+    fn empty() -> CallOutcome {
+        CallOutcome {
+            status: PI_OK,
+            result: None,
+            detail: None,
+        }
+    }
+
+    /// The untimed loop skips `absorb` for a successful call that left nothing when the chain
+    /// says `EMPTY_CONTINUES`: for those chains, `absorb` must do nothing with such an outcome.
+    #[test]
+    fn chains_that_skip_an_empty_outcome_would_not_have_changed() {
+        let slot = Slot {
+            state: PluginState::create("empty".into(), "/empty.so".into()).unwrap(),
+            handler: EventHandler {
+                event: "tool_call".into(),
+                handler: allow,
+                user_data: UserData(std::ptr::null_mut()),
+            },
+        };
+        let scope = CallScope::new(CallKind::Event, "", PI_MODE_PRINT);
+        assert!(empty().left_nothing());
+
+        const { assert!(ToolCallChain::EMPTY_CONTINUES) };
+        let payload = Arc::new(HostValue::from_json(json!({"type": "tool_call"})));
+        let mut chain = ToolCallChain {
+            payload: payload.clone(),
+            decided: None,
+        };
+        assert_eq!(chain.absorb(&slot, empty(), &scope), Flow::Continue);
+        assert!(chain.decided.is_none(), "nothing decided");
+        assert!(Arc::ptr_eq(&chain.payload, &payload), "payload unchanged");
+
+        const { assert!(Notify::EMPTY_CONTINUES) };
+        let mut notify = Notify(payload.clone());
+        assert_eq!(notify.absorb(&slot, empty(), &scope), Flow::Continue);
+        assert!(Arc::ptr_eq(&notify.0, &payload));
+
+        // Anything left is not empty: a result, an error, a failed status.
+        let mut with_result = empty();
+        with_result.result = Some(Box::new(json!({"block": true})));
+        assert!(!with_result.left_nothing());
+        let mut failed = empty();
+        failed.status = pi_hooks_abi::ffi::PI_ERR_PANIC;
+        assert!(!failed.left_nothing());
+        let mut with_detail = empty();
+        with_detail.detail = Some(Box::default());
+        assert!(!with_detail.left_nothing());
     }
 }

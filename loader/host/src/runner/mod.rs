@@ -90,6 +90,11 @@ pub(crate) enum Flow {
 
 /// The combination rule of one event: the state a dispatch carries from handler to handler.
 pub(crate) trait Chain: Send + 'static {
+    /// Whether a successful call that left nothing (no result, no error message, no system
+    /// prompt) leaves the chain as it was and goes on: the untimed loop then skips
+    /// [`Chain::absorb`] for it (the hot path's common case: a gate that lets the call
+    /// through). `false` unless the chain's `absorb` does nothing with such an outcome.
+    const EMPTY_CONTINUES: bool = false;
     /// The payload the next handler sees (rebuild it only when the state changed).
     fn payload(&mut self) -> &Arc<HostValue>;
     /// Takes a successful handler's outcome (`outcome.result` `None`: it returned nothing).
@@ -113,6 +118,8 @@ pub(crate) trait Chain: Send + 'static {
     }
 }
 
+const TOOL_CALL: &str = "tool_call";
+
 /// Handlers per event name (FxHash: the names are few, short and not attacker-chosen).
 type EventIndex = HashMap<String, Arc<[Slot]>, BuildHasherDefault<rustc_hash::FxHasher>>;
 
@@ -122,6 +129,8 @@ type EventIndex = HashMap<String, Arc<[Slot]>, BuildHasherDefault<rustc_hash::Fx
 pub struct PluginSet {
     plugins: Vec<Arc<LoadedPlugin>>,
     index: EventIndex,
+    /// `index["tool_call"]`, kept beside it: the hot path finds its handlers without hashing.
+    tool_call: Option<Arc<[Slot]>>,
     generation: u64,
 }
 
@@ -137,10 +146,22 @@ impl PluginSet {
                 });
             }
         }
+        let index: EventIndex = index.into_iter().map(|(k, v)| (k, Arc::from(v))).collect();
         PluginSet {
+            tool_call: index.get(TOOL_CALL).cloned(),
             plugins,
-            index: index.into_iter().map(|(k, v)| (k, Arc::from(v))).collect(),
+            index,
             generation,
+        }
+    }
+
+    /// The handlers of `event`, in dispatch order, if any plugin subscribed to it.
+    #[inline]
+    fn slots(&self, event: &str) -> Option<&Arc<[Slot]>> {
+        if event == TOOL_CALL {
+            self.tool_call.as_ref()
+        } else {
+            self.index.get(event)
         }
     }
 
@@ -156,7 +177,7 @@ impl PluginSet {
 
     /// Whether any plugin of the set handles `event`.
     pub fn has_handlers(&self, event: &str) -> bool {
-        self.index.get(event).is_some_and(|slots| !slots.is_empty())
+        self.slots(event).is_some_and(|slots| !slots.is_empty())
     }
 }
 
@@ -553,7 +574,7 @@ impl Runner {
     ) -> C {
         // The set is taken once: the whole chain runs on it, even if a reload swaps it now.
         let current = self.current.load();
-        let Some(slots) = current.set.index.get(event) else {
+        let Some(slots) = current.set.slots(event) else {
             return chain;
         };
         let scope = scope.unwrap_or(&current.scope);
@@ -680,6 +701,9 @@ fn run_inline<C: Chain>(
     let mut errors = Vec::new();
     for slot in slots {
         let outcome = slot.call(chain.payload(), scope, || {});
+        if C::EMPTY_CONTINUES && outcome.left_nothing() {
+            continue;
+        }
         if step(&mut chain, slot, outcome, scope, &mut errors, event) == Flow::Stop {
             break;
         }
