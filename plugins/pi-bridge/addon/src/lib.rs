@@ -143,8 +143,11 @@ impl NodeRing {
         ring.set_reading(true);
         let result = Self::send_and_wait(ring, frame.as_bytes(), id, started, bound_us);
         match result {
-            Ok((mut frames, answered)) => {
-                let more = Self::settle(ring, &mut frames, started)?;
+            Ok((mut frames, mut answered)) => {
+                let more = Self::settle(ring, &mut frames, started, (!answered).then_some(id))?;
+                // An answer read by the settling counts as well (it came just after the wait).
+                answered = answered || more.1;
+                let more = more.0;
                 Ok(Read {
                     frames: text(frames)?,
                     answered,
@@ -209,7 +212,7 @@ impl NodeRing {
             }
         }
         let mut frames = Vec::new();
-        let more = Self::settle(ring, &mut frames, started)?;
+        let (more, _) = Self::settle(ring, &mut frames, started, None)?;
         Ok(Read {
             frames: text(frames)?,
             answered: false,
@@ -224,7 +227,7 @@ impl NodeRing {
         let ring = self.ring()?;
         ring.set_reading(true);
         let mut frames = Vec::new();
-        let more = Self::settle(ring, &mut frames, started)?;
+        let (more, _) = Self::settle(ring, &mut frames, started, None)?;
         Ok(Read {
             frames: text(frames)?,
             answered: false,
@@ -234,12 +237,24 @@ impl NodeRing {
 
     /// Reads what is published (the reading flag up), then lowers the flag; data published
     /// meanwhile (serve saw the flag up, so rang no doorbell) is read too, until
-    /// [`DRAIN_LIMIT`] passes: then `true`, the caller drains again soon.
-    fn settle(ring: &mut HostRing, frames: &mut Vec<u8>, started: Instant) -> Result<bool> {
+    /// [`DRAIN_LIMIT`] passes: then `true` first, the caller drains again soon. Second:
+    /// whether the answer to `id` was among the frames read.
+    fn settle(
+        ring: &mut HostRing,
+        frames: &mut Vec<u8>,
+        started: Instant,
+        id: Option<u32>,
+    ) -> Result<(bool, bool)> {
+        let mut answered = false;
         loop {
             loop {
                 match ring.receive(Some(Instant::now())) {
-                    Ok(Some(frame)) => push(frames, &frame),
+                    Ok(Some(frame)) => {
+                        if let Some(id) = id {
+                            answered = answered || matches!(classify(&frame, id), Seen::Answer);
+                        }
+                        push(frames, &frame);
+                    }
                     Ok(None) => break,
                     Err(error) => {
                         ring.set_reading(false);
@@ -249,10 +264,10 @@ impl NodeRing {
             }
             ring.set_reading(false);
             if !ring.has_data() {
-                return Ok(false);
+                return Ok((false, answered));
             }
             if started.elapsed() >= DRAIN_LIMIT {
-                return Ok(true);
+                return Ok((true, answered));
             }
             ring.set_reading(true);
         }
