@@ -271,8 +271,11 @@ export class ServeClient {
 				reject(new Error("pi-hooks serve is not running"));
 				return;
 			}
+			// Serve answers one request at a time: behind one still pending (a plugin slower
+			// than the wait, a dialog open), a request is only sent, and its answer read later.
+			const behind = this.pending.size > 0;
 			this.pending.set(id, { what, resolve, reject, onUpdate });
-			if (this.ring) this.ringCall(JSON.stringify({ type, id, ...fields }), id);
+			if (this.ring && !behind) this.ringCall(JSON.stringify({ type, id, ...fields }), id);
 			else this.write({ type, id, ...fields });
 		});
 	}
