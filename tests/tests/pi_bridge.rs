@@ -671,15 +671,18 @@ fn the_serve(pid: u32) -> (u32, Vec<String>) {
     serves.pop().unwrap()
 }
 
-/// pi 1.6 with the bridge, `PI_HOOKS_BRIDGE_TRANSPORT` set to `transport`, and protected-paths:
-/// the write of .env is blocked and a harmless command runs; serve's command line says which
-/// transport it speaks.
-fn the_gate_holds_over(transport: &str) {
+/// pi 1.6 with the bridge, `PI_HOOKS_BRIDGE_TRANSPORT` set to `forced` (or unset), and
+/// protected-paths: the write of .env is blocked and a harmless command runs; serve's command
+/// line says it speaks the `expected` transport.
+fn the_gate_holds_over(forced: Option<&str>, expected: &str) {
     let sandbox = Sandbox::new();
     let server = model();
     prepare(&sandbox, &server);
     install(&sandbox, &protected_paths_plugin(&sandbox.lib()));
-    let env = [("PI_HOOKS_BRIDGE_TRANSPORT".to_owned(), transport.to_owned())];
+    let env: Vec<(String, String)> = forced
+        .map(|t| ("PI_HOOKS_BRIDGE_TRANSPORT".to_owned(), t.to_owned()))
+        .into_iter()
+        .collect();
     let mut pi = pi_rpc_of(&pi16(), &sandbox, &["--no-session"], &env);
 
     let lines = run(&mut pi, "1", "write the secret");
@@ -692,7 +695,7 @@ fn the_gate_holds_over(transport: &str) {
 
     let (_, args) = the_serve(pi.pid());
     let ring = args.windows(2).any(|w| w[0] == "--ring-fd" && w[1] == "3");
-    assert_eq!(ring, transport == "ring", "serve's command line: {args:?}");
+    assert_eq!(ring, expected == "ring", "serve's command line: {args:?}");
     let (status, _) = pi.close();
     assert!(status.success(), "{status}");
 }
@@ -700,13 +703,19 @@ fn the_gate_holds_over(transport: &str) {
 /// The pipe transport, forced, still gates pi's tools.
 #[test]
 fn the_bridge_gates_over_the_pipe_when_forced() {
-    the_gate_holds_over("pipe");
+    the_gate_holds_over(Some("pipe"), "pipe");
 }
 
 /// The ring transport (the addon built beside the binary), forced, is the one serve speaks.
 #[test]
 fn the_bridge_gates_over_the_ring_when_forced() {
-    the_gate_holds_over("ring");
+    the_gate_holds_over(Some("ring"), "ring");
+}
+
+/// With the addon beside the binary (the tests' build makes it), the ring is the default.
+#[test]
+fn the_bridge_uses_the_ring_by_default() {
+    the_gate_holds_over(None, "ring");
 }
 
 /// A transport that is forced and cannot be had is said: the bridge does not load, and pi's
