@@ -172,6 +172,8 @@ async function child(opts) {
             const blocked = await runner.emitToolCall({ ...event, toolName: "write", input: { path: ".env", content: "" } });
             if (blocked?.block !== true) fail(`case ${name}: a write of .env was not blocked: ${JSON.stringify(blocked)}`);
         }
+        // The bridge over the ring listens for the model's `toolcall_end` (its nudge to serve).
+        if (name === "ring" && !runner.hasHandlers("message_update")) fail("case ring: the bridge does not listen for message_update");
         calls[name] = () => runner.emitToolCall(event);
         nudges[name] = () => runner.emit(nudge);
     }
