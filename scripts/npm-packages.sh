@@ -6,7 +6,10 @@
 #                                       headers (include/), and one optional dependency per
 #                                       platform built here
 #   pi-hooks-PLATFORM-VERSION.tgz       @pi-hooks/PLATFORM: bin/pi-hooks for that platform,
-#                                       with `os` / `cpu` / `libc` so npm installs only it
+#                                       with `os` / `cpu` / `libc` so npm installs only it,
+#                                       and on Linux the bridge's ring addon
+#                                       bin/libpi_hooks_node_ring.so when it was built beside
+#                                       the binary (cargo build --release -p pi-hooks-node-ring)
 #
 # Usage: scripts/npm-packages.sh OUTDIR [PLATFORM=BINARY ...]
 #
@@ -68,6 +71,10 @@ if [ $# -eq 0 ]; then
         echo "scripts/npm-packages.sh: building the release binary ($release)" >&2
         (cd "$root" && cargo build --release --quiet -p pi-hooks --bin pi-hooks)
     fi
+    if [ ! -f "$target_dir/release/libpi_hooks_node_ring.so" ]; then
+        echo "scripts/npm-packages.sh: building the pi bridge's ring addon" >&2
+        (cd "$root" && cargo build --release --quiet -p pi-hooks-node-ring)
+    fi
     binaries[linux-x64-gnu]="$release"
 else
     for pair in "$@"; do
@@ -108,6 +115,12 @@ while IFS=$'\t' read -r name os cpu libc _target exe; do
     mkdir -p "$dir/bin"
     cp "${binaries[$name]}" "$dir/bin/$exe"
     chmod 755 "$dir/bin/$exe"
+    # The pi bridge's ring addon (plugins/pi-bridge/addon, Linux), where it was built beside
+    # the binary: the bridge loads it from beside the binary it runs.
+    addon="$(dirname "${binaries[$name]}")/libpi_hooks_node_ring.so"
+    if [ "$os" = linux ] && [ -f "$addon" ]; then
+        cp "$addon" "$dir/bin/libpi_hooks_node_ring.so"
+    fi
     NAME="$name" OS="$os" CPU="$cpu" LIBC="$libc" VERSION="$version" node -e '
         const { NAME, OS, CPU, LIBC, VERSION } = process.env;
         const pkg = {

@@ -222,6 +222,15 @@ function registerEvents(pi: ExtensionAPI, side: PiSide, supervisor: Supervisor, 
 			release();
 		}
 	});
+	// A tool call comes after the model's silence, when serve's reader sleeps: as soon as the
+	// model has finished a tool call's arguments (the stream's `toolcall_end`), serve is told
+	// to get ready, so the `tool_call` that follows finds its reader awake (the ring
+	// transport; as pi-hooks' own agent does for an isolated plugin).
+	if (wanted.has("tool_call") && supervisor.transport === "ring") {
+		pi.on("message_update", (event: any) => {
+			if (event?.assistantMessageEvent?.type === "toolcall_end") supervisor.getReady();
+		});
+	}
 	for (const [name, count] of wanted) {
 		if (name === "session_start" || name === "session_shutdown") continue;
 		const handlers = name === "before_agent_start" ? count : 1;

@@ -121,6 +121,16 @@ export class Supervisor {
 		return this.client.request(type, fields, what, onUpdate);
 	}
 
+	/** The transport to the running child (`undefined`: none runs). */
+	get transport(): "pipe" | "ring" | undefined {
+		return this.client?.transport;
+	}
+
+	/** Tells the running child a request is likely soon (the ring transport only). */
+	getReady(): void {
+		if (!this.down) this.client?.getReady();
+	}
+
 	/** Sends the flag values pi parsed. */
 	async sendFlags(): Promise<void> {
 		const values = this.flagValues();

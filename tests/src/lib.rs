@@ -46,16 +46,22 @@ pub const RUST_PLUGINS: &[&str] = &[
     "claude-hooks",
 ];
 
-/// Builds the `pi-hooks` binary and the Rust plugins once per test process (a real
-/// `cargo build`, so the tests use exactly what a user would build).
+/// Builds the `pi-hooks` binary, the pi bridge's ring addon (`libpi_hooks_node_ring.so`
+/// beside the binary, which the bridge then uses) and the Rust plugins once per test process
+/// (a real `cargo build`, so the tests use exactly what a user would build).
 pub fn build_workspace_artifacts() {
     static BUILT: OnceLock<()> = OnceLock::new();
     BUILT.get_or_init(|| {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
         let mut command = Command::new(cargo);
-        command
-            .current_dir(workspace_root())
-            .args(["build", "--quiet", "-p", "pi-hooks"]);
+        command.current_dir(workspace_root()).args([
+            "build",
+            "--quiet",
+            "-p",
+            "pi-hooks",
+            "-p",
+            "pi-hooks-node-ring",
+        ]);
         for plugin in RUST_PLUGINS {
             command.args(["-p", plugin]);
         }

@@ -126,8 +126,9 @@ impl Drop for Registry {
     }
 }
 
-/// The `pi-hooks` release binary, built once (`cargo build --release`, under the tools lock,
-/// kept in target/release like any release build).
+/// The `pi-hooks` release binary, built once with the pi bridge's ring addon beside it
+/// (`cargo build --release`, under the tools lock, kept in target/release like any release
+/// build; scripts/npm-packages.sh packs the addon found beside the binary).
 pub fn release_binary() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
@@ -144,11 +145,16 @@ pub fn release_binary() -> PathBuf {
                     "pi-hooks",
                     "--bin",
                     "pi-hooks",
+                    "-p",
+                    "pi-hooks-node-ring",
                 ])
                 .status()
                 .expect("run cargo build --release");
             drop(lock);
-            assert!(status.success(), "cargo build --release -p pi-hooks failed");
+            assert!(
+                status.success(),
+                "cargo build --release -p pi-hooks -p pi-hooks-node-ring failed"
+            );
             target_dir().join("release/pi-hooks")
         })
         .clone()

@@ -68,7 +68,10 @@ pub fn pi_command_of(pi: &Pi, sandbox: &Sandbox) -> Command {
         .env_remove("PI_HOOKS_LOG")
         .env_remove("PI_HOOKS_TRACE")
         .env_remove("PI_HOOKS_TRACE_FILE")
-        .env_remove("PI_HOOKS_BOUNDARY_CONTEXT");
+        .env_remove("PI_HOOKS_BOUNDARY_CONTEXT")
+        .env_remove("PI_HOOKS_BRIDGE_TRANSPORT")
+        .env_remove("PI_HOOKS_BRIDGE_RING_ADDON")
+        .env_remove("PI_HOOKS_BRIDGE_RING_WAIT_US");
     command
 }
 

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use pi_hooks_tests::fake_openai::{
     FakeOpenAi, Reply, after_tool, last_user_text, tool_call, user_texts,
 };
-use pi_hooks_tests::pi_e2e::{pi_rpc, prepare};
+use pi_hooks_tests::pi_e2e::{pi_command_of, pi_rpc, pi_rpc_of, prepare};
 use pi_hooks_tests::rpc_client::{RpcClient, command_source_info};
 use pi_hooks_tests::tools::{Pi, pi16, pi073};
 use pi_hooks_tests::workflow::install_examples;
@@ -630,4 +630,170 @@ fn bridge_install_says_when_pi_already_has_the_npm_bridge() {
     .unwrap();
     let output = sandbox.run(&["bridge", "install"]);
     assert_eq!(String::from_utf8_lossy(&output.stderr), "");
+}
+
+/// The command lines of the `pi-hooks serve` processes under `pid` (its descendants).
+fn serve_command_lines(pid: u32) -> Vec<(u32, Vec<String>)> {
+    let mut found = Vec::new();
+    let mut queue = vec![pid];
+    while let Some(pid) = queue.pop() {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let children =
+                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            for child in children
+                .split_whitespace()
+                .filter_map(|c| c.parse::<u32>().ok())
+            {
+                queue.push(child);
+                let Ok(cmdline) = std::fs::read(format!("/proc/{child}/cmdline")) else {
+                    continue;
+                };
+                let args: Vec<String> = cmdline
+                    .split(|b| *b == 0)
+                    .map(|a| String::from_utf8_lossy(a).into_owned())
+                    .collect();
+                if args.get(1).map(String::as_str) == Some("serve") {
+                    found.push((child, args));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// The one `pi-hooks serve` the bridge runs under pi's process `pid`.
+fn the_serve(pid: u32) -> (u32, Vec<String>) {
+    let mut serves = serve_command_lines(pid);
+    assert_eq!(serves.len(), 1, "not one serve under pi: {serves:?}");
+    serves.pop().unwrap()
+}
+
+/// pi 1.6 with the bridge, `PI_HOOKS_BRIDGE_TRANSPORT` set to `forced` (or unset), and
+/// protected-paths: the write of .env is blocked and a harmless command runs; serve's command
+/// line says it speaks the `expected` transport.
+fn the_gate_holds_over(forced: Option<&str>, expected: &str) {
+    let sandbox = Sandbox::new();
+    let server = model();
+    prepare(&sandbox, &server);
+    install(&sandbox, &protected_paths_plugin(&sandbox.lib()));
+    let env: Vec<(String, String)> = forced
+        .map(|t| ("PI_HOOKS_BRIDGE_TRANSPORT".to_owned(), t.to_owned()))
+        .into_iter()
+        .collect();
+    let mut pi = pi_rpc_of(&pi16(), &sandbox, &["--no-session"], &env);
+
+    let lines = run(&mut pi, "1", "write the secret");
+    assert_eq!(result_text(tool_end(&lines)), "Path \".env\" is protected");
+    assert!(!sandbox.project().join(".env").exists());
+    let lines = run(&mut pi, "2", "say hello");
+    let end = tool_end(&lines);
+    assert_eq!(end["isError"], false, "{end}");
+    assert!(result_text(end).contains("hello"), "{end}");
+
+    let (_, args) = the_serve(pi.pid());
+    let ring = args.windows(2).any(|w| w[0] == "--ring-fd" && w[1] == "3");
+    assert_eq!(ring, expected == "ring", "serve's command line: {args:?}");
+    let (status, _) = pi.close();
+    assert!(status.success(), "{status}");
+}
+
+/// The pipe transport, forced, still gates pi's tools.
+#[test]
+fn the_bridge_gates_over_the_pipe_when_forced() {
+    the_gate_holds_over(Some("pipe"), "pipe");
+}
+
+/// The ring transport (the addon built beside the binary), forced, is the one serve speaks.
+#[test]
+fn the_bridge_gates_over_the_ring_when_forced() {
+    the_gate_holds_over(Some("ring"), "ring");
+}
+
+/// With the addon beside the binary (the tests' build makes it), the ring is the default.
+#[test]
+fn the_bridge_uses_the_ring_by_default() {
+    the_gate_holds_over(None, "ring");
+}
+
+/// A transport that is forced and cannot be had is said: the bridge does not load, and pi's
+/// stderr names the variable and the addon.
+#[test]
+fn a_forced_ring_without_its_addon_is_said() {
+    let sandbox = Sandbox::new();
+    let server = model();
+    prepare(&sandbox, &server);
+    install(&sandbox, &protected_paths_plugin(&sandbox.lib()));
+    let missing = sandbox.root().join("missing.so");
+    let mut command = pi_command_of(&pi16(), &sandbox);
+    command
+        .args([
+            "--mode",
+            "rpc",
+            "--provider",
+            "fake",
+            "--model",
+            "fake-model",
+        ])
+        .arg("--no-session")
+        .env("PI_HOOKS_BRIDGE_TRANSPORT", "ring")
+        .env("PI_HOOKS_BRIDGE_RING_ADDON", &missing);
+    let stderr = sandbox.root().join("pi-stderr.txt");
+    let pi = RpcClient::start_with_stderr(
+        command,
+        std::process::Stdio::from(std::fs::File::create(&stderr).unwrap()),
+    );
+    // pi 1.6 in RPC mode stops at an extension that failed to load, saying why on stderr.
+    assert!(serve_command_lines(pi.pid()).is_empty());
+    let (status, _) = pi.close();
+    let said = std::fs::read_to_string(&stderr).unwrap();
+    eprintln!("pi exited ({status}); its stderr:\n{said}");
+    assert!(
+        said.contains("PI_HOOKS_BRIDGE_TRANSPORT=ring: cannot load the ring addon")
+            && said.contains("missing.so"),
+        "{said}"
+    );
+}
+
+/// Serve killed mid-session over the ring: the bridge reports it, fails closed meanwhile, and
+/// its supervisor restarts serve, which gates again over the ring.
+#[test]
+fn serve_killed_over_the_ring_is_restarted() {
+    let sandbox = Sandbox::new();
+    let server = model();
+    prepare(&sandbox, &server);
+    install(&sandbox, &protected_paths_plugin(&sandbox.lib()));
+    let env = [("PI_HOOKS_BRIDGE_TRANSPORT".to_owned(), "ring".to_owned())];
+    let mut pi = pi_rpc_of(&pi16(), &sandbox, &["--no-session"], &env);
+
+    let lines = run(&mut pi, "1", "write the secret");
+    assert_eq!(result_text(tool_end(&lines)), "Path \".env\" is protected");
+    let (serve, _) = the_serve(pi.pid());
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &serve.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let report = pi
+        .until(|l| l["method"] == "notify" && l["notifyType"] == "error")
+        .1;
+    assert!(
+        report["message"]
+            .as_str()
+            .unwrap()
+            .contains("serve crashed (SIGKILL)"),
+        "{report}"
+    );
+    pi.until(|l| l["method"] == "notify" && l["message"] == "pi-hooks: native plugins restarted");
+    let (again, args) = the_serve(pi.pid());
+    assert_ne!(again, serve);
+    assert!(args.iter().any(|a| a == "--ring-fd"), "{args:?}");
+    let lines = run(&mut pi, "2", "write the secret");
+    assert_eq!(result_text(tool_end(&lines)), "Path \".env\" is protected");
+    let lines = run(&mut pi, "3", "say hello");
+    assert_eq!(tool_end(&lines)["isError"], false);
+    let (status, _) = pi.close();
+    assert!(status.success(), "{status}");
 }

@@ -96,15 +96,11 @@ enum Command {
         /// reach the protocol).
         #[arg(long = "protocol-fd", value_name = "FD", hide = true)]
         protocol_fd: Option<i32>,
-        /// With --protocol-fd, on Linux: exchange the protocol's messages through the
-        /// shared-memory rings mapped from this descriptor (`--isolate`'s transport); the
-        /// hello still goes to --protocol-fd, and stdin's end still ends serve.
-        #[arg(
-            long = "ring-fd",
-            value_name = "FD",
-            hide = true,
-            requires = "protocol_fd"
-        )]
+        /// On Linux: exchange the protocol's messages through the shared-memory rings mapped
+        /// from this descriptor (`--isolate`'s transport, and the pi bridge's through its
+        /// addon); the hello and the doorbells still go to --protocol-fd (stdout without it),
+        /// and stdin's end still ends serve.
+        #[arg(long = "ring-fd", value_name = "FD", hide = true)]
         ring_fd: Option<i32>,
         /// Confine this process to a grant (JSON, as the host resolved it) before the one
         /// --hook file is opened (`--isolate` does for a plugin with a grant).

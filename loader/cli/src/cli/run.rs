@@ -577,13 +577,18 @@ pub(super) fn serve(
     };
     let ring = match (ring_fd, &protocol) {
         #[cfg(target_os = "linux")]
-        (Some(fd), Some(doorbell)) => Some(
-            pi_hooks_host::serve::ring_on_fd(fd, doorbell.clone()).map_err(CommandError::failed)?,
+        (Some(fd), doorbell) => Some(
+            pi_hooks_host::serve::ring_on_fd(
+                fd,
+                doorbell
+                    .clone()
+                    .unwrap_or_else(pi_hooks_host::serve::LineWriter::stdout),
+            )
+            .map_err(CommandError::failed)?,
         ),
+        #[cfg(not(target_os = "linux"))]
         (Some(_), _) => {
-            return Err(CommandError::failed(
-                "--ring-fd needs --protocol-fd and is only offered on Linux",
-            ));
+            return Err(CommandError::failed("--ring-fd is only offered on Linux"));
         }
         (None, _) => None,
     };
