@@ -164,6 +164,10 @@ export class ServeClient {
 	private ring: NodeRing | undefined;
 	private readonly ringWait = ringWaitUs();
 	private drainQueued = false;
+	/** The request sent over the ring and not answered yet. */
+	private inFlight: number | undefined;
+	/** Requests behind it, in order. */
+	private waiting: { frame: string; id: number }[] = [];
 	/** The transport in use. */
 	readonly transport: "pipe" | "ring";
 	private nextId = 1;
@@ -252,6 +256,8 @@ export class ServeClient {
 				const error = new Error(`pi-hooks serve ${signal ? `crashed (${signal})` : `exited (${how})`} while handling ${during}`);
 				for (const pending of this.pending.values()) pending.reject(error);
 				this.pending.clear();
+				this.waiting = [];
+				this.inFlight = undefined;
 				if (!helloSeen) failed(new Error(`"${bin} serve" ended before its hello (${how}): ${this.stderrTail.join(" | ")}`));
 				resolve(this.stopping ? undefined : { how, during, stderr: [...this.stderrTail] });
 			});
@@ -271,12 +277,17 @@ export class ServeClient {
 				reject(new Error("pi-hooks serve is not running"));
 				return;
 			}
-			// Serve answers one request at a time: behind one still pending (a plugin slower
-			// than the wait, a dialog open), a request is only sent, and its answer read later.
-			const behind = this.pending.size > 0;
 			this.pending.set(id, { what, resolve, reject, onUpdate });
-			if (this.ring && !behind) this.ringCall(JSON.stringify({ type, id, ...fields }), id);
-			else this.write({ type, id, ...fields });
+			const frame = JSON.stringify({ type, id, ...fields });
+			if (!this.ring) this.child.stdin?.write(`${frame}\n`);
+			// Serve answers one request at a time: behind one still unanswered (a plugin slower
+			// than the wait, a dialog open) a request waits here, not in the ring, and goes once
+			// that answer is in, so a large one never waits (synchronously) for room.
+			else if (this.inFlight !== undefined) this.waiting.push({ frame, id });
+			else {
+				this.inFlight = id;
+				this.ringCall(frame, id);
+			}
 		});
 	}
 
@@ -289,6 +300,15 @@ export class ServeClient {
 	/** One request over the ring: sent, and its answer read if it comes within the wait. */
 	private ringCall(frame: string, id: number): void {
 		this.ringDo((ring) => ring.call(frame, id, this.ringWait));
+	}
+
+	/** Sends the first request waiting behind an answered one. */
+	private sendNext(): void {
+		if (this.inFlight !== undefined || !this.ring) return;
+		const next = this.waiting.shift();
+		if (!next) return;
+		this.inFlight = next.id;
+		this.ringCall(next.frame, next.id);
 	}
 
 	/** Reads what serve published (its doorbell rang, or a read left frames unread). */
@@ -349,6 +369,11 @@ export class ServeClient {
 		switch (line.type) {
 			case "result":
 			case "error": {
+				if (line.id === this.inFlight) {
+					this.inFlight = undefined;
+					// After the frames of this read are routed, the next request goes.
+					if (this.waiting.length > 0) queueMicrotask(() => this.sendNext());
+				}
 				const pending = this.pending.get(line.id);
 				if (!pending) return;
 				this.pending.delete(line.id);

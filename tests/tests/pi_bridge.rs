@@ -797,3 +797,63 @@ fn serve_killed_over_the_ring_is_restarted() {
     let (status, _) = pi.close();
     assert!(status.success(), "{status}");
 }
+
+/// A request that comes while another is still being handled (a `steer` of 600 KB, more than
+/// the ring holds, whose
+/// `input` event pi sends while a plugin's `tool_call` handler takes 1.5 s) waits in the
+/// bridge and goes once the first is answered: it is never written into a ring nobody reads
+/// (serve reads the next request only once its plugin returns), which would hold pi's node
+/// until the send gave up and ended serve.
+#[test]
+fn a_large_request_behind_a_slow_one_waits_in_the_bridge_over_the_ring() {
+    use pi_hooks_tests::{behave_env_var, behave_plugin, read_behave_log};
+    let sandbox = Sandbox::new();
+    let server = model();
+    prepare(&sandbox, &server);
+    install(&sandbox, &behave_plugin(&sandbox.lib(), "slow"));
+    let config = json!({"handlers": [
+        {"event": "tool_call", "sleep_ms": 1500},
+        {"event": "input"}
+    ]});
+    let env = [
+        ("PI_HOOKS_BRIDGE_TRANSPORT".to_owned(), "ring".to_owned()),
+        (behave_env_var("slow"), config.to_string()),
+        (
+            "BEHAVE_LOG".to_owned(),
+            sandbox.behave_log().display().to_string(),
+        ),
+    ];
+    let mut pi = pi_rpc_of(&pi16(), &sandbox, &["--no-session"], &env);
+    pi.send(&json!({"id": "1", "type": "prompt", "message": "say hello"}));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !read_behave_log(&sandbox.behave_log())
+        .iter()
+        .any(|l| l.tag == "tool_call")
+    {
+        assert!(std::time::Instant::now() < deadline, "tool_call never reached the plugin");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let (serve, _) = the_serve(pi.pid());
+    let big = "x".repeat(600_000);
+    pi.send(&json!({"id": "s", "type": "steer", "message": big}));
+    let (mut lines, steered) = pi.until(|l| l["id"] == "s");
+    assert_eq!(steered["success"], true, "{steered}");
+    let (rest, settled) = pi.until(|l| l["type"] == "agent_settled");
+    lines.extend(rest);
+    lines.push(settled);
+    let end = tool_end(&lines);
+    assert_eq!(end["isError"], false, "the gated call ran: {end}");
+    assert!(
+        !lines.iter().any(|l| l["method"] == "notify" && l["notifyType"] == "error"),
+        "no error reported: {lines:#?}"
+    );
+    assert_eq!(the_serve(pi.pid()).0, serve, "serve was not restarted");
+    let inputs: Vec<usize> = read_behave_log(&sandbox.behave_log())
+        .iter()
+        .filter(|l| l.tag == "input")
+        .map(|l| l.value["text"].as_str().map_or(0, str::len))
+        .collect();
+    assert!(inputs.contains(&600_000), "the input event came whole: {inputs:?}");
+    let (status, _) = pi.close();
+    assert!(status.success(), "{status}");
+}
