@@ -19,8 +19,11 @@ echo "== 1. The workflow plugin"
 bash scripts/workflow-demo.sh
 echo
 echo "== 2. The safety plugins: permission-gate (Rust) and protected-paths (C)"
-echo "(building the example plugins: cargo build -p pi-hooks -p permission-gate, cc protected_paths.c)" >&2
-cargo build --quiet -p pi-hooks -p permission-gate
+echo "(building the example plugins: cargo build -p pi-hooks -p permission-gate -p workflow, cc protected_paths.c)" >&2
+# `-p workflow` as in part 1's build: the workflow plugin turns on serde_json's
+# `preserve_order`, so without it cargo would build pi-hooks (and the host under it) a second
+# time with other features; with it, this build only adds permission-gate.
+cargo build --quiet -p pi-hooks -p permission-gate -p workflow
 bash scripts/build-c-plugins.sh >/dev/null
 bin="$root/target/debug/pi-hooks"
 so="$(python3 -c 'import sys; print({"darwin": "dylib", "win32": "dll"}.get(sys.platform, "so"))' 2>/dev/null || echo so)"

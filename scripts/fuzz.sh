@@ -2,9 +2,11 @@
 # Fuzzes everything that parses package bytes, and what crosses from an isolated plugin's
 # child to the host: builds the cargo-fuzz targets in loader/host/fuzz (tgz, package_json,
 # capabilities, signature, settings; ring_frames, serve_lines, report_lines) and runs each for
-# SECONDS (default 5), one at a time, starting from the committed seeds
-# (loader/host/fuzz/seeds/TARGET) and the corpus of earlier runs (loader/host/fuzz/corpus,
-# not committed). A crash stops the script with its input in loader/host/fuzz/artifacts.
+# SECONDS (default 5), starting from the committed seeds (loader/host/fuzz/seeds/TARGET) and
+# the corpus of earlier runs (loader/host/fuzz/corpus, not committed). Each fuzzer runs on one
+# core, so as many run at once as there are cores (PI_HOOKS_FUZZ_JOBS sets how many; 1 runs
+# them one at a time): each target still gets SECONDS of a core of its own. A crash fails the
+# script with its input in loader/host/fuzz/artifacts.
 # Needs the nightly toolchain; installs the pinned cargo-fuzz when it is missing.
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
@@ -37,26 +39,42 @@ cargo +nightly fuzz build "${flags[@]}" 2>&1 | tail -n 3
 built=$(date +%s)
 echo "fuzz: built in $((built - start)) s"
 
-summary=()
-for target in "${targets[@]}"; do
-    corpus="fuzz/corpus/$target"
+jobs="${PI_HOOKS_FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}"
+[ "$jobs" -ge 1 ] 2>/dev/null || jobs=1
+logs="$(mktemp -d)"
+trap 'rm -rf "$logs"' EXIT
+# Runs one target into its log; its exit status is written beside the log.
+run_target() {
+    local target="$1" corpus="fuzz/corpus/$1" status=0
     mkdir -p "$corpus"
-    log="$(mktemp)"
-    echo "== fuzz $target for $seconds s"
-    set +e
     cargo +nightly fuzz run "${flags[@]}" "$target" "$corpus" "fuzz/seeds/$target" -- \
         -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-        >"$log" 2>&1
-    status=$?
-    set -e
+        >"$logs/$target.log" 2>&1 || status=$?
+    echo "$status" >"$logs/$target.status"
+}
+
+# At most $jobs at once, started in the list's order.
+pids=()
+for target in "${targets[@]}"; do
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
+        wait -n || true
+    done
+    echo "== fuzz $target for $seconds s"
+    run_target "$target" &
+    pids+=("$!")
+done
+wait "${pids[@]}" || true
+
+summary=()
+for target in "${targets[@]}"; do
+    log="$logs/$target.log"
+    status="$(cat "$logs/$target.status" 2>/dev/null || echo 1)"
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
     if [ "$status" -ne 0 ]; then
         tail -n 40 "$log"
-        rm -f "$log"
         echo "fuzz: $target failed (exit $status); the input is in loader/host/fuzz/artifacts/$target" >&2
         exit "$status"
     fi
-    rm -f "$log"
     summary+=("$target: ${runs:-?} runs in $seconds s")
 done
 printf 'fuzz: %s\n' "${summary[@]}"

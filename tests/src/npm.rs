@@ -161,48 +161,117 @@ pub fn release_binary() -> PathBuf {
 }
 
 /// pi-hooks' npm packages from `scripts/npm-packages.sh` (the release build, as
-/// linux-x64-gnu), made once per test process: the tarballs' paths, the main one first, then
-/// the platform package and the native plugins it packs prebuilt (`@pi-hooks/claude-hooks`,
-/// `@pi-hooks/permission-gate`).
+/// linux-x64-gnu): the tarballs' paths, the main one first, then the platform package and the
+/// native plugins it packs prebuilt (`@pi-hooks/claude-hooks`, `@pi-hooks/permission-gate`).
+///
+/// Made once for all test processes while the sources stay the same: the tarballs are kept in
+/// `target/tools/npm-packages/KEY`, where KEY hashes the release binary's size and time and
+/// the path, size and time of every file under the folders the script packs or builds from
+/// (`abi/`, `loader/`, `plugins/`, `include/`, `scripts/`, the workspace's `Cargo.toml` and
+/// `Cargo.lock`), with the environment the script reads; made under the tools lock, so
+/// parallel test processes wait for the first one instead of each running the script.
 pub fn pi_hooks_packages() -> Vec<PathBuf> {
-    static MADE: OnceLock<(tempfile::TempDir, Vec<PathBuf>)> = OnceLock::new();
+    static MADE: OnceLock<Vec<PathBuf>> = OnceLock::new();
     MADE.get_or_init(|| {
-        let out = tempfile::tempdir().expect("npm packages dir");
         let binary = release_binary();
-        let output = Command::new("bash")
-            .arg(workspace_root().join("scripts/npm-packages.sh"))
-            .arg(out.path())
-            .arg(format!("linux-x64-gnu={}", binary.display()))
-            .output()
-            .expect("run scripts/npm-packages.sh");
-        assert!(
-            output.status.success(),
-            "scripts/npm-packages.sh failed:\n{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
         let version = pi_hooks_host::packages::HOST_VERSION;
-        let tarballs = vec![
-            out.path().join(format!("pi-hooks-{version}.tgz")),
-            out.path()
-                .join(format!("pi-hooks-linux-x64-gnu-{version}.tgz")),
+        let names = [
+            format!("pi-hooks-{version}.tgz"),
+            format!("pi-hooks-linux-x64-gnu-{version}.tgz"),
             // The native plugins prebuilt: @pi-hooks/claude-hooks, @pi-hooks/permission-gate.
-            out.path()
-                .join(format!("pi-hooks-claude-hooks-{version}.tgz")),
-            out.path()
-                .join(format!("pi-hooks-permission-gate-{version}.tgz")),
+            format!("pi-hooks-claude-hooks-{version}.tgz"),
+            format!("pi-hooks-permission-gate-{version}.tgz"),
         ];
-        for tgz in &tarballs {
+        let cache = target_dir().join("tools/npm-packages");
+        let out = cache.join(format!("{:016x}", sources_key(&binary)));
+        let lock = crate::tools::lock_tools();
+        let complete = |dir: &Path| names.iter().all(|name| dir.join(name).is_file());
+        if !complete(&out) {
+            // Older keys' tarballs are of sources that are gone (a test process still running
+            // on those sources would lose them: the tests of one tree run on one key).
+            let _ = std::fs::remove_dir_all(&cache);
+            let fresh = cache.join(format!("making-{}", std::process::id()));
+            std::fs::create_dir_all(&fresh).expect("npm packages dir");
+            let output = Command::new("bash")
+                .arg(workspace_root().join("scripts/npm-packages.sh"))
+                .arg(&fresh)
+                .arg(format!("linux-x64-gnu={}", binary.display()))
+                .output()
+                .expect("run scripts/npm-packages.sh");
             assert!(
-                tgz.is_file(),
-                "npm-packages.sh did not write {}",
-                tgz.display()
+                output.status.success(),
+                "scripts/npm-packages.sh failed:\n{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
             );
+            for name in &names {
+                assert!(
+                    fresh.join(name).is_file(),
+                    "npm-packages.sh did not write {}",
+                    fresh.join(name).display()
+                );
+            }
+            std::fs::rename(&fresh, &out).expect("keep the npm packages");
         }
-        (out, tarballs)
+        drop(lock);
+        names.iter().map(|name| out.join(name)).collect()
     })
-    .1
     .clone()
+}
+
+/// The key of [`pi_hooks_packages`]' cache: what `scripts/npm-packages.sh` makes its tarballs
+/// from, by size and modification time (cargo and editors rewrite what they change).
+fn sources_key(binary: &Path) -> u64 {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    fn stamp(path: &Path, hasher: &mut DefaultHasher) {
+        path.hash(hasher);
+        if let Ok(meta) = std::fs::metadata(path) {
+            meta.len().hash(hasher);
+            meta.modified().ok().hash(hasher);
+        }
+    }
+    fn walk(dir: &Path, hasher: &mut DefaultHasher) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        let mut entries: Vec<_> = entries.flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries {
+            let path = entry.path();
+            let name = entry.file_name();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                // Installed tools, build outputs, and the fuzzers' findings are not sources.
+                let skip = ["node_modules", "target", "corpus", "artifacts", ".git"];
+                if !skip.iter().any(|s| name == *s) {
+                    walk(&path, hasher);
+                }
+            } else {
+                stamp(&path, hasher);
+            }
+        }
+    }
+    let mut hasher = DefaultHasher::new();
+    pi_hooks_host::packages::HOST_VERSION.hash(&mut hasher);
+    stamp(binary, &mut hasher);
+    let root = workspace_root();
+    for file in ["Cargo.toml", "Cargo.lock"] {
+        stamp(&root.join(file), &mut hasher);
+    }
+    for dir in ["abi", "loader", "plugins", "include", "scripts"] {
+        walk(&root.join(dir), &mut hasher);
+    }
+    for var in [
+        "PI_HOOKS_NATIVE_PACKAGES",
+        "PI_HOOKS_SIGN_KEY",
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+    ] {
+        std::env::var_os(var).hash(&mut hasher);
+    }
+    hasher.finish()
 }
 
 /// A pi user's environment in `sandbox`: npm installs from `registry`, "globally" into
@@ -430,8 +499,22 @@ impl GitDaemon {
             .and_then(|l| l.local_addr())
             .unwrap()
             .port();
-        let child = Command::new("git")
-            .arg("daemon")
+        // `git daemon` runs `git-daemon` as its child, which killing `git` leaves running:
+        // start `git-daemon` itself, from git's exec path, so that drop stops it.
+        let exec_path = Command::new("git")
+            .arg("--exec-path")
+            .output()
+            .ok()
+            .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+            .unwrap_or_default();
+        let mut command = if exec_path.join("git-daemon").is_file() {
+            Command::new(exec_path.join("git-daemon"))
+        } else {
+            let mut git = Command::new("git");
+            git.arg("daemon");
+            git
+        };
+        let child = command
             .arg(format!("--base-path={}", base.display()))
             .args(["--export-all", "--reuseaddr", "--listen=127.0.0.1"])
             .arg(format!("--port={port}"))
