@@ -830,7 +830,10 @@ fn a_large_request_behind_a_slow_one_waits_in_the_bridge_over_the_ring() {
         .iter()
         .any(|l| l.tag == "tool_call")
     {
-        assert!(std::time::Instant::now() < deadline, "tool_call never reached the plugin");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "tool_call never reached the plugin"
+        );
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     let (serve, _) = the_serve(pi.pid());
@@ -844,7 +847,9 @@ fn a_large_request_behind_a_slow_one_waits_in_the_bridge_over_the_ring() {
     let end = tool_end(&lines);
     assert_eq!(end["isError"], false, "the gated call ran: {end}");
     assert!(
-        !lines.iter().any(|l| l["method"] == "notify" && l["notifyType"] == "error"),
+        !lines
+            .iter()
+            .any(|l| l["method"] == "notify" && l["notifyType"] == "error"),
         "no error reported: {lines:#?}"
     );
     assert_eq!(the_serve(pi.pid()).0, serve, "serve was not restarted");
@@ -853,7 +858,10 @@ fn a_large_request_behind_a_slow_one_waits_in_the_bridge_over_the_ring() {
         .filter(|l| l.tag == "input")
         .map(|l| l.value["text"].as_str().map_or(0, str::len))
         .collect();
-    assert!(inputs.contains(&600_000), "the input event came whole: {inputs:?}");
+    assert!(
+        inputs.contains(&600_000),
+        "the input event came whole: {inputs:?}"
+    );
     let (status, _) = pi.close();
     assert!(status.success(), "{status}");
 }
