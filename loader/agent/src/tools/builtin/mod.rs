@@ -346,13 +346,15 @@ pub(crate) fn js_number(n: f64) -> String {
     }
 }
 
-/// Builds `{"type":"object","properties":...,"required":[...]}` as TypeBox's `Type.Object`.
+/// Builds `{"type":"object","required":[...],"properties":...}` as TypeBox's `Type.Object`
+/// (no `required` when every property is optional, as pi's `ls` schema).
 pub(crate) fn object_schema(properties: Value, required: &[&str]) -> Value {
-    serde_json::json!({
-        "type": "object",
-        "properties": properties,
-        "required": required,
-    })
+    let mut schema = serde_json::json!({"type": "object"});
+    if !required.is_empty() {
+        schema["required"] = required.into();
+    }
+    schema["properties"] = properties;
+    schema
 }
 
 #[cfg(test)]
@@ -373,7 +375,7 @@ mod tests {
         for tool in builtin_tools() {
             let schema = tool.parameters();
             assert_eq!(schema["type"], "object", "{}", tool.name());
-            for req in schema["required"].as_array().unwrap() {
+            for req in schema["required"].as_array().into_iter().flatten() {
                 let req = req.as_str().unwrap();
                 assert!(
                     schema["properties"][req]["description"].is_string(),
