@@ -431,3 +431,156 @@ fn without_descriptions(schema: &Value) -> Value {
         other => other.clone(),
     }
 }
+
+/// pi 1.6's file mutation queue: writes and edits of one file in one message run one at a
+/// time in source order (pi starts them in source order and `withFileMutationQueue` queues
+/// them), while the agent runs the calls of a message concurrently. Each edit needs the change
+/// before it, so any other order fails one of them. pi's own tools run the same calls the way
+/// its agent loop does (all started in source order, then awaited together).
+#[test]
+fn writes_and_edits_of_one_file_run_in_source_order_as_in_pi() {
+    let padding = "pad\n".repeat(20_000);
+    let calls = [
+        (
+            "write",
+            json!({"path": "f.txt", "content": format!("one\n{padding}")}),
+        ),
+        (
+            "edit",
+            json!({"path": "f.txt", "edits": [{"oldText": "one\n", "newText": "two\n"}]}),
+        ),
+        ("write", json!({"path": "g.txt", "content": "other"})),
+        (
+            "edit",
+            json!({"path": "f.txt", "oldText": "two\n", "newText": "three\n"}),
+        ),
+        (
+            "write",
+            json!({"path": "f.txt", "content": format!("four\n{padding}")}),
+        ),
+        (
+            "edit",
+            json!({"path": "f.txt", "edits": [{"oldText": "four\n", "newText": "five\n"}]}),
+        ),
+    ];
+
+    // pi 1.6.0's tools.
+    let pi = pi_hooks_tests::tools::pi16();
+    let dist = pi.cli.parent().expect("pi's dist folder").to_path_buf();
+    let scratch = tempfile::tempdir().unwrap();
+    let work = scratch.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let script = scratch.path().join("queue.mjs");
+    std::fs::write(
+        &script,
+        format!(
+            r#"
+import * as tools from "{dist}/core/tools/index.js";
+import {{ validateToolArguments }} from "{ai}";
+import fs from "node:fs";
+const calls = JSON.parse(fs.readFileSync(process.argv[3], "utf8"));
+const dir = process.argv[2];
+const defs = {{ write: tools.createWriteToolDefinition(dir), edit: tools.createEditToolDefinition(dir) }};
+const running = calls.map(([name, args]) => {{
+  const def = defs[name];
+  const prepared = def.prepareArguments ? def.prepareArguments(structuredClone(args)) : args;
+  const input = validateToolArguments(def, {{ name, arguments: prepared }});
+  return def.execute("id", input, undefined, undefined, {{ cwd: dir }}).then(
+    (r) => r.content[0].text, (e) => `error: ${{e.message}}`);
+}});
+console.log(JSON.stringify({{ texts: await Promise.all(running), file: fs.readFileSync(`${{dir}}/f.txt`, "utf8") }}));
+"#,
+            dist = dist.display(),
+            ai = dist.join("../../pi-ai/dist/utils/validation.js").display(),
+        ),
+    )
+    .unwrap();
+    let input = scratch.path().join("calls.json");
+    std::fs::write(&input, json!(calls).to_string()).unwrap();
+    let output = std::process::Command::new(&pi.node)
+        .arg(&script)
+        .arg(&work)
+        .arg(&input)
+        .output()
+        .expect("run pi's node");
+    assert!(
+        output.status.success(),
+        "pi's tools: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let pi = json_lines(&output).pop().expect("pi's results");
+    assert!(
+        pi["file"].as_str().unwrap().starts_with("five\n"),
+        "pi: {}",
+        pi["texts"]
+    );
+
+    // Ours, a few times over (an order that only sometimes differs would show).
+    for round in 0..3 {
+        let sandbox = Sandbox::new();
+        let turn: Vec<Value> = calls
+            .iter()
+            .enumerate()
+            .map(
+                |(i, (name, args))| json!({"id": format!("m{i}"), "name": name, "arguments": args}),
+            )
+            .collect();
+        let script = sandbox.script(&json!({"turns": [{"toolCalls": turn}, {"text": "done"}]}));
+        let output = sandbox
+            .command(&[
+                "run",
+                "--mode",
+                "json",
+                "--script",
+                script.to_str().unwrap(),
+                "--no-session",
+                "go",
+            ])
+            .output()
+            .expect("run pi-hooks");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let events = json_lines(&output);
+        let texts: Vec<Value> = (0..calls.len())
+            .map(|i| {
+                let result = events
+                    .iter()
+                    .find(|e| {
+                        e["type"] == "message_end"
+                            && e["message"]["role"] == "toolResult"
+                            && e["message"]["toolCallId"] == format!("m{i}").as_str()
+                    })
+                    .expect("a tool result");
+                let text = result["message"]["content"][0]["text"].clone();
+                let text = text.as_str().unwrap_or_default();
+                if result["message"]["isError"] == true {
+                    json!(format!("error: {text}"))
+                } else {
+                    // pi 1.6's write says `Successfully wrote to <path>`; ours keeps pi 0.73's
+                    // `Successfully wrote N bytes to <path>`.
+                    let bytes = pi16_write_text(text);
+                    json!(bytes)
+                }
+            })
+            .collect();
+        assert_eq!(Value::Array(texts), pi["texts"], "round {round}");
+        let file = std::fs::read_to_string(sandbox.project().join("f.txt")).unwrap();
+        assert_eq!(file, pi["file"].as_str().unwrap(), "round {round}");
+    }
+}
+
+/// `Successfully wrote N bytes to p` as pi 1.6 words it: `Successfully wrote to p`.
+fn pi16_write_text(text: &str) -> String {
+    match text
+        .strip_prefix("Successfully wrote ")
+        .and_then(|rest| rest.split_once(" bytes to "))
+    {
+        Some((n, path)) if n.chars().all(|c| c.is_ascii_digit()) => {
+            format!("Successfully wrote to {path}")
+        }
+        _ => text.to_owned(),
+    }
+}
