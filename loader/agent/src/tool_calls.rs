@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{Core, Shared, now_ms};
+use crate::tools::mutation_queue::Ticket;
 use crate::tools::{Tool, ToolInvocation, ToolOutput};
 use pi_hooks_host::runner::Runner;
 use pi_hooks_host::runner::events::ToolCallOutcome;
@@ -77,18 +78,36 @@ impl Core {
             }
             allowed.push((index, tool, Some(rewritten.unwrap_or(input))));
         }
+        // pi's file mutation queue: a call that changes a file (write, edit) takes its place in
+        // that file's line now, in source order, and waits for its turn when it runs.
+        let tickets: Vec<Option<Ticket>> = allowed
+            .iter()
+            .map(|(index, tool, input)| {
+                let args = input.as_ref().unwrap_or(&calls[*index]["arguments"]);
+                tool.mutated_file(args, &self.config.cwd)
+                    .map(|path| Ticket::reserve(&path))
+            })
+            .collect();
         if allowed.len() == 1 {
             let (index, tool, input) = allowed.pop().expect("one tool");
-            outputs[index] = Some(self.run_tool(tool.as_ref(), &calls[index], input.as_ref()));
+            let ticket = tickets.first().and_then(Option::as_ref);
+            outputs[index] =
+                Some(self.run_tool(tool.as_ref(), &calls[index], input.as_ref(), ticket));
         } else {
             std::thread::scope(|scope| {
                 let running: Vec<_> = allowed
                     .into_iter()
-                    .map(|(index, tool, input)| {
+                    .zip(&tickets)
+                    .map(|((index, tool, input), ticket)| {
                         (
                             index,
                             scope.spawn(move || {
-                                self.run_tool(tool.as_ref(), &calls[index], input.as_ref())
+                                self.run_tool(
+                                    tool.as_ref(),
+                                    &calls[index],
+                                    input.as_ref(),
+                                    ticket.as_ref(),
+                                )
                             }),
                         )
                     })
@@ -129,7 +148,13 @@ impl Core {
     /// `input` is the validated (coerced) arguments, or what a `tool_call` handler rewrote them
     /// to: as in pi, the tool and `tool_result` get it, while the execution events keep showing
     /// the model's arguments.
-    fn run_tool(&self, tool: &dyn Tool, call: &Value, input: Option<&Value>) -> ToolOutput {
+    fn run_tool(
+        &self,
+        tool: &dyn Tool,
+        call: &Value,
+        input: Option<&Value>,
+        file_ticket: Option<&Ticket>,
+    ) -> ToolOutput {
         let (id, name, args) = call_parts(call);
         let run_args = input.unwrap_or(args);
         let cancel = self.shared.abort_token();
@@ -142,6 +167,7 @@ impl Core {
             cwd: &self.config.cwd,
             cancel: &cancel,
             on_update: &on_update,
+            file_ticket,
         };
         // pi 1.1.0: `tool_execution_end.durationMs`, what `execute` took (monotonic clock).
         let started = std::time::Instant::now();

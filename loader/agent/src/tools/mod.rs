@@ -2,9 +2,10 @@
 //! call goes through the interception in the agent loop (tool_call, execute, tool_result).
 
 pub mod builtin;
+pub mod mutation_queue;
 pub mod validation;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
@@ -68,6 +69,9 @@ pub struct ToolInvocation<'a> {
     pub cancel: &'a CancelToken,
     /// Streams a partial result (emitted as `tool_execution_update`).
     pub on_update: &'a (dyn Fn(ToolOutput) + Sync),
+    /// The call's place in the line of the file it changes ([`Tool::mutated_file`]), taken in
+    /// source order before the calls of a message run; `None` when there is none.
+    pub file_ticket: Option<&'a mutation_queue::Ticket>,
 }
 
 /// A tool the model can call.
@@ -88,6 +92,13 @@ pub trait Tool: Send + Sync {
     /// prepared before [`Tool::validate`]; `tool_call` and `tool_result` handlers and the tool
     /// get the prepared arguments, while `tool_execution_start`/`update` show the model's.
     fn prepare_arguments(&self, _args: &Value) -> Option<Value> {
+        None
+    }
+
+    /// The file a call with these (validated) arguments changes, for pi's per-file mutation
+    /// queue ([`mutation_queue`]): `write` and `edit` give theirs, so that calls on one file run
+    /// one at a time in source order.
+    fn mutated_file(&self, _args: &Value, _cwd: &Path) -> Option<PathBuf> {
         None
     }
 

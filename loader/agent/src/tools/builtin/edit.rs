@@ -27,18 +27,17 @@
 //!   ones), `patch` a unified patch with file headers only, both computed in windows around the
 //!   replacements as pi does. The line diff comes from the `similar` crate (Myers, as jsdiff), so
 //!   on ambiguous inputs (runs of repeated lines) the hunks may be aligned differently.
-//! * Edits of one file are serialised (pi's `withFileMutationQueue`) when a message calls edit on
-//!   it more than once.
+//! * Edits and writes of one file are serialised in source order (pi's `withFileMutationQueue`,
+//!   see [`crate::tools::mutation_queue`]) when a message changes it more than once.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use similar::{ChangeTag, TextDiff};
 use unicode_normalization::UnicodeNormalization;
 
 use super::{OPERATION_ABORTED, access, node_io_error, resolve_to_cwd};
+use crate::tools::mutation_queue::turn_for;
 use crate::tools::{Tool, ToolInvocation, ToolOutput, validation};
 
 /// The `edit` tool.
@@ -93,6 +92,11 @@ impl Tool for EditTool {
         Some(prepare_edit_arguments(args.clone()))
     }
 
+    fn mutated_file(&self, args: &Value, cwd: &Path) -> Option<PathBuf> {
+        let path = args["path"].as_str()?;
+        Some(resolve_to_cwd(path, cwd))
+    }
+
     fn execute(&self, call: &ToolInvocation<'_>) -> Result<ToolOutput, String> {
         // A `tool_call` handler may have rewritten the input: read it as pi's tool does.
         let args = prepare_edit_arguments(call.args.clone());
@@ -111,10 +115,8 @@ impl Tool for EditTool {
             return Err(NO_EDITS.to_owned());
         }
         let absolute = resolve_to_cwd(&path, call.cwd);
-        let lock = file_lock(&absolute);
-        let _serialised = lock
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // pi's `withFileMutationQueue`: one change of a file at a time, in source order.
+        let _turn = turn_for(call.file_ticket, &absolute);
         let aborted = || call.cancel.is_cancelled();
         if aborted() {
             return Err(OPERATION_ABORTED.to_owned());
@@ -152,19 +154,6 @@ impl Tool for EditTool {
         ))
         .with_details(details))
     }
-}
-
-/// One lock per file, so two edits of the same file in one message do not interleave (pi's
-/// `withFileMutationQueue`).
-fn file_lock(path: &Path) -> Arc<Mutex<()>> {
-    static LOCKS: Mutex<Option<HashMap<PathBuf, Arc<Mutex<()>>>>> = Mutex::new(None);
-    let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let mut locks = LOCKS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let locks = locks.get_or_insert_with(HashMap::new);
-    locks.retain(|_, lock| Arc::strong_count(lock) > 1);
-    locks.entry(key).or_default().clone()
 }
 
 /// `Error code: ENOENT` as Node words an `fs.access` failure.
