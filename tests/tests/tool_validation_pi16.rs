@@ -439,7 +439,9 @@ fn without_descriptions(schema: &Value) -> Value {
 /// its agent loop does (all started in source order, then awaited together).
 #[test]
 fn writes_and_edits_of_one_file_run_in_source_order_as_in_pi() {
-    let padding = "pad\n".repeat(20_000);
+    // The first write is large, so that its call takes longer to reach the file than the edit
+    // after it: without the queue's source order the edit could run first.
+    let padding = "pad\n".repeat(2_000_000);
     let calls = [
         (
             "write",
