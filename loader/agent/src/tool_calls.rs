@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{Core, Shared, now_ms};
+use crate::tools::mutation_queue::Ticket;
 use crate::tools::{Tool, ToolInvocation, ToolOutput};
 use pi_hooks_host::runner::Runner;
 use pi_hooks_host::runner::events::ToolCallOutcome;
@@ -39,8 +40,8 @@ impl Core {
     pub(super) fn execute_tools(&self, calls: &[Value]) -> (Vec<Value>, bool) {
         let mut terminating = 0;
         let mut outputs: Vec<Option<ToolOutput>> = vec![None; calls.len()];
-        // An allowed call, and its input when it is not the model's arguments: what a
-        // `tool_call` handler rewrote it to, else what the tool prepared.
+        // An allowed call and its input: what a `tool_call` handler rewrote it to, else the
+        // prepared and validated (coerced) arguments.
         let mut allowed: Vec<(usize, Arc<dyn Tool>, Option<Value>)> = Vec::new();
         for (index, call) in calls.iter().enumerate() {
             let (id, name, args) = call_parts(call);
@@ -51,18 +52,21 @@ impl Core {
                 );
                 continue;
             };
-            // pi: `prepareArguments`, then validation; handlers and the tool see the result.
+            // pi: `prepareArguments`, then validation, which coerces (pi-schema); handlers and
+            // the tool see the coerced arguments.
             let prepared = tool.prepare_arguments(args);
-            let input = prepared.as_ref().unwrap_or(args);
-            if let Err(message) = tool.validate(input) {
-                outputs[index] = Some(self.finish_early(call, ToolOutput::error(message)));
-                continue;
-            }
+            let input = match tool.validate(prepared.as_ref().unwrap_or(args)) {
+                Ok(coerced) => coerced,
+                Err(message) => {
+                    outputs[index] = Some(self.finish_early(call, ToolOutput::error(message)));
+                    continue;
+                }
+            };
             let mut rewritten = None;
             if self.runner.has_handlers("tool_call") {
                 match self
                     .runner
-                    .emit_tool_call_terminating(Runner::tool_call_payload(id, name, input))
+                    .emit_tool_call_terminating(Runner::tool_call_payload(id, name, &input))
                 {
                     (ToolCallOutcome::Block { reason }, terminate) => {
                         terminating += usize::from(terminate);
@@ -72,20 +76,38 @@ impl Core {
                     (ToolCallOutcome::Allow { input, .. }, _) => rewritten = input,
                 }
             }
-            allowed.push((index, tool, rewritten.or(prepared)));
+            allowed.push((index, tool, Some(rewritten.unwrap_or(input))));
         }
+        // pi's file mutation queue: a call that changes a file (write, edit) takes its place in
+        // that file's line now, in source order, and waits for its turn when it runs.
+        let tickets: Vec<Option<Ticket>> = allowed
+            .iter()
+            .map(|(index, tool, input)| {
+                let args = input.as_ref().unwrap_or(&calls[*index]["arguments"]);
+                tool.mutated_file(args, &self.config.cwd)
+                    .map(|path| Ticket::reserve(&path))
+            })
+            .collect();
         if allowed.len() == 1 {
             let (index, tool, input) = allowed.pop().expect("one tool");
-            outputs[index] = Some(self.run_tool(tool.as_ref(), &calls[index], input.as_ref()));
+            let ticket = tickets.first().and_then(Option::as_ref);
+            outputs[index] =
+                Some(self.run_tool(tool.as_ref(), &calls[index], input.as_ref(), ticket));
         } else {
             std::thread::scope(|scope| {
                 let running: Vec<_> = allowed
                     .into_iter()
-                    .map(|(index, tool, input)| {
+                    .zip(&tickets)
+                    .map(|((index, tool, input), ticket)| {
                         (
                             index,
                             scope.spawn(move || {
-                                self.run_tool(tool.as_ref(), &calls[index], input.as_ref())
+                                self.run_tool(
+                                    tool.as_ref(),
+                                    &calls[index],
+                                    input.as_ref(),
+                                    ticket.as_ref(),
+                                )
                             }),
                         )
                     })
@@ -123,9 +145,16 @@ impl Core {
     }
 
     /// Executes one allowed call: updates, the `tool_result` patch chain, the end event.
-    /// `input` is what a `tool_call` handler rewrote the arguments to: as in pi, the tool and
-    /// `tool_result` get it, while the execution events keep showing the model's arguments.
-    fn run_tool(&self, tool: &dyn Tool, call: &Value, input: Option<&Value>) -> ToolOutput {
+    /// `input` is the validated (coerced) arguments, or what a `tool_call` handler rewrote them
+    /// to: as in pi, the tool and `tool_result` get it, while the execution events keep showing
+    /// the model's arguments.
+    fn run_tool(
+        &self,
+        tool: &dyn Tool,
+        call: &Value,
+        input: Option<&Value>,
+        file_ticket: Option<&Ticket>,
+    ) -> ToolOutput {
         let (id, name, args) = call_parts(call);
         let run_args = input.unwrap_or(args);
         let cancel = self.shared.abort_token();
@@ -138,6 +167,7 @@ impl Core {
             cwd: &self.config.cwd,
             cancel: &cancel,
             on_update: &on_update,
+            file_ticket,
         };
         // pi 1.1.0: `tool_execution_end.durationMs`, what `execute` took (monotonic clock).
         let started = std::time::Instant::now();

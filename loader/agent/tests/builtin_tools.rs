@@ -30,6 +30,7 @@ fn run_full(
         args: &args,
         cwd,
         cancel,
+        file_ticket: None,
         on_update: &on_update,
     };
     let result = tool(name).execute(&call);

@@ -2,8 +2,10 @@
 //! call goes through the interception in the agent loop (tool_call, execute, tool_result).
 
 pub mod builtin;
+pub mod mutation_queue;
+pub mod validation;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
@@ -67,6 +69,9 @@ pub struct ToolInvocation<'a> {
     pub cancel: &'a CancelToken,
     /// Streams a partial result (emitted as `tool_execution_update`).
     pub on_update: &'a (dyn Fn(ToolOutput) + Sync),
+    /// The call's place in the line of the file it changes ([`Tool::mutated_file`]), taken in
+    /// source order before the calls of a message run; `None` when there is none.
+    pub file_ticket: Option<&'a mutation_queue::Ticket>,
 }
 
 /// A tool the model can call.
@@ -90,52 +95,19 @@ pub trait Tool: Send + Sync {
         None
     }
 
-    /// Checks the arguments before `tool_call` fires (pi validates first: invalid arguments
-    /// end the call with an error result and no `tool_call` / `tool_result` events).
-    fn validate(&self, args: &Value) -> Result<(), String> {
-        validate_arguments(self.name(), &self.parameters(), args)
+    /// The file a call with these (validated) arguments changes, for pi's per-file mutation
+    /// queue ([`mutation_queue`]): `write` and `edit` give theirs, so that calls on one file run
+    /// one at a time in source order.
+    fn mutated_file(&self, _args: &Value, _cwd: &Path) -> Option<PathBuf> {
+        None
     }
-}
 
-/// Checks `args` against a tool's JSON Schema as pi does (AJV with type coercion): an object,
-/// with every `required` property present and each property of a simple type (`string`,
-/// `number`, `integer`, `boolean`, `array`, `object`) convertible to it. The message uses
-/// pi-ai's wording ("Validation failed for tool ...").
-pub fn validate_arguments(tool: &str, schema: &Value, args: &Value) -> Result<(), String> {
-    let checked = builtin::Args::new(tool, args);
-    if !args.is_object() {
-        return Err(checked.invalid("must be object".to_owned()));
+    /// Checks the arguments before `tool_call` fires and returns them coerced, as pi 1.6's
+    /// `validateToolArguments` does (pi-schema: numeric strings, single values into arrays, an
+    /// optional `null` dropped; see [`validation`]). Invalid arguments end the call with an
+    /// error result listing every problem and no `tool_call` / `tool_result` events; the
+    /// coerced arguments are what `tool_call` handlers and the tool get.
+    fn validate(&self, args: &Value) -> Result<Value, String> {
+        validation::validate_tool_arguments(self.name(), &self.parameters(), args)
     }
-    for (name, property) in schema["properties"].as_object().into_iter().flatten() {
-        let present = args.get(name).filter(|v| !v.is_null());
-        match property["type"].as_str() {
-            Some("string") => checked.opt_string(name).map(drop)?,
-            Some("number" | "integer") => checked.opt_number(name).map(drop)?,
-            Some("boolean") => checked.opt_bool(name).map(drop)?,
-            Some(kind @ ("array" | "object")) => {
-                let fits = present.is_none_or(|v| {
-                    if kind == "array" {
-                        v.is_array()
-                    } else {
-                        v.is_object()
-                    }
-                });
-                if !fits {
-                    return Err(checked.invalid(format!("{name}: must be {kind}")));
-                }
-            }
-            _ => {}
-        }
-    }
-    for name in schema["required"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-    {
-        if args.get(name).is_none_or(Value::is_null) {
-            return Err(checked.invalid(format!("{name}: must have required property '{name}'")));
-        }
-    }
-    Ok(())
 }

@@ -27,19 +27,18 @@
 //!   ones), `patch` a unified patch with file headers only, both computed in windows around the
 //!   replacements as pi does. The line diff comes from the `similar` crate (Myers, as jsdiff), so
 //!   on ambiguous inputs (runs of repeated lines) the hunks may be aligned differently.
-//! * Edits of one file are serialised (pi's `withFileMutationQueue`) when a message calls edit on
-//!   it more than once.
+//! * Edits and writes of one file are serialised in source order (pi's `withFileMutationQueue`,
+//!   see [`crate::tools::mutation_queue`]) when a message changes it more than once.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use similar::{ChangeTag, TextDiff};
 use unicode_normalization::UnicodeNormalization;
 
-use super::{OPERATION_ABORTED, access, js_number, node_io_error, resolve_to_cwd};
-use crate::tools::{Tool, ToolInvocation, ToolOutput};
+use super::{OPERATION_ABORTED, access, node_io_error, resolve_to_cwd};
+use crate::tools::mutation_queue::turn_for;
+use crate::tools::{Tool, ToolInvocation, ToolOutput, validation};
 
 /// The `edit` tool.
 #[derive(Debug, Clone, Copy, Default)]
@@ -88,24 +87,20 @@ impl Tool for EditTool {
     }
 
     /// pi's `prepareEditArguments` (the legacy `{oldText, newText}` shape, `edits` as a JSON
-    /// string or a single object), then pi-schema's coercion when the result is valid; invalid
-    /// input is returned only prepared, so that [`Tool::validate`] reports it as pi does.
+    /// string or a single object); [`Tool::validate`] then coerces the result as pi-schema does.
     fn prepare_arguments(&self, args: &Value) -> Option<Value> {
-        let prepared = prepare_edit_arguments(args.clone());
-        Some(coerce_arguments(&prepared).unwrap_or(prepared))
+        Some(prepare_edit_arguments(args.clone()))
     }
 
-    fn validate(&self, args: &Value) -> Result<(), String> {
-        coerce_arguments(args)
-            .map(drop)
-            .map_err(|problems| validation_message(&problems, args))
+    fn mutated_file(&self, args: &Value, cwd: &Path) -> Option<PathBuf> {
+        let path = args["path"].as_str()?;
+        Some(resolve_to_cwd(path, cwd))
     }
 
     fn execute(&self, call: &ToolInvocation<'_>) -> Result<ToolOutput, String> {
         // A `tool_call` handler may have rewritten the input: read it as pi's tool does.
         let args = prepare_edit_arguments(call.args.clone());
-        let args =
-            coerce_arguments(&args).map_err(|problems| validation_message(&problems, &args))?;
+        let args = validation::validate_tool_arguments("edit", &self.parameters(), &args)?;
         let path = args["path"].as_str().unwrap_or_default().to_owned();
         let edits: Vec<(String, String)> = args["edits"]
             .as_array()
@@ -120,10 +115,8 @@ impl Tool for EditTool {
             return Err(NO_EDITS.to_owned());
         }
         let absolute = resolve_to_cwd(&path, call.cwd);
-        let lock = file_lock(&absolute);
-        let _serialised = lock
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // pi's `withFileMutationQueue`: one change of a file at a time, in source order.
+        let _turn = turn_for(call.file_ticket, &absolute);
         let aborted = || call.cancel.is_cancelled();
         if aborted() {
             return Err(OPERATION_ABORTED.to_owned());
@@ -161,19 +154,6 @@ impl Tool for EditTool {
         ))
         .with_details(details))
     }
-}
-
-/// One lock per file, so two edits of the same file in one message do not interleave (pi's
-/// `withFileMutationQueue`).
-fn file_lock(path: &Path) -> Arc<Mutex<()>> {
-    static LOCKS: Mutex<Option<HashMap<PathBuf, Arc<Mutex<()>>>>> = Mutex::new(None);
-    let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let mut locks = LOCKS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let locks = locks.get_or_insert_with(HashMap::new);
-    locks.retain(|_, lock| Arc::strong_count(lock) > 1);
-    locks.entry(key).or_default().clone()
 }
 
 /// `Error code: ENOENT` as Node words an `fs.access` failure.
@@ -234,103 +214,17 @@ pub fn prepare_edit_arguments(input: Value) -> Value {
     Value::Object(args)
 }
 
-/// pi-schema's name of a JSON value's type.
-fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
-        Value::Number(n) if n.as_f64().is_some_and(|f| f.fract() == 0.0) => "integer",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
-/// pi-schema's coercion of a scalar to a string; the type name when it cannot be.
-fn coerce_string(value: &Value) -> Result<String, &'static str> {
-    match value {
-        Value::String(s) => Ok(s.clone()),
-        Value::Number(n) => Ok(match n.as_i64() {
-            Some(i) => i.to_string(),
-            None => js_number(n.as_f64().unwrap_or_default()),
-        }),
-        Value::Bool(b) => Ok(b.to_string()),
-        Value::Null => Ok("null".to_owned()),
-        other => Err(type_name(other)),
-    }
-}
-
-/// The arguments validated against the edit schema with pi-schema's coercion, or its problems
-/// (`path: missing`, `edits.0.oldText: expected string, got object`).
+/// The arguments validated against the edit schema with pi-schema's coercion (the shared
+/// [`validation`] module), or its problems (`path: missing`, `edits.0.oldText: expected string,
+/// got object`).
+#[cfg(test)]
 fn coerce_arguments(args: &Value) -> Result<Value, Vec<String>> {
-    let Some(object) = args.as_object() else {
-        return Err(vec![format!(
-            "root: expected object, got {}",
-            type_name(args)
-        )]);
-    };
-    let mut out = object.clone();
-    let mut problems = Vec::new();
-    match object.get("path") {
-        None => problems.push("path: missing".to_owned()),
-        Some(value) => match coerce_string(value) {
-            Ok(path) => {
-                out.insert("path".into(), Value::String(path));
-            }
-            Err(kind) => problems.push(format!("path: expected string, got {kind}")),
-        },
-    }
-    match object.get("edits") {
-        None => problems.push("edits: missing".to_owned()),
-        Some(value) => {
-            let items = match value {
-                Value::Array(items) => items.clone(),
-                single => vec![single.clone()],
-            };
-            let mut edits = Vec::with_capacity(items.len());
-            for (i, item) in items.iter().enumerate() {
-                let Some(fields) = item.as_object() else {
-                    problems.push(format!(
-                        "edits.{i}: expected object, got {}",
-                        type_name(item)
-                    ));
-                    continue;
-                };
-                let mut edit: Map<String, Value> = fields.clone();
-                for key in ["oldText", "newText"] {
-                    match fields.get(key) {
-                        None => problems.push(format!("edits.{i}.{key}: missing")),
-                        Some(value) => match coerce_string(value) {
-                            Ok(text) => {
-                                edit.insert(key.into(), Value::String(text));
-                            }
-                            Err(kind) => problems
-                                .push(format!("edits.{i}.{key}: expected string, got {kind}")),
-                        },
-                    }
-                }
-                edits.push(Value::Object(edit));
-            }
-            out.insert("edits".into(), Value::Array(edits));
-        }
-    }
-    if problems.is_empty() {
-        Ok(Value::Object(out))
-    } else {
-        Err(problems)
-    }
-}
-
-/// pi-ai's `Validation failed for tool "edit": …` message.
-fn validation_message(problems: &[String], args: &Value) -> String {
-    let list: Vec<String> = problems.iter().map(|p| format!("  - {p}")).collect();
-    let received = serde_json::to_string_pretty(args).unwrap_or_default();
-    format!(
-        "Validation failed for tool \"edit\":\n{}\n\nReceived arguments:\n{received}",
-        list.join("\n")
-    )
+    validation::parse(&EditTool.parameters(), args).map_err(|problems| {
+        problems
+            .iter()
+            .map(|p| format!("{}: {}", validation::dotted_path(&p.path), p.message))
+            .collect()
+    })
 }
 
 /// A computed edit.

@@ -197,7 +197,8 @@ pub(crate) fn access(path: &Path, mode: libc::c_int) -> std::io::Result<()> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Arguments (pi validates them with AJV, `coerceTypes: true`, before a tool runs)
+// Arguments (validated and coerced before a tool runs, see `tools::validation`; these read what
+// a tool gets, which a `tool_call` handler may have rewritten)
 // ---------------------------------------------------------------------------------------------
 
 /// Reads the arguments of one call, with pi-ai's validation wording on errors.
@@ -226,11 +227,11 @@ impl<'a> Args<'a> {
         }
     }
 
-    /// A required string (numbers and booleans are coerced, as AJV does).
+    /// A required string (numbers and booleans are coerced, as pi-schema does).
     pub(crate) fn string(&self, name: &str) -> Result<String, String> {
         match self.opt_string(name)? {
             Some(s) => Ok(s),
-            None => Err(self.invalid(format!("{name}: must have required property '{name}'"))),
+            None => Err(self.invalid(format!("{name}: missing"))),
         }
     }
 
@@ -241,7 +242,7 @@ impl<'a> Args<'a> {
             Some(Value::String(s)) => Ok(Some(s.clone())),
             Some(Value::Number(n)) => Ok(Some(n.to_string())),
             Some(Value::Bool(b)) => Ok(Some(b.to_string())),
-            Some(_) => Err(self.invalid(format!("{name}: must be string"))),
+            Some(v) => Err(self.invalid(format!("{name}: {}", expected("string", v)))),
         }
     }
 
@@ -254,7 +255,7 @@ impl<'a> Args<'a> {
                 Ok(s.trim().parse::<f64>().ok())
             }
             Some(Value::Bool(b)) => Ok(Some(if *b { 1.0 } else { 0.0 })),
-            Some(_) => Err(self.invalid(format!("{name}: must be number"))),
+            Some(v) => Err(self.invalid(format!("{name}: {}", expected("number", v)))),
         }
     }
 
@@ -267,9 +268,23 @@ impl<'a> Args<'a> {
             Some(Value::String(s)) if s == "false" => Ok(Some(false)),
             Some(Value::Number(n)) if n.as_f64() == Some(1.0) => Ok(Some(true)),
             Some(Value::Number(n)) if n.as_f64() == Some(0.0) => Ok(Some(false)),
-            Some(_) => Err(self.invalid(format!("{name}: must be boolean"))),
+            Some(v) => Err(self.invalid(format!("{name}: {}", expected("boolean", v)))),
         }
     }
+}
+
+/// pi-schema's message for a value of the wrong type: `expected string, got array`.
+fn expected(kind: &str, value: &Value) -> String {
+    let got = match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.as_f64().is_some_and(|f| f.fract() == 0.0) => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    format!("expected {kind}, got {got}")
 }
 
 /// The output of a listing tool (find, grep, ls) as pi builds it: the lines cut to the 50 KB
@@ -346,13 +361,15 @@ pub(crate) fn js_number(n: f64) -> String {
     }
 }
 
-/// Builds `{"type":"object","properties":...,"required":[...]}` as TypeBox's `Type.Object`.
+/// Builds `{"type":"object","required":[...],"properties":...}` as TypeBox's `Type.Object`
+/// (no `required` when every property is optional, as pi's `ls` schema).
 pub(crate) fn object_schema(properties: Value, required: &[&str]) -> Value {
-    serde_json::json!({
-        "type": "object",
-        "properties": properties,
-        "required": required,
-    })
+    let mut schema = serde_json::json!({"type": "object"});
+    if !required.is_empty() {
+        schema["required"] = required.into();
+    }
+    schema["properties"] = properties;
+    schema
 }
 
 #[cfg(test)]
@@ -373,7 +390,7 @@ mod tests {
         for tool in builtin_tools() {
             let schema = tool.parameters();
             assert_eq!(schema["type"], "object", "{}", tool.name());
-            for req in schema["required"].as_array().unwrap() {
+            for req in schema["required"].as_array().into_iter().flatten() {
                 let req = req.as_str().unwrap();
                 assert!(
                     schema["properties"][req]["description"].is_string(),
@@ -417,7 +434,7 @@ mod tests {
     }
 
     #[test]
-    fn args_coerce_and_report_like_ajv() {
+    fn args_coerce_and_report_like_pi_schema() {
         let v = json!({"path": "a", "limit": "12", "flag": "true", "n": 3});
         let a = Args::new("read", &v);
         assert_eq!(a.string("path").unwrap(), "a");
@@ -426,10 +443,16 @@ mod tests {
         assert_eq!(a.opt_string("n").unwrap().as_deref(), Some("3"));
         assert_eq!(a.opt_number("missing").unwrap(), None);
         let err = a.string("content").unwrap_err();
-        assert!(err.starts_with("Validation failed for tool \"read\":\n  - content: must have required property 'content'"), "{err}");
+        assert!(
+            err.starts_with("Validation failed for tool \"read\":\n  - content: missing"),
+            "{err}"
+        );
         let bad = json!({"limit": [1]});
         let err = Args::new("ls", &bad).opt_number("limit").unwrap_err();
-        assert!(err.contains("  - limit: must be number"), "{err}");
+        assert!(
+            err.contains("  - limit: expected number, got array"),
+            "{err}"
+        );
     }
 
     #[test]
