@@ -373,6 +373,51 @@ impl BehaveLine {
     }
 }
 
+/// Waits (up to a minute) until the `behave` log at `path` satisfies `ready`; panics naming
+/// `what` and showing the log otherwise.
+pub fn wait_behave_log(path: &Path, what: &str, ready: impl Fn(&[BehaveLine]) -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let log = read_behave_log(path);
+        if ready(&log) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}; log:\n{}",
+            log.iter()
+                .map(|l| format!("{} {}", l.who(), l.value))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// The `message` of the tool result with the call id `id` among a JSON run's `events` (its
+/// `message_end`).
+pub fn tool_result_message<'a>(events: &'a [Value], id: &str) -> Option<&'a Value> {
+    events
+        .iter()
+        .find(|e| {
+            e["type"] == "message_end"
+                && e["message"]["role"] == "toolResult"
+                && e["message"]["toolCallId"] == id
+        })
+        .map(|e| &e["message"])
+}
+
+/// The tools the model was offered, from the first `before_provider_request` in a `behave`
+/// log.
+pub fn offered_tools(log: &[BehaveLine]) -> &Vec<Value> {
+    log.iter()
+        .find(|l| l.tag == "before_provider_request")
+        .expect("a provider request")
+        .value["payload"]["tools"]
+        .as_array()
+        .expect("the request's tools")
+}
+
 /// Reads a `behave` log (empty when the file does not exist).
 pub fn read_behave_log(path: &Path) -> Vec<BehaveLine> {
     let text = match std::fs::read_to_string(path) {

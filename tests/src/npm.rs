@@ -428,17 +428,7 @@ impl<'a> PiUser<'a> {
 
     /// `pi --mode rpc` of `pi` with the fake model of `models.json` in the agent directory.
     pub fn pi_rpc(&self, pi: &Pi, extra: &[&str]) -> crate::rpc_client::RpcClient {
-        let mut command = self.pi(
-            pi,
-            &[
-                "--mode",
-                "rpc",
-                "--provider",
-                "fake",
-                "--model",
-                "fake-model",
-            ],
-        );
+        let mut command = self.pi(pi, &crate::pi_e2e::RPC_WITH_FAKE_MODEL);
         command.args(extra).env("PI_OFFLINE", "1");
         crate::rpc_client::RpcClient::start(command)
     }

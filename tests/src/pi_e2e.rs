@@ -75,6 +75,16 @@ pub fn pi_command_of(pi: &Pi, sandbox: &Sandbox) -> Command {
     command
 }
 
+/// pi's arguments for RPC mode with the fake model of the tests' `models.json`.
+pub const RPC_WITH_FAKE_MODEL: [&str; 6] = [
+    "--mode",
+    "rpc",
+    "--provider",
+    "fake",
+    "--model",
+    "fake-model",
+];
+
 /// `pi --mode rpc --provider fake --model fake-model <extra>` of `pi` ([`pi_command_of`]),
 /// with `env` added to its environment.
 pub fn pi_rpc_of(
@@ -85,14 +95,7 @@ pub fn pi_rpc_of(
 ) -> RpcClient {
     let mut command = pi_command_of(pi, sandbox);
     command
-        .args([
-            "--mode",
-            "rpc",
-            "--provider",
-            "fake",
-            "--model",
-            "fake-model",
-        ])
+        .args(RPC_WITH_FAKE_MODEL)
         .args(extra)
         .envs(env.iter().map(|(k, v)| (k, v)));
     RpcClient::start(command)

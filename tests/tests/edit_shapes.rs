@@ -5,7 +5,9 @@
 //! written and the input a `tool_call` handler sees must be pi's. The schema and description
 //! the model gets must be pi's too.
 
-use pi_hooks_tests::{Sandbox, behave_command, json_lines, read_behave_log};
+use pi_hooks_tests::{
+    Sandbox, behave_command, json_lines, offered_tools, read_behave_log, tool_result_message,
+};
 use serde_json::{Value, json};
 
 /// One edit call: the file's content before, and the model's arguments (`path` is filled in).
@@ -229,11 +231,7 @@ fn edit_calls_give_what_pi_1_6_gives() {
     let log = read_behave_log(&sandbox.behave_log());
 
     // The schema and description the model sees.
-    let request = log
-        .iter()
-        .find(|l| l.tag == "before_provider_request")
-        .expect("a provider request");
-    let tools = request.value["payload"]["tools"].as_array().unwrap();
+    let tools = offered_tools(&log);
     let edit = tools.iter().find(|t| t["name"] == "edit").unwrap();
     assert_eq!(edit["parameters"], pi_tool["parameters"]);
     assert_eq!(edit["description"], pi_tool["description"]);
@@ -241,15 +239,8 @@ fn edit_calls_give_what_pi_1_6_gives() {
     for (i, (case, pi)) in cases.iter().zip(&pi).enumerate() {
         let id = format!("e{i}");
         let what = format!("case {i} {}", case.args);
-        let result = events
-            .iter()
-            .find(|e| {
-                e["type"] == "message_end"
-                    && e["message"]["role"] == "toolResult"
-                    && e["message"]["toolCallId"] == id.as_str()
-            })
-            .unwrap_or_else(|| panic!("{what}: no tool result"));
-        let message = &result["message"];
+        let message =
+            tool_result_message(&events, &id).unwrap_or_else(|| panic!("{what}: no tool result"));
         assert_eq!(message["content"][0]["text"], pi["text"], "{what}");
         assert_eq!(message["isError"], pi["isError"], "{what}");
         if pi["isError"] == false {

@@ -6,29 +6,38 @@
 //! `agent_settled` handler logs, then sleeps: the message is typed once the log shows it.
 //! And Alt+Enter, pi's follow-up key, during a run.
 
-use std::time::{Duration, Instant};
-
-use pi_hooks_tests::pty::{Pty, WAIT, keys, sandbox_command};
-use pi_hooks_tests::{Sandbox, behave_env_var, behave_plugin, read_behave_log};
+use pi_hooks_tests::pty::{Pty, keys, sandbox_command};
+use pi_hooks_tests::{Sandbox, behave_env_var, behave_plugin, read_behave_log, wait_behave_log};
 use serde_json::json;
 
 fn wait_log(sandbox: &Sandbox, what: &str, ready: impl Fn(&[pi_hooks_tests::BehaveLine]) -> bool) {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let log = read_behave_log(&sandbox.behave_log());
-        if ready(&log) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}; log:\n{}",
-            log.iter()
-                .map(|l| format!("{} {}", l.who(), l.value))
-                .collect::<Vec<_>>()
-                .join("\n")
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_behave_log(&sandbox.behave_log(), what, ready);
+}
+
+/// `pi-hooks chat` in a pty with the scripted model's `turns` and a `behave` plugin "watch"
+/// with `handlers`, waiting for its prompt.
+fn chat(sandbox: &Sandbox, turns: serde_json::Value, handlers: serde_json::Value) -> Pty {
+    let script = sandbox.script(&json!({ "turns": turns }));
+    let library = behave_plugin(&sandbox.lib(), "watch");
+    let mut command = sandbox_command(
+        sandbox,
+        &[
+            "chat",
+            "--no-session",
+            "--script",
+            script.to_str().unwrap(),
+            "--hook",
+            library.to_str().unwrap(),
+        ],
+    );
+    command.env(
+        behave_env_var("watch"),
+        json!({ "handlers": handlers }).to_string(),
+    );
+    command.env("BEHAVE_LOG", sandbox.behave_log());
+    let pty = Pty::spawn(command, 40, 120);
+    pty.wait_for_text("Type a prompt");
+    pty
 }
 
 /// The user messages the runs took, from `message_end` payloads.
@@ -48,28 +57,15 @@ fn user_texts(sandbox: &Sandbox) -> Vec<String> {
 #[test]
 fn a_message_typed_as_the_run_ends_starts_a_run_at_once() {
     let sandbox = Sandbox::new();
-    let script = sandbox.script(&json!({"turns": [{"text": "answer one"}]}));
-    let library = behave_plugin(&sandbox.lib(), "watch");
-    let config = json!({"handlers": [
-        {"event": "agent_start"},
-        {"event": "message_end"},
-        {"event": "agent_settled", "sleep_ms": 1500}
-    ]});
-    let mut command = sandbox_command(
+    let mut pty = chat(
         &sandbox,
-        &[
-            "chat",
-            "--no-session",
-            "--script",
-            script.to_str().unwrap(),
-            "--hook",
-            library.to_str().unwrap(),
-        ],
+        json!([{"text": "answer one"}]),
+        json!([
+            {"event": "agent_start"},
+            {"event": "message_end"},
+            {"event": "agent_settled", "sleep_ms": 1500}
+        ]),
     );
-    command.env(behave_env_var("watch"), config.to_string());
-    command.env("BEHAVE_LOG", sandbox.behave_log());
-    let mut pty = Pty::spawn(command, 40, 120);
-    pty.wait_for_text("Type a prompt");
 
     pty.type_text("first prompt");
     pty.send(keys::ENTER.as_bytes());
@@ -111,31 +107,18 @@ fn a_message_typed_as_the_run_ends_starts_a_run_at_once() {
 #[test]
 fn alt_enter_during_a_run_queues_a_follow_up_that_waits_for_the_run_s_end() {
     let sandbox = Sandbox::new();
-    let script = sandbox.script(&json!({"turns": [
-        {"toolCalls": [{"name": "bash", "arguments": {"command": "true"}}]},
-        {"text": "done with the tool"},
-        {"text": "answer to the follow-up"}
-    ]}));
-    let library = behave_plugin(&sandbox.lib(), "watch");
-    let config = json!({"handlers": [
-        {"event": "tool_call", "sleep_ms": 1500},
-        {"event": "message_end"}
-    ]});
-    let mut command = sandbox_command(
+    let mut pty = chat(
         &sandbox,
-        &[
-            "chat",
-            "--no-session",
-            "--script",
-            script.to_str().unwrap(),
-            "--hook",
-            library.to_str().unwrap(),
-        ],
+        json!([
+            {"toolCalls": [{"name": "bash", "arguments": {"command": "true"}}]},
+            {"text": "done with the tool"},
+            {"text": "answer to the follow-up"}
+        ]),
+        json!([
+            {"event": "tool_call", "sleep_ms": 1500},
+            {"event": "message_end"}
+        ]),
     );
-    command.env(behave_env_var("watch"), config.to_string());
-    command.env("BEHAVE_LOG", sandbox.behave_log());
-    let mut pty = Pty::spawn(command, 40, 120);
-    pty.wait_for_text("Type a prompt");
 
     pty.type_text("first prompt");
     pty.send(keys::ENTER.as_bytes());

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use pi_hooks_tests::fake_openai::{
     FakeOpenAi, Reply, after_tool, last_user_text, tool_call, user_texts,
 };
-use pi_hooks_tests::pi_e2e::{pi_command_of, pi_rpc, pi_rpc_of, prepare};
+use pi_hooks_tests::pi_e2e::{RPC_WITH_FAKE_MODEL, pi_command_of, pi_rpc, pi_rpc_of, prepare};
 use pi_hooks_tests::rpc_client::{RpcClient, command_source_info};
 use pi_hooks_tests::tools::{Pi, pi16, pi073};
 use pi_hooks_tests::workflow::install_examples;
@@ -729,14 +729,7 @@ fn a_forced_ring_without_its_addon_is_said() {
     let missing = sandbox.root().join("missing.so");
     let mut command = pi_command_of(&pi16(), &sandbox);
     command
-        .args([
-            "--mode",
-            "rpc",
-            "--provider",
-            "fake",
-            "--model",
-            "fake-model",
-        ])
+        .args(RPC_WITH_FAKE_MODEL)
         .arg("--no-session")
         .env("PI_HOOKS_BRIDGE_TRANSPORT", "ring")
         .env("PI_HOOKS_BRIDGE_RING_ADDON", &missing);
@@ -806,7 +799,7 @@ fn serve_killed_over_the_ring_is_restarted() {
 /// until the send gave up and ended serve.
 #[test]
 fn a_large_request_behind_a_slow_one_waits_in_the_bridge_over_the_ring() {
-    use pi_hooks_tests::{behave_env_var, behave_plugin, read_behave_log};
+    use pi_hooks_tests::{behave_env_var, behave_plugin, read_behave_log, wait_behave_log};
     let sandbox = Sandbox::new();
     let server = model();
     prepare(&sandbox, &server);
@@ -825,17 +818,9 @@ fn a_large_request_behind_a_slow_one_waits_in_the_bridge_over_the_ring() {
     ];
     let mut pi = pi_rpc_of(&pi16(), &sandbox, &["--no-session"], &env);
     pi.send(&json!({"id": "1", "type": "prompt", "message": "say hello"}));
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !read_behave_log(&sandbox.behave_log())
-        .iter()
-        .any(|l| l.tag == "tool_call")
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "tool_call never reached the plugin"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    wait_behave_log(&sandbox.behave_log(), "tool_call at the plugin", |log| {
+        log.iter().any(|l| l.tag == "tool_call")
+    });
     let (serve, _) = the_serve(pi.pid());
     let big = "x".repeat(600_000);
     pi.send(&json!({"id": "s", "type": "steer", "message": big}));

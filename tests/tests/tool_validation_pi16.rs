@@ -10,7 +10,10 @@
 //! (`tests/fixtures/schema_tool.c`, with an integer/array/nested/enum/union schema) runs, and
 //! the arguments it got must be pi's coerced ones too. The schemas the model sees must be pi's.
 
-use pi_hooks_tests::{Sandbox, behave_command, c_fixture, json_lines, read_behave_log};
+use pi_hooks_tests::{
+    Sandbox, behave_command, c_fixture, json_lines, offered_tools, read_behave_log,
+    tool_result_message,
+};
 use serde_json::{Value, json};
 
 const BUILTINS: [&str; 7] = ["read", "bash", "edit", "write", "grep", "find", "ls"];
@@ -345,12 +348,8 @@ fn tool_arguments_are_validated_and_coerced_as_pi_1_6_does() {
 
     // The schemas the model sees (descriptions aside: some of pi 1.6's differ from pi 0.73's,
     // which the built-in tools keep).
-    let request = log
-        .iter()
-        .find(|l| l.tag == "before_provider_request")
-        .expect("a provider request");
     let mut failures = Vec::new();
-    for tool in request.value["payload"]["tools"].as_array().unwrap() {
+    for tool in offered_tools(&log) {
         let name = tool["name"].as_str().unwrap();
         let (ours, theirs) = (
             without_descriptions(&tool["parameters"]),
@@ -365,15 +364,8 @@ fn tool_arguments_are_validated_and_coerced_as_pi_1_6_does() {
     for (i, ((tool, args), pi)) in cases.iter().zip(&pi).enumerate() {
         let id = format!("c{i}");
         let what = format!("case {i}: {tool} {args}");
-        let result = events
-            .iter()
-            .find(|e| {
-                e["type"] == "message_end"
-                    && e["message"]["role"] == "toolResult"
-                    && e["message"]["toolCallId"] == id.as_str()
-            })
-            .unwrap_or_else(|| panic!("{what}: no tool result"));
-        let message = &result["message"];
+        let message =
+            tool_result_message(&events, &id).unwrap_or_else(|| panic!("{what}: no tool result"));
         let call = log
             .iter()
             .find(|l| l.tag == "tool_call" && l.value["toolCallId"] == id.as_str());
@@ -548,17 +540,11 @@ console.log(JSON.stringify({{ texts: await Promise.all(running), file: fs.readFi
         let events = json_lines(&output);
         let texts: Vec<Value> = (0..calls.len())
             .map(|i| {
-                let result = events
-                    .iter()
-                    .find(|e| {
-                        e["type"] == "message_end"
-                            && e["message"]["role"] == "toolResult"
-                            && e["message"]["toolCallId"] == format!("m{i}").as_str()
-                    })
-                    .expect("a tool result");
-                let text = result["message"]["content"][0]["text"].clone();
+                let message =
+                    tool_result_message(&events, &format!("m{i}")).expect("a tool result");
+                let text = message["content"][0]["text"].clone();
                 let text = text.as_str().unwrap_or_default();
-                if result["message"]["isError"] == true {
+                if message["isError"] == true {
                     json!(format!("error: {text}"))
                 } else {
                     // pi 1.6's write says `Successfully wrote to <path>`; ours keeps pi 0.73's

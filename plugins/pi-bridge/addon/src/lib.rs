@@ -211,13 +211,7 @@ impl NodeRing {
                 return Err(failed(error));
             }
         }
-        let mut frames = Vec::new();
-        let (more, _) = Self::settle(ring, &mut frames, started, None)?;
-        Ok(Read {
-            frames: text(frames)?,
-            answered: false,
-            more,
-        })
+        Self::read_published(ring, started)
     }
 
     /// Reads every frame already published, without waiting (serve rang its doorbell).
@@ -226,6 +220,11 @@ impl NodeRing {
         let started = Instant::now();
         let ring = self.ring()?;
         ring.set_reading(true);
+        Self::read_published(ring, started)
+    }
+
+    /// What is published now ([`NodeRing::settle`]), as a [`Read`] that answers no call.
+    fn read_published(ring: &mut HostRing, started: Instant) -> Result<Read> {
         let mut frames = Vec::new();
         let (more, _) = Self::settle(ring, &mut frames, started, None)?;
         Ok(Read {
