@@ -332,7 +332,8 @@
  *   agent_before_settle (agent) [pi 0.87.0]: after the prompt's last agent_end (and its
  *     retries and automatic compaction), before the agent settles; not after an abort. A
  *     continue starts one more run (agent_start ... agent_end) from the context as it is, then
- *     this event comes again
+ *     this event comes again; so does a message queued while the handlers ran (a client's
+ *     follow_up, a plugin's send_user_message with deliverAs), as in pi 1.6
  *     payload: entries, continue, context, outcome
  *     result: {entries?: SessionBoundaryDraft[], continue?: boolean}: the entries to append
  *       after the handlers ran (the last entries given replaces the earlier ones), and whether
@@ -386,7 +387,9 @@
  *     result: ignored
  *     combine: every handler runs; results are ignored
  *
- *   tool_call (tools): before each tool runs, after its arguments were validated
+ *   tool_call (tools): before each tool runs, after its arguments were validated and coerced
+ *     as pi 1.6 does (input is the coerced arguments; invalid arguments end the call before
+ *     this event: docs/sessions.md, Tool arguments)
  *     payload: toolCallId, toolName, input, parentToolCallId
  *     result: {block: true, reason?: string, terminate?: boolean} or {input: object};
  *       terminate (pi 0.84.1) with a block asks the agent to stop after this tool batch: the

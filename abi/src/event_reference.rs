@@ -583,7 +583,7 @@ pub const EVENTS: &[EventSpec] = &[
     EventSpec {
         name: "agent_before_settle",
         group: "agent",
-        when: "after the prompt's last `agent_end` (and its retries and automatic compaction), before the agent settles; not after an abort. A `continue` starts one more run (`agent_start` ... `agent_end`) from the context as it is, then this event comes again",
+        when: "after the prompt's last `agent_end` (and its retries and automatic compaction), before the agent settles; not after an abort. A `continue` starts one more run (`agent_start` ... `agent_end`) from the context as it is, then this event comes again; so does a message queued while the handlers ran (a client's `follow_up`, a plugin's `send_user_message` with `deliverAs`), as in pi 1.6",
         payload: &[
             BOUNDARY_ENTRIES,
             BOUNDARY_CONTINUE,
@@ -674,7 +674,7 @@ pub const EVENTS: &[EventSpec] = &[
     EventSpec {
         name: "tool_call",
         group: "tools",
-        when: "before each tool runs, after its arguments were validated",
+        when: "before each tool runs, after its arguments were validated and coerced as pi 1.6 does (`input` is the coerced arguments; invalid arguments end the call before this event: docs/sessions.md, Tool arguments)",
         payload: &[
             f("toolCallId", "string", "the call's id"),
             f(
