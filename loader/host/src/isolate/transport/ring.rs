@@ -672,7 +672,7 @@ impl Consumer {
     }
 
     /// Runs `warm` when the host's nudge ([`Region::get_ready`]) finds this reader, and every
-    /// [`WARM_EVERY`] while it spins for the request then: the reader rehearses what the
+    /// 200 µs (`WARM_EVERY`) while it spins for the request then: the reader rehearses what the
     /// request will make it do (decoding a message like the last one), so that its code and
     /// data are in the core's caches when the request comes. A process that sat idle for
     /// milliseconds runs its first call several times slower than its next ones (an idle
