@@ -499,6 +499,31 @@ pub fn json_lines(output: &Output) -> Vec<Value> {
         .collect()
 }
 
+/// The arguments of a scripted JSON run: `run --mode json --script SCRIPT --no-session go`.
+pub fn json_script_args(script: &Path) -> [&str; 7] {
+    [
+        "run",
+        "--mode",
+        "json",
+        "--script",
+        script.to_str().expect("UTF-8 script path"),
+        "--no-session",
+        "go",
+    ]
+}
+
+/// Runs `command`, checks that it succeeded (showing its stderr otherwise), and gives its
+/// stdout's JSON lines.
+pub fn json_output(command: &mut Command) -> Vec<Value> {
+    let output = command.output().expect("run pi-hooks");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    json_lines(&output)
+}
+
 /// An in-process world for the combination rules: `behave` plugins loaded in order into a
 /// real [`pi_hooks_host::runner::Runner`], with an error listener that records every report.
 pub struct BehaveWorld {

@@ -6,7 +6,8 @@
 //! the model gets must be pi's too.
 
 use pi_hooks_tests::{
-    Sandbox, behave_command, json_lines, offered_tools, read_behave_log, tool_result_message,
+    Sandbox, behave_command, json_lines, json_output, json_script_args, offered_tools,
+    read_behave_log, tool_result_message,
 };
 use serde_json::{Value, json};
 
@@ -207,27 +208,11 @@ fn edit_calls_give_what_pi_1_6_gives() {
         {"event": "tool_result"},
         {"event": "before_provider_request"}
     ]});
-    let output = behave_command(
+    let events = json_output(&mut behave_command(
         &sandbox,
         &[("watch", watch)],
-        &[
-            "run",
-            "--mode",
-            "json",
-            "--script",
-            script.to_str().unwrap(),
-            "--no-session",
-            "go",
-        ],
-    )
-    .output()
-    .expect("run pi-hooks");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let events = json_lines(&output);
+        &json_script_args(&script),
+    ));
     let log = read_behave_log(&sandbox.behave_log());
 
     // The schema and description the model sees.
@@ -286,23 +271,11 @@ fn a_guard_sees_edits_for_the_legacy_shape() {
     let guard = json!({"handlers": [
         {"event": "tool_call", "if_contains": "\"edits\":[{\"oldText\":\"KEY=1\"", "result": {"block": true, "reason": "no .env edits"}}
     ]});
-    let output = behave_command(
+    let events = json_output(&mut behave_command(
         &sandbox,
         &[("guard", guard)],
-        &[
-            "run",
-            "--mode",
-            "json",
-            "--script",
-            script.to_str().unwrap(),
-            "--no-session",
-            "go",
-        ],
-    )
-    .output()
-    .unwrap();
-    assert!(output.status.success());
-    let events = json_lines(&output);
+        &json_script_args(&script),
+    ));
     let end = events
         .iter()
         .find(|e| e["type"] == "tool_execution_end" && e["toolCallId"] == "old")

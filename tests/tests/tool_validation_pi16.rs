@@ -11,8 +11,8 @@
 //! the arguments it got must be pi's coerced ones too. The schemas the model sees must be pi's.
 
 use pi_hooks_tests::{
-    Sandbox, behave_command, c_fixture, json_lines, offered_tools, read_behave_log,
-    tool_result_message,
+    Sandbox, behave_command, c_fixture, json_lines, json_output, json_script_args, offered_tools,
+    read_behave_log, tool_result_message,
 };
 use serde_json::{Value, json};
 
@@ -320,30 +320,16 @@ fn tool_arguments_are_validated_and_coerced_as_pi_1_6_does() {
         }));
     }
     let shape = c_fixture(&sandbox.lib(), "schema_tool", &[]);
-    let output = behave_command(
-        &sandbox,
-        &[("watch", json!({ "handlers": handlers }))],
-        &[
-            "run",
-            "--mode",
-            "json",
-            "--script",
-            script.to_str().unwrap(),
-            "--no-session",
-            "go",
-        ],
-    )
-    .arg("--hook")
-    .arg(&shape)
-    .env("SHAPE_SCHEMA", shape_schema().to_string())
-    .output()
-    .expect("run pi-hooks");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let events = json_output(
+        behave_command(
+            &sandbox,
+            &[("watch", json!({ "handlers": handlers }))],
+            &json_script_args(&script),
+        )
+        .arg("--hook")
+        .arg(&shape)
+        .env("SHAPE_SCHEMA", shape_schema().to_string()),
     );
-    let events = json_lines(&output);
     let log = read_behave_log(&sandbox.behave_log());
 
     // The schemas the model sees (descriptions aside: some of pi 1.6's differ from pi 0.73's,
@@ -520,24 +506,7 @@ console.log(JSON.stringify({{ texts: await Promise.all(running), file: fs.readFi
             )
             .collect();
         let script = sandbox.script(&json!({"turns": [{"toolCalls": turn}, {"text": "done"}]}));
-        let output = sandbox
-            .command(&[
-                "run",
-                "--mode",
-                "json",
-                "--script",
-                script.to_str().unwrap(),
-                "--no-session",
-                "go",
-            ])
-            .output()
-            .expect("run pi-hooks");
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let events = json_lines(&output);
+        let events = json_output(&mut sandbox.command(&json_script_args(&script)));
         let texts: Vec<Value> = (0..calls.len())
             .map(|i| {
                 let message =
