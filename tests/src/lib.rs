@@ -499,6 +499,31 @@ pub fn json_lines(output: &Output) -> Vec<Value> {
         .collect()
 }
 
+/// Runs `command` with `input` on its stdin and gives its stdout's JSON lines once it
+/// succeeded (`what` names it in the failure, with its stderr).
+pub fn json_lines_with_stdin(command: &mut Command, input: &[u8], what: &str) -> Vec<Value> {
+    use std::io::Write as _;
+    let mut child = command
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+    child
+        .stdin
+        .take()
+        .expect("stdin piped")
+        .write_all(input)
+        .unwrap_or_else(|e| panic!("cannot write to {what}: {e}"));
+    let output = child.wait_with_output().expect("wait");
+    assert!(
+        output.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    json_lines(&output)
+}
+
 /// The arguments of a scripted JSON run: `run --mode json --script SCRIPT --no-session go`.
 pub fn json_script_args(script: &Path) -> [&str; 7] {
     [

@@ -6,7 +6,7 @@
 //! the model gets must be pi's too.
 
 use pi_hooks_tests::{
-    Sandbox, behave_command, json_lines, json_output, json_script_args, offered_tools,
+    Sandbox, behave_command, json_lines_with_stdin, json_output, json_script_args, offered_tools,
     read_behave_log, tool_result_message,
 };
 use serde_json::{Value, json};
@@ -149,28 +149,12 @@ for (const [i, c] of cases.entries()) {{
         .enumerate()
         .map(|(i, c)| json!({"content": c.content, "args": with_path(&c.args, i)}))
         .collect();
-    let mut child = std::process::Command::new(&pi.node)
-        .arg(&script)
-        .arg(&work)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start pi's node");
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(Value::Array(input).to_string().as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "pi's edit tool: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let mut lines = json_lines(&output).into_iter();
+    let mut lines = json_lines_with_stdin(
+        std::process::Command::new(&pi.node).arg(&script).arg(&work),
+        Value::Array(input).to_string().as_bytes(),
+        "pi's edit tool",
+    )
+    .into_iter();
     let tool = lines.next().expect("pi's tool definition");
     (tool, lines.collect())
 }

@@ -11,8 +11,8 @@
 //! the arguments it got must be pi's coerced ones too. The schemas the model sees must be pi's.
 
 use pi_hooks_tests::{
-    Sandbox, behave_command, c_fixture, json_lines, json_output, json_script_args, offered_tools,
-    read_behave_log, tool_result_message,
+    Sandbox, behave_command, c_fixture, json_lines, json_lines_with_stdin, json_output,
+    json_script_args, offered_tools, read_behave_log, tool_result_message,
 };
 use serde_json::{Value, json};
 
@@ -267,27 +267,12 @@ for (const [name, args] of cases) {{
     )
     .unwrap();
     let input = json!({"cases": cases, "shape": shape_schema()});
-    let mut child = std::process::Command::new(&pi.node)
-        .arg(&script)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start pi's node");
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.to_string().as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "pi's validation: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let mut lines = json_lines(&output).into_iter();
+    let mut lines = json_lines_with_stdin(
+        std::process::Command::new(&pi.node).arg(&script),
+        input.to_string().as_bytes(),
+        "pi's validation",
+    )
+    .into_iter();
     let schemas = lines.next().expect("pi's tool parameters");
     (schemas, lines.collect())
 }
